@@ -1,0 +1,72 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "newspush",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "newspush", targets: ["newspush"]),
+        .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        // The Notification Hubs client knows nothing about news: a module of its own so the
+        // compiler keeps it that way.
+        .target(
+            name: "NotificationHubs",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "NewsPushCore",
+            dependencies: [
+                "CCurl", "CLibXML2", "NotificationHubs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "newspush",
+            dependencies: [
+                "NewsPushCore", "NotificationHubs",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Real HTTP servers on 127.0.0.1 for the tests (feed servers, a recording hub).
+        .target(
+            name: "NewsPushTesting",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "NewsPushCoreTests",
+            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "newspushTests",
+            dependencies: ["newspush", "NewsPushTesting", "NotificationHubs"]
+        ),
+    ]
+)

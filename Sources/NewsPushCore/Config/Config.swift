@@ -1,0 +1,107 @@
+import Foundation
+
+/// The six tags newspush files items under; the raw value is the hub tag and the config name.
+public enum NewsCategory: String, CaseIterable, Codable, Sendable, Comparable {
+    case world = "World"
+    case politics = "Politics"
+    case business = "Business"
+    case technology = "Technology"
+    case science = "Science"
+    case sports = "Sports"
+
+    public static func < (lhs: NewsCategory, rhs: NewsCategory) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// A loaded, validated `feeds.yaml` with every default filled in.
+public struct NewsPushConfig: Sendable {
+    /// The file it was read from.
+    public var file: String
+    public var hub: HubSettings
+    /// Absolute path of the state file.
+    public var statePath: String
+    /// Seconds a state entry is kept (`state_retention`, default 30 days).
+    public var stateRetention: Double
+    public var fetch: FetchSettings
+    public var policy: PolicySettings
+    /// Settings for every category (defaults for those the file does not mention).
+    public var categories: [NewsCategory: CategorySettings]
+    public var feeds: [FeedSettings]
+}
+
+/// Where and how to reach the Notification Hub.
+public struct HubSettings: Sendable {
+    public var name: String
+    /// The expanded connection string. Holds the key: never print it.
+    public var connectionString: String
+    /// Replaces `https://<namespace host>/` when set (emulators, proxies).
+    public var endpoint: String?
+    public var apiVersion: String
+}
+
+/// Limits for fetching feeds.
+public struct FetchSettings: Sendable {
+    public var concurrency = 16
+    public var perHost = 2
+    /// Seconds for a whole request.
+    public var timeout: Double = 20
+    public var maxBytes = 10 * 1024 * 1024
+    /// A URL or address where publishers can reach the operator, sent in the User-Agent.
+    public var contact: String?
+
+    public init() {}
+}
+
+/// Which items deserve a push.
+public struct PolicySettings: Sendable {
+    public enum FirstRun: String, Sendable { case baseline, send }
+    /// Seconds: never push an item published longer ago than this.
+    public var maxAge: Double = 3 * 3600
+    public var budgetPerCategory = 3
+    /// Seconds of the rolling budget window.
+    public var budgetWindow: Double = 3600
+    public var quietHours: QuietHours?
+    public var firstRun: FirstRun = .baseline
+}
+
+/// A daily window in a time zone during which nothing is pushed.
+public struct QuietHours: Sendable {
+    /// Minutes after local midnight.
+    public var from: Int
+    public var to: Int
+    public var timeZone: TimeZone
+
+    /// Whether `date` falls inside the window (which may span midnight).
+    public func contains(_ date: Date) -> Bool {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.hour, .minute], from: date)
+        let minute = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
+        if from == to { return false }
+        return from < to ? (minute >= from && minute < to) : (minute >= from || minute < to)
+    }
+}
+
+/// How pushes for one category look.
+public struct CategorySettings: Sendable {
+    /// The tag expression the push goes to.
+    public var tags: String
+    /// The `messageParam` text; placeholders: {category} {title} {source} {url} {summary}.
+    public var message: String
+
+    public static let defaultMessage = "Breaking {category} News : {title}"
+    public static let placeholders: Set<String> = ["category", "title", "source", "url", "summary"]
+}
+
+/// One feed to follow.
+public struct FeedSettings: Sendable {
+    /// `http(s)://…`, or a file path relative to the config's folder (or `file://` absolute).
+    public var url: String
+    /// The display name; nil means the feed's own title.
+    public var name: String?
+    /// A section feed: every item goes to this category.
+    public var category: NewsCategory?
+    /// Where it is declared in the config file.
+    public var line: Int
+}

@@ -1,0 +1,259 @@
+import Foundation
+import NotificationHubs
+import Yams
+
+/// Reads `feeds.yaml` (SPEC §4): expands `${VAR}`, applies defaults, parses durations and sizes,
+/// and reports every problem with its file, line and key before anything touches the network.
+public struct ConfigLoader: Sendable {
+    public var environment: [String: String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// Loads and validates the config at `path`.
+    public func load(path: String) throws(ConfigError) -> NewsPushConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError(problems: [ConfigProblem(file: path, line: 0, key: "", message: "cannot read the file: \(Self.reason(error))")])
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Validates config text as if it were read from `file`.
+    public func parse(_ text: String, file: String) throws(ConfigError) -> NewsPushConfig {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw ConfigError(problems: [Self.problem(from: error, file: file)])
+        } catch {
+            throw ConfigError(problems: [ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")])
+        }
+        let reader = NodeReader(file: file, environment: environment)
+        guard let root, case .mapping = root else {
+            throw ConfigError(problems: [ConfigProblem(file: file, line: root?.mark?.line ?? 1, key: "",
+                                                       message: "the file must be a mapping with hub, feeds and other keys")])
+        }
+        let config = readConfig(root, reader: reader, file: file)
+        if !reader.problems.isEmpty { throw ConfigError(problems: reader.problems) }
+        guard let config else {
+            throw ConfigError(problems: [ConfigProblem(file: file, line: 1, key: "", message: "incomplete configuration")])
+        }
+        return config
+    }
+
+    private func readConfig(_ root: Node, reader: NodeReader, file: String) -> NewsPushConfig? {
+        let top = reader.mapping(root, path: "", allowed: ["hub", "state", "state_retention", "fetch", "policy", "categories", "feeds"])
+        let folder = (file as NSString).deletingLastPathComponent
+
+        // hub
+        var hub: HubSettings?
+        if let hubNode = top["hub"] {
+            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version"])
+            let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
+            let connection = m["connection_string"].flatMap { reader.string($0, path: "hub.connection_string") }
+            let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
+            let apiVersion = m["api_version"].flatMap { reader.string($0, path: "hub.api_version") } ?? "2020-06"
+            if m.present, m["name"] == nil { reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)") }
+            if m.present, m["connection_string"] == nil {
+                reader.report(hubNode, "hub.connection_string", "is required; use ${NEWSPUSH_HUB_CONNECTION_STRING}")
+            }
+            if let name, !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty {
+                reader.report(m["name"]!, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
+            }
+            if let connection, let node = m["connection_string"] {
+                if reader.isLiteralSecret(node) {
+                    reader.report(node, "hub.connection_string", "secrets never live in the file: use a ${VAR} reference")
+                }
+                do {
+                    _ = try HubConnectionString(parsing: connection)
+                } catch {
+                    reader.report(node, "hub.connection_string", error.description)
+                }
+            }
+            if let name, let connection {
+                hub = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion)
+            }
+        } else {
+            reader.report(root, "hub", "is required (name and connection_string of the Notification Hub)")
+        }
+
+        // state
+        var statePath = "newspush-state.json"
+        if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
+        if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
+        var retention: Double = 30 * 86400
+        if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") { retention = value }
+
+        // fetch
+        var fetch = FetchSettings()
+        if let node = top["fetch"] {
+            let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact"])
+            if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) { fetch.concurrency = v }
+            if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) { fetch.perHost = v }
+            if let n = m["timeout"], let v = reader.duration(n, path: "fetch.timeout") { fetch.timeout = v }
+            if let n = m["max_bytes"], let v = reader.size(n, path: "fetch.max_bytes") { fetch.maxBytes = v }
+            if let n = m["contact"], let v = reader.string(n, path: "fetch.contact") { fetch.contact = v }
+        }
+
+        // policy
+        var policy = PolicySettings()
+        if let node = top["policy"] {
+            let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run"])
+            if let n = m["max_age"], let v = reader.duration(n, path: "policy.max_age") { policy.maxAge = v }
+            if let n = m["budget"] {
+                let b = reader.mapping(n, path: "policy.budget", allowed: ["per_category", "per"])
+                if let n = b["per_category"], let v = reader.integer(n, path: "policy.budget.per_category", range: 0...10000) {
+                    policy.budgetPerCategory = v
+                }
+                if let n = b["per"], let v = reader.duration(n, path: "policy.budget.per") { policy.budgetWindow = v }
+            }
+            if let n = m["quiet_hours"] {
+                let q = reader.mapping(n, path: "policy.quiet_hours", allowed: ["from", "to", "timezone"])
+                let from = q["from"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.from") }
+                let to = q["to"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.to") }
+                var zone: TimeZone? = TimeZone(identifier: "UTC")
+                if let z = q["timezone"], let name = reader.string(z, path: "policy.quiet_hours.timezone") {
+                    zone = TimeZone(identifier: name)
+                    if zone == nil { reader.report(z, "policy.quiet_hours.timezone", "unknown time zone '\(name)' (use an IANA name such as Europe/London)") }
+                }
+                if q.present, q["from"] == nil || q["to"] == nil {
+                    reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
+                }
+                if let from, let to, let zone { policy.quietHours = QuietHours(from: from, to: to, timeZone: zone) }
+            }
+            if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
+                if let mode = PolicySettings.FirstRun(rawValue: v) { policy.firstRun = mode }
+                else { reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'") }
+            }
+        }
+
+        // categories
+        var categories: [NewsCategory: CategorySettings] = [:]
+        for category in NewsCategory.allCases {
+            categories[category] = CategorySettings(tags: category.rawValue, message: CategorySettings.defaultMessage)
+        }
+        if let node = top["categories"] {
+            for (keyNode, valueNode) in reader.pairs(node, path: "categories") {
+                guard let name = reader.string(keyNode, path: "categories") else { continue }
+                let path = "categories.\(name)"
+                guard let category = reader.category(keyNode, name: name, path: path) else { continue }
+                var settings = categories[category]!
+                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message"])
+                if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
+                    do {
+                        try TagExpression.validate(tags)
+                        settings.tags = tags
+                    } catch {
+                        reader.report(n, "\(path).tags", error.description)
+                    }
+                }
+                if let n = m["message"], let message = reader.string(n, path: "\(path).message") {
+                    let unknown = MessageTemplate.placeholders(in: message).subtracting(CategorySettings.placeholders)
+                    if !unknown.isEmpty {
+                        reader.report(n, "\(path).message", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: {category} {title} {source} {url} {summary})")
+                    } else {
+                        settings.message = message
+                    }
+                }
+                categories[category] = settings
+            }
+        }
+
+        // feeds
+        var feeds: [FeedSettings] = []
+        if let node = top["feeds"] {
+            var seenURLs: [String: Int] = [:]
+            for (index, item) in reader.elements(node, path: "feeds").enumerated() {
+                let path = "feeds[\(index)]"
+                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category"])
+                guard m.present else { continue }
+                let line = item.mark?.line ?? 0
+                guard let urlNode = m["url"] else {
+                    reader.report(item, "\(path).url", "is required")
+                    continue
+                }
+                guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else { continue }
+                if let first = seenURLs[url] {
+                    reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
+                }
+                seenURLs[url] = line
+                let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
+                var category: NewsCategory?
+                if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
+                    category = reader.category(n, name: value, path: "\(path).category")
+                }
+                feeds.append(FeedSettings(url: url, name: name, category: category, line: line))
+            }
+        } else {
+            reader.report(root, "feeds", "is required: a list of feeds, each with a url")
+        }
+
+        guard let hub else { return nil }
+        return NewsPushConfig(file: file, hub: hub, statePath: statePath, stateRetention: retention, fetch: fetch,
+                              policy: policy, categories: categories, feeds: feeds)
+    }
+
+    static func problem(from error: YamlError, file: String) -> ConfigProblem {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return ConfigProblem(file: file, line: mark.line, key: "", message: "not valid YAML: \(problem)")
+        case .duplicatedKeysInMapping(let duplicates, _):
+            return ConfigProblem(file: file, line: 0, key: duplicates.joined(separator: ", "), message: "key given twice")
+        default:
+            return ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")
+        }
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+           let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
+            return String(cString: strerror(code.rawValue))
+        }
+        return ns.localizedDescription
+    }
+}
+
+/// The `{name}` placeholders of a push message and their rendering.
+public enum MessageTemplate {
+    /// The names inside `{…}` in `template`.
+    public static func placeholders(in template: String) -> Set<String> {
+        var names: Set<String> = []
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{") {
+            let after = rest[rest.index(after: open)...]
+            guard let close = after.firstIndex(of: "}") else { break }
+            names.insert(String(after[..<close]))
+            rest = after[after.index(after: close)...]
+        }
+        return names
+    }
+
+    /// `template` with each `{name}` replaced by `values[name]` ("" when absent).
+    public static func render(_ template: String, _ values: [String: String]) -> String {
+        var out = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            let after = rest[rest.index(after: open)...]
+            guard let close = after.firstIndex(of: "}") else {
+                out += rest[open...]
+                return out
+            }
+            out += values[String(after[..<close])] ?? ""
+            rest = after[after.index(after: close)...]
+        }
+        out += rest
+        return out
+    }
+}
+
+/// Durations as the config writes them (`20s`, `3h`, `1h30m`), for flags that take one too.
+public enum Durations {
+    /// Seconds, or nil when `text` is not a duration.
+    public static func parse(_ text: String) -> Double? { NodeReader.parseDuration(text) }
+}

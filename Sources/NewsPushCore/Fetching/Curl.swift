@@ -1,0 +1,344 @@
+internal import CCurl
+import Foundation
+import NotificationHubs
+
+// The only file that talks to libcurl. Everything else sees `HTTPTransfer` values.
+
+/// One HTTP request for libcurl to carry.
+struct HTTPTransfer: Sendable {
+    var url: String
+    var method: String = "GET"
+    var headers: [(name: String, value: String)] = []
+    var body: Data? = nil
+    var userAgent: String
+    /// Whole-transfer limit in seconds; connecting has its own, shorter limit.
+    var timeout: Double
+    var connectTimeout: Double
+    /// Most bytes accepted after decompression; more aborts the transfer.
+    var maxBytes: Int
+    var followRedirects: Bool = true
+    /// Abort when slower than 1 byte/s for this many seconds (slowloris).
+    var lowSpeedTime: Int = 10
+}
+
+/// How a transfer that got no usable response failed.
+enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    case dns(String)
+    case refused(String)
+    case timeout(String)
+    case tls(String)
+    case tooLarge(limit: Int)
+    case disallowedProtocol(String)
+    case tooManyRedirects
+    case connection(String)
+
+    var description: String {
+        switch self {
+        case .dns(let detail): return "DNS lookup failed: \(detail)"
+        case .refused(let detail): return "connection refused: \(detail)"
+        case .timeout(let detail): return "timed out: \(detail)"
+        case .tls(let detail): return "TLS error: \(detail)"
+        case .tooLarge(let limit): return "response larger than \(limit) bytes"
+        case .disallowedProtocol(let detail): return "only http and https are allowed: \(detail)"
+        case .tooManyRedirects: return "more than 5 redirects"
+        case .connection(let detail): return "connection error: \(detail)"
+        }
+    }
+}
+
+/// What came back for one transfer.
+struct HTTPTransferResult: Sendable {
+    var status: Int = 0
+    /// Headers of the final response, names lower-cased.
+    var headers: [String: String] = [:]
+    var body = Data()
+    var effectiveURL: String
+    /// Status and Location of each redirect followed, in order.
+    var redirects: [(status: Int, location: String)] = []
+    var failure: TransferFailure?
+    /// Whether any request bytes went out (decides whether a failed POST may have been received).
+    var requestSent = false
+}
+
+private let curlGlobalInit: Void = {
+    curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+}()
+
+/// One libcurl easy handle with its buffers. Reusable: its connection is kept alive between
+/// transfers. Not thread-safe; one transfer at a time.
+final class CurlEasyHandle {
+    fileprivate let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    fileprivate var result: HTTPTransferResult
+    private var maxBytes = Int.max
+    private var pendingStatus = 0
+    private var pendingHeaders: [String: String] = [:]
+    // libcurl writes error text here during a transfer, so it must have a stable address.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    init() {
+        _ = curlGlobalInit
+        guard let h = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        handle = h
+        result = HTTPTransferResult(effectiveURL: "")
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+        if let headerList { curl_slist_free_all(headerList) }
+    }
+
+    /// Sets the handle up for `transfer`, leaving the connection cache intact.
+    func prepare(_ transfer: HTTPTransfer) {
+        curl_easy_reset(handle)
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        result = HTTPTransferResult(effectiveURL: transfer.url)
+        maxBytes = transfer.maxBytes
+        pendingStatus = 0
+        pendingHeaders = [:]
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        check(np_easy_setopt_string(handle, CURLOPT_URL, transfer.url))
+        check(np_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        check(np_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(np_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        check(np_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, transfer.followRedirects ? 1 : 0))
+        check(np_easy_setopt_long(handle, CURLOPT_MAXREDIRS, 5))
+        check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
+        check(np_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
+        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
+        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, transfer.lowSpeedTime))
+        check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        // Empty string: offer every encoding this libcurl can decode (gzip, deflate, br).
+        check(np_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+        check(np_easy_setopt_string(handle, CURLOPT_USERAGENT, transfer.userAgent))
+        errorBuffer[0] = 0
+        check(np_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        if transfer.maxBytes < Int.max {
+            check(np_easy_setopt_off(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(transfer.maxBytes)))
+        }
+        for (name, value) in transfer.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // libcurl would add "Expect: 100-continue" to larger POSTs, costing a round trip.
+        if transfer.method == "POST" { headerList = curl_slist_append(headerList, "Expect:") }
+        if let headerList { check(np_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)) }
+        if transfer.method == "POST" {
+            let body = transfer.body ?? Data()
+            check(np_easy_setopt_long(handle, CURLOPT_POST, 1))
+            check(np_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            body.withUnsafeBytes { raw in
+                // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
+                let pointer = UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+                check(np_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, pointer))
+            }
+        } else if transfer.method != "GET" {
+            check(np_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method))
+        }
+        check(np_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me))
+        check(np_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+            guard let userdata, let data else { return 0 }
+            let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+            let length = size * count
+            if easy.result.body.count + length > easy.maxBytes {
+                easy.result.failure = .tooLarge(limit: easy.maxBytes)
+                return 0
+            }
+            data.withMemoryRebound(to: UInt8.self, capacity: length) { easy.result.body.append($0, count: length) }
+            return length
+        })
+        check(np_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me))
+        check(np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+            guard let userdata, let data else { return 0 }
+            let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+            let length = size * count
+            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+            }
+            easy.receivedHeaderLine(line)
+            return length
+        })
+    }
+
+    private func receivedHeaderLine(_ raw: String) {
+        let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            // A new response begins (after a redirect or a 100 Continue).
+            if (300..<400).contains(pendingStatus), let location = pendingHeaders["location"] {
+                result.redirects.append((pendingStatus, location))
+            }
+            let parts = line.split(separator: " ", maxSplits: 2)
+            pendingStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            pendingHeaders = [:]
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            pendingHeaders[name] = value
+        } else if line.isEmpty {
+            result.headers = pendingHeaders
+        }
+    }
+
+    /// Reads the outcome after libcurl finished with `code`.
+    fileprivate func finish(_ code: CURLcode) {
+        var status = 0
+        np_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        result.status = status
+        var url: UnsafeMutablePointer<CChar>?
+        if np_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url {
+            result.effectiveURL = String(cString: url)
+        }
+        var requestSize = 0
+        np_easy_getinfo_long(handle, CURLINFO_REQUEST_SIZE, &requestSize)
+        result.requestSent = requestSize > 0
+        if code == CURLE_OK { return }
+        if result.failure != nil { return }   // set by a callback (too large)
+        let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            result.failure = .dns(detail)
+        case CURLE_COULDNT_CONNECT:
+            result.failure = .refused(detail)
+        case CURLE_OPERATION_TIMEDOUT:
+            result.failure = .timeout(detail)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
+            result.failure = .tls(detail)
+        case CURLE_FILESIZE_EXCEEDED:
+            result.failure = .tooLarge(limit: maxBytes)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            result.failure = .disallowedProtocol(detail)
+        case CURLE_TOO_MANY_REDIRECTS:
+            result.failure = .tooManyRedirects
+        default:
+            result.failure = .connection(detail)
+        }
+    }
+
+    /// Runs the prepared transfer on this thread.
+    func performBlocking() -> HTTPTransferResult {
+        finish(curl_easy_perform(handle))
+        return result
+    }
+
+    private func check(_ code: CURLcode, line: Int = #line) {
+        // Setting an option fails only for a programming error or an old libcurl.
+        if code != CURLE_OK {
+            fatalError("curl_easy_setopt failed at Curl.swift:\(line): \(String(cString: curl_easy_strerror(code)))")
+        }
+    }
+}
+
+/// Runs many transfers at once with libcurl's multi interface: at most `concurrency` in flight,
+/// at most `perHost` to any one host, results in the order of the requests.
+final class CurlMultiRunner {
+    private let multi: UnsafeMutableRawPointer
+    let concurrency: Int
+    let perHost: Int
+
+    init(concurrency: Int, perHost: Int) {
+        _ = curlGlobalInit
+        guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        multi = m
+        self.concurrency = max(1, concurrency)
+        self.perHost = max(1, perHost)
+        np_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, self.perHost)
+        np_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, self.concurrency)
+    }
+
+    deinit { curl_multi_cleanup(multi) }
+
+    /// Performs every transfer and returns their results in the same order. Blocks the caller.
+    func run(_ transfers: [HTTPTransfer]) -> [HTTPTransferResult] {
+        var results = [HTTPTransferResult?](repeating: nil, count: transfers.count)
+        var waiting = Array(transfers.indices)
+        var active: [UnsafeMutableRawPointer: (index: Int, host: String, easy: CurlEasyHandle)] = [:]
+        var perHostActive: [String: Int] = [:]
+        var idle: [CurlEasyHandle] = []
+
+        func admit() {
+            var i = 0
+            while active.count < concurrency && i < waiting.count {
+                let index = waiting[i]
+                let host = Self.hostKey(transfers[index].url)
+                if perHostActive[host, default: 0] >= perHost { i += 1; continue }
+                waiting.remove(at: i)
+                let easy = idle.popLast() ?? CurlEasyHandle()
+                easy.prepare(transfers[index])
+                active[easy.handle] = (index, host, easy)
+                perHostActive[host, default: 0] += 1
+                curl_multi_add_handle(multi, easy.handle)
+            }
+        }
+
+        admit()
+        while !active.isEmpty {
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let h = message.pointee.easy_handle,
+                      let entry = active.removeValue(forKey: h) else { continue }
+                let code = np_multi_msg_result(message)
+                curl_multi_remove_handle(multi, h)
+                entry.easy.finish(code)
+                results[entry.index] = entry.easy.result
+                perHostActive[entry.host, default: 1] -= 1
+                idle.append(entry.easy)
+            }
+            admit()
+            if !active.isEmpty {
+                curl_multi_poll(multi, nil, 0, 100, nil)
+            }
+        }
+        return results.enumerated().map { index, result in
+            result ?? HTTPTransferResult(effectiveURL: transfers[index].url, failure: .connection("not performed"))
+        }
+    }
+
+    /// Scheme, host and port: what "per host" means for the limit.
+    static func hostKey(_ url: String) -> String {
+        guard let components = URLComponents(string: url) else { return url }
+        return "\(components.scheme ?? "")://\(components.host?.lowercased() ?? ""):\(components.port ?? 0)"
+    }
+}
+
+/// Hub requests over a small pool of reused libcurl handles (kept-alive connections).
+final class CurlHubTransport: HubTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var handles: [CurlEasyHandle] = []
+    private let userAgent: String
+    private let timeout: Double
+
+    init(userAgent: String, timeout: Double) {
+        self.userAgent = userAgent
+        self.timeout = timeout
+    }
+
+    func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
+        lock.lock()
+        let easy = handles.popLast() ?? CurlEasyHandle()
+        lock.unlock()
+        defer {
+            lock.lock()
+            handles.append(easy)
+            lock.unlock()
+        }
+        easy.prepare(HTTPTransfer(
+            url: request.url, method: request.method, headers: request.headers, body: request.body,
+            userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
+            followRedirects: false))
+        let result = easy.performBlocking()
+        if let failure = result.failure {
+            switch failure {
+            case .dns, .refused, .tls, .disallowedProtocol:
+                return .failure(.notSent(failure.description))
+            default:
+                return .failure(result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
+            }
+        }
+        return .success(HubResponse(status: result.status, headers: result.headers, body: result.body))
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+
+/// The version newspush reports (`--version`, User-Agent).
+public enum NewsPushVersion {
+    public static let current = "0.1.0"
+}
+
+/// HTTP validators remembered from the last fetch of a feed (conditional GET).
+public struct ConditionalGetValidators: Codable, Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case etag
+        case lastModified = "last_modified"
+    }
+}
+
+/// The outcome of fetching one feed.
+public struct FetchedFeed: Sendable {
+    public enum Status: String, Sendable, Codable {
+        case ok
+        case notModified = "not-modified"
+        case error
+    }
+
+    public var url: String
+    public var status: Status
+    public var httpStatus: Int?
+    public var body: Data
+    /// The `Content-Type` header (its charset matters to the parser).
+    public var contentType: String?
+    /// The URL the body came from after redirects.
+    public var finalURL: String
+    /// Validators to send next time, when the server gave any.
+    public var validators: ConditionalGetValidators?
+    /// Why the fetch failed, naming the URL's problem (DNS, refused, timeout, TLS, status, size).
+    public var error: String?
+}
+
+/// Fetches feeds: http(s) with libcurl, many at once; local paths from disk.
+public struct FeedFetcher: Sendable {
+    public var settings: FetchSettings
+    /// Relative feed paths are read from here (the config file's folder).
+    public var baseFolder: String
+
+    public init(settings: FetchSettings, baseFolder: String) {
+        self.settings = settings
+        self.baseFolder = baseFolder
+    }
+
+    /// `newspush/<version> (+contact)`: publishers can see who fetches and how to reach them.
+    public var userAgent: String {
+        let contact = settings.contact.map { "; +\($0)" } ?? ""
+        return "newspush/\(NewsPushVersion.current) (breaking-news push pipeline\(contact))"
+    }
+
+    /// Fetches every URL, sending each one's validators; results in the same order.
+    /// One failing feed never affects the others.
+    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:]) -> [FetchedFeed] {
+        var results = [FetchedFeed?](repeating: nil, count: urls.count)
+        var transfers: [HTTPTransfer] = []
+        var transferIndex: [Int] = []
+        for (index, url) in urls.enumerated() {
+            let lower = url.lowercased()
+            if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+                var headers: [(name: String, value: String)] = [("Accept", "application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.1")]
+                if let v = validators[url] {
+                    if let etag = v.etag { headers.append(("If-None-Match", etag)) }
+                    if let modified = v.lastModified { headers.append(("If-Modified-Since", modified)) }
+                }
+                transfers.append(HTTPTransfer(url: url, headers: headers, userAgent: userAgent, timeout: settings.timeout,
+                                              connectTimeout: min(10, settings.timeout), maxBytes: settings.maxBytes))
+                transferIndex.append(index)
+            } else {
+                results[index] = readLocal(url)
+            }
+        }
+        if !transfers.isEmpty {
+            let runner = CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
+            for (position, result) in runner.run(transfers).enumerated() {
+                results[transferIndex[position]] = feed(from: result, url: transfers[position].url)
+            }
+        }
+        return results.enumerated().map { index, result in
+            result ?? FetchedFeed(url: urls[index], status: .error, body: Data(), finalURL: urls[index], error: "not fetched")
+        }
+    }
+
+    private func feed(from result: HTTPTransferResult, url: String) -> FetchedFeed {
+        var feed = FetchedFeed(url: url, status: .error, httpStatus: result.status == 0 ? nil : result.status,
+                               body: Data(), contentType: result.headers["content-type"], finalURL: result.effectiveURL)
+        if let failure = result.failure {
+            feed.error = "\(url): \(failure)"
+            return feed
+        }
+        switch result.status {
+        case 304:
+            feed.status = .notModified
+            feed.validators = validators(from: result.headers)
+        case 200..<300:
+            feed.status = .ok
+            feed.body = result.body
+            feed.validators = validators(from: result.headers)
+        default:
+            feed.error = "\(url): HTTP \(result.status)\(Self.reasonPhrase(result.status))"
+        }
+        return feed
+    }
+
+    private func validators(from headers: [String: String]) -> ConditionalGetValidators? {
+        let v = ConditionalGetValidators(etag: headers["etag"], lastModified: headers["last-modified"])
+        return v.etag == nil && v.lastModified == nil ? nil : v
+    }
+
+    private func readLocal(_ url: String) -> FetchedFeed {
+        let path = localPath(url)
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            if data.count > settings.maxBytes {
+                return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
+                                   error: "\(path): file larger than \(settings.maxBytes) bytes")
+            }
+            return FetchedFeed(url: url, status: .ok, body: data, finalURL: URL(fileURLWithPath: path).absoluteString)
+        } catch {
+            return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
+                               error: "\(path): cannot read: \(ConfigLoader.reason(error))")
+        }
+    }
+
+    /// The file a non-HTTP feed URL names: `file:///abs` or a path relative to `baseFolder`.
+    public func localPath(_ url: String) -> String {
+        if url.lowercased().hasPrefix("file://") {
+            return URL(string: url)?.path ?? String(url.dropFirst(7))
+        }
+        return url.hasPrefix("/") ? url : (baseFolder as NSString).appendingPathComponent(url)
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 400: return " Bad Request"
+        case 401: return " Unauthorized"
+        case 403: return " Forbidden"
+        case 404: return " Not Found"
+        case 410: return " Gone (the publisher removed this feed; take it out of the config)"
+        case 429: return " Too Many Requests"
+        case 500: return " Internal Server Error"
+        case 502: return " Bad Gateway"
+        case 503: return " Service Unavailable"
+        case 504: return " Gateway Timeout"
+        default: return ""
+        }
+    }
+}

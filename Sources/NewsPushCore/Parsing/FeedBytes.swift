@@ -1,0 +1,267 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The byte-level pre-pass that makes real-world feed bytes safe for libxml2 (FEED-QUIRKS.md):
+/// settles the encoding and transcodes to UTF-8, drops junk before the first `<` and the XML
+/// declaration, rewrites named entities that XML does not define into numeric references and
+/// escapes bare `&`, and removes characters XML forbids. libxml2 alone silently loses text in
+/// each of these cases, and no library does this repair, so it is written here.
+enum FeedBytes {
+    struct Prepared {
+        var bytes: [UInt8]
+        /// The encoding the bytes were read as.
+        var encoding: String
+        var problems: [String]
+    }
+
+    static func prepare(_ data: Data, httpContentType: String? = nil) -> Prepared {
+        var problems: [String] = []
+        let raw = [UInt8](data)
+        let (text, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
+        var bytes = text
+        // Junk before the first '<' (blank lines, PHP notices, a stray BOM).
+        if let first = bytes.firstIndex(of: UInt8(ascii: "<")), first > 0 {
+            let skipped = bytes[..<first].contains { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+            if skipped { problems.append("\(first) bytes of junk before the document were skipped") }
+            bytes.removeSubrange(..<first)
+        }
+        // The declaration's encoding no longer applies: the bytes are UTF-8 now.
+        if bytes.starts(with: Array("<?xml".utf8)), let end = find(Array("?>".utf8), in: bytes, from: 5) {
+            bytes.removeSubrange(..<(end + 2))
+        }
+        bytes = repairMarkup(bytes)
+        return Prepared(bytes: bytes, encoding: encoding, problems: problems)
+    }
+
+    // MARK: Encoding
+
+    static func decode(_ raw: [UInt8], httpContentType: String?, problems: inout [String]) -> ([UInt8], String) {
+        if raw.starts(with: [0xEF, 0xBB, 0xBF]) {
+            return (validUTF8OrCP1252(Array(raw.dropFirst(3)), label: "utf-8", problems: &problems), "utf-8")
+        }
+        if raw.starts(with: [0xFF, 0xFE]) { return (transcode(Array(raw.dropFirst(2)), from: "UTF-16LE") ?? [], "utf-16le") }
+        if raw.starts(with: [0xFE, 0xFF]) { return (transcode(Array(raw.dropFirst(2)), from: "UTF-16BE") ?? [], "utf-16be") }
+        if raw.starts(with: [0x3C, 0x00, 0x3F, 0x00]) { return (transcode(raw, from: "UTF-16LE") ?? [], "utf-16le") }
+        if raw.starts(with: [0x00, 0x3C, 0x00, 0x3F]) { return (transcode(raw, from: "UTF-16BE") ?? [], "utf-16be") }
+
+        let declared = declaredEncoding(raw)
+        let fromHTTP = httpContentType.flatMap(charset(fromContentType:))
+        let label = (fromHTTP ?? declared ?? "utf-8").lowercased()
+        switch label {
+        case "utf-8", "utf8", "us-ascii", "ascii", "utf-16", "utf-16le", "utf-16be":
+            // "utf-16" declared without a BOM on 8-bit bytes is a lie the bytes disprove.
+            return (validUTF8OrCP1252(raw, label: label, problems: &problems), "utf-8")
+        case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
+            // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes.
+            if isValidUTF8(raw) && raw.contains(where: { $0 >= 0x80 }) {
+                problems.append("declared \(label) but the bytes are UTF-8; read as UTF-8")
+                return (raw, "utf-8")
+            }
+            return (transcode(raw, from: "CP1252") ?? latin1ToUTF8(raw), "windows-1252")
+        default:
+            if let converted = transcode(raw, from: label) { return (converted, label) }
+            problems.append("unknown encoding '\(label)'; read as UTF-8")
+            return (validUTF8OrCP1252(raw, label: label, problems: &problems), "utf-8")
+        }
+    }
+
+    private static func validUTF8OrCP1252(_ bytes: [UInt8], label: String, problems: inout [String]) -> [UInt8] {
+        if isValidUTF8(bytes) { return bytes }
+        problems.append("bytes are not valid \(label); read as windows-1252")
+        return transcode(bytes, from: "CP1252") ?? latin1ToUTF8(bytes)
+    }
+
+    static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+        // Fast path for ASCII, then the standard library's validating decoder.
+        if !bytes.contains(where: { $0 >= 0x80 }) { return true }
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
+    private static func latin1ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        for b in bytes {
+            if b < 0x80 { out.append(b) } else { out.append(0xC0 | (b >> 6)); out.append(0x80 | (b & 0x3F)) }
+        }
+        return out
+    }
+
+    /// Converts with glibc's iconv; undecodable bytes are skipped. Nil when iconv lacks the encoding.
+    static func transcode(_ bytes: [UInt8], from encoding: String) -> [UInt8]? {
+        let cd = iconv_open("UTF-8//IGNORE", encoding)
+        if cd == iconv_t(bitPattern: -1) { return nil }
+        defer { iconv_close(cd) }
+        var input = bytes
+        var output = [UInt8](repeating: 0, count: bytes.count * 4 + 16)
+        let produced: Int = input.withUnsafeMutableBufferPointer { inBuffer in
+            output.withUnsafeMutableBufferPointer { outBuffer in
+                var inPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(inBuffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+                var inLeft = inBuffer.count
+                var outPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(outBuffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+                var outLeft = outBuffer.count
+                while inLeft > 0 {
+                    if iconv(cd, &inPointer, &inLeft, &outPointer, &outLeft) == -1 {
+                        // Skip one undecodable byte and carry on (EILSEQ); stop on a truncated tail.
+                        if errno == EILSEQ, inLeft > 0 { inPointer = inPointer.map { $0 + 1 }; inLeft -= 1; continue }
+                        break
+                    }
+                }
+                return outBuffer.count - outLeft
+            }
+        }
+        return Array(output.prefix(produced))
+    }
+
+    static func charset(fromContentType contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "charset" {
+                let value = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+                return value.isEmpty ? nil : value
+            }
+        }
+        return nil
+    }
+
+    /// The `encoding="…"` of an XML declaration at the start (after optional junk).
+    static func declaredEncoding(_ bytes: [UInt8]) -> String? {
+        let head = bytes.prefix(1024)
+        guard let start = find(Array("<?xml".utf8), in: Array(head), from: 0),
+              let end = find(Array("?>".utf8), in: Array(head), from: start) else { return nil }
+        let declaration = String(decoding: head[start..<end], as: UTF8.self)
+        guard let range = declaration.range(of: "encoding") else { return nil }
+        var rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" }
+        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
+        rest = rest.dropFirst()
+        let value = rest.prefix { $0 != quote }
+        return value.isEmpty ? nil : String(value)
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
+        var i = from
+        let last = haystack.count - needle.count
+        while i <= last {
+            if haystack[i] == needle[0] {
+                var j = 1
+                while j < needle.count && haystack[i + j] == needle[j] { j += 1 }
+                if j == needle.count { return i }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    // MARK: Markup repair
+
+    private static let predefined: [String: UInt32] = ["amp": 38, "lt": 60, "gt": 62, "quot": 34, "apos": 39]
+
+    /// Rewrites entity references outside CDATA, comments and processing instructions so every
+    /// one is numeric (libxml2's recover mode drops named ones after any error), escapes bare
+    /// `&`, and drops control characters XML does not allow.
+    static func repairMarkup(_ input: [UInt8]) -> [UInt8] {
+        // Nothing to do for most documents: no '&' and no forbidden control characters.
+        if !input.contains(where: { $0 == UInt8(ascii: "&") || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) }) {
+            return input
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(input.count + input.count / 16)
+        var i = 0
+        let n = input.count
+        func startsWith(_ s: StaticString, at index: Int) -> Bool {
+            let count = s.utf8CodeUnitCount
+            guard index + count <= n else { return false }
+            return s.withUTF8Buffer { buffer in
+                for k in 0..<count where input[index + k] != buffer[k] { return false }
+                return true
+            }
+        }
+        func copyUntil(_ terminator: StaticString) {
+            let count = terminator.utf8CodeUnitCount
+            while i < n {
+                if startsWith(terminator, at: i) {
+                    out.append(contentsOf: input[i..<(i + count)])
+                    i += count
+                    return
+                }
+                let b = input[i]
+                if b >= 0x20 || b == 0x09 || b == 0x0A || b == 0x0D { out.append(b) }
+                i += 1
+            }
+        }
+        while i < n {
+            let b = input[i]
+            if b == UInt8(ascii: "<") {
+                if startsWith("<![CDATA[", at: i) { copyUntil("]]>"); continue }
+                if startsWith("<!--", at: i) { copyUntil("-->"); continue }
+                if startsWith("<?", at: i) { copyUntil("?>"); continue }
+                out.append(b)
+                i += 1
+                continue
+            }
+            if b == UInt8(ascii: "&") {
+                i = rewriteReference(input, at: i, into: &out)
+                continue
+            }
+            if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
+                i += 1
+                continue
+            }
+            out.append(b)
+            i += 1
+        }
+        return out
+    }
+
+    /// Handles the `&` at `start`; returns the index after what it consumed.
+    private static func rewriteReference(_ input: [UInt8], at start: Int, into out: inout [UInt8]) -> Int {
+        var j = start + 1
+        let n = input.count
+        if j < n && input[j] == UInt8(ascii: "#") {
+            j += 1
+            let hex = j < n && (input[j] == UInt8(ascii: "x") || input[j] == UInt8(ascii: "X"))
+            if hex { j += 1 }
+            let digitsStart = j
+            while j < n, j - digitsStart < 8,
+                  (input[j] >= 0x30 && input[j] <= 0x39) || (hex && ((input[j] | 0x20) >= 0x61 && (input[j] | 0x20) <= 0x66)) { j += 1 }
+            if j > digitsStart, j < n, input[j] == UInt8(ascii: ";"),
+               let value = UInt32(String(decoding: input[digitsStart..<j], as: UTF8.self), radix: hex ? 16 : 10) {
+                appendCharacterReference(Self.xmlAllowed(value) ? value : 0xFFFD, to: &out)
+                return j + 1
+            }
+            out.append(contentsOf: Array("&amp;".utf8))
+            return start + 1
+        }
+        while j < n, j - start <= 32,
+              (input[j] >= 0x61 && input[j] <= 0x7A) || (input[j] >= 0x41 && input[j] <= 0x5A) || (input[j] >= 0x30 && input[j] <= 0x39) { j += 1 }
+        if j > start + 1, j < n, input[j] == UInt8(ascii: ";") {
+            let name = String(decoding: input[(start + 1)..<j], as: UTF8.self)
+            if let value = predefined[name] ?? HTMLText.entityCodePoint(name) {
+                appendCharacterReference(value, to: &out)
+                return j + 1
+            }
+        }
+        // A bare '&' or an entity nobody defines: keep it as literal text.
+        out.append(contentsOf: Array("&amp;".utf8))
+        return start + 1
+    }
+
+    private static func appendCharacterReference(_ value: UInt32, to out: inout [UInt8]) {
+        out.append(contentsOf: Array("&#\(value);".utf8))
+    }
+
+    static func xmlAllowed(_ value: UInt32) -> Bool {
+        value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value)
+            || (0xE000...0xFFFD).contains(value) || (0x10000...0x10FFFF).contains(value)
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+
+/// Dates as feeds really write them: RFC 822 and its variants (no seconds, two-digit years,
+/// named zones, long or foreign month names, missing comma, AM/PM) and RFC 3339 / ISO 8601
+/// variants. Foundation's formatters each accept one exact pattern, so the tolerant parse is
+/// written here. Unparseable text gives nil, never an error.
+public enum FeedDates {
+    public static func parse(_ text: String) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return nil }
+        if let first = trimmed.unicodeScalars.first, CharacterSet.decimalDigits.contains(first),
+           let iso = parseISO8601(trimmed) {
+            return iso
+        }
+        return parseRFC822(trimmed)
+    }
+
+    // MARK: ISO 8601 / RFC 3339
+
+    static func parseISO8601(_ text: String) -> Date? {
+        let s = Array(text.utf8)
+        var i = 0
+        func digits(_ count: Int) -> Int? {
+            guard i + count <= s.count else { return nil }
+            var value = 0
+            for k in 0..<count {
+                let c = s[i + k]
+                guard c >= 0x30 && c <= 0x39 else { return nil }
+                value = value * 10 + Int(c - 0x30)
+            }
+            i += count
+            return value
+        }
+        func skip(_ chars: String) -> Bool {
+            if i < s.count, chars.utf8.contains(s[i]) { i += 1; return true }
+            return false
+        }
+        guard let year = digits(4) else { return nil }
+        let separated = skip("-/")
+        guard let month = digits(2) ?? (separated ? digits(1) : nil) else {
+            return i == s.count ? make(year, 1, 1, 0, 0, 0, 0) : nil
+        }
+        var day = 1
+        if !separated || skip("-/") {
+            guard let d = digits(2) ?? digits(1) else { return nil }
+            day = d
+        }
+        var hour = 0, minute = 0, second = 0.0, offset = 0
+        if i < s.count, s[i] == UInt8(ascii: "T") || s[i] == UInt8(ascii: "t") || s[i] == UInt8(ascii: " ") {
+            i += 1
+            guard let h = digits(2) else { return nil }
+            hour = h
+            _ = skip(":")
+            if let m = digits(2) { minute = m }
+            if skip(":"), let sec = digits(2) {
+                second = Double(sec)
+                if i < s.count, s[i] == UInt8(ascii: ".") || s[i] == UInt8(ascii: ",") {
+                    i += 1
+                    var fraction = 0.0, scale = 0.1
+                    while i < s.count, s[i] >= 0x30 && s[i] <= 0x39 {
+                        fraction += Double(s[i] - 0x30) * scale
+                        scale /= 10
+                        i += 1
+                    }
+                    second += fraction
+                }
+            }
+            while i < s.count, s[i] == UInt8(ascii: " ") { i += 1 }
+            if i < s.count {
+                if s[i] == UInt8(ascii: "Z") || s[i] == UInt8(ascii: "z") {
+                    i += 1
+                } else if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
+                    let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
+                    i += 1
+                    guard let oh = digits(2) else { return nil }
+                    _ = skip(":")
+                    let om = digits(2) ?? 0
+                    offset = sign * (oh * 3600 + om * 60)
+                } else if let zone = namedZoneOffset(String(decoding: s[i...], as: UTF8.self).trimmingCharacters(in: .whitespaces)) {
+                    offset = zone
+                    i = s.count
+                }
+            }
+        }
+        guard i == s.count else { return nil }
+        return make(year, month, day, hour, minute, Int(second), offset, fraction: second - Double(Int(second)))
+    }
+
+    // MARK: RFC 822 and variants
+
+    private static let months: [String: Int] = {
+        var table: [String: Int] = [:]
+        let names: [[String]] = [
+            ["jan", "january", "januar", "janvier", "enero", "gennaio", "janeiro", "januari", "jänner", "ene", "gen", "janv"],
+            ["feb", "february", "februar", "février", "fevrier", "febrero", "febbraio", "fevereiro", "februari", "fév", "fev", "févr"],
+            ["mar", "march", "märz", "maerz", "mars", "marzo", "março", "marco", "maart", "mär", "mrz"],
+            ["apr", "april", "avril", "abril", "aprile", "avr", "abr"],
+            ["may", "mai", "mayo", "maggio", "maio", "mei", "mag"],
+            ["jun", "june", "juni", "juin", "junio", "giugno", "junho", "giu"],
+            ["jul", "july", "juli", "juillet", "julio", "luglio", "julho", "juil", "lug"],
+            ["aug", "august", "août", "aout", "agosto", "augustus", "ago", "aoû"],
+            ["sep", "sept", "september", "septembre", "septiembre", "settembre", "setembro", "set"],
+            ["oct", "october", "oktober", "octobre", "octubre", "ottobre", "outubro", "okt", "out", "ott"],
+            ["nov", "november", "novembre", "noviembre", "novembro"],
+            ["dec", "december", "dezember", "décembre", "decembre", "diciembre", "dicembre", "dezembro", "dez", "déc", "dic"],
+        ]
+        for (index, list) in names.enumerated() {
+            for name in list { table[name] = index + 1 }
+        }
+        return table
+    }()
+
+    private static let zones: [String: Int] = [
+        "GMT": 0, "UT": 0, "UTC": 0, "Z": 0, "WET": 0,
+        "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7,
+        "AKST": -9, "AKDT": -8, "HST": -10, "AST": -4, "ADT": -3, "NST": -3, "NDT": -2,
+        "BST": 1, "IST": 1, "CET": 1, "CEST": 2, "MET": 1, "MEST": 2, "WEST": 1, "EET": 2, "EEST": 3, "MSK": 3,
+        "JST": 9, "KST": 9, "HKT": 8, "SGT": 8, "AWST": 8, "ACST": 9, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
+    ]
+
+    static func namedZoneOffset(_ name: String) -> Int? {
+        let upper = name.uppercased().trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+        if let hours = zones[upper] { return hours * 3600 }
+        // GMT+2, UTC-05:00
+        for prefix in ["GMT", "UTC", "UT"] where upper.hasPrefix(prefix) && upper.count > prefix.count {
+            return numericOffset(String(upper.dropFirst(prefix.count)))
+        }
+        // Military single letters other than Z are ambiguous in practice; treat as UTC like feedparser.
+        if upper.count == 1, let c = upper.first, c.isLetter { return 0 }
+        return nil
+    }
+
+    static func numericOffset(_ token: String) -> Int? {
+        guard let signChar = token.first, signChar == "+" || signChar == "-" else { return nil }
+        let digits = token.dropFirst().filter { $0 != ":" }
+        guard !digits.isEmpty, digits.allSatisfy(\.isNumber), digits.count <= 4 else { return nil }
+        let value = Int(digits) ?? 0
+        let (h, m) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
+        guard h <= 14, m < 60 else { return nil }
+        return (signChar == "-" ? -1 : 1) * (h * 3600 + m * 60)
+    }
+
+    static func parseRFC822(_ text: String) -> Date? {
+        let cleaned = text.replacingOccurrences(of: ",", with: " ")
+        var tokens = cleaned.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
+        // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
+        tokens = tokens.flatMap { token -> [String] in
+            if token.contains("-"), !token.hasPrefix("-"), token.contains(where: \.isLetter), !token.hasPrefix("GMT"), !token.hasPrefix("UTC") {
+                return token.split(separator: "-").map(String.init)
+            }
+            return [token]
+        }
+        var day: Int?, month: Int?, year: Int?
+        var hour = 0, minute = 0, second = 0, offset = 0
+        var pm: Bool?
+        var numbers: [Int] = []
+        for token in tokens {
+            let lower = token.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            if token.contains(":") && token.first?.isNumber == true {
+                let parts = token.split(separator: ":").map { Int($0) }
+                guard parts.count >= 2, parts.count <= 3, !parts.contains(where: { $0 == nil }) else { return nil }
+                hour = parts[0]!
+                minute = parts[1]!
+                if parts.count == 3 { second = parts[2]! }
+            } else if lower == "am" || lower == "pm" {
+                pm = lower == "pm"
+            } else if let m = months[lower] ?? (lower.count > 3 ? months[String(lower.prefix(3))] : nil), month == nil {
+                month = m
+            } else if (token.hasPrefix("+") || token.hasPrefix("-")), let o = numericOffset(token) {
+                offset = o
+            } else if let o = namedZoneOffset(token), token.first?.isLetter == true, lower.count >= 1, zones[token.uppercased()] != nil || token.uppercased().hasPrefix("GMT") || token.uppercased().hasPrefix("UTC") {
+                offset = o
+            } else if let value = Int(token) {
+                numbers.append(value)
+            } else if token.first?.isNumber == true, let value = Int(token.prefix { $0.isNumber }) {
+                numbers.append(value)   // "16th"
+            }
+            // Anything else (weekday names in any language) is ignored.
+        }
+        for value in numbers {
+            if value > 31 || (day != nil && year == nil) {
+                if year == nil { year = value } else { return nil }
+            } else if day == nil {
+                day = value
+            } else {
+                return nil
+            }
+        }
+        guard let d = day, let m = month, var y = year else { return nil }
+        if y < 100 { y += y < 70 ? 2000 : 1900 }
+        if let pm {
+            if pm && hour < 12 { hour += 12 }
+            if !pm && hour == 12 { hour = 0 }
+        }
+        return make(y, m, d, hour, minute, second, offset)
+    }
+
+    private static func make(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int,
+                             _ offset: Int, fraction: Double = 0) -> Date? {
+        guard (1...12).contains(month), (1...31).contains(day), (0...24).contains(hour), (0...59).contains(minute),
+              (0...60).contains(second), (1000...9999).contains(year) else { return nil }
+        let daysInMonth = [31, (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard day <= daysInMonth[month - 1] else { return nil }
+        // Days from civil (Howard Hinnant's algorithm): exact, and much faster than Calendar.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        let seconds = days * 86400 + hour * 3600 + minute * 60 + min(second, 59) - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    /// RFC 3339 in UTC with `Z` and whole seconds, the form of every date newspush prints.
+    public static func format(_ date: Date) -> String {
+        let total = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
+        let secs = total - days * 86400
+        // Civil from days (inverse of the above).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(y)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The feed dialects newspush reads; raw values are the `format` field of SPEC §3.
+public enum FeedFormat: String, Sendable, Codable {
+    case rss20 = "rss2.0"
+    case rss09x = "rss0.9x"
+    case rss10 = "rss1.0"
+    case atom10 = "atom1.0"
+}
+
+/// One entry of a feed, normalised: plain-text title and summary, absolute link, UTC dates.
+public struct FeedItem: Sendable, Equatable, Codable {
+    /// The item's own id (RSS guid, RSS 1.0 rdf:about, Atom id), or nil.
+    public var id: String?
+    public var title: String?
+    public var link: String?
+    public var summary: String?
+    public var published: Date?
+    public var updated: Date?
+    public var author: String?
+    public var categories: [String] = []
+    /// Enclosure and media URLs, absolute.
+    public var enclosures: [String] = []
+    /// The full content (`content:encoded`, Atom content) as plain text, when given.
+    public var content: String?
+    /// Whether an RSS guid is a permalink (only meaningful when `id` came from a guid).
+    public var guidIsPermaLink: Bool?
+
+    public init(id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
+                published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []) {
+        self.id = id
+        self.title = title
+        self.link = link
+        self.summary = summary
+        self.published = published
+        self.updated = updated
+        self.author = author
+        self.categories = categories
+    }
+}
+
+/// A parsed feed document.
+public struct ParsedFeed: Sendable {
+    public var format: FeedFormat
+    public var title: String?
+    public var link: String?
+    public var items: [FeedItem]
+    /// What was wrong with the document but did not stop the parse (not well-formed,
+    /// wrong encoding label…), for the report.
+    public var problems: [String]
+}
+
+/// Why a document yielded no feed at all.
+public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    case empty
+    case notAFeed(String)
+    case unreadable(String)
+
+    public var description: String {
+        switch self {
+        case .empty: return "the document is empty"
+        case .notAFeed(let what): return "not a feed: \(what)"
+        case .unreadable(let why): return "cannot be parsed: \(why)"
+        }
+    }
+}

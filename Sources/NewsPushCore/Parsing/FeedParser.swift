@@ -1,0 +1,438 @@
+import Foundation
+
+/// Parses RSS 2.0, RSS 0.9x, RSS 1.0 (RDF) and Atom 1.0 documents into `ParsedFeed` values.
+/// The dialect is detected from the document. Bytes are repaired first (`FeedBytes`), parsed
+/// strictly with libxml2, and parsed again in recover mode only when they are not well-formed.
+public enum FeedParser {
+    /// Parses a feed document fetched from `url` (used to resolve relative links) with the
+    /// HTTP `Content-Type` it came with, if any.
+    public static func parse(_ data: Data, url: String?, contentType: String? = nil) throws(FeedParseError) -> ParsedFeed {
+        if data.isEmpty || data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            throw .empty
+        }
+        let prepared = FeedBytes.prepare(data, httpContentType: contentType)
+        guard prepared.bytes.contains(UInt8(ascii: "<")) else { throw .notAFeed("no markup in the document") }
+
+        var builder = FeedDocumentBuilder(documentURL: url)
+        let strict = XMLSAXParser(sink: builder)
+        strict.parse(prepared.bytes, url: url, recover: false)
+        var problems = prepared.problems
+        if !strict.wellFormed {
+            builder = FeedDocumentBuilder(documentURL: url)
+            let recovering = XMLSAXParser(sink: builder)
+            recovering.parse(prepared.bytes, url: url, recover: true)
+            let first = strict.errors.first ?? "unknown error"
+            problems.append("not well-formed XML (\(first)); recovered what could be read")
+        }
+        if let rejection = builder.rejection { throw .notAFeed(rejection) }
+        guard let format = builder.format else {
+            throw .unreadable(strict.errors.first ?? "no root element")
+        }
+        if builder.droppedOpenItem { problems.append("the document ends inside an item; that item was left out") }
+        return ParsedFeed(format: format, title: builder.feedTitle, link: builder.feedLink, items: builder.items,
+                          problems: problems)
+    }
+}
+
+/// Namespace URIs feeds use.
+enum FeedNamespace {
+    static let atom = "http://www.w3.org/2005/Atom"
+    static let atom03 = "http://purl.org/atom/ns#"
+    static let rss10 = "http://purl.org/rss/1.0/"
+    static let rss090 = "http://my.netscape.com/rdf/simple/0.9/"
+    static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    static let dc = "http://purl.org/dc/elements/1.1/"
+    static let content = "http://purl.org/rss/1.0/modules/content/"
+    static let xml = "http://www.w3.org/XML/1998/namespace"
+    static let userlandRSS2 = "http://backend.userland.com/rss2"
+
+    static func isRSS(_ ns: String) -> Bool { ns.isEmpty || ns == rss10 || ns == rss090 || ns == userlandRSS2 }
+    static func isAtom(_ ns: String) -> Bool { ns == atom || ns == atom03 }
+    static func isMedia(_ ns: String) -> Bool { ns.hasPrefix("http://search.yahoo.com/mrss") }
+}
+
+/// Turns SAX events into feed items. Text of interesting elements is captured (including the
+/// text of any child markup) and converted once the element closes.
+final class FeedDocumentBuilder: XMLEventSink {
+    private(set) var format: FeedFormat?
+    private(set) var rejection: String?
+    private(set) var feedTitle: String?
+    private(set) var feedLink: String?
+    private(set) var items: [FeedItem] = []
+    private(set) var droppedOpenItem = false
+
+    private struct Frame {
+        var name: XMLName
+        var base: String?
+    }
+
+    private enum TextKind { case plain, html, xhtml, maybeHTML }
+
+    private enum Field {
+        case feedTitle, feedLink
+        case title, link, description, contentEncoded, atomSummary, atomContent, guid, atomId
+        case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, category, ignored
+    }
+
+    private struct Capture {
+        var field: Field
+        var depth: Int
+        var kind: TextKind
+        var buffer: [UInt8] = []
+    }
+
+    /// An item being read.
+    private struct Draft {
+        var item = FeedItem()
+        var depth: Int
+        var rssLink: String?
+        var atomLinks: [(rel: String, type: String, href: String)] = []
+        var guid: String?
+        var pubDate: String?
+        var dcDate: String?
+        var published: String?
+        var updated: String?
+        var description: String?
+        var atomSummary: String?
+        var content: String?
+        var author: String?
+        var atomAuthorName: String?
+    }
+
+    private var stack: [Frame] = []
+    private var draft: Draft?
+    private var capture: Capture?
+    private var atomAuthorDepth: Int?
+    private var feedAtomLinks: [(rel: String, type: String, href: String)] = []
+    private var feedRSSLink: String?
+    private let documentURL: String?
+
+    init(documentURL: String?) {
+        self.documentURL = documentURL
+    }
+
+    deinit {}
+
+    private var currentBase: String? { stack.last?.base ?? documentURL }
+
+    // MARK: Events
+
+    func startElement(_ name: XMLName, attributes: [XMLAttribute]) {
+        if rejection != nil { return }
+        var base = stack.last?.base ?? documentURL
+        for attribute in attributes where attribute.name.namespace == FeedNamespace.xml && attribute.name.local == "base" {
+            base = Self.resolve(attribute.value, against: base) ?? attribute.value
+        }
+        stack.append(Frame(name: name, base: base))
+        let depth = stack.count
+
+        if depth == 1 {
+            detectFormat(name, attributes: attributes)
+            return
+        }
+        if var capture {
+            // Markup inside a captured element (XHTML content, naked HTML in a description).
+            if Self.blockLike.contains(name.local.lowercased()) { capture.buffer.append(0x20) }
+            self.capture = capture
+            return
+        }
+        if FeedNamespace.isMedia(name.namespace), draft != nil, name.local == "content" || name.local == "thumbnail" {
+            if let url = attribute("url", in: attributes), let resolved = Self.resolve(url, against: base) {
+                draft?.item.enclosures.append(resolved)
+            }
+            return
+        }
+        if let current = draft {
+            if depth == current.depth + 1 {
+                startItemChild(name, attributes: attributes, depth: depth, base: base)
+            } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty,
+                      name.local == "name" {
+                capture = Capture(field: .atomAuthorName, depth: depth, kind: .plain)
+            }
+            return
+        }
+        if isItemElement(name) {
+            draft = Draft(depth: depth)
+            for attribute in attributes where attribute.name.namespace == FeedNamespace.rdf && attribute.name.local == "about" {
+                draft?.item.id = attribute.value
+            }
+            return
+        }
+        // Feed-level title and link: children of <channel> or of the Atom <feed>.
+        let parent = stack[stack.count - 2].name
+        let parentIsChannel = (parent.local == "channel" && FeedNamespace.isRSS(parent.namespace)) ||
+            (depth == 2 && format == .atom10)
+        guard parentIsChannel else { return }
+        if name.local == "title", FeedNamespace.isRSS(name.namespace) || FeedNamespace.isAtom(name.namespace) {
+            capture = Capture(field: .feedTitle, depth: depth, kind: textKind(name, attributes))
+        } else if name.local == "link" {
+            if FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+                if let href = attribute("href", in: attributes), let resolved = Self.resolve(href, against: base) {
+                    feedAtomLinks.append((attribute("rel", in: attributes) ?? "alternate", attribute("type", in: attributes) ?? "", resolved))
+                }
+            } else if FeedNamespace.isRSS(name.namespace) {
+                capture = Capture(field: .feedLink, depth: depth, kind: .plain)
+            }
+        }
+    }
+
+    func endElement(_ name: XMLName) {
+        if rejection != nil { return }
+        let depth = stack.count
+        if let current = capture, current.depth == depth {
+            capture = nil
+            finishCapture(current)
+        }
+        if let authorDepth = atomAuthorDepth, authorDepth == depth { atomAuthorDepth = nil }
+        if let current = draft, current.depth == depth {
+            draft = nil
+            items.append(finish(current))
+        }
+        if depth == 1 {
+            finishFeed()
+        }
+        stack.removeLast()
+        if stack.isEmpty, draft != nil {
+            draft = nil
+            droppedOpenItem = true
+        }
+    }
+
+    func characters(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard capture != nil else { return }
+        capture!.buffer.append(contentsOf: bytes)
+    }
+
+    // MARK: Structure
+
+    private func detectFormat(_ name: XMLName, attributes: [XMLAttribute]) {
+        switch name.local.lowercased() {
+        case "rss":
+            let version = attribute("version", in: attributes) ?? "2.0"
+            format = version.hasPrefix("0.9") ? .rss09x : .rss20
+        case "rdf":
+            format = .rss10
+        case "feed":
+            format = .atom10
+        case "html":
+            rejection = "an HTML page, not a feed"
+        default:
+            rejection = "the document's root element is <\(name.local)>, not rss, rdf:RDF or feed"
+        }
+    }
+
+    private func isItemElement(_ name: XMLName) -> Bool {
+        switch format {
+        case .atom10: return name.local == "entry" && (FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty)
+        case .rss10:
+            if name.local == "item" && name.namespace == FeedNamespace.rss090 { format = .rss09x }
+            return name.local == "item" && FeedNamespace.isRSS(name.namespace)
+        case .rss20, .rss09x: return name.local == "item" && FeedNamespace.isRSS(name.namespace)
+        case nil: return false
+        }
+    }
+
+    private func startItemChild(_ name: XMLName, attributes: [XMLAttribute], depth: Int, base: String?) {
+        let ns = name.namespace
+        var field: Field?
+        var kind = TextKind.plain
+        let atomish = FeedNamespace.isAtom(ns) || (format == .atom10 && ns.isEmpty)
+        if atomish {
+            switch name.local {
+            case "title": field = .title; kind = textKind(name, attributes)
+            case "summary": field = .atomSummary; kind = textKind(name, attributes)
+            case "content": field = .atomContent; kind = textKind(name, attributes)
+            case "id": field = .atomId
+            case "published", "issued": field = .published
+            case "updated", "modified": field = .updated
+            case "author": atomAuthorDepth = depth
+            case "category":
+                if let term = attribute("term", in: attributes) ?? attribute("label", in: attributes) {
+                    let clean = Self.collapse(term)
+                    if !clean.isEmpty { draft?.item.categories.append(clean) }
+                }
+            case "link":
+                if let href = attribute("href", in: attributes), let resolved = Self.resolve(href.trimmingCharacters(in: .whitespacesAndNewlines), against: base) {
+                    let rel = attribute("rel", in: attributes) ?? "alternate"
+                    if rel == "enclosure" { draft?.item.enclosures.append(resolved) }
+                    draft?.atomLinks.append((rel, attribute("type", in: attributes) ?? "", resolved))
+                }
+            default: break
+            }
+        } else if FeedNamespace.isRSS(ns) {
+            switch name.local {
+            case "title": field = .title; kind = .maybeHTML
+            case "link": field = .link
+            case "description": field = .description; kind = .html
+            case "guid":
+                field = .guid
+                if let permalink = attribute("isPermaLink", in: attributes) {
+                    draft?.item.guidIsPermaLink = permalink.lowercased() != "false"
+                } else {
+                    draft?.item.guidIsPermaLink = true
+                }
+            case "pubDate": field = .pubDate
+            case "author": field = .author
+            case "category": field = .category
+            case "enclosure":
+                if let url = attribute("url", in: attributes)?.trimmingCharacters(in: .whitespaces), !url.isEmpty,
+                   let resolved = Self.resolve(url, against: base) {
+                    draft?.item.enclosures.append(resolved)
+                }
+            default: break
+            }
+        } else if ns == FeedNamespace.dc {
+            switch name.local {
+            case "date": field = .dcDate
+            case "creator": field = .dcCreator
+            case "subject": field = .category
+            default: break
+            }
+        } else if ns == FeedNamespace.content, name.local == "encoded" {
+            field = .contentEncoded
+            kind = .html
+        }
+        if let field { capture = Capture(field: field, depth: depth, kind: kind) }
+    }
+
+    private func textKind(_ name: XMLName, _ attributes: [XMLAttribute]) -> TextKind {
+        let type = (attribute("type", in: attributes) ?? "text").lowercased()
+        if attribute("mode", in: attributes) == "escaped" { return .html }
+        switch type {
+        case "html", "text/html": return .html
+        case "xhtml", "application/xhtml+xml": return .xhtml
+        default: return FeedNamespace.isAtom(name.namespace) || format == .atom10 ? .plain : .maybeHTML
+        }
+    }
+
+    private func finishCapture(_ capture: Capture) {
+        let raw = String(decoding: capture.buffer, as: UTF8.self)
+        let text: String
+        switch capture.kind {
+        case .plain, .xhtml: text = Self.collapse(raw)
+        case .html: text = Self.collapse(Self.looksLikeMarkup(raw) ? HTMLText.text(fromHTML: raw) : raw)
+        case .maybeHTML: text = Self.collapse(Self.looksLikeHTML(raw) ? HTMLText.text(fromHTML: raw) : raw)
+        }
+        switch capture.field {
+        case .feedTitle: feedTitle = text.isEmpty ? nil : text
+        case .feedLink: feedRSSLink = text.isEmpty ? nil : text
+        case .title: draft?.item.title = text
+        case .link: draft?.rssLink = text
+        case .description: draft?.description = text
+        case .contentEncoded, .atomContent: draft?.content = text
+        case .atomSummary: draft?.atomSummary = text
+        case .guid: draft?.guid = text
+        case .atomId: draft?.item.id = text
+        case .pubDate: draft?.pubDate = text
+        case .dcDate: draft?.dcDate = text
+        case .published: draft?.published = text
+        case .updated: draft?.updated = text
+        case .author: draft?.author = text
+        case .dcCreator: if draft?.author == nil { draft?.author = text }
+        case .atomAuthorName: draft?.atomAuthorName = text
+        case .category: if !text.isEmpty { draft?.item.categories.append(text) }
+        case .ignored: break
+        }
+    }
+
+    private func finish(_ draft: Draft) -> FeedItem {
+        var item = draft.item
+        let base = currentBase
+        if let guid = draft.guid, !guid.isEmpty { item.id = guid }
+        if item.id?.isEmpty == true { item.id = nil }
+        if item.title?.isEmpty == true { item.title = nil }
+        // Link: RSS <link>; else the preferred Atom alternate; else a permalink guid.
+        if let link = draft.rssLink, !link.isEmpty {
+            item.link = Self.resolve(link, against: base) ?? link
+        } else if let link = Self.preferredAlternate(draft.atomLinks) {
+            item.link = link
+        } else if let guid = draft.guid, item.guidIsPermaLink != false, guid.hasPrefix("http://") || guid.hasPrefix("https://") {
+            item.link = guid
+        }
+        let summary = draft.description ?? draft.atomSummary ?? draft.content
+        item.summary = summary?.isEmpty == false ? summary : nil
+        item.content = draft.content?.isEmpty == false ? draft.content : nil
+        item.published = (draft.pubDate ?? draft.dcDate ?? draft.published).flatMap(FeedDates.parse)
+            ?? draft.dcDate.flatMap(FeedDates.parse) ?? draft.published.flatMap(FeedDates.parse)
+        item.updated = draft.updated.flatMap(FeedDates.parse)
+        let author = draft.atomAuthorName ?? draft.author
+        item.author = author?.isEmpty == false ? author : nil
+        return item
+    }
+
+    private func finishFeed() {
+        if let link = feedRSSLink {
+            feedLink = Self.resolve(link, against: documentURL) ?? link
+        } else {
+            feedLink = Self.preferredAlternate(feedAtomLinks)
+        }
+    }
+
+    private static func preferredAlternate(_ links: [(rel: String, type: String, href: String)]) -> String? {
+        let alternates = links.filter { $0.rel == "alternate" }
+        return (alternates.first { $0.type.contains("html") } ?? alternates.first)?.href
+    }
+
+    private func attribute(_ local: String, in attributes: [XMLAttribute]) -> String? {
+        attributes.first { $0.name.local == local && ($0.name.namespace.isEmpty || local == "about") }?.value
+    }
+
+    // MARK: Text
+
+    private static let blockLike: Set<String> = ["p", "div", "br", "li", "tr", "td", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre"]
+
+    /// Collapses runs of ASCII white space into one space and trims the ends.
+    static func collapse(_ text: String) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        var pendingSpace = false
+        for byte in text.utf8 {
+            if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x0C {
+                pendingSpace = !out.isEmpty
+            } else {
+                if pendingSpace { out.append(0x20); pendingSpace = false }
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Any tag or entity at all (for text declared to be HTML).
+    static func looksLikeMarkup(_ text: String) -> Bool {
+        text.utf8.contains(UInt8(ascii: "<")) || text.utf8.contains(UInt8(ascii: "&"))
+    }
+
+    /// A real tag (`<b>`, `</p>`, `<br/>`) or entity (`&amp;`, `&#8217;`): RSS titles are
+    /// nominally plain text but publishers often escape HTML into them.
+    static func looksLikeHTML(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "<"), i + 1 < bytes.count {
+                let next = bytes[i + 1]
+                if (next | 0x20) >= 0x61 && (next | 0x20) <= 0x7A || next == UInt8(ascii: "/") || next == UInt8(ascii: "!") {
+                    if bytes[(i + 1)...].contains(UInt8(ascii: ">")) { return true }
+                }
+            } else if b == UInt8(ascii: "&") {
+                var j = i + 1
+                while j < bytes.count, j - i < 12, bytes[j] == UInt8(ascii: "#") || (bytes[j] | 0x20) >= 0x61 && (bytes[j] | 0x20) <= 0x7A || bytes[j] >= 0x30 && bytes[j] <= 0x39 { j += 1 }
+                if j > i + 1, j < bytes.count, bytes[j] == UInt8(ascii: ";") { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+
+    /// `reference` made absolute against `base` (RFC 3986); nil when it cannot be.
+    static func resolve(_ reference: String, against base: String?) -> String? {
+        let trimmed = reference.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty { return base }
+        if trimmed.hasPrefix("http://") || trimmed.hasPrefix("https://") { return trimmed }
+        guard let base, let baseURL = URL(string: base) else { return URL(string: trimmed) != nil ? trimmed : nil }
+        guard let resolved = URL(string: trimmed, relativeTo: baseURL) ?? URL(string: trimmed.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? trimmed, relativeTo: baseURL) else {
+            return trimmed
+        }
+        return resolved.absoluteString
+    }
+}

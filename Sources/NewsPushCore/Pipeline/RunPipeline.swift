@@ -1,0 +1,313 @@
+import Foundation
+import Logging
+import NotificationHubs
+
+/// Options of one `newspush run`.
+public struct RunOptions: Sendable {
+    public var dryRun = false
+    /// Only these feeds (by name or URL); empty means all.
+    public var feeds: [String] = []
+    /// On a first run, push the N newest eligible items instead of recording a baseline.
+    public var sendInitial: Int?
+    /// Keep every hub request (with its token) for `--show-requests`.
+    public var keepRequests = false
+
+    public init(dryRun: Bool = false, feeds: [String] = [], sendInitial: Int? = nil, keepRequests: Bool = false) {
+        self.dryRun = dryRun
+        self.feeds = feeds
+        self.sendInitial = sendInitial
+        self.keepRequests = keepRequests
+    }
+}
+
+/// Why a run could not be done at all (exit 1, 64 or 75).
+public enum RunError: Error, Sendable, CustomStringConvertible {
+    case state(StateError)
+    case hub(String)
+    case unknownFeed(String)
+
+    public var description: String {
+        switch self {
+        case .state(let error): return error.description
+        case .hub(let why): return why
+        case .unknownFeed(let name): return "no feed named '\(name)' in the config (give a feed's name or URL)"
+        }
+    }
+}
+
+/// What a run produced.
+public struct RunResult: Sendable {
+    public var report: RunReport
+    /// The hub requests built (sent or, in a dry run, not), when asked for.
+    public var requests: [HubRequest]
+}
+
+/// The scheduled job, stage by stage: config → fetch → parse → classify → dedupe → plan → send →
+/// record. Only this type knows the order.
+public struct RunPipeline: Sendable {
+    public var config: NewsPushConfig
+    public var logger: Logger
+    /// Replaces the libcurl transport to the hub (tests only).
+    public var hubTransport: (any HubTransport)?
+    public var retryPolicy = RetryPolicy()
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(config: NewsPushConfig, logger: Logger) {
+        self.config = config
+        self.logger = logger
+    }
+
+    public func run(_ options: RunOptions) throws(RunError) -> RunResult {
+        let startedAt = now()
+        let feeds = try selectedFeeds(options.feeds)
+        let hub = try makeHubClient()
+
+        // State: locked for the whole run unless this is a dry run, which writes nothing.
+        let store = StateStore(path: config.statePath)
+        if !options.dryRun {
+            do { try store.lock() } catch { throw .state(error) }
+        }
+        defer { store.unlock() }
+        let loaded: NewsPushState?
+        do { loaded = try store.load() } catch { throw .state(error) }
+        if loaded == nil {
+            if options.sendInitial != nil || config.policy.firstRun == .send {
+                logger.notice("no state file at \(config.statePath): first run, sending \(options.sendInitial.map { "at most \($0) eligible item(s)" } ?? "every eligible item")")
+            } else {
+                logger.notice("no state file at \(config.statePath): first run, recording every item as a baseline and sending nothing")
+            }
+        }
+        var state = loaded ?? NewsPushState()
+        Self.settleInterruptedSends(&state)
+        // Stories are also known by canonical link, so a feed that changes its guids is not news again.
+        var keyByLink: [String: String] = [:]
+        for (key, record) in state.stories {
+            if let link = record.link.flatMap(StoryKey.canonicalLink), keyByLink[link] == nil { keyByLink[link] = key }
+        }
+
+        // Fetch and parse.
+        let fetcher = FeedFetcher(settings: config.fetch, baseFolder: (config.file as NSString).deletingLastPathComponent)
+        let validators = Dictionary(uniqueKeysWithValues: feeds.compactMap { feed in
+            state.feeds[feed.url]?.validators.map { (feed.url, $0) }
+        })
+        let fetched = fetcher.fetch(feeds.map(\.url), validators: validators)
+        var report = RunReport(dryRun: options.dryRun, startedAt: startedAt, finishedAt: startedAt)
+        var candidates: [Candidate] = []
+        let classifier = SectionClassifier()
+        let runTime = now()
+        for (feed, result) in zip(feeds, fetched) {
+            var feedReport = FeedReport(name: feed.name ?? feed.url, url: feed.url, status: result.status,
+                                        httpStatus: result.httpStatus, items: 0, new: 0, error: result.error)
+            if result.status == .ok {
+                do {
+                    let parsed = try FeedParser.parse(result.body, url: result.finalURL, contentType: result.contentType)
+                    let name = feed.name ?? parsed.title ?? feed.url
+                    feedReport.name = name
+                    for problem in parsed.problems { logger.warning("\(name) (\(feed.url)): \(problem)") }
+                    let keys = StoryKey.keys(for: parsed.items, feedURL: feed.url)
+                    for (item, key) in zip(parsed.items, keys) {
+                        let linkKey = item.link.flatMap(StoryKey.canonicalLink)
+                        let previous = state.stories[key] ?? linkKey.flatMap { keyByLink[$0] }.flatMap { state.stories[$0] }
+                        if previous == nil { feedReport.new += 1 }
+                        candidates.append(Candidate(key: key, linkKey: linkKey, feedName: name, feedURL: feed.url, item: item,
+                                                    classification: classifier.classify(item, feedCategory: feed.category),
+                                                    previous: previous, firstSeen: previous?.firstSeen ?? runTime))
+                    }
+                    feedReport.items = parsed.items.count
+                } catch {
+                    feedReport.status = .error
+                    feedReport.error = "\(feed.url): \(error)"
+                }
+            }
+            if feedReport.status == .error {
+                report.summary.feedsFailed += 1
+                logger.error("feed \(feedReport.name) failed: \(feedReport.error ?? "error")")
+            } else {
+                report.summary.feedsOk += 1
+            }
+            if !options.dryRun, let v = result.validators {
+                state.feeds[feed.url, default: FeedRecord()].validators = v
+            }
+            if !options.dryRun, result.status != .error { state.feeds[feed.url, default: FeedRecord()].lastFetched = runTime }
+            report.feeds.append(feedReport)
+        }
+        report.summary.itemsNew = Set(candidates.filter { $0.previous == nil }.map(\.key)).count
+
+        // Plan.
+        let policy = PushPolicy(settings: config.policy)
+        var decisions = policy.decide(candidates, state: loaded, sendInitial: options.sendInitial, now: runTime)
+
+        // Record every new item before anything is sent, so a crash never turns into a re-send.
+        if !options.dryRun {
+            for (candidate, decision) in zip(candidates, decisions) {
+                record(candidate, decision: decision, in: &state, at: runTime)
+            }
+            try save(state, store)
+        }
+
+        // Send, newest first within each category.
+        var requests: [HubRequest] = []
+        let planned = decisions.indices.filter { decisions[$0] == .wouldPush }
+            .sorted { (candidates[$0].classification.category!, candidates[$1].effectiveDate) < (candidates[$1].classification.category!, candidates[$0].effectiveDate) }
+        for index in planned {
+            let candidate = candidates[index]
+            let category = candidate.classification.category!
+            let settings = config.categories[category]!
+            let properties = Self.properties(for: candidate, category: category, message: settings.message)
+            var push = PushReport(category: category, tags: settings.tags, properties: properties, itemKey: candidate.key,
+                                  status: .wouldSend)
+            let request: HubRequest
+            do {
+                request = try hub.templateRequest(properties: properties, tags: settings.tags, now: now())
+            } catch {
+                push.status = .failed
+                push.error = error.description
+                decisions[index] = .failed
+                report.pushes.append(push)
+                report.summary.pushesFailed += 1
+                if !options.dryRun {
+                    state.stories[candidate.key]?.status = .failed
+                    state.stories[candidate.key]?.error = error.description
+                    try save(state, store)
+                }
+                continue
+            }
+            if options.keepRequests { requests.append(request) }
+            if options.dryRun {
+                report.pushes.append(push)
+                continue
+            }
+            // Intent first: if the process dies during the send, the next run sees `sending`
+            // and never sends this story again.
+            state.stories[candidate.key]?.status = .sending
+            state.stories[candidate.key]?.pushedAt = now()
+            try save(state, store)
+            let outcome = hub.send(request)
+            push.httpStatus = outcome.httpStatus
+            switch outcome {
+            case .accepted(_, let id, let trackingId, _):
+                push.status = .sent
+                push.notificationId = id
+                decisions[index] = .pushed
+                state.stories[candidate.key]?.status = .pushed
+                state.stories[candidate.key]?.notificationId = id
+                report.summary.pushesSent += 1
+                logger.info("pushed \(candidate.key) to [\(settings.tags)]", metadata: [
+                    "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
+            case .refused(_, let reason):
+                push.status = .failed
+                push.error = reason
+                decisions[index] = .failed
+                state.stories[candidate.key]?.status = .failed
+                state.stories[candidate.key]?.error = reason
+                report.summary.pushesFailed += 1
+                logger.error("push of \(candidate.key) refused: \(reason)")
+            case .notAccepted(_, let reason):
+                push.status = .failed
+                push.error = reason
+                decisions[index] = .pending
+                state.stories[candidate.key]?.status = .pending
+                state.stories[candidate.key]?.pushedAt = nil
+                state.stories[candidate.key]?.error = reason
+                report.summary.pushesFailed += 1
+                logger.error("push of \(candidate.key) not accepted, will retry next run while fresh: \(reason)")
+            case .unknown(_, let reason):
+                push.status = .failed
+                push.error = "outcome unknown, not retried: \(reason)"
+                decisions[index] = .failed
+                state.stories[candidate.key]?.status = .unknown
+                state.stories[candidate.key]?.error = reason
+                report.summary.pushesFailed += 1
+                logger.error("push of \(candidate.key) has an unknown outcome; it will not be sent again: \(reason)")
+            }
+            report.pushes.append(push)
+            try save(state, store)
+        }
+
+        report.items = zip(candidates, decisions).map { candidate, decision in
+            ItemReport(key: candidate.key, feed: candidate.feedName, title: candidate.item.title, link: candidate.item.link,
+                       category: candidate.classification.category, confidence: candidate.classification.confidence,
+                       decision: decision)
+        }
+        if !options.dryRun {
+            Self.prune(&state, retention: config.stateRetention, now: runTime)
+            try save(state, store)
+        }
+        report.finishedAt = now()
+        return RunResult(report: report, requests: requests)
+    }
+
+    // MARK: Stages
+
+    private func selectedFeeds(_ names: [String]) throws(RunError) -> [FeedSettings] {
+        guard !names.isEmpty else { return config.feeds }
+        var selected: [FeedSettings] = []
+        for name in names {
+            guard let feed = config.feeds.first(where: { $0.name == name || $0.url == name }) else { throw .unknownFeed(name) }
+            selected.append(feed)
+        }
+        return selected
+    }
+
+    /// The hub client for the configured hub over libcurl (or the injected transport).
+    public func makeHubClient() throws(RunError) -> NotificationHubClient {
+        let connection: HubConnectionString
+        do {
+            connection = try HubConnectionString(parsing: config.hub.connectionString)
+        } catch {
+            throw .hub(error.description)
+        }
+        let transport = hubTransport ?? CurlHubTransport(
+            userAgent: "newspush/\(NewsPushVersion.current) (NHub/\(config.hub.apiVersion))", timeout: 30)
+        return NotificationHubClient(connection: connection, hubName: config.hub.name, endpoint: config.hub.endpoint,
+                                     apiVersion: config.hub.apiVersion, transport: transport, retryPolicy: retryPolicy)
+    }
+
+    /// The template properties of SPEC §5 for one item.
+    static func properties(for candidate: Candidate, category: NewsCategory, message: String) -> [String: String] {
+        let title = candidate.item.title ?? candidate.item.link ?? "(untitled)"
+        let url = candidate.item.link ?? ""
+        let values = ["category": category.rawValue, "title": title, "source": candidate.feedName, "url": url,
+                      "summary": candidate.item.summary ?? ""]
+        return [
+            "messageParam": MessageTemplate.render(message, values),
+            "title": title,
+            "category": category.rawValue,
+            "url": url,
+            "source": candidate.feedName,
+            "id": candidate.key,
+        ]
+    }
+
+    private func record(_ candidate: Candidate, decision: ItemDecision, in state: inout NewsPushState, at time: Date) {
+        if var existing = state.stories[candidate.key] {
+            existing.lastSeen = time
+            // A pending story that is no longer eligible stops being retried.
+            if existing.status == .pending, decision != .wouldPush, decision != .sameStory { existing.status = .seen }
+            state.stories[candidate.key] = existing
+            return
+        }
+        state.stories[candidate.key] = StoryRecord(
+            status: decision == .wouldPush ? .pending : .seen, feed: candidate.feedURL, title: candidate.item.title,
+            link: candidate.item.link, category: candidate.classification.category?.rawValue, firstSeen: time,
+            lastSeen: time, published: candidate.item.published, pushedAt: nil, notificationId: nil,
+            error: nil)
+    }
+
+    /// A `sending` record means a run died mid-send: the outcome is unknown, never re-send.
+    static func settleInterruptedSends(_ state: inout NewsPushState) {
+        for (key, record) in state.stories where record.status == .sending {
+            state.stories[key]?.status = .unknown
+            state.stories[key]?.error = "the run sending it was interrupted; outcome unknown, not re-sent"
+        }
+    }
+
+    /// Drops stories not seen for longer than the retention period.
+    static func prune(_ state: inout NewsPushState, retention: Double, now: Date) {
+        state.stories = state.stories.filter { now.timeIntervalSince($0.value.lastSeen) <= retention }
+    }
+
+    private func save(_ state: NewsPushState, _ store: StateStore) throws(RunError) {
+        do { try store.save(state) } catch { throw .state(error) }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+
+/// The report of one run: SPEC §3's `run --format json` object.
+public struct RunReport: Encodable, Sendable {
+    public var dryRun: Bool
+    public var startedAt: Date
+    public var finishedAt: Date
+    public var feeds: [FeedReport] = []
+    public var items: [ItemReport] = []
+    public var pushes: [PushReport] = []
+    public var summary = RunSummary()
+
+    enum CodingKeys: String, CodingKey {
+        case dryRun = "dry_run", startedAt = "started_at", finishedAt = "finished_at", feeds, items, pushes, summary
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(dryRun, forKey: .dryRun)
+        try c.encode(FeedDates.format(startedAt), forKey: .startedAt)
+        try c.encode(FeedDates.format(finishedAt), forKey: .finishedAt)
+        try c.encode(feeds, forKey: .feeds)
+        try c.encode(items, forKey: .items)
+        try c.encode(pushes, forKey: .pushes)
+        try c.encode(summary, forKey: .summary)
+    }
+
+    /// Whether anything failed (exit status 2).
+    public var isPartial: Bool { summary.feedsFailed > 0 || summary.pushesFailed > 0 }
+}
+
+public struct FeedReport: Encodable, Sendable {
+    public var name: String
+    public var url: String
+    public var status: FetchedFeed.Status
+    public var httpStatus: Int?
+    public var items: Int
+    public var new: Int
+    public var error: String?
+
+    enum CodingKeys: String, CodingKey {
+        case name, url, status, httpStatus = "http_status", items, new, error
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(url, forKey: .url)
+        try c.encode(status, forKey: .status)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(items, forKey: .items)
+        try c.encode(new, forKey: .new)
+        try c.encode(error, forKey: .error)
+    }
+}
+
+public struct ItemReport: Encodable, Sendable {
+    public var key: String
+    public var feed: String
+    public var title: String?
+    public var link: String?
+    public var category: NewsCategory?
+    public var confidence: Double
+    public var decision: ItemDecision
+
+    enum CodingKeys: String, CodingKey { case key, feed, title, link, category, confidence, decision }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(key, forKey: .key)
+        try c.encode(feed, forKey: .feed)
+        try c.encode(title, forKey: .title)
+        try c.encode(link, forKey: .link)
+        try c.encode(category, forKey: .category)
+        try c.encode((confidence * 1000).rounded() / 1000, forKey: .confidence)
+        try c.encode(decision, forKey: .decision)
+    }
+}
+
+public struct PushReport: Encodable, Sendable {
+    public enum Status: String, Encodable, Sendable {
+        case sent
+        case wouldSend = "would-send"
+        case failed
+    }
+
+    public var category: NewsCategory
+    public var tags: String
+    public var properties: [String: String]
+    public var itemKey: String
+    public var status: Status
+    public var httpStatus: Int?
+    public var notificationId: String?
+    public var error: String?
+
+    enum CodingKeys: String, CodingKey {
+        case category, tags, properties, itemKey = "item_key", status, httpStatus = "http_status"
+        case notificationId = "notification_id", error
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(category, forKey: .category)
+        try c.encode(tags, forKey: .tags)
+        try c.encode(properties, forKey: .properties)
+        try c.encode(itemKey, forKey: .itemKey)
+        try c.encode(status, forKey: .status)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(notificationId, forKey: .notificationId)
+        try c.encode(error, forKey: .error)
+    }
+}
+
+public struct RunSummary: Encodable, Sendable {
+    public var feedsOk = 0
+    public var feedsFailed = 0
+    public var itemsNew = 0
+    public var pushesSent = 0
+    public var pushesFailed = 0
+
+    enum CodingKeys: String, CodingKey {
+        case feedsOk = "feeds_ok", feedsFailed = "feeds_failed", itemsNew = "items_new"
+        case pushesSent = "pushes_sent", pushesFailed = "pushes_failed"
+    }
+}
+
+extension RunReport {
+    /// The report as pretty JSON with keys sorted (stable for scripts and diffs).
+    public func jsonText() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The human form: per category the pushes (tag expression and message), then each item
+    /// that was not pushed with its reason; feed problems and a summary last.
+    public func text(verbose: Bool = false) -> String {
+        var lines: [String] = []
+        let mode = dryRun ? "Preview (dry run: nothing sent, nothing written)" : "Run"
+        lines.append("\(mode) at \(FeedDates.format(startedAt))")
+        let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { a, _ in a })
+        let groups: [(String, [ItemReport])] = NewsCategory.allCases.map { c in (c.rawValue, items.filter { $0.category == c }) }
+            + [("Unclassified", items.filter { $0.category == nil })]
+        for (name, group) in groups where !group.isEmpty {
+            let shown = group.filter { verbose || $0.decision != .seen }
+            let seenCount = group.count - shown.count
+            lines.append("")
+            lines.append("\(name)")
+            for item in group {
+                guard let push = pushesByKey[item.key], push.itemKey == item.key,
+                      [.pushed, .wouldPush, .failed, .pending].contains(item.decision) else { continue }
+                let verb: String
+                switch push.status {
+                case .sent: verb = "pushed    "
+                case .wouldSend: verb = "would push"
+                case .failed: verb = item.decision == .pending ? "pending   " : "FAILED    "
+                }
+                var line = "  \(verb) [\(push.tags)] \(push.properties["messageParam"] ?? "")"
+                if let error = push.error { line += "  (\(error))" }
+                lines.append(line)
+            }
+            for item in shown where ![.pushed, .wouldPush, .failed, .pending].contains(item.decision) {
+                lines.append("  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): \(item.decision.explanation))")
+            }
+            if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
+        }
+        let failedFeeds = feeds.filter { $0.status == .error }
+        if !failedFeeds.isEmpty {
+            lines.append("")
+            lines.append("Feeds that failed")
+            for feed in failedFeeds { lines.append("  \(feed.name): \(feed.error ?? "error")") }
+        }
+        lines.append("")
+        let s = summary
+        let verbSent = dryRun ? "would send" : "sent"
+        let sentCount = dryRun ? pushes.filter { $0.status == .wouldSend }.count : s.pushesSent
+        lines.append("\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed")
+        return lines.joined(separator: "\n")
+    }
+}

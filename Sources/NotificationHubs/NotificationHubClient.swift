@@ -1,0 +1,212 @@
+import Foundation
+
+/// What became of one send, in the terms the caller needs to keep its promises:
+/// was it delivered, refused for good, safe to try again, or unknown.
+public enum SendOutcome: Sendable, Equatable {
+    /// The hub answered 200 or 201.
+    case accepted(status: Int, notificationId: String?, trackingId: String?, body: Data)
+    /// The hub refused the request for good (4xx other than 408/429); sending it again will not help.
+    case refused(status: Int, reason: String)
+    /// The hub cannot have accepted it (no connection, or throttled until retries ran out):
+    /// safe to send again later.
+    case notAccepted(status: Int?, reason: String)
+    /// The request may have been accepted but no clear answer came (timeout after sending,
+    /// server errors until retries ran out): sending it again risks a duplicate.
+    case unknown(status: Int?, reason: String)
+
+    /// The HTTP status of the last answer, if there was one.
+    public var httpStatus: Int? {
+        switch self {
+        case .accepted(let status, _, _, _), .refused(let status, _): return status
+        case .notAccepted(let status, _), .unknown(let status, _): return status
+        }
+    }
+}
+
+/// How failed sends are retried: at most `maxRetries` more attempts, `Retry-After` first,
+/// else exponential from `baseDelay` with a little jitter, never waiting longer than `maxDelay`.
+public struct RetryPolicy: Sendable {
+    public var maxRetries: Int
+    public var baseDelay: Double
+    public var maxDelay: Double
+    public var jitter: Double
+    /// Waits the given number of seconds (tests pass one that records instead of sleeping).
+    public var sleep: @Sendable (Double) -> Void
+
+    public init(maxRetries: Int = 3, baseDelay: Double = 1, maxDelay: Double = 60, jitter: Double = 0.08,
+                sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }) {
+        self.maxRetries = maxRetries
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.jitter = jitter
+        self.sleep = sleep
+    }
+
+    func delay(attempt: Int, retryAfter: Double?) -> Double {
+        if let retryAfter { return retryAfter }
+        let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt)))
+        return exponential * (1 + Double.random(in: 0...jitter))
+    }
+}
+
+/// A client of the Notification Hubs send API for one hub.
+public struct NotificationHubClient: Sendable {
+    public let connection: HubConnectionString
+    public let hubName: String
+    /// `https://{namespace host}/`, or the configured endpoint (emulator, proxy); ends with `/`.
+    public let baseURL: String
+    public let apiVersion: String
+    public var retryPolicy: RetryPolicy
+    /// Request bodies over this size are refused before sending (the service answers 413 above 64 KB).
+    public var maxPayloadBytes: Int
+    private let tokens: SASTokenProvider
+    private let transport: any HubTransport
+
+    public init(connection: HubConnectionString, hubName: String, endpoint: String? = nil,
+                apiVersion: String = "2020-06", transport: any HubTransport,
+                retryPolicy: RetryPolicy = RetryPolicy(), maxPayloadBytes: Int = 64 * 1024) {
+        self.connection = connection
+        self.hubName = hubName
+        var base = endpoint ?? connection.httpsBase
+        if !base.hasSuffix("/") { base += "/" }
+        self.baseURL = base
+        self.apiVersion = apiVersion
+        self.transport = transport
+        self.retryPolicy = retryPolicy
+        self.maxPayloadBytes = maxPayloadBytes
+        self.tokens = SASTokenProvider(connection: connection, hub: hubName)
+    }
+
+    /// The messages endpoint, `{base}{hub}/messages/?api-version=…` (with `&test` for test sends).
+    public func messagesURL(test: Bool = false) -> String {
+        "\(baseURL)\(hubName)/messages/?api-version=\(apiVersion)\(test ? "&test" : "")"
+    }
+
+    /// A template send: a flat JSON object of string properties for the devices matching `tags`
+    /// (nil broadcasts).
+    public func templateRequest(properties: [String: String], tags: String?, test: Bool = false,
+                                now: Date = Date()) throws(HubError) -> HubRequest {
+        for name in properties.keys where !Self.isValidPropertyName(name) {
+            throw .invalidPropertyName(name)
+        }
+        if let tags { try TagExpression.validate(tags) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a [String: String] cannot fail; the fallback keeps the signature non-throwing.
+        let body = (try? encoder.encode(properties)) ?? Data("{}".utf8)
+        if body.count > maxPayloadBytes { throw .payloadTooLarge(bytes: body.count, limit: maxPayloadBytes) }
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", tokens.authorization(now: now)),
+            ("Content-Type", "application/json;charset=utf-8"),
+            ("ServiceBusNotification-Format", "template"),
+        ]
+        if let tags { headers.append(("ServiceBusNotification-Tags", tags)) }
+        headers.append(("x-ms-version", apiVersion))
+        return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
+    }
+
+    /// Sends a request, retrying as the official SDKs do, and says what became of it.
+    public func send(_ request: HubRequest) -> SendOutcome {
+        var attempt = 0
+        while true {
+            let verdict = classify(transport.perform(request))
+            switch verdict {
+            case .done(let outcome):
+                return outcome
+            case .retry(let retryAfter, let exhausted):
+                if attempt >= retryPolicy.maxRetries { return exhausted }
+                let delay = retryPolicy.delay(attempt: attempt, retryAfter: retryAfter)
+                // A Retry-After longer than we are willing to wait: give up now, unsent.
+                if delay > retryPolicy.maxDelay { return exhausted }
+                retryPolicy.sleep(delay)
+                attempt += 1
+            }
+        }
+    }
+
+    private enum Verdict {
+        case done(SendOutcome)
+        case retry(retryAfter: Double?, ifExhausted: SendOutcome)
+        static func retry(_ retryAfter: Double?, _ exhausted: SendOutcome) -> Verdict {
+            .retry(retryAfter: retryAfter, ifExhausted: exhausted)
+        }
+    }
+
+    private func classify(_ result: Result<HubResponse, HubTransportError>) -> Verdict {
+        let response: HubResponse
+        switch result {
+        case .failure(.notSent(let why)):
+            return .retry(nil, .notAccepted(status: nil, reason: "could not reach the hub at \(baseURL): \(why)"))
+        case .failure(.outcomeUnknown(let why)):
+            // Sending again could deliver the alert twice.
+            return .done(.unknown(status: nil, reason: "no answer from the hub after sending: \(why)"))
+        case .success(let r):
+            response = r
+        }
+        let status = response.status
+        let detail = Self.errorDetail(response)
+        let retryAfter = response.headers["retry-after"].flatMap { Self.parseRetryAfter($0) }
+        switch status {
+        case 200, 201:
+            let id = response.headers["location"].flatMap(Self.notificationId(fromLocation:))
+            return .done(.accepted(status: status, notificationId: id, trackingId: response.headers["trackingid"],
+                                   body: response.body))
+        case 429, 503:
+            return .retry(retryAfter, .notAccepted(status: status, reason: "hub throttled or unavailable (\(status))\(detail); retries exhausted"))
+        case 403 where retryAfter != nil:
+            return .retry(retryAfter, .notAccepted(status: status, reason: "hub quota exceeded (403 with Retry-After)\(detail); retries exhausted"))
+        case 408, 500, 504:
+            return .retry(retryAfter, .unknown(status: status, reason: "hub error \(status)\(detail) after retries; it may have queued the notification"))
+        case 400:
+            return .done(.refused(status: status, reason: "hub rejected the request as malformed (400)\(detail)"))
+        case 401:
+            return .done(.refused(status: status, reason: "hub rejected the token (401)\(detail): check SharedAccessKeyName/SharedAccessKey in the connection string, and the clock (ExpiredToken means clock skew)"))
+        case 403:
+            return .done(.refused(status: status, reason: "hub refused the send (403)\(detail): the policy '\(connection.keyName)' needs the Send right, or the namespace quota is used up"))
+        case 404:
+            return .done(.refused(status: status, reason: "hub '\(hubName)' not found at \(baseURL) (404)\(detail): check hub.name and the connection string's Endpoint"))
+        case 413:
+            return .done(.refused(status: status, reason: "notification too large for the hub (413)\(detail); shorten the message"))
+        default:
+            if (400..<500).contains(status) {
+                return .done(.refused(status: status, reason: "hub refused the send (\(status))\(detail)"))
+            }
+            return .done(.unknown(status: status, reason: "unexpected hub answer \(status)\(detail)"))
+        }
+    }
+
+    /// The `<Detail>` of an XML error body, prefixed for a message, or "".
+    static func errorDetail(_ response: HubResponse) -> String {
+        let text = String(decoding: response.body.prefix(2048), as: UTF8.self)
+        if let start = text.range(of: "<Detail>"), let end = text.range(of: "</Detail>", range: start.upperBound..<text.endIndex) {
+            return ": " + text[start.upperBound..<end.lowerBound]
+        }
+        return ""
+    }
+
+    /// The last path segment of a `Location` URL.
+    public static func notificationId(fromLocation location: String) -> String? {
+        let path = location.split(separator: "?", maxSplits: 1).first ?? ""
+        let segment = path.split(separator: "/").last.map(String.init)
+        return segment?.isEmpty == false ? segment : nil
+    }
+
+    /// `Retry-After` as seconds: a whole number, or an HTTP date.
+    public static func parseRetryAfter(_ value: String, now: Date = Date()) -> Double? {
+        let trimmed = value.trimmingWhitespace()
+        if let seconds = Double(trimmed), seconds >= 0 { return seconds }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+
+    /// Template property names: `[A-Za-z0-9_]`, 1 to 120 characters.
+    public static func isValidPropertyName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 120 && name.unicodeScalars.allSatisfy {
+            ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+        }
+    }
+}

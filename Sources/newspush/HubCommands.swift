@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import NewsPushCore
+import NotificationHubs
+
+struct Hub: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Talk to the configured Notification Hub directly.",
+        subcommands: [Token.self])
+
+    struct Token: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the Authorization header value for the configured hub (to debug with curl).")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(help: "The resource URI to sign (default: https://<namespace host>/<hub>).")
+        var uri: String?
+
+        @Option(help: "Expiry as Unix seconds.")
+        var expiry: Int?
+
+        @Option(help: "Lifetime, e.g. 1h or 20m (default 1h).")
+        var ttl: String?
+
+        func validate() throws {
+            if expiry != nil && ttl != nil { throw ValidationError("give --expiry or --ttl, not both") }
+            if let ttl, NewsPushCore.Durations.parse(ttl) == nil { throw ValidationError("--ttl '\(ttl)' is not a duration (e.g. 1h, 20m)") }
+        }
+
+        func run() throws {
+            _ = global.bootstrapLogging()
+            let config = try global.loadConfig()
+            let connection: HubConnectionString
+            do {
+                connection = try HubConnectionString(parsing: config.hub.connectionString)
+            } catch {
+                Terminal.error(error.description)
+                throw ExitCode(1)
+            }
+            let lifetime = ttl.flatMap(NewsPushCore.Durations.parse) ?? 3600
+            let se = expiry ?? Int(Date().timeIntervalSince1970 + lifetime)
+            let resource = uri ?? SharedAccessSignature.hubResourceURI(host: connection.host, hub: config.hub.name)
+            Terminal.output(SharedAccessSignature.token(resourceURI: resource, keyName: connection.keyName,
+                                                        key: connection.key, expiry: se))
+        }
+    }
+}
