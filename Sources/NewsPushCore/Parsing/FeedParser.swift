@@ -24,6 +24,7 @@ public enum FeedParser {
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }
+        builder.endOfInput()
         if let rejection = builder.rejection { throw .notAFeed(rejection) }
         guard let format = builder.format else {
             throw .unreadable(strict.errors.first ?? "no root element")
@@ -196,6 +197,16 @@ final class FeedDocumentBuilder: XMLEventSink {
             draft = nil
             droppedOpenItem = true
         }
+    }
+
+    /// The input ended: an item still open is incomplete (truncated document) and is dropped,
+    /// so a half-transferred title is never pushed.
+    func endOfInput() {
+        if draft != nil {
+            draft = nil
+            droppedOpenItem = true
+        }
+        if !stack.isEmpty, feedLink == nil { finishFeed() }
     }
 
     func characters(_ bytes: UnsafeBufferPointer<UInt8>) {

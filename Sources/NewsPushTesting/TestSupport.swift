@@ -1,0 +1,58 @@
+import Foundation
+
+/// A fresh temporary folder; the caller removes it with `cleanup()`.
+public struct TemporaryFolder: Sendable {
+    public let path: String
+
+    public init() throws {
+        path = NSTemporaryDirectory() + "newspush-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+
+    @discardableResult
+    public func write(_ name: String, _ text: String) throws -> String {
+        let target = file(name)
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: target, atomically: true, encoding: .utf8)
+        return target
+    }
+
+    public func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The fake connection string of hub-api.md's vectors (its key is not a real secret).
+public let testConnectionString = "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+public let testKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+/// Runs blocking work (libcurl transfers, child processes) on a thread of its own. Not on
+/// Dispatch's global queues: on Linux the Swift concurrency pool runs on those same threads, and
+/// blocking them starves the local test servers.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: work()) }
+        thread.start()
+    }
+}
+
+/// An RFC 822 date `minutesAgo` before now, for fresh feed items.
+public func rfc822(minutesAgo: Double) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "GMT")
+    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+    return formatter.string(from: Date().addingTimeInterval(-minutesAgo * 60))
+}
+
+/// A small RSS 2.0 feed; each item is (guid, title, minutes ago). Titles are inserted as given
+/// (already escaped for XML).
+public func rssFeed(title: String, items: [(guid: String, title: String, minutesAgo: Double)]) -> String {
+    let body = items.map { item in
+        """
+        <item><title>\(item.title)</title><link>https://news.example.org/\(item.guid)</link>
+        <guid isPermaLink="false">\(item.guid)</guid><pubDate>\(rfc822(minutesAgo: item.minutesAgo))</pubDate></item>
+        """
+    }.joined(separator: "\n")
+    return "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>\(title)</title><link>https://news.example.org/</link>\n\(body)\n</channel></rss>"
+}

@@ -1,0 +1,267 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+@Suite("Config loading (SPEC §4)")
+struct ConfigLoaderTests {
+    let environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "HUB_NAME": "breaking-news"]
+
+    func load(_ yaml: String, environment: [String: String]? = nil) throws(ConfigError) -> NewsPushConfig {
+        try ConfigLoader(environment: environment ?? self.environment).parse(yaml, file: "/etc/newspush/feeds.yaml")
+    }
+
+    func problems(_ yaml: String, environment: [String: String]? = nil) -> [ConfigProblem] {
+        do {
+            _ = try load(yaml, environment: environment)
+            Issue.record("expected a configuration error")
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    @Test func fullConfigIsReadWithItsValues() throws {
+        let config = try load("""
+            hub:
+              name: ${HUB_NAME}
+              connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
+              endpoint: http://127.0.0.1:9090/
+              api_version: "2020-06"
+            state: data/state.json
+            state_retention: 14d
+            fetch: {concurrency: 8, per_host: 1, timeout: 1m30s, max_bytes: 512KB, contact: https://newsroom.example/contact}
+            policy:
+              max_age: 90m
+              budget: {per_category: 5, per: 2h}
+              quiet_hours: {from: "23:00", to: "06:30", timezone: Europe/London}
+              first_run: send
+            categories:
+              Sports: {tags: "Sports && !Betting", message: "{category}: {title}"}
+            feeds:
+              - url: https://example.org/world/rss.xml
+                name: Example World
+                category: World
+              - url: https://example.org/all.xml
+            """)
+        #expect(config.hub.name == "breaking-news")
+        #expect(config.hub.connectionString == testConnectionString)
+        #expect(config.hub.endpoint == "http://127.0.0.1:9090/")
+        #expect(config.statePath == "/etc/newspush/data/state.json")
+        #expect(config.stateRetention == 14 * 86400)
+        #expect(config.fetch.concurrency == 8)
+        #expect(config.fetch.perHost == 1)
+        #expect(config.fetch.timeout == 90)
+        #expect(config.fetch.maxBytes == 512 * 1024)
+        #expect(config.policy.maxAge == 5400)
+        #expect(config.policy.budgetPerCategory == 5)
+        #expect(config.policy.budgetWindow == 7200)
+        #expect(config.policy.firstRun == .send)
+        let quiet = try #require(config.policy.quietHours)
+        #expect(quiet.from == 23 * 60 && quiet.to == 6 * 60 + 30)
+        #expect(quiet.timeZone.identifier == "Europe/London")
+        #expect(config.categories[.sports]?.tags == "Sports && !Betting")
+        #expect(config.categories[.sports]?.message == "{category}: {title}")
+        #expect(config.feeds.count == 2)
+        #expect(config.feeds[0].category == .world)
+        #expect(config.feeds[0].name == "Example World")
+        #expect(config.feeds[1].category == nil)
+        #expect(config.feeds[1].line == 20)
+    }
+
+    @Test func defaultsFollowTheSpec() throws {
+        let config = try load("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds: []
+            """)
+        #expect(config.hub.apiVersion == "2020-06")
+        #expect(config.hub.endpoint == nil)
+        #expect(config.statePath == "/etc/newspush/newspush-state.json")
+        #expect(config.stateRetention == 30 * 86400)
+        #expect(config.fetch.concurrency == 16)
+        #expect(config.fetch.perHost == 2)
+        #expect(config.fetch.timeout == 20)
+        #expect(config.fetch.maxBytes == 10 * 1024 * 1024)
+        #expect(config.policy.maxAge == 3 * 3600)
+        #expect(config.policy.budgetPerCategory == 3)
+        #expect(config.policy.budgetWindow == 3600)
+        #expect(config.policy.firstRun == .baseline)
+        #expect(config.policy.quietHours == nil)
+        for category in NewsCategory.allCases {
+            #expect(config.categories[category]?.tags == category.rawValue)
+            #expect(config.categories[category]?.message == "Breaking {category} News : {title}")
+        }
+    }
+
+    @Test(arguments: [("20s", 20.0), ("3h", 10800), ("15m", 900), ("2d", 172_800), ("1h30m", 5400), ("500ms", 0.5), ("1w", 604_800)])
+    func durations(text: String, seconds: Double) {
+        #expect(NodeReader.parseDuration(text) == seconds)
+    }
+
+    @Test(arguments: ["", "3 hours", "h", "-5s", "10x"])
+    func invalidDurations(text: String) {
+        #expect(NodeReader.parseDuration(text) == nil)
+    }
+
+    @Test(arguments: [("10MB", 10_485_760), ("512KB", 524_288), ("1GB", 1_073_741_824), ("2048", 2048), ("1.5MiB", 1_572_864)])
+    func sizes(text: String, bytes: Int) {
+        #expect(NodeReader.parseSize(text) == bytes)
+    }
+
+    @Test func unknownKeyIsNamedWithLineAndSuggestion() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            fetch:
+              concurency: 4
+            feeds: []
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.line == 3)
+        #expect(found.first?.key == "fetch.concurency")
+        #expect(found.first?.description.contains("did you mean 'concurrency'") == true)
+        #expect(found.first?.description.hasPrefix("/etc/newspush/feeds.yaml:3: fetch.concurency: unknown key") == true)
+    }
+
+    @Test func wrongTypesAreReported() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            fetch: {concurrency: many, timeout: soon, max_bytes: huge}
+            policy: {budget: 3}
+            feeds: {url: https://example.org/rss}
+            """)
+        let keys = Set(found.map(\.key))
+        #expect(keys == ["fetch.concurrency", "fetch.timeout", "fetch.max_bytes", "policy.budget", "feeds"])
+        #expect(found.first { $0.key == "fetch.concurrency" }?.message.contains("whole number") == true)
+        #expect(found.first { $0.key == "feeds" }?.message.contains("must be a list") == true)
+        #expect(found.allSatisfy { $0.line > 0 })
+    }
+
+    @Test func unknownCategoryIsReportedWhereverItAppears() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            categories:
+              Sport: {tags: Sports}
+            feeds:
+              - url: https://example.org/a.xml
+                category: Weather
+            """)
+        #expect(found.count == 2)
+        #expect(found[0].key == "categories.Sport" && found[0].line == 3)
+        #expect(found[0].message.contains("did you mean Sports?"))
+        #expect(found[1].key == "feeds[0].category" && found[1].line == 6)
+        #expect(found[1].message.contains("World, Politics, Business, Technology, Science, Sports"))
+    }
+
+    @Test func missingVariableIsNamed() {
+        let found = problems("""
+            hub:
+              name: news
+              connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
+            feeds: []
+            """, environment: [:])
+        #expect(found.count == 1)
+        #expect(found[0].line == 3)
+        #expect(found[0].key == "hub.connection_string")
+        #expect(found[0].message == "environment variable NEWSPUSH_HUB_CONNECTION_STRING is not set")
+    }
+
+    @Test func everyProblemIsReportedAtOnce() {
+        let found = problems("""
+            hub:
+              name: news
+              connection_string: ${MISSING_VAR}
+            state_retention: forever
+            policy:
+              first_run: sometimes
+              quiet_hours: {from: "25:00", to: "06:00", timezone: Mars/Olympus}
+            categories:
+              World: {tags: "World && $bad", message: "{headline}"}
+            feeds:
+              - name: no url here
+              - url: ftp://example.org/feed
+              - url: https://example.org/a.xml
+                colour: red
+            """, environment: [:])
+        let keys = found.map(\.key)
+        #expect(keys.contains("hub.connection_string"))
+        #expect(keys.contains("state_retention"))
+        #expect(keys.contains("policy.first_run"))
+        #expect(keys.contains("policy.quiet_hours.from"))
+        #expect(keys.contains("policy.quiet_hours.timezone"))
+        #expect(keys.contains("categories.World.tags"))
+        #expect(keys.contains("categories.World.message"))
+        #expect(keys.contains("feeds[0].url"))
+        #expect(keys.contains("feeds[1].url"))
+        #expect(keys.contains("feeds[2].colour"))
+        #expect(found.count == 10)
+        let description = ConfigError(problems: found).description
+        #expect(description.hasPrefix("configuration error (10 problems):"))
+    }
+
+    @Test func literalSecretsAreRefused() {
+        let found = problems("""
+            hub:
+              name: news
+              connection_string: "\(testConnectionString)"
+            feeds: []
+            """)
+        #expect(found.count == 1)
+        #expect(found[0].message.contains("use a ${VAR} reference"))
+        // The problem text must not repeat the key.
+        #expect(!found[0].description.contains(testKey))
+    }
+
+    @Test func badConnectionStringIsExplained() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${CS}"}
+            feeds: []
+            """, environment: ["CS": "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Send"])
+        #expect(found.count == 1)
+        #expect(found[0].message.contains("missing SharedAccessKey"))
+    }
+
+    @Test func missingSectionsAreRequired() {
+        let found = problems("state: x.json\n")
+        #expect(Set(found.map(\.key)) == ["hub", "feeds"])
+    }
+
+    @Test func yamlSyntaxErrorsHaveALine() {
+        let found = problems("hub:\n  name: [unclosed\nfeeds: []\n")
+        #expect(found.count == 1)
+        #expect(found[0].line >= 2)
+        #expect(found[0].message.hasPrefix("not valid YAML"))
+    }
+
+    @Test func duplicateFeedsAreReported() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds:
+              - url: https://example.org/a.xml
+              - url: https://example.org/a.xml
+            """)
+        #expect(found.count == 1)
+        #expect(found[0].line == 4)
+        #expect(found[0].message.contains("already listed at line 3"))
+    }
+
+    @Test func unreadableFileIsNamed() {
+        do {
+            _ = try ConfigLoader(environment: [:]).load(path: "/nonexistent/feeds.yaml")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.problems.first?.file == "/nonexistent/feeds.yaml")
+            #expect(error.description.contains("cannot read the file"))
+        }
+    }
+
+    @Test func theShippedConfigsLoad() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        for name in ["feeds.yaml", "Examples/feeds.yaml"] {
+            let config = try ConfigLoader(environment: environment).load(path: root.appendingPathComponent(name).path)
+            #expect(!config.feeds.isEmpty, "\(name) has no feeds")
+        }
+        let newsroom = try ConfigLoader(environment: environment).load(path: root.appendingPathComponent("feeds.yaml").path)
+        let sections = Set(newsroom.feeds.compactMap(\.category))
+        #expect(sections == Set(NewsCategory.allCases), "feeds.yaml follows a section feed for every category")
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+@Suite("Feed parsing")
+struct FeedParserTests {
+    func parse(_ xml: String, url: String? = "https://example.org/feed.xml", contentType: String? = nil) throws -> ParsedFeed {
+        try FeedParser.parse(Data(xml.utf8), url: url, contentType: contentType)
+    }
+
+    @Test func rss2Basics() throws {
+        let feed = try parse("""
+            <?xml version="1.0"?>
+            <rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
+              <title>Desk</title><link>https://example.org/</link>
+              <item>
+                <title>  First   story </title>
+                <link>/news/1</link>
+                <guid isPermaLink="false">id-1</guid>
+                <description><![CDATA[<p>Some <b>bold</b> text</p><p>Second&nbsp;para</p>]]></description>
+                <pubDate>Sun, 22 Nov 2026 06:00:00 GMT</pubDate>
+                <dc:creator>Reporter</dc:creator>
+                <category>Europe</category><category>Rail</category>
+                <enclosure url="https://cdn.example.org/a.jpg" type="image/jpeg" length="1"/>
+              </item>
+              <item><guid>https://example.org/news/2</guid><title>Second</title></item>
+            </channel></rss>
+            """)
+        #expect(feed.format == .rss20)
+        #expect(feed.title == "Desk")
+        #expect(feed.link == "https://example.org/")
+        #expect(feed.items.count == 2)
+        let first = feed.items[0]
+        #expect(first.title == "First story")
+        #expect(first.link == "https://example.org/news/1")
+        #expect(first.id == "id-1")
+        #expect(first.summary == "Some bold text Second\u{A0}para")
+        #expect(first.published.map(FeedDates.format) == "2026-11-22T06:00:00Z")
+        #expect(first.author == "Reporter")
+        #expect(first.categories == ["Europe", "Rail"])
+        #expect(first.enclosures == ["https://cdn.example.org/a.jpg"])
+        // A permalink guid stands in for a missing link.
+        #expect(feed.items[1].link == "https://example.org/news/2")
+    }
+
+    @Test func atomWithXmlBaseAndTextTypes() throws {
+        let feed = try parse("""
+            <feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://example.net/blog/">
+              <title type="text">A &lt;b&gt; c</title>
+              <link rel="self" href="feed.atom"/><link href="./"/>
+              <entry xml:base="posts/">
+                <title type="html">&lt;em&gt;Escaped&lt;/em&gt; &amp;amp; markup</title>
+                <link rel="enclosure" href="a.mp3"/>
+                <link rel="alternate" type="application/json" href="1.json"/>
+                <link rel="alternate" type="text/html" href="1.html"/>
+                <id>tag:example.net,2026:1</id>
+                <updated>2026-11-22T06:00:00+01:00</updated>
+                <author><name>Ann</name><email>ann@example.net</email></author>
+                <category term="science"/>
+                <content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><p>One</p><p>Two</p></div></content>
+              </entry>
+            </feed>
+            """)
+        #expect(feed.format == .atom10)
+        #expect(feed.title == "A <b> c")
+        #expect(feed.link == "https://example.net/blog/")
+        let entry = try #require(feed.items.first)
+        #expect(entry.title == "Escaped & markup")
+        #expect(entry.link == "https://example.net/blog/posts/1.html")
+        #expect(entry.enclosures == ["https://example.net/blog/posts/a.mp3"])
+        #expect(entry.id == "tag:example.net,2026:1")
+        #expect(entry.updated.map(FeedDates.format) == "2026-11-22T05:00:00Z")
+        #expect(entry.published == nil)
+        #expect(entry.author == "Ann")
+        #expect(entry.categories == ["science"])
+        #expect(entry.summary == "One Two")
+    }
+
+    @Test func rss1AndRss09x() throws {
+        let rdf = try parse("""
+            <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"
+                     xmlns:dc="http://purl.org/dc/elements/1.1/">
+              <channel rdf:about="https://example.org/"><title>RDF desk</title><link>https://example.org/</link></channel>
+              <item rdf:about="https://example.org/r/1"><title>R1</title><link>https://example.org/r/1</link>
+                <dc:date>2026-11-22T06:00:00Z</dc:date><dc:subject>Politics</dc:subject></item>
+            </rdf:RDF>
+            """)
+        #expect(rdf.format == .rss10)
+        #expect(rdf.title == "RDF desk")
+        #expect(rdf.items.first?.id == "https://example.org/r/1")
+        #expect(rdf.items.first?.published.map(FeedDates.format) == "2026-11-22T06:00:00Z")
+        #expect(rdf.items.first?.categories == ["Politics"])
+        let old = try parse("<rss version=\"0.91\"><channel><title>Old</title><item><title>T</title><link>http://e.org/1</link></item></channel></rss>")
+        #expect(old.format == .rss09x)
+        #expect(old.items.count == 1)
+    }
+
+    @Test func htmlEntitiesAndBareAmpersandsSurvive() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>Caf&eacute; &amp; Bar</title>
+            <item><title>AT&T buys caf&eacute;&nbsp;chain &doesnotexist; &#8217;s</title>
+            <link>https://example.org/a?width=140&quality=85</link></item></channel></rss>
+            """)
+        #expect(feed.title == "Café & Bar")
+        let item = try #require(feed.items.first)
+        #expect(item.title == "AT&T buys café\u{A0}chain &doesnotexist; \u{2019}s")
+        #expect(item.link == "https://example.org/a?width=140&quality=85")
+        #expect(feed.problems.isEmpty)
+    }
+
+    @Test func notWellFormedKeepsWhatCanBeRecovered() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>Broken</title>
+            <item><title>One &amp; only</title><link>https://example.org/1</link></item>
+            <item><title>Two <b>unclosed</title><link>https://example.org/2</link></item>
+            <item><title>Three &amp; more</title><link>https://example.org/3</link></item>
+            </channel></rss>
+            """)
+        #expect(!feed.problems.isEmpty)
+        #expect(feed.items.first?.title == "One & only")
+        #expect(feed.items.contains { $0.link == "https://example.org/1" })
+    }
+
+    @Test func truncatedDocumentKeepsCompleteItemsOnly() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>Cut</title>
+            <item><title>Complete</title><link>https://example.org/1</link></item>
+            <item><title>Half a tit
+            """)
+        #expect(feed.items.map(\.title) == ["Complete"])
+        #expect(feed.problems.contains { $0.contains("ends inside an item") })
+    }
+
+    @Test func htmlPageIsNotAFeed() {
+        #expect(throws: FeedParseError.notAFeed("an HTML page, not a feed")) {
+            try parse("<!DOCTYPE html><html><head><title>Home</title></head><body>hi</body></html>")
+        }
+    }
+
+    @Test func emptyBodyIsReported() {
+        #expect(throws: FeedParseError.empty) { try parse("") }
+        #expect(throws: FeedParseError.empty) { try parse("  \n ") }
+    }
+
+    @Test func junkBeforeTheDeclarationIsSkipped() throws {
+        let feed = try parse("\n\n  <?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>T</title></channel></rss>")
+        #expect(feed.title == "T")
+        #expect(feed.problems.isEmpty)
+    }
+
+    @Test func externalEntitiesStayInert() throws {
+        let feed = try parse("""
+            <?xml version="1.0"?>
+            <!DOCTYPE rss [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+            <rss version="2.0"><channel><title>x&xxe;y</title></channel></rss>
+            """)
+        #expect(feed.title?.contains("root:") != true)
+    }
+
+    @Test func latin1LabelWithCP1252BytesDecodesCurlyQuotes() throws {
+        let feed = try FeedParser.parse(try Fixtures.data("feeds/cp1252-labelled-latin1.xml"), url: nil)
+        #expect(feed.title == "Café News")
+        #expect(feed.items.first?.title == "\u{201C}Quoted\u{201D} headline \u{2013} with dash")
+    }
+
+    @Test func httpCharsetOverridesTheDeclaration() throws {
+        let body = Data("<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\"><channel><title>Caf\u{E9}</title></channel></rss>".utf8)
+        // Declared UTF-8 and served as UTF-8: read as such.
+        #expect(try FeedParser.parse(body, url: nil, contentType: "application/rss+xml; charset=utf-8").title == "Café")
+        var latin1 = Data("<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\"><channel><title>Caf".utf8)
+        latin1.append(0xE9)
+        latin1.append(contentsOf: Data("</title></channel></rss>".utf8))
+        #expect(try FeedParser.parse(latin1, url: nil, contentType: "text/xml; charset=ISO-8859-1").title == "Café")
+    }
+
+    @Test func utf16WithBOM() throws {
+        let xml = "<?xml version=\"1.0\" encoding=\"utf-16\"?><rss version=\"2.0\"><channel><title>Ünïcode</title></channel></rss>"
+        var data = Data([0xFF, 0xFE])
+        data.append(xml.data(using: .utf16LittleEndian)!)
+        #expect(try FeedParser.parse(data, url: nil).title == "Ünïcode")
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import NewsPushTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a run of the built `newspush` binary printed and returned.
+struct CommandResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs the built binary with arguments and environment, off the concurrency pool.
+func newspush(_ arguments: [String], environment: [String: String] = [:], in folder: String? = nil) async throws -> CommandResult {
+    let binary = try binaryURL()
+    return await offThePool {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
+        env.merge(environment) { $1 }
+        process.environment = env
+        if let folder { process.currentDirectoryURL = URL(fileURLWithPath: folder) }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        do { try process.run() } catch { return CommandResult(status: -1, stdout: "", stderr: "\(error)") }
+        // Read both pipes before waiting so a large output cannot block the child.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                             stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// The `newspush` executable next to this test bundle in the build folder.
+func binaryURL() throws -> URL {
+    var candidates: [URL] = []
+    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    candidates.append(root.appendingPathComponent(".build/debug"))
+    for folder in candidates {
+        let url = folder.appendingPathComponent("newspush")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
+    }
+    throw CLITestError.binaryNotFound(candidates.map(\.path))
+}
+
+enum CLITestError: Error { case binaryNotFound([String]) }
+
+let hubEnvironment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
+
+@Suite("newspush command line")
+struct CLITests {
+    /// A newsroom of one World feed on a local server and a local hub; returns the config path.
+    func newsroom(folder: TemporaryFolder, feeds: LocalHTTPServer, hub: LocalHTTPServer, firstRun: String = "send") throws -> String {
+        try folder.write("feeds.yaml", """
+            hub:
+              name: breaking-news
+              connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
+              endpoint: \(hub.baseURL)/
+            policy: {first_run: \(firstRun)}
+            feeds:
+              - {url: "\(feeds.baseURL)/world.xml", name: World Desk, category: World}
+            """)
+    }
+
+    func servers() async throws -> (LocalHTTPServer, LocalHTTPServer) {
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("a1", "Flood barrier closes", 3), ("a2", "Talks resume", 20)])),
+        ])
+        let hub = try await LocalHTTPServer.start { _ in
+            CannedResponse(status: 201, headers: [("Location", "https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-1?api-version=2020-06")])
+        }
+        return (feeds, hub)
+    }
+
+    @Test func versionAndHelp() async throws {
+        let version = try await newspush(["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0.1.0")
+        let help = try await newspush(["--help"])
+        #expect(help.status == 0)
+        for command in ["run", "preview", "parse", "check", "hub"] { #expect(help.stdout.contains(command)) }
+        let runHelp = try await newspush(["run", "--help"])
+        for flag in ["--dry-run", "--state", "--format", "--show-requests", "--feed", "--send-initial", "--config"] {
+            #expect(runHelp.stdout.contains(flag), "run --help lacks \(flag)")
+        }
+    }
+
+    @Test func usageErrorsExit64() async throws {
+        #expect(try await newspush(["run", "--no-such-flag"]).status == 64)
+        #expect(try await newspush(["frobnicate"]).status == 64)
+    }
+
+    @Test func hubTokenReproducesVectorV1() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds: []
+            """)
+        let result = try await newspush(["hub", "token", "--config", config, "--expiry", "1700000000"], environment: hubEnvironment)
+        #expect(result.status == 0)
+        #expect(result.stdout == "SharedAccessSignature sr=https%3a%2f%2fcontoso-news.servicebus.windows.net%2fbreaking-news&sig=4bSt6dDEW84kmiFi2wOpNGo14Ej0mMs8D%2FvmmxrF%2B8Y%3D&se=1700000000&skn=DefaultFullSharedAccessSignature\n")
+    }
+
+    @Test func configErrorsExit78WithEveryProblem() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try folder.write("feeds.yaml", """
+            hub: {name: news, connection_string: "${NOT_SET_ANYWHERE}"}
+            fetch: {timeout: forever}
+            feeds:
+              - {url: "https://example.org/a.xml", category: Sport}
+            """)
+        let result = try await newspush(["run", "--config", config])
+        #expect(result.status == 78)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("configuration error (3 problems)"))
+        #expect(result.stderr.contains("\(config):1: hub.connection_string: environment variable NOT_SET_ANYWHERE is not set"))
+        #expect(result.stderr.contains("\(config):2: fetch.timeout:"))
+        #expect(result.stderr.contains("\(config):4: feeds[0].category: unknown category 'Sport'"))
+        let check = try await newspush(["check", "--config", config])
+        #expect(check.status == 78)
+        let missing = try await newspush(["preview", "--config", folder.file("nope.yaml")])
+        #expect(missing.status == 78)
+    }
+
+    @Test func runThenRunAgainPushesEachStoryOnce() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
+        let first = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+        #expect(report["dry_run"] as? Bool == false)
+        let summary = try #require(report["summary"] as? [String: Int])
+        #expect(summary["pushes_sent"] == 2)
+        #expect(summary["feeds_ok"] == 1)
+        let pushes = try #require(report["pushes"] as? [[String: Any]])
+        #expect(pushes.allSatisfy { $0["status"] as? String == "sent" && $0["notification_id"] as? String == "NH-1" })
+        #expect(await hub.requests().count == 2)
+        #expect(FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+
+        let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(second.status == 0)
+        #expect(second.stdout.contains("2 items already seen"))
+        #expect(await hub.requests().count == 2)
+        #expect(!second.stdout.contains(testKey) && !second.stderr.contains(testKey))
+    }
+
+    @Test func previewPrintsThePlanAndWritesNothing() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
+        let preview = try await newspush(["preview", "--config", config, "--show-requests"], environment: hubEnvironment)
+        #expect(preview.status == 0, "stderr: \(preview.stderr)")
+        #expect(preview.stdout.contains("would push [World] Breaking World News : Flood barrier closes"))
+        #expect(preview.stdout.contains("would push [World] Breaking World News : Talks resume"))
+        #expect(preview.stdout.contains("POST \(hub.baseURL)/breaking-news/messages/?api-version=2020-06"))
+        #expect(preview.stdout.contains("ServiceBusNotification-Tags: World"))
+        #expect(preview.stdout.contains("sig=<redacted>"))
+        #expect(!preview.stdout.contains(testKey))
+        #expect(await hub.requests().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+        let dryRun = try await newspush(["run", "--dry-run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(dryRun.status == 0)
+        #expect(dryRun.stdout.contains("\"would-send\""))
+        #expect(await hub.requests().isEmpty)
+    }
+
+    @Test func baselineFirstRunSaysSo() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub, firstRun: "baseline")
+        let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("first run, recording every item as a baseline and sending nothing"))
+        #expect(result.stdout.contains("(baseline: first run"))
+        #expect(await hub.requests().isEmpty)
+    }
+
+    @Test func lockedStateExits75() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
+        let fd = open(folder.file("newspush-state.json.lock"), O_RDWR | O_CREAT, 0o644)
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        defer { close(fd) }
+        let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(result.status == 75)
+        #expect(result.stderr.contains("another newspush run holds the lock"))
+        #expect(await hub.requests().isEmpty)
+    }
+
+    @Test(arguments: ["{not json", "", "{\"version\": 99, \"items\": {}, \"feeds\": {}}", "{\"version\": 1, \"items\": {\"k\": {\"status\": \"bogus\"}}, \"feeds\": {}}"])
+    func unusableStateExits1AndIsLeftUntouched(content: String) async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
+        let statePath = try folder.write("newspush-state.json", content)
+        let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(statePath))
+        #expect(result.stderr.contains("nothing was sent") || result.stderr.contains("Nothing was sent"))
+        #expect(try String(contentsOfFile: statePath, encoding: .utf8) == content)
+        #expect(await hub.requests().isEmpty)
+    }
+
+    @Test func failedFeedExits2() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.baseURL)/"}
+            policy: {first_run: send}
+            feeds:
+              - {url: "\(feeds.baseURL)/world.xml", category: World}
+              - {url: "\(feeds.baseURL)/missing.xml", category: Sports}
+            """)
+        let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(result.status == 2)
+        #expect(result.stdout.contains("missing.xml: HTTP 404"))
+        #expect(await hub.requests().count == 2)
+    }
+
+    @Test func parsePrintsSpecJSON() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let feed = try folder.write("a.xml", rssFeed(title: "Desk", items: [("x1", "Hello &amp; welcome", 1)]))
+        let bad = try folder.write("b.html", "<html><body>not a feed</body></html>")
+        let result = try await newspush(["parse", feed, bad, "--format", "jsonl"])
+        #expect(result.status == 2)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2)
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(first["format"] as? String == "rss2.0")
+        let item = try #require((first["items"] as? [[String: Any]])?.first)
+        #expect(item["title"] as? String == "Hello & welcome")
+        #expect(item["id"] as? String == "x1")
+        #expect(item.keys.contains("updated"))
+        let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect((second["error"] as? String)?.contains("HTML page") == true)
+    }
+
+    @Test func theExamplesPreviewOffline() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let result = try await newspush(["preview", "--config", root.appendingPathComponent("Examples/feeds.yaml").path],
+                                        environment: hubEnvironment)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("would push [World] Breaking World News : Harbour city opens its new flood barrier"))
+        #expect(result.stdout.contains("would push [Technology || Science] Tech: Open-source compiler reaches version 2.0"))
+        #expect(result.stdout.contains("same-story"))
+    }
+}
