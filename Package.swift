@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "newspush", targets: ["newspush"]),
+        .executable(name: "newspush-hub", targets: ["newspush-hub"]),
         .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
     ],
     dependencies: [
@@ -50,6 +51,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The local Notification Hubs emulator: SAS verification, routing, templates, faults.
+        .target(
+            name: "HubEmulator",
+            dependencies: [
+                "NotificationHubs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "newspush-hub",
+            dependencies: [
+                "HubEmulator", "NotificationHubs",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Real HTTP servers on 127.0.0.1 for the tests (feed servers, a recording hub).
         .target(
             name: "NewsPushTesting",
@@ -61,12 +82,12 @@ let package = Package(
         ),
         .testTarget(
             name: "NewsPushCoreTests",
-            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting"],
+            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting", "HubEmulator"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "newspushTests",
-            dependencies: ["newspush", "NewsPushTesting", "NotificationHubs"]
+            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs"]
         ),
     ]
 )

@@ -4,6 +4,7 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidTagExpression(String, reason: String)
     case invalidPropertyName(String)
     case payloadTooLarge(bytes: Int, limit: Int)
+    case invalidPayload(String)
 
     public var description: String {
         switch self {
@@ -14,7 +15,9 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPropertyName(let name):
             return "invalid template property name '\(name)': only letters, digits and _ are allowed (at most 120)"
         case .payloadTooLarge(let bytes, let limit):
-            return "notification payload is \(bytes) bytes, over the hub's limit of \(limit) bytes; shorten the message"
+            return "notification payload is \(bytes) bytes, over the limit of \(limit) bytes; shorten the message"
+        case .invalidPayload(let why):
+            return "invalid notification payload: \(why)"
         }
     }
 }

@@ -77,6 +77,11 @@ public struct NotificationHubClient: Sendable {
         self.tokens = SASTokenProvider(connection: connection, hub: hubName)
     }
 
+    /// The `Authorization` value for a request at `now` (a cached token while it has 5+ minutes left).
+    public func authorization(now: Date = Date()) -> String {
+        tokens.authorization(now: now)
+    }
+
     /// The messages endpoint, `{base}{hub}/messages/?api-version=…` (with `&test` for test sends).
     public func messagesURL(test: Bool = false) -> String {
         "\(baseURL)\(hubName)/messages/?api-version=\(apiVersion)\(test ? "&test" : "")"
@@ -96,7 +101,7 @@ public struct NotificationHubClient: Sendable {
         let body = (try? encoder.encode(properties)) ?? Data("{}".utf8)
         if body.count > maxPayloadBytes { throw .payloadTooLarge(bytes: body.count, limit: maxPayloadBytes) }
         var headers: [(name: String, value: String)] = [
-            ("Authorization", tokens.authorization(now: now)),
+            ("Authorization", authorization(now: now)),
             ("Content-Type", "application/json;charset=utf-8"),
             ("ServiceBusNotification-Format", "template"),
         ]

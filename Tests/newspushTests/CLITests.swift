@@ -263,8 +263,10 @@ struct CLITests {
 
     @Test func theExamplesPreviewOffline() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let result = try await newspush(["preview", "--config", root.appendingPathComponent("Examples/feeds.yaml").path],
-                                        environment: hubEnvironment)
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let result = try await newspush(["preview", "--config", root.appendingPathComponent("Examples/feeds.yaml").path,
+                                         "--state", folder.file("state.json")], environment: hubEnvironment)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("would push [World] Breaking World News : Harbour city opens its new flood barrier"))
         #expect(result.stdout.contains("would push [Technology || Science] Tech: Open-source compiler reaches version 2.0"))

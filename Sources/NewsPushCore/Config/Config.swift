@@ -38,6 +38,8 @@ public struct HubSettings: Sendable {
     /// Replaces `https://<namespace host>/` when set (emulators, proxies).
     public var endpoint: String?
     public var apiVersion: String
+    /// Pushes in flight at once (`hub.concurrency`, default 8).
+    public var concurrency: Int = 8
 }
 
 /// Limits for fetching feeds.
@@ -89,9 +91,29 @@ public struct CategorySettings: Sendable {
     public var tags: String
     /// The `messageParam` text; placeholders: {category} {title} {source} {url} {summary}.
     public var message: String
+    /// How the push is sent (`template`, the default, works with the seed app's registrations).
+    public var format: PushFormat = .template
+
+    public init(tags: String, message: String, format: PushFormat = .template) {
+        self.tags = tags
+        self.message = message
+        self.format = format
+    }
 
     public static let defaultMessage = "Breaking {category} News : {title}"
     public static let placeholders: Set<String> = ["category", "title", "source", "url", "summary"]
+}
+
+/// How a category's pushes are sent.
+public enum PushFormat: String, Sendable, CaseIterable {
+    /// A template send with messageParam, title, category, url, source and id (SPEC §5).
+    case template
+    /// A template send with only `id` and `url`: the app fetches the story itself.
+    case idOnly = "id-only"
+    /// A native APNs payload for apple registrations without a template.
+    case apple
+    /// A native FCM v1 message for fcmv1 registrations without a template.
+    case fcmv1
 }
 
 /// One feed to follow.

@@ -52,7 +52,7 @@ public struct ConfigLoader: Sendable {
         // hub
         var hub: HubSettings?
         if let hubNode = top["hub"] {
-            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version"])
+            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version", "concurrency"])
             let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
             let connection = m["connection_string"].flatMap { reader.string($0, path: "hub.connection_string") }
             let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
@@ -74,8 +74,10 @@ public struct ConfigLoader: Sendable {
                     reader.report(node, "hub.connection_string", error.description)
                 }
             }
+            let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
             if let name, let connection {
-                hub = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion)
+                hub = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
+                                  concurrency: concurrency)
             }
         } else {
             reader.report(root, "hub", "is required (name and connection_string of the Notification Hub)")
@@ -142,7 +144,7 @@ public struct ConfigLoader: Sendable {
                 let path = "categories.\(name)"
                 guard let category = reader.category(keyNode, name: name, path: path) else { continue }
                 var settings = categories[category]!
-                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message"])
+                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format"])
                 if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
                     do {
                         try TagExpression.validate(tags)
@@ -158,6 +160,10 @@ public struct ConfigLoader: Sendable {
                     } else {
                         settings.message = message
                     }
+                }
+                if let n = m["format"], let value = reader.string(n, path: "\(path).format") {
+                    if let format = PushFormat(rawValue: value) { settings.format = format }
+                    else { reader.report(n, "\(path).format", "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'") }
                 }
                 categories[category] = settings
             }

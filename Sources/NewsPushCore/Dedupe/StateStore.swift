@@ -68,6 +68,43 @@ public struct NewsPushState: Codable, Sendable {
     }
 }
 
+/// One line of the state journal: a change of a story's push status, appended (and synced)
+/// before and after each send so that the snapshot need not be rewritten per push.
+public struct JournalEntry: Codable, Sendable, Equatable {
+    public var key: String
+    public var status: StoryRecord.Status
+    public var at: Date
+    public var notificationId: String?
+    public var error: String?
+
+    public init(key: String, status: StoryRecord.Status, at: Date, notificationId: String? = nil, error: String? = nil) {
+        self.key = key
+        self.status = status
+        self.at = at
+        self.notificationId = notificationId
+        self.error = error
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case key, status, at, error
+        case notificationId = "notification_id"
+    }
+
+    /// Applies the change to `state`.
+    public func apply(to state: inout NewsPushState) {
+        guard var record = state.stories[key] else { return }
+        record.status = status
+        switch status {
+        case .sending: record.pushedAt = at
+        case .pending: record.pushedAt = nil
+        default: break
+        }
+        if let notificationId { record.notificationId = notificationId }
+        record.error = error
+        state.stories[key] = record
+    }
+}
+
 /// Why the state file cannot be used. Every case stops the run before anything is sent.
 public enum StateError: Error, Sendable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
@@ -93,8 +130,9 @@ public enum StateError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Reads and writes the state file: atomic replacement (temporary file, fsync, rename, fsync of
-/// the folder) with the previous version kept as `<file>.prev`, and an exclusive lock file held
-/// for a whole run.
+/// the folder) with the previous version kept as `<file>.prev`, an exclusive lock file held for a
+/// whole run, and a journal (`<file>.journal`) of push status changes appended and synced around
+/// each batch of sends, folded into the snapshot by the next `save`.
 public final class StateStore {
     public let path: String
     private var lockDescriptor: Int32 = -1
@@ -125,8 +163,66 @@ public final class StateStore {
         }
     }
 
-    /// The state, or nil when there is no state file yet (first run).
+    public var journalPath: String { path + ".journal" }
+
+    /// The state, or nil when there is no state file yet (first run). Journal entries left by a
+    /// run that did not finish are applied on top of the snapshot.
     public func load() throws(StateError) -> NewsPushState? {
+        guard var state = try loadSnapshot() else { return nil }
+        for entry in try readJournal() { entry.apply(to: &state) }
+        return state
+    }
+
+    /// Appends entries to the journal and syncs them to disk before returning.
+    public func appendJournal(_ entries: [JournalEntry]) throws(StateError) {
+        guard !entries.isEmpty else { return }
+        var data = Data()
+        let encoder = Self.encoder
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for entry in entries {
+            guard let line = try? encoder.encode(entry) else { continue }
+            data.append(line)
+            data.append(0x0A)
+        }
+        let fd = open(journalPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .writeFailed(path: journalPath, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        guard Self.writeAll(fd, data), fdatasync(fd) == 0 else {
+            throw .writeFailed(path: journalPath, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    private func readJournal() throws(StateError) -> [JournalEntry] {
+        guard let data = FileManager.default.contents(atPath: journalPath), !data.isEmpty else { return [] }
+        let lines = data.split(separator: 0x0A, omittingEmptySubsequences: true)
+        var entries: [JournalEntry] = []
+        let decoder = Self.decoder
+        for (index, line) in lines.enumerated() {
+            if let entry = try? decoder.decode(JournalEntry.self, from: Data(line)) {
+                entries.append(entry)
+            } else if index == lines.count - 1 && data.last != 0x0A {
+                // A line cut short by a crash mid-write: its send had not started.
+                break
+            } else {
+                throw .corrupt(path: journalPath, reason: "line \(index + 1) is not a journal entry")
+            }
+        }
+        return entries
+    }
+
+    private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written <= 0 { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    private func loadSnapshot() throws(StateError) -> NewsPushState? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let data: Data
         do {
@@ -162,16 +258,7 @@ public final class StateStore {
         let temporary = "\(path).tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .writeFailed(path: temporary, reason: String(cString: strerror(errno))) }
-        var ok = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written <= 0 { return false }
-                offset += written
-            }
-            return true
-        }
-        ok = ok && fsync(fd) == 0
+        let ok = Self.writeAll(fd, data) && fsync(fd) == 0
         close(fd)
         guard ok else {
             let reason = String(cString: strerror(errno))
@@ -193,6 +280,8 @@ public final class StateStore {
             fsync(dirFD)
             close(dirFD)
         }
+        // The snapshot now holds everything the journal said.
+        unlink(journalPath)
     }
 
     static var encoder: JSONEncoder {

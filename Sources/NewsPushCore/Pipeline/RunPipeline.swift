@@ -145,83 +145,94 @@ public struct RunPipeline: Sendable {
             try save(state, store)
         }
 
-        // Send, newest first within each category.
+        // Send, newest first within each category, `hub.concurrency` at a time. Each batch's
+        // intent (`sending`) is journalled and synced before its requests go out, and its outcomes
+        // right after: a crash at any instant never leads to a second push of the same story.
         var requests: [HubRequest] = []
         let planned = decisions.indices.filter { decisions[$0] == .wouldPush }
             .sorted { (candidates[$0].classification.category!, candidates[$1].effectiveDate) < (candidates[$1].classification.category!, candidates[$0].effectiveDate) }
-        for index in planned {
-            let candidate = candidates[index]
-            let category = candidate.classification.category!
-            let settings = config.categories[category]!
-            let properties = Self.properties(for: candidate, category: category, message: settings.message)
-            var push = PushReport(category: category, tags: settings.tags, properties: properties, itemKey: candidate.key,
-                                  status: .wouldSend)
-            let request: HubRequest
-            do {
-                request = try hub.templateRequest(properties: properties, tags: settings.tags, now: now())
-            } catch {
-                push.status = .failed
-                push.error = error.description
-                decisions[index] = .failed
-                report.pushes.append(push)
-                report.summary.pushesFailed += 1
-                if !options.dryRun {
-                    state.stories[candidate.key]?.status = .failed
-                    state.stories[candidate.key]?.error = error.description
-                    try save(state, store)
+        var start = 0
+        while start < planned.count {
+            let batch = Array(planned[start..<min(planned.count, start + config.hub.concurrency)])
+            start += batch.count
+            var ready: [(index: Int, request: HubRequest, push: PushReport)] = []
+            for index in batch {
+                let candidate = candidates[index]
+                let category = candidate.classification.category!
+                let settings = config.categories[category]!
+                let content = PushContent(category: category, title: candidate.item.title ?? candidate.item.link ?? "(untitled)",
+                                          url: candidate.item.link ?? "", source: candidate.feedName, id: candidate.key,
+                                          summary: candidate.item.summary ?? "")
+                var push = PushReport(category: category, tags: settings.tags, properties: PushRequests.properties(content, settings: settings),
+                                      itemKey: candidate.key, status: .wouldSend)
+                do {
+                    let built = try PushRequests.request(content, settings: settings, client: hub, now: now())
+                    if options.keepRequests { requests.append(built.request) }
+                    ready.append((index, built.request, push))
+                } catch {
+                    push.status = .failed
+                    push.error = error.description
+                    decisions[index] = .failed
+                    report.pushes.append(push)
+                    report.summary.pushesFailed += 1
+                    logger.error("push of \(candidate.key) not built: \(error.description)")
+                    if !options.dryRun {
+                        let entry = JournalEntry(key: candidate.key, status: .failed, at: now(), error: error.description)
+                        entry.apply(to: &state)
+                        try journal([entry], store)
+                    }
                 }
-                continue
             }
-            if options.keepRequests { requests.append(request) }
             if options.dryRun {
-                report.pushes.append(push)
+                report.pushes.append(contentsOf: ready.map(\.push))
                 continue
             }
-            // Intent first: if the process dies during the send, the next run sees `sending`
-            // and never sends this story again.
-            state.stories[candidate.key]?.status = .sending
-            state.stories[candidate.key]?.pushedAt = now()
-            try save(state, store)
-            let outcome = hub.send(request)
-            push.httpStatus = outcome.httpStatus
-            switch outcome {
-            case .accepted(_, let id, let trackingId, _):
-                push.status = .sent
-                push.notificationId = id
-                decisions[index] = .pushed
-                state.stories[candidate.key]?.status = .pushed
-                state.stories[candidate.key]?.notificationId = id
-                report.summary.pushesSent += 1
-                logger.info("pushed \(candidate.key) to [\(settings.tags)]", metadata: [
-                    "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
-            case .refused(_, let reason):
-                push.status = .failed
-                push.error = reason
-                decisions[index] = .failed
-                state.stories[candidate.key]?.status = .failed
-                state.stories[candidate.key]?.error = reason
-                report.summary.pushesFailed += 1
-                logger.error("push of \(candidate.key) refused: \(reason)")
-            case .notAccepted(_, let reason):
-                push.status = .failed
-                push.error = reason
-                decisions[index] = .pending
-                state.stories[candidate.key]?.status = .pending
-                state.stories[candidate.key]?.pushedAt = nil
-                state.stories[candidate.key]?.error = reason
-                report.summary.pushesFailed += 1
-                logger.error("push of \(candidate.key) not accepted, will retry next run while fresh: \(reason)")
-            case .unknown(_, let reason):
-                push.status = .failed
-                push.error = "outcome unknown, not retried: \(reason)"
-                decisions[index] = .failed
-                state.stories[candidate.key]?.status = .unknown
-                state.stories[candidate.key]?.error = reason
-                report.summary.pushesFailed += 1
-                logger.error("push of \(candidate.key) has an unknown outcome; it will not be sent again: \(reason)")
+            let sendingAt = now()
+            let intents = ready.map { JournalEntry(key: candidates[$0.index].key, status: .sending, at: sendingAt) }
+            for entry in intents { entry.apply(to: &state) }
+            try journal(intents, store)
+            let outcomes = PushRequests.sendAll(ready.map(\.request), client: hub)
+            var results: [JournalEntry] = []
+            for ((index, _, push), outcome) in zip(ready, outcomes) {
+                var push = push
+                let key = candidates[index].key
+                push.httpStatus = outcome.httpStatus
+                let at = now()
+                switch outcome {
+                case .accepted(_, let id, let trackingId, _):
+                    push.status = .sent
+                    push.notificationId = id
+                    decisions[index] = .pushed
+                    results.append(JournalEntry(key: key, status: .pushed, at: at, notificationId: id))
+                    report.summary.pushesSent += 1
+                    logger.info("pushed \(key) to [\(push.tags)]", metadata: [
+                        "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
+                case .refused(_, let reason):
+                    push.status = .failed
+                    push.error = reason
+                    decisions[index] = .failed
+                    results.append(JournalEntry(key: key, status: .failed, at: at, error: reason))
+                    report.summary.pushesFailed += 1
+                    logger.error("push of \(key) refused: \(reason)")
+                case .notAccepted(_, let reason):
+                    push.status = .failed
+                    push.error = reason
+                    decisions[index] = .pending
+                    results.append(JournalEntry(key: key, status: .pending, at: at, error: reason))
+                    report.summary.pushesFailed += 1
+                    logger.error("push of \(key) not accepted, will retry next run while fresh: \(reason)")
+                case .unknown(_, let reason):
+                    push.status = .failed
+                    push.error = "outcome unknown, not retried: \(reason)"
+                    decisions[index] = .failed
+                    results.append(JournalEntry(key: key, status: .unknown, at: at, error: reason))
+                    report.summary.pushesFailed += 1
+                    logger.error("push of \(key) has an unknown outcome; it will not be sent again: \(reason)")
+                }
+                report.pushes.append(push)
             }
-            report.pushes.append(push)
-            try save(state, store)
+            for entry in results { entry.apply(to: &state) }
+            try journal(results, store)
         }
 
         report.items = zip(candidates, decisions).map { candidate, decision in
@@ -263,22 +274,6 @@ public struct RunPipeline: Sendable {
                                      apiVersion: config.hub.apiVersion, transport: transport, retryPolicy: retryPolicy)
     }
 
-    /// The template properties of SPEC §5 for one item.
-    static func properties(for candidate: Candidate, category: NewsCategory, message: String) -> [String: String] {
-        let title = candidate.item.title ?? candidate.item.link ?? "(untitled)"
-        let url = candidate.item.link ?? ""
-        let values = ["category": category.rawValue, "title": title, "source": candidate.feedName, "url": url,
-                      "summary": candidate.item.summary ?? ""]
-        return [
-            "messageParam": MessageTemplate.render(message, values),
-            "title": title,
-            "category": category.rawValue,
-            "url": url,
-            "source": candidate.feedName,
-            "id": candidate.key,
-        ]
-    }
-
     private func record(_ candidate: Candidate, decision: ItemDecision, in state: inout NewsPushState, at time: Date) {
         if var existing = state.stories[candidate.key] {
             existing.lastSeen = time
@@ -305,6 +300,10 @@ public struct RunPipeline: Sendable {
     /// Drops stories not seen for longer than the retention period.
     static func prune(_ state: inout NewsPushState, retention: Double, now: Date) {
         state.stories = state.stories.filter { now.timeIntervalSince($0.value.lastSeen) <= retention }
+    }
+
+    private func journal(_ entries: [JournalEntry], _ store: StateStore) throws(RunError) {
+        do { try store.appendJournal(entries) } catch { throw .state(error) }
     }
 
     private func save(_ state: NewsPushState, _ store: StateStore) throws(RunError) {

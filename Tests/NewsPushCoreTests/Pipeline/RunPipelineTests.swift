@@ -196,9 +196,11 @@ struct RunPipelineTests {
 
     @Test func throttledPushStaysPendingAndIsRetriedNextRun() async throws {
         let counter = Counter()
-        let setup = try await Self.setUp(hubAnswer: { _ in
-            // The first four answers (one try and three retries) are throttled.
-            if await counter.next() <= 4 { return CannedResponse(status: 429, headers: [("Retry-After", "0")]) }
+        let setup = try await Self.setUp(hubAnswer: { request in
+            // The first four sends of w1 (one try and three retries) are throttled.
+            if String(decoding: request.body, as: UTF8.self).contains("/w1"), await counter.next() <= 4 {
+                return CannedResponse(status: 429, headers: [("Retry-After", "0")])
+            }
             return CannedResponse(status: 201)
         }, worldItems: [("w1", "Only story", 5)])
         defer { setup.stop() }

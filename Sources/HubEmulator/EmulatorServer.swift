@@ -1,0 +1,53 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The request context of the emulator's server: keeps the channel so a fault can drop the
+/// connection without answering.
+public struct EmulatorContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    public var maxUploadSize: Int { 1 << 20 }
+}
+
+/// Serves a `HubEmulator` over HTTP on 127.0.0.1.
+public enum EmulatorServer {
+    /// Runs until the task is cancelled; `onReady` receives the bound port.
+    public static func run(_ emulator: HubEmulator, port: Int, logger: Logger,
+                           onReady: @escaping @Sendable (Int) async -> Void) async throws {
+        let responder = CallbackResponder<EmulatorContext> { request, context in
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            // Read at most a little over the service's 64 KB limit: enough to answer 413.
+            let buffer = try await request.body.collect(upTo: 1 << 20)
+            let (path, query) = EmulatorRequest.splitURI(request.uri.description)
+            let answer = await emulator.handle(EmulatorRequest(method: request.method.rawValue, path: path, query: query,
+                                                               headers: headers, body: Data(buffer.readableBytesView)))
+            if answer.delay > 0 { try await Task.sleep(nanoseconds: UInt64(answer.delay * 1e9)) }
+            if answer.drop {
+                try await context.channel.close()
+                throw CancellationError()
+            }
+            var fields = HTTPFields()
+            for (name, value) in answer.headers {
+                if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+            }
+            return Response(status: HTTPResponse.Status(code: answer.status), headers: fields,
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+        let app = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port), serverName: nil),
+            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
+            logger: logger)
+        try await app.run()
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import HubEmulator
+import Logging
+import NotificationHubs
+
+@main
+struct EmulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "newspush-hub",
+        abstract: "A local Azure Notification Hubs emulator: verifies SAS tokens, delivers sends to virtual devices and logs each delivery.",
+        discussion: """
+            Listens on 127.0.0.1. Sends: POST /{hub}/messages/?api-version=2020-06 as the service \
+            takes them (template, apple, fcmv1; &test). Control: POST /_emulator/faults with \
+            {"status":503,"count":2,"retry_after":"1"} or {"delay_seconds":2} or {"drop":true}; \
+            DELETE /_emulator/faults; GET /_emulator/deliveries.
+            """,
+        version: "0.1.0")
+
+    @Option(help: "Port to listen on (0: pick a free one and print it).")
+    var port: Int = 9090
+
+    @Option(help: "YAML file of virtual devices.")
+    var devices: String
+
+    @Option(help: "Connection string whose key signs accepted requests (default: $NEWSPUSH_HUB_CONNECTION_STRING).")
+    var connectionString: String?
+
+    @Option(help: "Append one JSON line per delivery to this file.")
+    var log: String?
+
+    func run() async throws {
+        guard let text = connectionString ?? ProcessInfo.processInfo.environment["NEWSPUSH_HUB_CONNECTION_STRING"] else {
+            throw ValidationError("give --connection-string or set NEWSPUSH_HUB_CONNECTION_STRING")
+        }
+        let connection: HubConnectionString
+        do { connection = try HubConnectionString(parsing: text) } catch { throw ValidationError(error.description) }
+        let registry: DeviceRegistry
+        do { registry = try DeviceRegistry.load(path: devices) } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        let emulator = try HubEmulator(connection: connection, registry: registry, logPath: log)
+        var logger = Logger(label: "newspush-hub")
+        logger.logLevel = .warning
+        let deviceCount = registry.devices.count
+        try await EmulatorServer.run(emulator, port: port, logger: logger) { bound in
+            // Written straight to the descriptor: scripts wait for this line to learn the port.
+            FileHandle.standardOutput.write(Data("newspush-hub listening on http://127.0.0.1:\(bound)/ (\(deviceCount) virtual devices)\n".utf8))
+        }
+    }
+}
