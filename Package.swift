@@ -71,10 +71,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Benchmarks (README): timings, never tests.
+        .executableTarget(
+            name: "newspush-bench",
+            dependencies: [
+                "NewsPushCore", "NotificationHubs", "NewsPushTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Real HTTP servers on 127.0.0.1 for the tests (feed servers, a recording hub).
         .target(
             name: "NewsPushTesting",
             dependencies: [
+                "HubEmulator", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -13,8 +13,9 @@ struct CommandResult: Sendable {
 }
 
 /// Runs the built binary with arguments and environment, off the concurrency pool.
-func newspush(_ arguments: [String], environment: [String: String] = [:], in folder: String? = nil) async throws -> CommandResult {
-    let binary = try binaryURL()
+func newspush(_ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
+              input: String? = nil, binary name: String = "newspush") async throws -> CommandResult {
+    let binary = try binaryURL(name)
     return await offThePool {
         let process = Process()
         process.executableURL = binary
@@ -23,10 +24,13 @@ func newspush(_ arguments: [String], environment: [String: String] = [:], in fol
         env.merge(environment) { $1 }
         process.environment = env
         if let folder { process.currentDirectoryURL = URL(fileURLWithPath: folder) }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe(), err = Pipe(), inp = Pipe()
         process.standardOutput = out
         process.standardError = err
+        process.standardInput = inp
         do { try process.run() } catch { return CommandResult(status: -1, stdout: "", stderr: "\(error)") }
+        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
+        try? inp.fileHandleForWriting.close()
         // Read both pipes before waiting so a large output cannot block the child.
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
@@ -36,8 +40,8 @@ func newspush(_ arguments: [String], environment: [String: String] = [:], in fol
     }
 }
 
-/// The `newspush` executable next to this test bundle in the build folder.
-func binaryURL() throws -> URL {
+/// An executable of the package (`newspush`, `newspush-hub`) next to this test bundle in the build folder.
+func binaryURL(_ name: String = "newspush") throws -> URL {
     var candidates: [URL] = []
     if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
     candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
@@ -45,7 +49,7 @@ func binaryURL() throws -> URL {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     candidates.append(root.appendingPathComponent(".build/debug"))
     for folder in candidates {
-        let url = folder.appendingPathComponent("newspush")
+        let url = folder.appendingPathComponent(name)
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
     }
@@ -240,6 +244,26 @@ struct CLITests {
         #expect(result.status == 2)
         #expect(result.stdout.contains("missing.xml: HTTP 404"))
         #expect(await hub.requests().count == 2)
+    }
+
+    @Test func checkFetchReportsEveryFeed() async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds:
+              - {url: "\(feeds.baseURL)/world.xml", name: World Desk, category: World}
+              - {url: "\(feeds.baseURL)/missing.xml", name: Missing, category: Sports}
+            """)
+        let plain = try await newspush(["check", "--config", config], environment: hubEnvironment)
+        #expect(plain.status == 0)
+        #expect(plain.stdout.contains("ok (2 feeds"))
+        let fetched = try await newspush(["check", "--fetch", "--config", config], environment: hubEnvironment)
+        #expect(fetched.status == 2)
+        #expect(fetched.stdout.contains("ok   World Desk: rss2.0, 2 items"))
+        #expect(fetched.stdout.contains("FAIL Missing: \(feeds.baseURL)/missing.xml: HTTP 404"))
     }
 
     @Test func parsePrintsSpecJSON() async throws {

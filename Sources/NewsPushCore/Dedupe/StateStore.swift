@@ -59,12 +59,16 @@ public struct NewsPushState: Codable, Sendable {
     public var version = NewsPushState.currentVersion
     public var feeds: [String: FeedRecord] = [:]
     public var stories: [String: StoryRecord] = [:]
+    /// Set when the file was created by a manual publish before any scheduled run: the first run
+    /// still records a baseline instead of pushing everything it sees.
+    public var baselinePending: Bool?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
         case version, feeds
         case stories = "items"
+        case baselinePending = "baseline_pending"
     }
 }
 

@@ -70,7 +70,8 @@ public struct RunPipeline: Sendable {
         defer { store.unlock() }
         let loaded: NewsPushState?
         do { loaded = try store.load() } catch { throw .state(error) }
-        if loaded == nil {
+        let firstRun = loaded == nil || loaded?.baselinePending == true
+        if firstRun {
             if options.sendInitial != nil || config.policy.firstRun == .send {
                 logger.notice("no state file at \(config.statePath): first run, sending \(options.sendInitial.map { "at most \($0) eligible item(s)" } ?? "every eligible item")")
             } else {
@@ -78,6 +79,7 @@ public struct RunPipeline: Sendable {
             }
         }
         var state = loaded ?? NewsPushState()
+        if !options.dryRun { state.baselinePending = nil }
         Self.settleInterruptedSends(&state)
         // Stories are also known by canonical link, so a feed that changes its guids is not news again.
         var keyByLink: [String: String] = [:]
@@ -135,7 +137,7 @@ public struct RunPipeline: Sendable {
 
         // Plan.
         let policy = PushPolicy(settings: config.policy)
-        var decisions = policy.decide(candidates, state: loaded, sendInitial: options.sendInitial, now: runTime)
+        var decisions = policy.decide(candidates, state: loaded, firstRun: firstRun, sendInitial: options.sendInitial, now: runTime)
 
         // Record every new item before anything is sent, so a crash never turns into a re-send.
         if !options.dryRun {

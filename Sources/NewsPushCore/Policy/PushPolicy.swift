@@ -59,13 +59,12 @@ public struct PushPolicy: Sendable {
         self.settings = settings
     }
 
-    /// One decision per candidate, in the same order. `state` is nil on the first run;
-    /// `sendInitial` lets the first run push the N newest eligible items.
-    public func decide(_ candidates: [Candidate], state: NewsPushState?, sendInitial: Int?, now: Date) -> [ItemDecision] {
+    /// One decision per candidate, in the same order. On the first run (no state yet) items are
+    /// a baseline unless `first_run: send`; `sendInitial` lets it push the N newest eligible items.
+    public func decide(_ candidates: [Candidate], state: NewsPushState?, firstRun: Bool, sendInitial: Int?, now: Date) -> [ItemDecision] {
         var decisions = [ItemDecision?](repeating: nil, count: candidates.count)
         var firstIndexOfKey: [String: Int] = [:]
         var firstIndexOfLink: [String: Int] = [:]
-        let firstRun = state == nil
         var eligible: [Int] = []
         for (index, candidate) in candidates.enumerated() {
             if firstIndexOfKey[candidate.key] != nil {

@@ -1,0 +1,237 @@
+import Foundation
+import NotificationHubs
+import Testing
+@testable import HubEmulator
+@testable import NewsPushCore
+
+/// Every outcome of the client against the emulator, over real HTTP on 127.0.0.1.
+@Suite("Hub client against the emulator")
+struct HubClientTests {
+    static let devices = """
+        hub: breaking-news
+        devices:
+          - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: phone-2, platform: fcmv1, tags: [World, "user:alice"], template: '{"message":{"notification":{"body":".(title,12)"}}}'}
+          - {id: phone-3, platform: apple, tags: [World]}
+          - {id: phone-4, platform: fcmv1, tags: [World]}
+        policies:
+          - {name: ListenOnly, key: bGlzdGVu, rights: [Listen]}
+        """
+
+    final class Sleeps: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [Double] = []
+        func record(_ value: Double) { lock.lock(); values.append(value); lock.unlock() }
+        var all: [Double] { lock.lock(); defer { lock.unlock() }; return values }
+    }
+
+    func client(_ hub: LocalHub, connectionString: String = testConnectionString, hubName: String = "breaking-news",
+                sleeps: Sleeps = Sleeps(), timeout: Double = 5) throws -> NotificationHubClient {
+        NotificationHubClient(connection: try HubConnectionString(parsing: connectionString), hubName: hubName,
+                              endpoint: hub.endpoint, transport: CurlHubTransport(userAgent: "newspush-test", timeout: timeout),
+                              retryPolicy: RetryPolicy(sleep: { sleeps.record($0) }))
+    }
+
+    func send(_ client: NotificationHubClient, _ request: HubRequest) async -> SendOutcome {
+        await offThePool { client.send(request) }
+    }
+
+    let properties = ["messageParam": "Breaking World News : Storm barrier closes", "title": "Storm barrier closes",
+                      "category": "World", "url": "https://news.example.org/1", "source": "Desk", "id": "guid:1"]
+
+    @Test func acceptedSendReturnsTheNotificationIdAndReachesDevices() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .accepted(let status, let id, let tracking, _) = outcome else { Issue.record("not accepted: \(outcome)"); return }
+        #expect(status == 201)
+        let deliveries = await hub.emulator.allDeliveries()
+        #expect(deliveries.map(\.device) == ["phone-1", "phone-2"])
+        #expect(id == deliveries.first?.notificationId)
+        #expect(tracking != nil)
+        #expect(deliveries[0].payload == #"{"aps":{"alert":"Breaking World News : Storm barrier closes"}}"#)
+        #expect(deliveries[1].payload == #"{"message":{"notification":{"body":"Storm bar..."}}}"#)
+    }
+
+    @Test func wrongKeyIsRefusedWithAHint() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let wrong = testConnectionString.replacingOccurrences(of: "SharedAccessKey=AAEC", with: "SharedAccessKey=ZZEC")
+        let client = try client(hub, connectionString: wrong)
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .refused(401, let reason) = outcome else { Issue.record("expected 401: \(outcome)"); return }
+        #expect(reason.contains("InvalidSignature"))
+        #expect(reason.contains("SharedAccessKey"))
+    }
+
+    @Test func expiredTokenMentionsTheClock() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let request = try client.templateRequest(properties: properties, tags: "World", now: Date().addingTimeInterval(-7200))
+        let outcome = await send(client, request)
+        guard case .refused(401, let reason) = outcome else { Issue.record("expected 401: \(outcome)"); return }
+        #expect(reason.contains("ExpiredToken"))
+        #expect(reason.contains("clock"))
+    }
+
+    @Test func listenOnlyPolicyIsRefusedWith403() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let listen = "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=ListenOnly;SharedAccessKey=bGlzdGVu"
+        let client = try client(hub, connectionString: listen)
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .refused(403, let reason) = outcome else { Issue.record("expected 403: \(outcome)"); return }
+        #expect(reason.contains("Send right"))
+    }
+
+    @Test func unknownHubIs404() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        // A misspelt hub.name: the token is signed for it, and the namespace has no such hub.
+        let client = try client(hub, hubName: "breaking-newz")
+        guard case .refused(404, let reason) = await send(client, try client.templateRequest(properties: properties, tags: "World")) else {
+            Issue.record("expected 404"); return
+        }
+        #expect(reason.contains("hub.name"))
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+    }
+
+    @Test func oversizePayloadIsRefusedBeforeOrBySending() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let huge = ["messageParam": String(repeating: "x", count: 70_000)]
+        #expect(throws: HubError.self) { try client.templateRequest(properties: huge, tags: "World") }
+        var lenient = client
+        lenient.maxPayloadBytes = 1 << 20
+        let outcome = await send(lenient, try lenient.templateRequest(properties: huge, tags: "World"))
+        guard case .refused(413, let reason) = outcome else { Issue.record("expected 413: \(outcome)"); return }
+        #expect(reason.contains("too large"))
+        #expect(throws: HubError.self) { try client.nativeRequest(.apple, payload: ["aps": ["alert": String(repeating: "y", count: 5000)]], tags: "World") }
+    }
+
+    @Test func throttlingIsRetriedHonouringRetryAfter() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let sleeps = Sleeps()
+        let client = try client(hub, sleeps: sleeps)
+        await hub.emulator.inject(Fault(status: 429, retryAfter: "2", count: 2))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .accepted = outcome else { Issue.record("expected success after retries: \(outcome)"); return }
+        #expect(sleeps.all == [2, 2])
+    }
+
+    @Test func exhaustedThrottlingIsNotAccepted() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let sleeps = Sleeps()
+        let client = try client(hub, sleeps: sleeps)
+        await hub.emulator.inject(Fault(status: 503, count: 4))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .notAccepted(503, _) = outcome else { Issue.record("expected notAccepted: \(outcome)"); return }
+        #expect(sleeps.all.count == 3, "at most 3 retries")
+        // Exponential from 1 s with at most 8 % jitter.
+        #expect(sleeps.all[0] >= 1 && sleeps.all[0] <= 1.08)
+        #expect(sleeps.all[1] >= 2 && sleeps.all[1] <= 2.16)
+        #expect(sleeps.all[2] >= 4 && sleeps.all[2] <= 4.32)
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+    }
+
+    @Test func quota403WithRetryAfterIsRetried() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        await hub.emulator.inject(Fault(status: 403, retryAfter: "1", count: 1))
+        guard case .accepted = await send(client, try client.templateRequest(properties: properties, tags: "World")) else {
+            Issue.record("expected success after one retry"); return
+        }
+    }
+
+    @Test func serverErrorsExhaustedAreUnknownNotRetriedLater() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        await hub.emulator.inject(Fault(status: 500, count: 4))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .unknown(500, _) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+    }
+
+    @Test func droppedConnectionAfterSendingIsUnknown() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        await hub.emulator.inject(Fault(drop: true, count: 1))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .unknown(nil, _) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+    }
+
+    @Test func timeoutAfterSendingIsUnknown() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub, timeout: 1)
+        await hub.emulator.inject(Fault(delaySeconds: 3, count: 1))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .unknown(nil, let reason) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+        #expect(reason.contains("timed out"))
+    }
+
+    @Test func noHubListeningIsNotAccepted() async throws {
+        let client = NotificationHubClient(connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
+                                           endpoint: "http://127.0.0.1:1/", transport: CurlHubTransport(userAgent: "t", timeout: 2),
+                                           retryPolicy: RetryPolicy(sleep: { _ in }))
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        guard case .notAccepted(nil, let reason) = outcome else { Issue.record("expected notAccepted: \(outcome)"); return }
+        #expect(reason.contains("connection refused"))
+    }
+
+    @Test func testSendReportsEachDevice() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "user:alice", test: true))
+        guard case .accepted(_, _, _, let body) = outcome else { Issue.record("not accepted"); return }
+        let result = try #require(TestSendOutcome(xml: body))
+        #expect(result.success == 1)
+        #expect(result.results.map(\.registrationId) == ["phone-2"])
+        #expect(result.results.first?.platform == "fcmv1")
+    }
+
+    @Test func nativeFormatsReachNativeRegistrations() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .apple)
+        let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
+        let apple = try PushRequests.request(content, settings: settings, client: client)
+        #expect(apple.request.header("ServiceBusNotification-Format") == "apple")
+        #expect(apple.request.header("apns-push-type") == "alert")
+        guard case .accepted = await send(client, apple.request) else { Issue.record("apple not accepted"); return }
+        var fcm = settings
+        fcm.format = .fcmv1
+        guard case .accepted = await send(client, try PushRequests.request(content, settings: fcm, client: client).request) else {
+            Issue.record("fcmv1 not accepted"); return
+        }
+        let deliveries = await hub.emulator.allDeliveries()
+        #expect(deliveries.map(\.device) == ["phone-3", "phone-4"])
+        #expect(deliveries[0].payload.contains(#""alert":"Breaking World News : Storm""#))
+        #expect(deliveries[1].payload.contains(#""body":"Breaking World News : Storm""#))
+        #expect(throws: HubError.self) { try client.nativeRequest(.fcmv1, payload: ["notification": ["body": "x"]], tags: "World") }
+    }
+
+    @Test func idOnlyCarriesOnlyIdAndURL() throws {
+        let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .idOnly)
+        let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
+        #expect(PushRequests.properties(content, settings: settings) == ["id": "guid:1", "url": "https://news.example.org/1"])
+    }
+
+    @Test func tokensAreReusedUntilNearExpiry() throws {
+        let provider = SASTokenProvider(connection: try HubConnectionString(parsing: testConnectionString), hub: "breaking-news")
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let first = provider.authorization(now: start)
+        #expect(first.contains("se=1800003600"))
+        #expect(provider.authorization(now: start.addingTimeInterval(3000)) == first)
+        #expect(provider.authorization(now: start.addingTimeInterval(3400)) != first)
+    }
+}

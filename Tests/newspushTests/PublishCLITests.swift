@@ -1,0 +1,149 @@
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Testing
+
+@Suite("publish, hub test-send and the emulator binary")
+struct PublishCLITests {
+    static let devices = """
+        hub: breaking-news
+        devices:
+          - {id: phone-world, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: phone-alice, platform: fcmv1, tags: [World, "user:alice"], template: '{"message":{"notification":{"body":"$(messageParam)"}}}'}
+        """
+
+    func config(_ folder: TemporaryFolder, hub: LocalHub, feedURL: String? = nil) throws -> String {
+        let feeds = feedURL.map { "  - {url: \"\($0)\", category: World}" } ?? ""
+        return try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
+            policy: {first_run: send}
+            feeds:
+            \(feeds.isEmpty ? "  []" : feeds)
+            """.replacingOccurrences(of: "feeds:\n  []", with: "feeds: []"))
+    }
+
+    @Test func publishSendsOnceAndTheScheduledRunDoesNotRepeatIt() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("scoop", "Scoop of the day", 2)]))])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub, feedURL: "\(feeds.baseURL)/world.xml")
+        let args = ["publish", "--config", config, "--category", "World", "--title", "Scoop of the day", "--url", "https://news.example.org/scoop?utm_source=app"]
+
+        let published = try await newspush(args + ["--yes"], environment: hubEnvironment)
+        #expect(published.status == 0, "stderr: \(published.stderr)")
+        #expect(published.stdout.contains("push to [World] (template): Breaking World News : Scoop of the day"))
+        #expect(published.stdout.contains("sent (201), notification id NH-"))
+        #expect(await hub.emulator.allDeliveries().count == 2)
+
+        let again = try await newspush(args + ["--yes"], environment: hubEnvironment)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("already pushed"))
+        #expect(await hub.emulator.allDeliveries().count == 2)
+
+        // The feed carries the same article (with a guid): the run recognises it by link.
+        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stdout.contains("\"decision\" : \"seen\""))
+        #expect(await hub.emulator.allDeliveries().count == 2)
+    }
+
+    @Test func publishAsksForConfirmation() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub)
+        let args = ["publish", "--config", config, "--category", "World", "--message", "Polls have closed"]
+        let declined = try await newspush(args, environment: hubEnvironment, input: "n\n")
+        #expect(declined.status == 1)
+        #expect(declined.stderr.contains("Send it? [y/N]"))
+        #expect(declined.stderr.contains("nothing sent"))
+        let noInput = try await newspush(args, environment: hubEnvironment, input: "")
+        #expect(noInput.status == 1)
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+        let accepted = try await newspush(args, environment: hubEnvironment, input: "y\n")
+        #expect(accepted.status == 0)
+        let payloads = await hub.emulator.allDeliveries().map(\.payload)
+        #expect(payloads.contains(#"{"aps":{"alert":"Polls have closed"}}"#))
+    }
+
+    @Test func dryRunAndTagTrials() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub)
+        let base = ["publish", "--config", config, "--category", "World", "--title", "Trial story", "--url", "https://news.example.org/t"]
+        let dry = try await newspush(base + ["--dry-run"], environment: hubEnvironment)
+        #expect(dry.status == 0)
+        #expect(dry.stdout.contains("sig=<redacted>"))
+        #expect(dry.stdout.contains("dry run: nothing sent"))
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+
+        let trial = try await newspush(base + ["--tags", "user:alice", "--yes"], environment: hubEnvironment)
+        #expect(trial.status == 0, "stderr: \(trial.stderr)")
+        #expect(await hub.emulator.allDeliveries().map(\.device) == ["phone-alice"])
+        // A trial is not the story's push: the real one still goes out.
+        let real = try await newspush(base + ["--yes"], environment: hubEnvironment)
+        #expect(real.status == 0, "stderr: \(real.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 3)
+
+        let badTags = try await newspush(base + ["--tags", "$InstallationId:{x}", "--yes"], environment: hubEnvironment)
+        #expect(badTags.status == 64)
+        let both = try await newspush(["publish", "--config", config, "--category", "World", "--title", "a", "--message", "b"], environment: hubEnvironment)
+        #expect(both.status == 64)
+    }
+
+    @Test func hubTestSendPrintsPerDeviceOutcomes() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub)
+        let result = try await newspush(["hub", "test-send", "--config", config, "--category", "World", "--title", "Test alert"], environment: hubEnvironment)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("2 succeeded, 0 failed"))
+        #expect(result.stdout.contains("apple phone-world: The Notification was successfully sent"))
+        #expect(result.stdout.contains("fcmv1 phone-alice:"))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+    }
+
+    @Test func emulatorBinaryServesTheREADMEDemo() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = try binaryURL("newspush-hub")
+        process.arguments = ["--port", "0", "--devices", root.appendingPathComponent("Examples/devices.yaml").path,
+                             "--log", folder.file("deliveries.jsonl")]
+        process.environment = hubEnvironment
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        defer { process.terminate() }
+        let firstLine = await offThePool { () -> String in
+            var line = Data()
+            while let byte = try? out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 0x0A { line.append(b) }
+            return String(decoding: line, as: UTF8.self)
+        }
+        #expect(firstLine.hasPrefix("newspush-hub listening on http://127.0.0.1:"))
+        let port = try #require(firstLine.split(separator: ":").dropFirst(2).first.flatMap { Int($0.prefix { $0.isNumber }) })
+        let config = try String(contentsOf: root.appendingPathComponent("Examples/feeds.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "http://127.0.0.1:9090/", with: "http://127.0.0.1:\(port)/")
+            .replacingOccurrences(of: "url: feeds/", with: "url: \(root.path)/Examples/feeds/")
+        let configPath = try folder.write("feeds.yaml", config)
+        let run = try await newspush(["run", "--config", configPath], environment: hubEnvironment)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stdout.contains("sent 5 pushes, 0 failed"))
+        let log = try String(contentsOfFile: folder.file("deliveries.jsonl"), encoding: .utf8)
+        let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.count == 12)
+        #expect(lines.allSatisfy { Set($0.keys) == ["device", "platform", "tags", "payload", "notification_id"] })
+        #expect(lines.contains { $0["device"] as? String == "iphone-world-politics" &&
+            $0["payload"] as? String == #"{"aps":{"alert":"Breaking World News : Harbour city opens its new flood barrier ahead of storm season"}}"# })
+        #expect(!lines.contains { $0["device"] as? String == "ipad-native" }, "native registrations do not get template sends")
+    }
+}
