@@ -62,13 +62,41 @@ public struct NewsPushState: Codable, Sendable {
     /// Set when the file was created by a manual publish before any scheduled run: the first run
     /// still records a baseline instead of pushing everything it sees.
     public var baselinePending: Bool?
+    /// Keys of pruned stories and when they were pruned: a story that reappears in its feed after
+    /// pruning is still old news, never pushed again.
+    public var tombstones: [String: Date] = [:]
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case version, feeds
+        case version, feeds, tombstones
         case stories = "items"
         case baselinePending = "baseline_pending"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decode(Int.self, forKey: .version)
+        feeds = try c.decode([String: FeedRecord].self, forKey: .feeds)
+        stories = try c.decode([String: StoryRecord].self, forKey: .stories)
+        baselinePending = try c.decodeIfPresent(Bool.self, forKey: .baselinePending)
+        tombstones = try c.decodeIfPresent([String: Date].self, forKey: .tombstones) ?? [:]
+    }
+
+    /// Tombstones are kept this many times the retention period.
+    public static let tombstoneFactor = 12.0
+
+    /// Drops stories not seen in their feed for longer than `retention` (leaving a tombstone)
+    /// and tombstones older than `tombstoneFactor` × `retention`. Returns how many stories went.
+    @discardableResult
+    public mutating func prune(retention: Double, now: Date) -> Int {
+        let expired = stories.filter { now.timeIntervalSince($0.value.lastSeen) > retention && $0.value.status != .sending }
+        for key in expired.keys {
+            stories[key] = nil
+            tombstones[key] = now
+        }
+        tombstones = tombstones.filter { now.timeIntervalSince($0.value) <= retention * Self.tombstoneFactor }
+        return expired.count
     }
 }
 

@@ -95,6 +95,7 @@ public struct RunPipeline: Sendable {
         let fetched = fetcher.fetch(feeds.map(\.url), validators: validators)
         var report = RunReport(dryRun: options.dryRun, startedAt: startedAt, finishedAt: startedAt)
         var candidates: [Candidate] = []
+        var unreadFeeds = Set<String>()
         let classifier = SectionClassifier()
         let runTime = now()
         for (feed, result) in zip(feeds, fetched) {
@@ -111,9 +112,11 @@ public struct RunPipeline: Sendable {
                         let linkKey = item.link.flatMap(StoryKey.canonicalLink)
                         let previous = state.stories[key] ?? linkKey.flatMap { keyByLink[$0] }.flatMap { state.stories[$0] }
                         if previous == nil { feedReport.new += 1 }
-                        candidates.append(Candidate(key: key, linkKey: linkKey, feedName: name, feedURL: feed.url, item: item,
-                                                    classification: classifier.classify(item, feedCategory: feed.category),
-                                                    previous: previous, firstSeen: previous?.firstSeen ?? runTime))
+                        var candidate = Candidate(key: key, linkKey: linkKey, feedName: name, feedURL: feed.url, item: item,
+                                                  classification: classifier.classify(item, feedCategory: feed.category),
+                                                  previous: previous, firstSeen: previous?.firstSeen ?? runTime)
+                        candidate.tombstoned = previous == nil && state.tombstones[key] != nil
+                        candidates.append(candidate)
                     }
                     feedReport.items = parsed.items.count
                 } catch {
@@ -131,13 +134,25 @@ public struct RunPipeline: Sendable {
                 state.feeds[feed.url, default: FeedRecord()].validators = v
             }
             if !options.dryRun, result.status != .error { state.feeds[feed.url, default: FeedRecord()].lastFetched = runTime }
+            if feedReport.status != .ok { unreadFeeds.insert(feed.url) }
             report.feeds.append(feedReport)
+        }
+        // A feed that was not read this run (304, or an error) still holds its stories: keep them
+        // from expiring, or they would come back as new once the feed is read again.
+        if !options.dryRun, !unreadFeeds.isEmpty {
+            for (key, record) in state.stories where unreadFeeds.contains(record.feed) { state.stories[key]?.lastSeen = runTime }
         }
         report.summary.itemsNew = Set(candidates.filter { $0.previous == nil }.map(\.key)).count
 
         // Plan.
         let policy = PushPolicy(settings: config.policy)
-        var decisions = policy.decide(candidates, state: loaded, firstRun: firstRun, sendInitial: options.sendInitial, now: runTime)
+        let recentPushes = state.stories.values.compactMap { record -> PushPolicy.RecentPush? in
+            guard [.pushed, .unknown, .sending].contains(record.status), let title = record.title,
+                  let at = record.pushedAt, runTime.timeIntervalSince(at) <= TitleFingerprint.window else { return nil }
+            return PushPolicy.RecentPush(title: TitleFingerprint(title), at: record.published ?? at)
+        }
+        var decisions = policy.decide(candidates, state: loaded, firstRun: firstRun, sendInitial: options.sendInitial, now: runTime,
+                                      recentPushes: recentPushes)
 
         // Record every new item before anything is sent, so a crash never turns into a re-send.
         if !options.dryRun {
@@ -243,7 +258,7 @@ public struct RunPipeline: Sendable {
                        decision: decision)
         }
         if !options.dryRun {
-            Self.prune(&state, retention: config.stateRetention, now: runTime)
+            state.prune(retention: config.stateRetention, now: runTime)
             try save(state, store)
         }
         report.finishedAt = now()
@@ -297,11 +312,6 @@ public struct RunPipeline: Sendable {
             state.stories[key]?.status = .unknown
             state.stories[key]?.error = "the run sending it was interrupted; outcome unknown, not re-sent"
         }
-    }
-
-    /// Drops stories not seen for longer than the retention period.
-    static func prune(_ state: inout NewsPushState, retention: Double, now: Date) {
-        state.stories = state.stories.filter { now.timeIntervalSince($0.value.lastSeen) <= retention }
     }
 
     private func journal(_ entries: [JournalEntry], _ store: StateStore) throws(RunError) {

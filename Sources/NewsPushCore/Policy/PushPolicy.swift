@@ -45,6 +45,8 @@ public struct Candidate: Sendable {
     public var previous: StoryRecord?
     /// When newspush first saw it (now for new items).
     public var firstSeen: Date
+    /// The state pruned this story earlier: it is old news even though no record is left.
+    public var tombstoned = false
 
     /// The date freshness is judged by: published, else updated, else first seen.
     public var effectiveDate: Date { item.published ?? item.updated ?? firstSeen }
@@ -59,29 +61,52 @@ public struct PushPolicy: Sendable {
         self.settings = settings
     }
 
+    /// A story already pushed in an earlier run, for matching near-identical titles.
+    public struct RecentPush: Sendable {
+        public var title: TitleFingerprint
+        public var at: Date
+    }
+
     /// One decision per candidate, in the same order. On the first run (no state yet) items are
     /// a baseline unless `first_run: send`; `sendInitial` lets it push the N newest eligible items.
-    public func decide(_ candidates: [Candidate], state: NewsPushState?, firstRun: Bool, sendInitial: Int?, now: Date) -> [ItemDecision] {
+    /// Items that are one story (same key, same canonical link, or near-identical titles within
+    /// 36 hours) are decided once, for the item with the strongest evidence; the others get
+    /// `same-story`, as do new items matching a story pushed in an earlier run.
+    public func decide(_ candidates: [Candidate], state: NewsPushState?, firstRun: Bool, sendInitial: Int?, now: Date,
+                       recentPushes: [RecentPush] = []) -> [ItemDecision] {
         var decisions = [ItemDecision?](repeating: nil, count: candidates.count)
-        var firstIndexOfKey: [String: Int] = [:]
-        var firstIndexOfLink: [String: Int] = [:]
-        var eligible: [Int] = []
-        for (index, candidate) in candidates.enumerated() {
-            if firstIndexOfKey[candidate.key] != nil {
-                decisions[index] = .sameStory
+        for cluster in Self.clusters(candidates) where cluster.count > 1 {
+            func isKnown(_ i: Int) -> Bool {
+                candidates[i].tombstoned || (candidates[i].previous.map { $0.status != .pending } ?? false)
+            }
+            if cluster.contains(where: isKnown) {
+                // The story was handled in an earlier run: its new copies are the same story.
+                for member in cluster where !isKnown(member) { decisions[member] = .sameStory }
                 continue
             }
-            firstIndexOfKey[candidate.key] = index
-            if let link = candidate.linkKey {
-                if firstIndexOfLink[link] != nil {
-                    decisions[index] = .sameStory
-                    continue
-                }
-                firstIndexOfLink[link] = index
+            // The strongest evidence wins: highest confidence, then the earliest listed item.
+            let best = cluster.max { a, b in
+                let ca = candidates[a].classification.confidence, cb = candidates[b].classification.confidence
+                return ca != cb ? ca < cb : a > b
+            }!
+            for member in cluster where member != best { decisions[member] = .sameStory }
+        }
+        var eligible: [Int] = []
+        for (index, candidate) in candidates.enumerated() where decisions[index] == nil {
+            if candidate.tombstoned {
+                decisions[index] = .seen
+                continue
             }
             if let previous = candidate.previous, previous.status != .pending {
                 decisions[index] = .seen
                 continue
+            }
+            if candidate.previous == nil, let title = candidate.item.title {
+                let fingerprint = TitleFingerprint(title)
+                if recentPushes.contains(where: { abs($0.at.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window && $0.title.matches(fingerprint) }) {
+                    decisions[index] = .sameStory
+                    continue
+                }
             }
             if firstRun && sendInitial == nil && settings.firstRun == .baseline {
                 decisions[index] = .baseline
@@ -126,5 +151,48 @@ public struct PushPolicy: Sendable {
             decisions[index] = .wouldPush
         }
         return decisions.map { $0 ?? .seen }
+    }
+
+    /// Groups candidates that are one story: same key, same canonical link, or near-identical
+    /// titles dated within 36 hours. Uses an index of title shingles so each item is compared
+    /// only with items sharing a word pair.
+    static func clusters(_ candidates: [Candidate]) -> [[Int]] {
+        var parent = Array(candidates.indices)
+        func find(_ i: Int) -> Int {
+            var i = i
+            while parent[i] != i { parent[i] = parent[parent[i]]; i = parent[i] }
+            return i
+        }
+        func union(_ a: Int, _ b: Int) {
+            let ra = find(a), rb = find(b)
+            if ra != rb { parent[max(ra, rb)] = min(ra, rb) }
+        }
+        var byKey: [String: Int] = [:]
+        var byLink: [String: Int] = [:]
+        var byShingle: [String: [Int]] = [:]
+        var fingerprints: [TitleFingerprint?] = []
+        for (index, candidate) in candidates.enumerated() {
+            if let other = byKey[candidate.key] { union(other, index) } else { byKey[candidate.key] = index }
+            if let link = candidate.linkKey {
+                if let other = byLink[link] { union(other, index) } else { byLink[link] = index }
+            }
+            let fingerprint = candidate.item.title.map(TitleFingerprint.init)
+            fingerprints.append(fingerprint)
+            guard let fingerprint, fingerprint.words.count >= 4 else { continue }
+            var compared = Set<Int>()
+            for shingle in fingerprint.shingles {
+                for other in byShingle[shingle] ?? [] where compared.insert(other).inserted {
+                    if find(other) == find(index) { continue }
+                    if abs(candidates[other].effectiveDate.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
+                       let otherPrint = fingerprints[other], otherPrint.matches(fingerprint) {
+                        union(other, index)
+                    }
+                }
+                byShingle[shingle, default: []].append(index)
+            }
+        }
+        var groups: [Int: [Int]] = [:]
+        for index in candidates.indices { groups[find(index), default: []].append(index) }
+        return groups.values.map { $0.sorted() }.sorted { $0[0] < $1[0] }
     }
 }

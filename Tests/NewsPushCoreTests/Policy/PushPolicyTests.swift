@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+@Suite("Push policy: one decision per item")
+struct PushPolicyTests {
+    let now = Date(timeIntervalSince1970: 1_795_330_800)   // 2026-11-22T07:00:00Z
+
+    func candidate(_ key: String, title: String? = nil, minutesAgo: Double = 10, category: NewsCategory? = .world,
+                   confidence: Double = 1, link: String? = nil, previous: StoryRecord.Status? = nil, feed: String = "A") -> Candidate {
+        var item = FeedItem(id: key, title: title ?? "Story \(key) with enough words here", link: link)
+        item.published = now.addingTimeInterval(-minutesAgo * 60)
+        let record = previous.map {
+            StoryRecord(status: $0, feed: feed, title: item.title, link: link, category: category?.rawValue, firstSeen: now,
+                        lastSeen: now, published: item.published, pushedAt: nil, notificationId: nil, error: nil)
+        }
+        return Candidate(key: key, linkKey: link.flatMap(StoryKey.canonicalLink), feedName: feed, feedURL: "https://\(feed).example/rss",
+                         item: item, classification: Classification(category: category, confidence: confidence),
+                         previous: record, firstSeen: now)
+    }
+
+    func decide(_ candidates: [Candidate], settings: PolicySettings = PolicySettings(), state: NewsPushState? = NewsPushState(),
+                firstRun: Bool = false, sendInitial: Int? = nil, recent: [PushPolicy.RecentPush] = []) -> [ItemDecision] {
+        PushPolicy(settings: settings).decide(candidates, state: state, firstRun: firstRun, sendInitial: sendInitial, now: now,
+                                              recentPushes: recent)
+    }
+
+    @Test func freshClassifiedNewItemsWouldPush() {
+        #expect(decide([candidate("a"), candidate("b")]) == [.wouldPush, .wouldPush])
+    }
+
+    @Test func firstRunIsABaselineUnlessToldOtherwise() {
+        #expect(decide([candidate("a")], state: nil, firstRun: true) == [.baseline])
+        var send = PolicySettings()
+        send.firstRun = .send
+        #expect(decide([candidate("a")], settings: send, state: nil, firstRun: true) == [.wouldPush])
+        // --send-initial N: only the N newest eligible items; the rest are the baseline.
+        let items = [candidate("old", minutesAgo: 50), candidate("new", minutesAgo: 1), candidate("mid", minutesAgo: 20)]
+        #expect(decide(items, state: nil, firstRun: true, sendInitial: 2) == [.baseline, .wouldPush, .wouldPush])
+    }
+
+    @Test func seenItemsAreNotPushedAgainButPendingOnesAre() {
+        #expect(decide([candidate("a", previous: .pushed), candidate("b", previous: .seen), candidate("c", previous: .unknown),
+                        candidate("d", previous: .failed), candidate("e", previous: .pending)])
+                == [.seen, .seen, .seen, .seen, .wouldPush])
+    }
+
+    @Test func unclassifiedAndStale() {
+        #expect(decide([candidate("a", category: nil), candidate("b", minutesAgo: 200), candidate("c", minutesAgo: 170)])
+                == [.unclassified, .stale, .wouldPush])
+    }
+
+    @Test func undatedItemsAreJudgedByFirstSeen() {
+        var undated = candidate("u")
+        undated.item.published = nil
+        undated.firstSeen = now.addingTimeInterval(-4 * 3600)
+        var fresh = candidate("f")
+        fresh.item.published = nil
+        #expect(decide([undated, fresh]) == [.stale, .wouldPush])
+    }
+
+    @Test func budgetKeepsTheNewest() {
+        var settings = PolicySettings()
+        settings.budgetPerCategory = 2
+        let items = [candidate("a", minutesAgo: 30), candidate("b", minutesAgo: 5), candidate("c", minutesAgo: 60),
+                     candidate("d", minutesAgo: 1), candidate("s", category: .sports)]
+        #expect(decide(items, settings: settings) == [.overBudget, .wouldPush, .overBudget, .wouldPush, .wouldPush])
+    }
+
+    @Test func budgetCountsPushesOfEarlierRunsInTheWindow() {
+        var settings = PolicySettings()
+        settings.budgetPerCategory = 2
+        var state = NewsPushState()
+        for (key, minutes) in [("p1", 10.0), ("p2", 90.0)] {
+            state.stories[key] = StoryRecord(status: .pushed, feed: "A", title: nil, link: nil, category: "World", firstSeen: now,
+                                             lastSeen: now, published: nil, pushedAt: now.addingTimeInterval(-minutes * 60),
+                                             notificationId: nil, error: nil)
+        }
+        // One push in the last hour (p1); p2 is outside the window: one slot left.
+        #expect(decide([candidate("a", minutesAgo: 5), candidate("b", minutesAgo: 2)], settings: settings, state: state)
+                == [.overBudget, .wouldPush])
+    }
+
+    @Test func quietHoursHoldEverything() {
+        var settings = PolicySettings()
+        settings.quietHours = QuietHours(from: 6 * 60, to: 8 * 60, timeZone: TimeZone(identifier: "UTC")!)
+        #expect(decide([candidate("a")], settings: settings) == [.quietHours])
+        settings.quietHours = QuietHours(from: 23 * 60, to: 6 * 60 + 30, timeZone: TimeZone(identifier: "Europe/London")!)
+        #expect(decide([candidate("a")], settings: settings) == [.wouldPush])
+        // 07:00 UTC is 08:00 in Berlin in November: inside 07:30–09:00.
+        settings.quietHours = QuietHours(from: 7 * 60 + 30, to: 9 * 60, timeZone: TimeZone(identifier: "Europe/Berlin")!)
+        #expect(decide([candidate("a")], settings: settings) == [.quietHours])
+    }
+
+    @Test func sameStoryThroughSeveralFeedsIsPushedOnceWithTheStrongestEvidence() {
+        let wire = candidate("wire-1", title: "Parliament passes the emergency budget after all-night session", confidence: 0.7,
+                             link: "https://wire.example/1", feed: "Wire")
+        let section = candidate("paper-9", title: "Parliament passes emergency budget after all-night session", category: .politics,
+                                confidence: 1.0, link: "https://paper.example/9", feed: "Paper")
+        let sameLink = candidate("other", title: "Completely different words", link: "http://www.wire.example/1?utm_source=x")
+        #expect(decide([wire, section, sameLink]) == [.sameStory, .wouldPush, .sameStory])
+    }
+
+    @Test func seriesTitlesAreNotMerged() {
+        let one = candidate("d1", title: "Game of the Year 2026: Day One deliberations")
+        let two = candidate("d2", title: "Game of the Year 2026: Day Two deliberations")
+        let score1 = candidate("s1", title: "Final score: Rovers 2 United 1 in cup replay")
+        let score2 = candidate("s2", title: "Final score: Rovers 3 United 1 in cup replay")
+        var settings = PolicySettings()
+        settings.budgetPerCategory = 10
+        #expect(decide([one, two, score1, score2], settings: settings) == [.wouldPush, .wouldPush, .wouldPush, .wouldPush])
+    }
+
+    @Test func aCopyOfAStoryPushedEarlierIsTheSameStory() {
+        let recent = PushPolicy.RecentPush(title: TitleFingerprint("Parliament passes the emergency budget after all-night session"),
+                                           at: now.addingTimeInterval(-3600))
+        let copy = candidate("late", title: "Parliament passes emergency budget after all-night session")
+        #expect(decide([copy], recent: [recent]) == [.sameStory])
+        // A copy of a story already handled in an earlier run, arriving next to it.
+        let handled = candidate("k1", title: "Storm closes the harbour barrier for the first time", previous: .pushed)
+        let newCopy = candidate("k2", title: "Storm closes harbour barrier for the first time")
+        #expect(decide([handled, newCopy]) == [.seen, .sameStory])
+    }
+
+    @Test func tombstonedStoriesStayOld() {
+        var ghost = candidate("ghost")
+        ghost.tombstoned = true
+        ghost.item.published = nil
+        #expect(decide([ghost]) == [.seen])
+    }
+
+    @Test func everyItemGetsExactlyOneDecision() {
+        let items = (0..<200).map { candidate("k\($0 % 150)", title: "Headline number \($0 % 150) about things", minutesAgo: Double($0),
+                                               category: $0 % 7 == 0 ? nil : .world) }
+        let decisions = decide(items)
+        #expect(decisions.count == items.count)
+        #expect(decisions.filter { $0 == .wouldPush }.count == 3)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("State under failure: crashes, concurrent runs, maintenance commands")
+struct StateCLITests {
+    static let devices = """
+        hub: breaking-news
+        devices:
+          - {id: phone, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
+        """
+
+    func newsroom(_ folder: TemporaryFolder, hub: LocalHub, feeds: LocalHTTPServer, concurrency: Int = 2) throws -> String {
+        try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
+            policy: {first_run: send, budget: {per_category: 100, per: 1h}}
+            feeds:
+              - {url: "\(feeds.baseURL)/world.xml", category: World}
+            """)
+    }
+
+    /// Starts `newspush` and returns the process without waiting.
+    func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = try binaryURL()
+        process.arguments = arguments
+        process.environment = hubEnvironment.merging(["NO_COLOR": "1"]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test func killingARunAtAnyMomentNeverPushesAStoryTwice() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let items = (0..<30).map { (guid: "s\($0)", title: "Story number \($0) of the crash test", minutesAgo: Double($0)) }
+        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub, feeds: feeds)
+        let statePath = folder.file("newspush-state.json")
+        // Every send takes 30 ms, so kills land before, during and after sends.
+        await hub.emulator.inject(Fault(delaySeconds: 0.03, count: 10_000))
+        for round in 0..<14 {
+            let process = try start(["run", "--config", config, "-q"])
+            let wait = 0.04 + Double(round) * 0.045
+            try await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+            kill(process.processIdentifier, SIGKILL)
+            await offThePool { process.waitUntilExit() }
+            if FileManager.default.fileExists(atPath: statePath) {
+                let check = try await newspush(["state", "check", "--state", statePath])
+                #expect(check.status == 0, "round \(round): state does not load: \(check.stdout) \(check.stderr)")
+            }
+        }
+        await hub.emulator.clearFaults()
+        let final = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(final.status == 0 || final.status == 2)
+
+        var perStory: [String: Int] = [:]
+        for delivery in await hub.emulator.allDeliveries() {
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])
+            perStory[payload["story"] as? String ?? "?", default: 0] += 1
+        }
+        #expect(perStory.values.allSatisfy { $0 == 1 }, "pushed twice: \(perStory.filter { $0.value > 1 })")
+        let show = try await newspush(["state", "show", "--state", statePath, "--format", "json"])
+        let state = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        let stories = try #require(state["items"] as? [String: [String: Any]])
+        print("crash test: \(perStory.count) delivered, statuses \(Dictionary(grouping: stories.values, by: { $0["status"] as? String ?? "" }).mapValues(\.count))")
+        #expect(stories.count == 30)
+        // Every story ends pushed, or unknown when a kill hit it mid-send; none is left pending.
+        #expect(stories.values.allSatisfy { ["pushed", "unknown"].contains($0["status"] as? String) })
+        let pushed = Set(stories.filter { $0.value["status"] as? String == "pushed" }.keys)
+        #expect(pushed.isSubset(of: Set(perStory.keys)), "a story marked pushed was never delivered")
+        #expect(perStory.count >= 20, "only \(perStory.count) of 30 stories were delivered")
+    }
+
+    @Test func aSecondRunExits75AtOnce() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("x", "Slow story to send now", 1)]))])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub, feeds: feeds)
+        await hub.emulator.inject(Fault(delaySeconds: 2, count: 1))
+        let first = try start(["run", "--config", config])
+        try await Task.sleep(nanoseconds: 700_000_000)
+        let started = Date()
+        let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(second.status == 75)
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        await offThePool { first.waitUntilExit() }
+        #expect(first.terminationStatus == 0)
+        #expect(await hub.emulator.allDeliveries().count == 1)
+    }
+
+    @Test func showForgetPruneAndCheck() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let now = Date()
+        func stamp(_ d: Date) -> String {
+            let f = ISO8601DateFormatter()
+            return f.string(from: d)
+        }
+        let old = stamp(now.addingTimeInterval(-40 * 86400)), fresh = stamp(now)
+        let path = try folder.write("state.json", """
+            {"version": 1, "feeds": {}, "items": {
+              "guid:a": {"status": "pushed", "feed": "f", "title": "Pushed story", "category": "World", "first_seen": "\(fresh)", "last_seen": "\(fresh)", "pushed_at": "\(fresh)"},
+              "guid:b": {"status": "seen", "feed": "f", "title": "Old story", "first_seen": "\(old)", "last_seen": "\(old)"}
+            }}
+            """)
+        let show = try await newspush(["state", "show", "--state", path])
+        #expect(show.status == 0)
+        #expect(show.stdout.contains("2 stories (1 pushed, 1 seen)"))
+        #expect(show.stdout.contains("guid:a  Pushed story pushed"))
+        let check = try await newspush(["state", "check", "--state", path])
+        #expect(check.status == 0)
+        #expect(check.stdout.contains("2 stories") && check.stdout.contains(": ok"))
+        let prune = try await newspush(["state", "prune", "--state", path, "--retention", "30d"])
+        #expect(prune.status == 0)
+        #expect(prune.stdout.contains("pruned 1 story; 1 kept, 1 tombstones"))
+        let forget = try await newspush(["state", "forget", "guid:a", "--state", path])
+        #expect(forget.status == 0)
+        let unknown = try await newspush(["state", "forget", "guid:zzz", "--state", path])
+        #expect(unknown.status == 1)
+        #expect(try await newspush(["state", "show", "--state", path]).stdout.contains("0 stories"))
+        try "{\"version\": 1, \"feeds\": {}, \"items\": {\"k\": ".write(toFile: path, atomically: true, encoding: .utf8)
+        let truncated = try await newspush(["state", "check", "--state", path])
+        #expect(truncated.status == 1)
+        #expect(truncated.stderr.contains("corrupt"))
+    }
+}
