@@ -142,6 +142,31 @@ struct RunPipelineTests {
         #expect(await setup.hub.requests().count == 3)
     }
 
+    @Test func aFeedThatChangesItsGuidsIsStillRecognisedByLink() async throws {
+        let counter = Counter()
+        let feeds = try await LocalHTTPServer.start { _ in
+            // Same article, new guid on every fetch.
+            let n = await counter.next()
+            return CannedResponse(text: """
+                <rss version="2.0"><channel><title>Fickle</title><item><title>Same article every time</title>
+                <link>https://news.example.org/article?utm_source=rss&amp;n=\(n)</link><guid isPermaLink="false">guid-\(n)</guid>
+                <pubDate>\(rfc822(minutesAgo: 5))</pubDate></item></channel></rss>
+                """.replacingOccurrences(of: "&amp;n=\(n)", with: ""))
+        }
+        defer { feeds.stop() }
+        let setup = try await Self.setUp()
+        defer { setup.stop() }
+        let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/fickle.xml\", category: Business}\n")
+        try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let first = try await setup.run(RunOptions())
+        #expect(first.report.items.first { $0.key == "guid:127.0.0.1/guid-1" }?.decision == .pushed)
+        let second = try await setup.run(RunOptions())
+        let again = try #require(second.report.items.first { $0.key == "guid:127.0.0.1/guid-2" })
+        #expect(again.decision == .seen)
+        #expect(second.report.pushes.isEmpty)
+    }
+
     @Test func dryRunSendsNothingAndWritesNothing() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
