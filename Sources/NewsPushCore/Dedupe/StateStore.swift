@@ -46,10 +46,16 @@ public struct StoryRecord: Codable, Sendable, Equatable {
 public struct FeedRecord: Codable, Sendable, Equatable {
     public var validators: ConditionalGetValidators?
     public var lastFetched: Date?
+    /// Not to be fetched before this time (the server's Retry-After).
+    public var retryAfter: Date?
+    /// Where the feed said it moved for good (301/308), to tell the operator.
+    public var movedTo: String?
 
     enum CodingKeys: String, CodingKey {
         case validators
         case lastFetched = "last_fetched"
+        case retryAfter = "retry_after"
+        case movedTo = "moved_to"
     }
 }
 

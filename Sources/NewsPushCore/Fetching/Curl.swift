@@ -17,8 +17,9 @@ struct HTTPTransfer: Sendable {
     /// Most bytes accepted after decompression; more aborts the transfer.
     var maxBytes: Int
     var followRedirects: Bool = true
-    /// Abort when slower than 1 byte/s for this many seconds (slowloris).
-    var lowSpeedTime: Int = 10
+    /// Abort when slower than 1 byte/s for this many seconds (slowloris); default: half the
+    /// timeout, at most 10 s.
+    var lowSpeedTime: Int?
 }
 
 /// How a transfer that got no usable response failed.
@@ -108,7 +109,7 @@ final class CurlEasyHandle {
         check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
         check(np_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
         check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
-        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, transfer.lowSpeedTime))
+        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, transfer.lowSpeedTime ?? max(1, min(10, Int(transfer.timeout / 2)))))
         check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
         check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         // Empty string: offer every encoding this libcurl can decode (gzip, deflate, br).
@@ -167,7 +168,9 @@ final class CurlEasyHandle {
         if line.hasPrefix("HTTP/") {
             // A new response begins (after a redirect or a 100 Continue).
             if (300..<400).contains(pendingStatus), let location = pendingHeaders["location"] {
-                result.redirects.append((pendingStatus, location))
+                let base = result.redirects.last.map { URL(string: $0.location) } ?? URL(string: result.effectiveURL)
+                let absolute = URL(string: location, relativeTo: base ?? nil)?.absoluteString ?? location
+                result.redirects.append((pendingStatus, absolute))
             }
             let parts = line.split(separator: " ", maxSplits: 2)
             pendingStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0

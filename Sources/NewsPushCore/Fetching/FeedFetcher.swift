@@ -1,4 +1,5 @@
 import Foundation
+import NotificationHubs
 
 /// The version newspush reports (`--version`, User-Agent).
 public enum NewsPushVersion {
@@ -41,6 +42,10 @@ public struct FetchedFeed: Sendable {
     public var validators: ConditionalGetValidators?
     /// Why the fetch failed, naming the URL's problem (DNS, refused, timeout, TLS, status, size).
     public var error: String?
+    /// Where the feed moved for good (the first hop of a 301/308 redirect chain).
+    public var movedTo: String?
+    /// When the server (429/503 with Retry-After) wants the next request at the earliest.
+    public var retryAfter: Date?
 }
 
 /// Fetches feeds: http(s) with libcurl, many at once; local paths from disk.
@@ -95,6 +100,9 @@ public struct FeedFetcher: Sendable {
     private func feed(from result: HTTPTransferResult, url: String) -> FetchedFeed {
         var feed = FetchedFeed(url: url, status: .error, httpStatus: result.status == 0 ? nil : result.status,
                                body: Data(), contentType: result.headers["content-type"], finalURL: result.effectiveURL)
+        if let first = result.redirects.first, first.status == 301 || first.status == 308 {
+            feed.movedTo = first.location
+        }
         if let failure = result.failure {
             feed.error = "\(url): \(failure)"
             return feed
@@ -109,6 +117,12 @@ public struct FeedFetcher: Sendable {
             feed.validators = validators(from: result.headers)
         default:
             feed.error = "\(url): HTTP \(result.status)\(Self.reasonPhrase(result.status))"
+            if result.status == 429 || result.status == 503, let value = result.headers["retry-after"],
+               let seconds = NotificationHubClient.parseRetryAfter(value) {
+                // Honoured up to a day: a longer wait is more likely a misconfigured server.
+                feed.retryAfter = Date().addingTimeInterval(min(seconds, 86400))
+                feed.error! += "; the server asked not to be fetched again before \(FeedDates.format(feed.retryAfter!))"
+            }
         }
         return feed
     }

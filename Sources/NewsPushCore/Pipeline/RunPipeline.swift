@@ -92,7 +92,17 @@ public struct RunPipeline: Sendable {
         let validators = Dictionary(uniqueKeysWithValues: feeds.compactMap { feed in
             state.feeds[feed.url]?.validators.map { (feed.url, $0) }
         })
-        let fetched = fetcher.fetch(feeds.map(\.url), validators: validators)
+        // Feeds whose server asked for a pause (429/503 Retry-After) are not fetched until then.
+        let fetchTime = now()
+        let resting = Set(feeds.filter { (state.feeds[$0.url]?.retryAfter).map { $0 > fetchTime } ?? false }.map(\.url))
+        let fetchedNow = fetcher.fetch(feeds.map(\.url).filter { !resting.contains($0) }, validators: validators)
+        var fetchedByURL = Dictionary(zip(feeds.map(\.url).filter { !resting.contains($0) }, fetchedNow), uniquingKeysWith: { a, _ in a })
+        for url in resting {
+            let until = state.feeds[url]!.retryAfter!
+            fetchedByURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
+                                            error: "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))")
+        }
+        let fetched = feeds.map { fetchedByURL[$0.url]! }
         var report = RunReport(dryRun: options.dryRun, startedAt: startedAt, finishedAt: startedAt)
         var candidates: [Candidate] = []
         var unreadFeeds = Set<String>()
@@ -100,7 +110,17 @@ public struct RunPipeline: Sendable {
         let runTime = now()
         for (feed, result) in zip(feeds, fetched) {
             var feedReport = FeedReport(name: feed.name ?? feed.url, url: feed.url, status: result.status,
-                                        httpStatus: result.httpStatus, items: 0, new: 0, error: result.error)
+                                        httpStatus: result.httpStatus, items: 0, new: 0, error: result.error, movedTo: result.movedTo)
+            if !options.dryRun, !resting.contains(feed.url) {
+                state.feeds[feed.url, default: FeedRecord()].retryAfter = result.retryAfter
+                state.feeds[feed.url, default: FeedRecord()].movedTo = result.movedTo
+            }
+            if let movedTo = result.movedTo {
+                logger.warning("feed \(feed.url) moved permanently to \(movedTo): update the config")
+            }
+            if result.httpStatus == 410 {
+                logger.error("feed \(feed.url) is GONE (410): the publisher removed it; take it out of the config")
+            }
             if result.status == .ok {
                 do {
                     let parsed = try FeedParser.parse(result.body, url: result.finalURL, contentType: result.contentType)

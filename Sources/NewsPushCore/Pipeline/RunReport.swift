@@ -37,9 +37,11 @@ public struct FeedReport: Encodable, Sendable {
     public var items: Int
     public var new: Int
     public var error: String?
+    /// The feed's new address when it answered with a permanent redirect: update the config.
+    public var movedTo: String?
 
     enum CodingKeys: String, CodingKey {
-        case name, url, status, httpStatus = "http_status", items, new, error
+        case name, url, status, httpStatus = "http_status", items, new, error, movedTo = "moved_to"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -51,6 +53,7 @@ public struct FeedReport: Encodable, Sendable {
         try c.encode(items, forKey: .items)
         try c.encode(new, forKey: .new)
         try c.encode(error, forKey: .error)
+        if let movedTo { try c.encode(movedTo, forKey: .movedTo) }
     }
 }
 
@@ -170,6 +173,12 @@ extension RunReport {
             lines.append("")
             lines.append("Feeds that failed")
             for feed in failedFeeds { lines.append("  \(feed.name): \(feed.error ?? "error")") }
+        }
+        let moved = feeds.filter { $0.movedTo != nil }
+        if !moved.isEmpty {
+            lines.append("")
+            lines.append("Feeds that moved for good (update feeds.yaml)")
+            for feed in moved { lines.append("  \(feed.name): \(feed.url) -> \(feed.movedTo!)") }
         }
         lines.append("")
         let s = summary

@@ -167,6 +167,62 @@ struct RunPipelineTests {
         #expect(second.report.pushes.isEmpty)
     }
 
+    @Test func conditionalGetValidatorsAreStoredOnlyByRealRuns() async throws {
+        let body = rssFeed(title: "Etag desk", items: [("e1", "Cached story", 3)])
+        let feeds = try await LocalHTTPServer.start { request in
+            if request.header("If-None-Match") == "\"abc\"" { return CannedResponse(status: 304) }
+            return CannedResponse(headers: [("ETag", "\"abc\"")], text: body)
+        }
+        defer { feeds.stop() }
+        let setup = try await Self.setUp()
+        defer { setup.stop() }
+        let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/etag.xml\", category: Science}\n")
+        try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let statePath = setup.folder.file("state/newspush-state.json")
+        _ = try await setup.run(RunOptions())
+        let stored = try #require(try StateStore(path: statePath).load()?.feeds["\(feeds.baseURL)/etag.xml"]?.validators)
+        #expect(stored.etag == "\"abc\"")
+        let second = try await setup.run(RunOptions())
+        let feed = try #require(second.report.feeds.first { $0.url.hasSuffix("etag.xml") })
+        #expect(feed.status == .notModified && feed.httpStatus == 304 && feed.error == nil)
+        #expect(!second.report.isPartial)
+        // A dry run uses the stored validators but writes none.
+        try FileManager.default.removeItem(atPath: statePath)
+        _ = try await setup.run(RunOptions(dryRun: true))
+        #expect(!FileManager.default.fileExists(atPath: statePath))
+        #expect(await feeds.requests().last?.header("If-None-Match") == nil)
+    }
+
+    @Test func retryAfterPausesTheFeedAndMovesAreReported() async throws {
+        let body = rssFeed(title: "Moved desk", items: [("m1", "Moved story", 3)])
+        let feeds = try await LocalHTTPServer.start { request in
+            switch request.uri {
+            case "/busy.xml": return CannedResponse(status: 429, headers: [("Retry-After", "3600")])
+            case "/old.xml": return CannedResponse(status: 308, headers: [("Location", "/new.xml")])
+            default: return CannedResponse(text: body)
+            }
+        }
+        defer { feeds.stop() }
+        let setup = try await Self.setUp()
+        defer { setup.stop() }
+        let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/busy.xml\", category: Sports}\n  - {url: \"\(feeds.baseURL)/old.xml\", category: Business}\n")
+        try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let first = try await setup.run(RunOptions())
+        let moved = try #require(first.report.feeds.first { $0.url.hasSuffix("old.xml") })
+        #expect(moved.status == .ok && moved.movedTo == "\(feeds.baseURL)/new.xml")
+        #expect(first.report.text().contains("Feeds that moved for good (update feeds.yaml)"))
+        #expect(first.report.jsonText().contains("\"moved_to\" : \"\(feeds.baseURL)/new.xml\""))
+        let busy = try #require(first.report.feeds.first { $0.url.hasSuffix("busy.xml") })
+        #expect(busy.httpStatus == 429 && busy.error?.contains("not to be fetched again before") == true)
+        let busyRequests = await feeds.requests().filter { $0.uri == "/busy.xml" }.count
+        let second = try await setup.run(RunOptions())
+        let skipped = try #require(second.report.feeds.first { $0.url.hasSuffix("busy.xml") })
+        #expect(skipped.status == .error && skipped.error?.contains("not fetched") == true)
+        #expect(await feeds.requests().filter { $0.uri == "/busy.xml" }.count == busyRequests, "the paused feed was fetched")
+    }
+
     @Test func dryRunSendsNothingAndWritesNothing() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }

@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A bare TCP server on 127.0.0.1 for misbehaving peers an HTTP library will not imitate:
+/// bodies that trickle or never end, connections reset mid-answer. Each connection is handed to
+/// `handler` with its socket, after the request head has been read.
+public final class RawTCPServer: @unchecked Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var stopped = false
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// What a handler can do with a connection.
+    public struct Connection: Sendable {
+        public let socket: Int32
+        /// The request head (request line and headers).
+        public let request: String
+
+        /// Writes bytes; false once the peer is gone.
+        @discardableResult
+        public func write(_ text: String) -> Bool { write(Data(text.utf8)) }
+
+        @discardableResult
+        public func write(_ data: Data) -> Bool {
+            data.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = send(socket, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                    if n <= 0 { return false }
+                    offset += n
+                }
+                return true
+            }
+        }
+
+        /// Closes with a TCP reset instead of an orderly shutdown.
+        public func reset() {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(socket, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            close(socket)
+        }
+    }
+
+    public init(handler: @escaping @Sendable (Connection) -> Void) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        let thread = Thread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if self.isStopped { return }
+                    continue
+                }
+                Thread {
+                    var head = Data()
+                    var byte: UInt8 = 0
+                    while !head.suffix(4).elementsEqual([13, 10, 13, 10]), recv(client, &byte, 1, 0) == 1 { head.append(byte) }
+                    handler(Connection(socket: client, request: String(decoding: head, as: UTF8.self)))
+                }.start()
+            }
+        }
+        thread.start()
+    }
+
+    private var isStopped: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopped
+    }
+
+    public func stop() {
+        lock.lock()
+        stopped = true
+        lock.unlock()
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+}
