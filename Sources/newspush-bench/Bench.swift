@@ -11,7 +11,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self])
+        subcommands: [HubPushes.self, FetchFeeds.self])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
@@ -81,5 +81,83 @@ struct HubPushes: AsyncParsableCommand {
         print("newspush run, \(pushes) pushes, hub.concurrency \(concurrency), state journalled: \(summary(pipelineTimes))")
         print("bare client, \(pushes) sequential sends, no state:           \(summary(sequentialTimes))")
         print("deliveries logged by the emulator: \(await hub.emulator.allDeliveries().count)")
+    }
+}
+
+/// `newspush-bench fetch`: a full dry run of the real `newspush` binary over N feeds on a local
+/// server that answers each after a delay, then again with every feed answering 304.
+struct FetchFeeds: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Time `newspush run --dry-run` over N slow local feeds (200 and all-304), with its peak RSS.")
+
+    @Option(help: "Number of feeds.") var feeds = 1000
+    @Option(help: "Seconds each answer is delayed.") var delay = 0.1
+    @Option(help: "fetch.concurrency (and fetch.per_host: every feed is on one local host).") var concurrency = 100
+    @Option(help: "Repetitions; the best and median are reported.") var repeats = 3
+
+    func run() async throws {
+        let items = (0..<8).map { (guid: "g\($0)", title: "Story \($0) on the local desk", minutesAgo: Double($0 * 7)) }
+        let body = rssFeed(title: "Desk", items: items)
+        let delay = self.delay
+        let server = try await LocalHTTPServer.start { request in
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            if request.header("If-None-Match") == "\"v1\"" { return CannedResponse(status: 304) }
+            return CannedResponse(headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")], text: body)
+        }
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(separator: "\n")
+        let config = try folder.write("feeds.yaml", """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "http://127.0.0.1:9/"}
+            fetch: {concurrency: \(concurrency), per_host: \(concurrency), timeout: 20s}
+            feeds:
+            \(list)
+            """)
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("newspush").path
+        let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
+
+        var fresh: [(Double, Int)] = []
+        for _ in 0..<repeats {
+            fresh.append(try await spawn(binary, ["run", "--dry-run", "-q", "--config", config, "--format", "json"], environment))
+        }
+        // A real run (first run: a baseline, nothing pushed) stores every feed's ETag.
+        let baseline = try await spawn(binary, ["run", "-q", "--config", config], environment)
+        var notModified: [(Double, Int)] = []
+        for _ in 0..<repeats {
+            notModified.append(try await spawn(binary, ["run", "--dry-run", "-q", "--config", config], environment))
+        }
+        func describe(_ runs: [(Double, Int)]) -> String {
+            let times = runs.map(\.0).sorted()
+            let rss = runs.map(\.1).max() ?? 0
+            return String(format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2], Double(rss) / 1024)
+        }
+        print("\(feeds) feeds answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): \(describe(fresh))")
+        print("\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  \(describe(notModified))")
+        print(String(format: "(baseline run that stored the validators: %.3f s)", baseline.0))
+    }
+
+    /// Runs a command, returning wall seconds and peak RSS in KB (from wait4's rusage).
+    func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async throws -> (Double, Int) {
+        try await offThePool { () -> Result<(Double, Int), any Error> in
+            var pid: pid_t = 0
+            let argv = ([path] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup($0) } + [nil]
+            defer { (argv + envp).forEach { free($0) } }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            let start = DispatchTime.now()
+            guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return .failure(ValidationError("cannot start \(path)")) }
+            var status: Int32 = 0
+            var usage = rusage()
+            wait4(pid, &status, 0, &usage)
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+            let code = (status >> 8) & 0xFF
+            guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
+            return .success((elapsed, Int(usage.ru_maxrss)))
+        }.get()
     }
 }

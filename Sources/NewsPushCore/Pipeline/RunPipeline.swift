@@ -103,6 +103,8 @@ public struct RunPipeline: Sendable {
                                             error: "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))")
         }
         let fetched = feeds.map { fetchedByURL[$0.url]! }
+        logger.debug("fetched \(fetchedNow.count) feeds in \(Self.seconds(since: fetchTime))")
+        let parseStart = Date()
         var report = RunReport(dryRun: options.dryRun, startedAt: startedAt, finishedAt: startedAt)
         var candidates: [Candidate] = []
         var unreadFeeds = Set<String>()
@@ -163,6 +165,8 @@ public struct RunPipeline: Sendable {
             for (key, record) in state.stories where unreadFeeds.contains(record.feed) { state.stories[key]?.lastSeen = runTime }
         }
         report.summary.itemsNew = Set(candidates.filter { $0.previous == nil }.map(\.key)).count
+        logger.debug("parsed \(candidates.count) items in \(Self.seconds(since: parseStart))")
+        let planStart = Date()
 
         // Plan.
         let policy = PushPolicy(settings: config.policy)
@@ -174,6 +178,7 @@ public struct RunPipeline: Sendable {
         var decisions = policy.decide(candidates, state: loaded, firstRun: firstRun, sendInitial: options.sendInitial, now: runTime,
                                       recentPushes: recentPushes)
 
+        logger.debug("planned \(candidates.count) items in \(Self.seconds(since: planStart))")
         // Record every new item before anything is sent, so a crash never turns into a re-send.
         if !options.dryRun {
             for (candidate, decision) in zip(candidates, decisions) {
@@ -332,6 +337,10 @@ public struct RunPipeline: Sendable {
             state.stories[key]?.status = .unknown
             state.stories[key]?.error = "the run sending it was interrupted; outcome unknown, not re-sent"
         }
+    }
+
+    static func seconds(since start: Date) -> String {
+        String(format: "%.3f s", Date().timeIntervalSince(start))
     }
 
     private func journal(_ entries: [JournalEntry], _ store: StateStore) throws(RunError) {

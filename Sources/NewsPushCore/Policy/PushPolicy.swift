@@ -171,6 +171,11 @@ public struct PushPolicy: Sendable {
         var byLink: [String: Int] = [:]
         var byShingle: [String: [Int]] = [:]
         var fingerprints: [TitleFingerprint?] = []
+        // Shingles shared with each earlier item, counted through the index; only items sharing
+        // enough of them to reach the similarity threshold are compared in full. This keeps
+        // common word pairs ("of the") from making the comparison quadratic.
+        var shared = [Int](repeating: 0, count: candidates.count)
+        var touched: [Int] = []
         for (index, candidate) in candidates.enumerated() {
             if let other = byKey[candidate.key] { union(other, index) } else { byKey[candidate.key] = index }
             if let link = candidate.linkKey {
@@ -179,17 +184,26 @@ public struct PushPolicy: Sendable {
             let fingerprint = candidate.item.title.map(TitleFingerprint.init)
             fingerprints.append(fingerprint)
             guard let fingerprint, fingerprint.words.count >= 4 else { continue }
-            var compared = Set<Int>()
             for shingle in fingerprint.shingles {
-                for other in byShingle[shingle] ?? [] where compared.insert(other).inserted {
-                    if find(other) == find(index) { continue }
-                    if abs(candidates[other].effectiveDate.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
-                       let otherPrint = fingerprints[other], otherPrint.matches(fingerprint) {
-                        union(other, index)
-                    }
+                for other in byShingle[shingle] ?? [] {
+                    if shared[other] == 0 { touched.append(other) }
+                    shared[other] += 1
                 }
                 byShingle[shingle, default: []].append(index)
             }
+            // Jaccard c / (a + b - c) >= t  <=>  c >= t (a + b) / (1 + t)
+            let t = TitleFingerprint.threshold
+            for other in touched {
+                let common = shared[other]
+                shared[other] = 0
+                guard let otherPrint = fingerprints[other],
+                      Double(common) >= t * Double(fingerprint.shingles.count + otherPrint.shingles.count) / (1 + t),
+                      find(other) != find(index),
+                      abs(candidates[other].effectiveDate.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
+                      otherPrint.matches(fingerprint) else { continue }
+                union(other, index)
+            }
+            touched.removeAll(keepingCapacity: true)
         }
         var groups: [Int: [Int]] = [:]
         for index in candidates.indices { groups[find(index), default: []].append(index) }
