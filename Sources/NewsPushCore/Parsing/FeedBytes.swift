@@ -54,12 +54,17 @@ enum FeedBytes {
             // "utf-16" declared without a BOM on 8-bit bytes is a lie the bytes disprove.
             return (validUTF8OrCP1252(raw, label: label, problems: &problems), "utf-8")
         case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
-            // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes.
+            // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes,
+            // or mix both.
             if isValidUTF8(raw) && raw.contains(where: { $0 >= 0x80 }) {
                 problems.append("declared \(label) but the bytes are UTF-8; read as UTF-8")
                 return (raw, "utf-8")
             }
-            return (transcode(raw, from: "CP1252") ?? latin1ToUTF8(raw), "windows-1252")
+            let decoded = mixedUTF8(raw)
+            if decoded != (transcode(raw, from: "CP1252") ?? latin1ToUTF8(raw)) {
+                problems.append("declared \(label) but parts are UTF-8; each part read as what it is")
+            }
+            return (decoded, "windows-1252")
         default:
             if let converted = transcode(raw, from: label) { return (converted, label) }
             problems.append("unknown encoding '\(label)'; read as UTF-8")
@@ -69,8 +74,39 @@ enum FeedBytes {
 
     private static func validUTF8OrCP1252(_ bytes: [UInt8], label: String, problems: inout [String]) -> [UInt8] {
         if isValidUTF8(bytes) { return bytes }
-        problems.append("bytes are not valid \(label); read as windows-1252")
-        return transcode(bytes, from: "CP1252") ?? latin1ToUTF8(bytes)
+        problems.append("bytes are not valid \(label); invalid bytes read as windows-1252")
+        return mixedUTF8(bytes)
+    }
+
+    /// Windows-1252 for 0x80–0x9F (where Latin-1 has control characters); Latin-1 above.
+    private static let cp1252High: [UInt32] = [
+        0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
+        0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
+    ]
+
+    /// Text that mixes UTF-8 and Windows-1252 (a template in one, database text in the other):
+    /// every valid UTF-8 sequence is kept, every other byte is read as Windows-1252. Neither
+    /// iconv nor Foundation decodes such mixtures, hence this loop.
+    static func mixedUTF8(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + bytes.count / 8)
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b < 0x80 { out.append(b); i += 1; continue }
+            let length = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b <= 0xDF ? 2 : 0
+            if length > 0, i + length <= bytes.count,
+               (1..<length).allSatisfy({ bytes[i + $0] & 0xC0 == 0x80 }),
+               String(validating: bytes[i..<(i + length)], as: UTF8.self) != nil {
+                out.append(contentsOf: bytes[i..<(i + length)])
+                i += length
+                continue
+            }
+            let scalar = b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b)
+            out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
+            i += 1
+        }
+        return out
     }
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {

@@ -359,6 +359,9 @@ final class FeedDocumentBuilder: XMLEventSink {
             item.link = link
         } else if let guid = draft.guid, item.guidIsPermaLink != false, guid.hasPrefix("http://") || guid.hasPrefix("https://") {
             item.link = guid
+        } else if draft.guid == nil, let id = item.id, id.hasPrefix("http://") || id.hasPrefix("https://") {
+            // An Atom entry (or RSS 1.0 item) without a link whose id is its address.
+            item.link = id
         }
         let summary = draft.description ?? draft.atomSummary ?? draft.content
         item.summary = summary?.isEmpty == false ? summary : nil
