@@ -11,7 +11,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self, FetchFeeds.self])
+        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
@@ -159,5 +159,52 @@ struct FetchFeeds: AsyncParsableCommand {
             guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
             return .success((elapsed, Int(usage.ru_maxrss)))
         }.get()
+    }
+}
+
+/// `newspush-bench parse`: parse a folder of feeds N times with the feed parser and, in the same
+/// run, with a bare libxml2 SAX pass over the same bytes.
+struct ParseFeeds: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parse",
+        abstract: "Parse every .xml file of a folder N times; MB/s of FeedParser beside a bare libxml2 SAX pass.")
+
+    @Argument(help: "A folder of feed files (e.g. ../shared/corpus/realworld).") var folder: String
+    @Option(help: "Passes over the folder.") var passes = 5
+    @Option(help: "Only files of at least this many bytes.") var minBytes = 10_000
+    @Option(help: "Only files of at most this many bytes.") var maxBytes = 3_000_000
+    @Option(help: "Also time one synthetic feed with a single text node of this many MB (0: skip).") var hugeNodeMB = 50
+
+    func run() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".xml") }.sorted()
+        let files = names.compactMap { FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent($0)) }
+            .filter { $0.count >= minBytes && $0.count <= maxBytes }
+        let megabytes = Double(files.reduce(0) { $0 + $1.count }) / 1_048_576
+        func time(_ body: () -> Void) -> Double {
+            let start = DispatchTime.now()
+            body()
+            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        }
+        var items = 0, elements = 0
+        var feedTimes: [Double] = [], saxTimes: [Double] = []
+        for _ in 0..<passes {
+            feedTimes.append(time { for file in files { items += (try? FeedParser.parse(file, url: nil))?.items.count ?? 0 } })
+            saxTimes.append(time { for file in files { elements += BareSAXPass.run(file) } })
+        }
+        let feed = megabytes / feedTimes.min()!, sax = megabytes / saxTimes.min()!
+        print(String(format: "%d files, %.1f MB (%d–%d bytes each), best of %d passes:", files.count, megabytes, minBytes, maxBytes, passes))
+        print(String(format: "  FeedParser (pre-pass, SAX, items, HTML to text, dates): %.1f MB/s, %.2f ms per 100 KB", feed, 100.0 / 1024 / feed * 1000))
+        print(String(format: "  bare libxml2 SAX pass over the same bytes:             %.1f MB/s", sax))
+        print(String(format: "  ratio: %.2f of the bare pass; %d items per pass", feed / sax, items / passes))
+        if hugeNodeMB > 0 {
+            for size in [hugeNodeMB / 5, hugeNodeMB] where size > 0 {
+                var document = Data("<rss version=\"2.0\"><channel><title>Big</title><item><title>One item</title><description>".utf8)
+                let line = Data("A long article body, with words &amp; entities, repeated to fill one text node. ".utf8)
+                while document.count < size * 1_048_576 { document.append(line) }
+                document.append(Data("</description></item></channel></rss>".utf8))
+                let seconds = time { _ = try? FeedParser.parse(document, url: nil) }
+                print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, seconds, Double(document.count) / 1_048_576 / seconds))
+            }
+        }
     }
 }
