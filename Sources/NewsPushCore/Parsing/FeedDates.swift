@@ -72,9 +72,10 @@ public enum FeedDates {
                 } else if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
                     let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
                     i += 1
-                    guard let oh = digits(2) else { return nil }
+                    guard let oh = digits(2), oh <= 14 else { return nil }
                     _ = skip(":")
                     let om = digits(2) ?? 0
+                    guard om < 60 else { return nil }
                     offset = sign * (oh * 3600 + om * 60)
                 } else if let zone = namedZoneOffset(String(decoding: s[i...], as: UTF8.self).trimmingCharacters(in: .whitespaces)) {
                     offset = zone
