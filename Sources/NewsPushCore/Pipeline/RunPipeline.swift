@@ -249,27 +249,14 @@ public struct RunPipeline: Sendable {
                     report.summary.pushesSent += 1
                     logger.info("pushed \(key) to [\(push.tags)]", metadata: [
                         "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
-                case .refused(_, let reason):
+                case .refused(_, let reason), .notAccepted(_, let reason), .unknown(_, let reason):
+                    let failure = Self.failure(outcome, reason: reason)
                     push.status = .failed
-                    push.error = reason
-                    decisions[index] = .failed
-                    results.append(JournalEntry(key: key, status: .failed, at: at, error: reason))
+                    push.error = failure.report
+                    decisions[index] = failure.decision
+                    results.append(JournalEntry(key: key, status: failure.status, at: at, error: reason))
                     report.summary.pushesFailed += 1
-                    logger.error("push of \(key) refused: \(reason)")
-                case .notAccepted(_, let reason):
-                    push.status = .failed
-                    push.error = reason
-                    decisions[index] = .pending
-                    results.append(JournalEntry(key: key, status: .pending, at: at, error: reason))
-                    report.summary.pushesFailed += 1
-                    logger.error("push of \(key) not accepted, will retry next run while fresh: \(reason)")
-                case .unknown(_, let reason):
-                    push.status = .failed
-                    push.error = "outcome unknown, not retried: \(reason)"
-                    decisions[index] = .failed
-                    results.append(JournalEntry(key: key, status: .unknown, at: at, error: reason))
-                    report.summary.pushesFailed += 1
-                    logger.error("push of \(key) has an unknown outcome; it will not be sent again: \(reason)")
+                    logger.error("push of \(key) \(failure.log): \(reason)")
                 }
                 report.pushes.append(push)
             }
@@ -336,6 +323,17 @@ public struct RunPipeline: Sendable {
         for (key, record) in state.stories where record.status == .sending {
             state.stories[key]?.status = .unknown
             state.stories[key]?.error = "the run sending it was interrupted; outcome unknown, not re-sent"
+        }
+    }
+
+    /// How a send that did not succeed is recorded, reported and logged (SPEC §6): refused for
+    /// good → failed; not accepted → pending, retried while fresh; unknown → never re-sent.
+    static func failure(_ outcome: SendOutcome, reason: String)
+        -> (status: StoryRecord.Status, decision: ItemDecision, report: String, log: String) {
+        switch outcome {
+        case .notAccepted: return (.pending, .pending, reason, "not accepted, will retry next run while fresh")
+        case .unknown: return (.unknown, .failed, "outcome unknown, not retried: \(reason)", "has an unknown outcome; it will not be sent again")
+        default: return (.failed, .failed, reason, "refused")
         }
     }
 
