@@ -52,7 +52,8 @@ enum FeedBytes {
         switch label {
         case "utf-8", "utf8", "us-ascii", "ascii", "utf-16", "utf-16le", "utf-16be":
             // "utf-16" declared without a BOM on 8-bit bytes is a lie the bytes disprove.
-            return (validUTF8OrCP1252(raw, label: label, problems: &problems), "utf-8")
+            let isUTF16 = label.hasPrefix("utf-16")
+            return (validUTF8OrCP1252(raw, label: label, problems: &problems), isUTF16 ? "utf-8" : label)
         case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
             // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes,
             // or mix both.
@@ -64,7 +65,7 @@ enum FeedBytes {
             if decoded != (transcode(raw, from: "CP1252") ?? latin1ToUTF8(raw)) {
                 problems.append("declared \(label) but parts are UTF-8; each part read as what it is")
             }
-            return (decoded, "windows-1252")
+            return (decoded, label)
         default:
             if let converted = transcode(raw, from: label) { return (converted, label) }
             problems.append("unknown encoding '\(label)'; read as UTF-8")

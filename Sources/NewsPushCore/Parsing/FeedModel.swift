@@ -8,6 +8,23 @@ public enum FeedFormat: String, Sendable, Codable {
     case atom10 = "atom1.0"
 }
 
+/// A link of a feed or item, with its relation (`alternate`, `enclosure`, …).
+public struct FeedLink: Sendable, Equatable, Codable {
+    public var href: String
+    public var rel: String
+    public var type: String?
+    public var length: String?
+    public var hreflang: String?
+    public var title: String?
+}
+
+/// A category term with its scheme (RSS `domain`, Atom `scheme`) and label.
+public struct FeedTag: Sendable, Equatable, Codable {
+    public var term: String
+    public var scheme: String?
+    public var label: String?
+}
+
 /// One entry of a feed, normalised: plain-text title and summary, absolute link, UTC dates.
 public struct FeedItem: Sendable, Equatable, Codable {
     /// The item's own id (RSS guid, RSS 1.0 rdf:about, Atom id), or nil.
@@ -25,6 +42,16 @@ public struct FeedItem: Sendable, Equatable, Codable {
     public var content: String?
     /// Whether an RSS guid is a permalink (only meaningful when `id` came from a guid).
     public var guidIsPermaLink: Bool?
+    public var authorEmail: String?
+    /// Every link with its relation (enclosures included).
+    public var links: [FeedLink] = []
+    /// Categories with scheme and label (`categories` holds their terms).
+    public var tags: [FeedTag] = []
+    /// The content's media type (`text/html`, `text/plain`, `application/xhtml+xml`).
+    public var contentType: String?
+    /// The dates as the feed wrote them.
+    public var publishedText: String?
+    public var updatedText: String?
 
     public init(id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
                 published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []) {
@@ -44,6 +71,16 @@ public struct ParsedFeed: Sendable {
     public var format: FeedFormat
     public var title: String?
     public var link: String?
+    /// RSS channel description, Atom subtitle (tagline), as plain text.
+    public var subtitle: String?
+    public var language: String?
+    public var links: [FeedLink] = []
+    public var author: String?
+    public var authorEmail: String?
+    /// The channel's dates as written (RSS pubDate / dcterms:issued; lastBuildDate / dc:date /
+    /// Atom updated).
+    public var publishedText: String?
+    public var updatedText: String?
     public var items: [FeedItem]
     /// What was wrong with the document but did not stop the parse (not well-formed,
     /// wrong encoding label…), for the report.

@@ -30,8 +30,12 @@ public enum FeedParser {
             throw .unreadable(strict.errors.first ?? "no root element")
         }
         if builder.droppedOpenItem { problems.append("the document ends inside an item; that item was left out") }
-        return ParsedFeed(format: format, title: builder.feedTitle, link: builder.feedLink, items: builder.items,
-                          problems: problems)
+        var feed = ParsedFeed(format: format, title: builder.feedTitle, link: builder.feedLink, subtitle: builder.feedSubtitle,
+                              language: builder.feedLanguage, links: builder.feedLinks, items: builder.items, problems: problems)
+        (feed.author, feed.authorEmail) = builder.feedAuthor
+        feed.publishedText = builder.feedPublished
+        feed.updatedText = builder.feedUpdated
+        return feed
     }
 }
 
@@ -44,6 +48,7 @@ enum FeedNamespace {
     static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
     static let dc = "http://purl.org/dc/elements/1.1/"
     static let content = "http://purl.org/rss/1.0/modules/content/"
+    static let dcterms = "http://purl.org/dc/terms/"
     static let xml = "http://www.w3.org/XML/1998/namespace"
     static let userlandRSS2 = "http://backend.userland.com/rss2"
 
@@ -59,6 +64,12 @@ final class FeedDocumentBuilder: XMLEventSink {
     private(set) var rejection: String?
     private(set) var feedTitle: String?
     private(set) var feedLink: String?
+    private(set) var feedSubtitle: String?
+    private(set) var feedLanguage: String?
+    private(set) var feedLinks: [FeedLink] = []
+    private(set) var feedAuthor: (String?, String?) = (nil, nil)
+    private(set) var feedPublished: String?
+    private(set) var feedUpdated: String?
     private(set) var items: [FeedItem] = []
     private(set) var droppedOpenItem = false
 
@@ -67,12 +78,13 @@ final class FeedDocumentBuilder: XMLEventSink {
         var base: String?
     }
 
-    private enum TextKind { case plain, html, xhtml, maybeHTML }
+    private enum TextKind { case plain, html, xhtml, maybeHTML, base64 }
 
     private enum Field {
-        case feedTitle, feedLink
+        case feedTitle, feedLink, feedSubtitle, feedLanguage, feedAuthor, feedAuthorName, feedAuthorEmail, feedPublished, feedUpdated
+        case dcTitle, created
         case title, link, description, contentEncoded, atomSummary, atomContent, guid, atomId
-        case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, category, ignored
+        case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, atomAuthorEmail, category, ignored
     }
 
     private struct Capture {
@@ -88,6 +100,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         var depth: Int
         var rssLink: String?
         var atomLinks: [(rel: String, type: String, href: String)] = []
+        var pendingTag: FeedTag?
         var guid: String?
         var pubDate: String?
         var dcDate: String?
@@ -98,12 +111,16 @@ final class FeedDocumentBuilder: XMLEventSink {
         var content: String?
         var author: String?
         var atomAuthorName: String?
+        var atomAuthorEmail: String?
+        var dcTitle: String?
+        var modified: String?
     }
 
     private var stack: [Frame] = []
     private var draft: Draft?
     private var capture: Capture?
     private var atomAuthorDepth: Int?
+    private var feedAuthorDepth: Int?
     private var feedAtomLinks: [(rel: String, type: String, href: String)] = []
     private var feedRSSLink: String?
     private let documentURL: String?
@@ -137,6 +154,10 @@ final class FeedDocumentBuilder: XMLEventSink {
             self.capture = capture
             return
         }
+        if FeedNamespace.isMedia(name.namespace), let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
+            startItemChild(name, attributes: attributes, depth: depth, base: base)
+            return
+        }
         if FeedNamespace.isMedia(name.namespace), draft != nil, name.local == "content" || name.local == "thumbnail" {
             if let url = attribute("url", in: attributes), let resolved = Self.resolve(url, against: base) {
                 draft?.item.enclosures.append(resolved)
@@ -146,9 +167,9 @@ final class FeedDocumentBuilder: XMLEventSink {
         if let current = draft {
             if depth == current.depth + 1 {
                 startItemChild(name, attributes: attributes, depth: depth, base: base)
-            } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty,
-                      name.local == "name" {
-                capture = Capture(field: .atomAuthorName, depth: depth, kind: .plain)
+            } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty {
+                if name.local == "name" { capture = Capture(field: .atomAuthorName, depth: depth, kind: .plain) }
+                if name.local == "email" { capture = Capture(field: .atomAuthorEmail, depth: depth, kind: .plain) }
             }
             return
         }
@@ -159,17 +180,46 @@ final class FeedDocumentBuilder: XMLEventSink {
             }
             return
         }
+        if let authorDepth = feedAuthorDepth, depth == authorDepth + 1 {
+            if name.local == "name" { capture = Capture(field: .feedAuthorName, depth: depth, kind: .plain) }
+            if name.local == "email" { capture = Capture(field: .feedAuthorEmail, depth: depth, kind: .plain) }
+            return
+        }
         // Feed-level title and link: children of <channel> or of the Atom <feed>.
         let parent = stack[stack.count - 2].name
         let parentIsChannel = (parent.local == "channel" && FeedNamespace.isRSS(parent.namespace)) ||
             (depth == 2 && format == .atom10)
+        if depth == 1 || parentIsChannel, feedLanguage == nil,
+           let lang = attributes.first(where: { $0.name.namespace == FeedNamespace.xml && $0.name.local == "lang" })?.value {
+            feedLanguage = lang
+        }
         guard parentIsChannel else { return }
-        if name.local == "title", FeedNamespace.isRSS(name.namespace) || FeedNamespace.isAtom(name.namespace) {
+        let known = FeedNamespace.isRSS(name.namespace) || FeedNamespace.isAtom(name.namespace)
+        if name.local == "title", known {
             capture = Capture(field: .feedTitle, depth: depth, kind: textKind(name, attributes))
+        } else if ["description", "subtitle", "tagline"].contains(name.local), known {
+            capture = Capture(field: .feedSubtitle, depth: depth, kind: name.local == "description" ? .html : textKind(name, attributes))
+        } else if name.local == "language", FeedNamespace.isRSS(name.namespace) || name.namespace == FeedNamespace.dc {
+            capture = Capture(field: .feedLanguage, depth: depth, kind: .plain)
+        } else if name.local == "title", name.namespace == FeedNamespace.dc, feedTitle == nil {
+            capture = Capture(field: .feedTitle, depth: depth, kind: .plain)
+        } else if (name.local == "author" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && ["creator", "author"].contains(name.local))
+                    || (name.local == "managingEditor" && FeedNamespace.isRSS(name.namespace) && feedAuthor.0 == nil && feedAuthor.1 == nil) {
+            capture = Capture(field: .feedAuthor, depth: depth, kind: .plain)
+        } else if name.local == "author", FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+            feedAuthorDepth = depth
+        } else if (name.local == "pubDate" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dcterms && name.local == "issued")
+                    || (name.local == "published" && FeedNamespace.isAtom(name.namespace)) {
+            capture = Capture(field: .feedPublished, depth: depth, kind: .plain)
+        } else if (name.local == "lastBuildDate" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && name.local == "date")
+                    || (name.namespace == FeedNamespace.dcterms && name.local == "modified") || (name.local == "updated" && FeedNamespace.isAtom(name.namespace)) {
+            capture = Capture(field: .feedUpdated, depth: depth, kind: .plain)
         } else if name.local == "link" {
             if FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
                 if let href = attribute("href", in: attributes), let resolved = Self.resolve(href, against: base) {
-                    feedAtomLinks.append((attribute("rel", in: attributes) ?? "alternate", attribute("type", in: attributes) ?? "", resolved))
+                    let rel = attribute("rel", in: attributes) ?? "alternate"
+                    feedAtomLinks.append((rel, attribute("type", in: attributes) ?? "", resolved))
+                    feedLinks.append(Self.link(resolved, rel: rel, attributes, self))
                 }
             } else if FeedNamespace.isRSS(name.namespace) {
                 capture = Capture(field: .feedLink, depth: depth, kind: .plain)
@@ -185,6 +235,7 @@ final class FeedDocumentBuilder: XMLEventSink {
             finishCapture(current)
         }
         if let authorDepth = atomAuthorDepth, authorDepth == depth { atomAuthorDepth = nil }
+        if let authorDepth = feedAuthorDepth, authorDepth == depth { feedAuthorDepth = nil }
         if let current = draft, current.depth == depth {
             draft = nil
             items.append(finish(current))
@@ -260,13 +311,17 @@ final class FeedDocumentBuilder: XMLEventSink {
             case "category":
                 if let term = attribute("term", in: attributes) ?? attribute("label", in: attributes) {
                     let clean = Self.collapse(term)
-                    if !clean.isEmpty { draft?.item.categories.append(clean) }
+                    if !clean.isEmpty {
+                        draft?.item.categories.append(clean)
+                        draft?.item.tags.append(FeedTag(term: clean, scheme: attribute("scheme", in: attributes), label: attribute("label", in: attributes)))
+                    }
                 }
             case "link":
                 if let href = attribute("href", in: attributes), let resolved = Self.resolve(href.trimmingCharacters(in: .whitespacesAndNewlines), against: base) {
                     let rel = attribute("rel", in: attributes) ?? "alternate"
                     if rel == "enclosure" { draft?.item.enclosures.append(resolved) }
                     draft?.atomLinks.append((rel, attribute("type", in: attributes) ?? "", resolved))
+                    draft?.item.links.append(Self.link(resolved, rel: rel, attributes, self))
                 }
             default: break
             }
@@ -284,24 +339,47 @@ final class FeedDocumentBuilder: XMLEventSink {
                 }
             case "pubDate": field = .pubDate
             case "author": field = .author
-            case "category": field = .category
+            case "category":
+                field = .category
+                draft?.pendingTag = FeedTag(term: "", scheme: attribute("domain", in: attributes), label: nil)
             case "enclosure":
                 if let url = attribute("url", in: attributes)?.trimmingCharacters(in: .whitespaces), !url.isEmpty,
                    let resolved = Self.resolve(url, against: base) {
                     draft?.item.enclosures.append(resolved)
+                    draft?.item.links.append(FeedLink(href: resolved, rel: "enclosure", type: attribute("type", in: attributes),
+                                                      length: attribute("length", in: attributes)))
                 }
             default: break
             }
         } else if ns == FeedNamespace.dc {
             switch name.local {
             case "date": field = .dcDate
-            case "creator": field = .dcCreator
+            case "creator", "author": field = .dcCreator
             case "subject": field = .category
+            case "title": field = .dcTitle
             default: break
             }
+        } else if ns == FeedNamespace.dcterms {
+            switch name.local {
+            case "issued": field = .published
+            case "modified": field = .updated
+            case "created": field = .created
+            default: break
+            }
+        } else if FeedNamespace.isMedia(ns), name.local == "title" {
+            field = .dcTitle
+        } else if FeedNamespace.isMedia(ns), name.local == "category" {
+            field = .category
+            draft?.pendingTag = FeedTag(term: "", scheme: attribute("scheme", in: attributes) ?? "http://search.yahoo.com/mrss/category_schema",
+                                        label: attribute("label", in: attributes))
         } else if ns == FeedNamespace.content, name.local == "encoded" {
             field = .contentEncoded
             kind = .html
+            draft?.item.contentType = "text/html"
+        }
+        if field == .atomContent {
+            let type = (attribute("type", in: attributes) ?? "text").lowercased()
+            draft?.item.contentType = ["html": "text/html", "xhtml": "application/xhtml+xml", "text": "text/plain"][type] ?? type
         }
         if let field { capture = Capture(field: field, depth: depth, kind: kind) }
     }
@@ -309,6 +387,11 @@ final class FeedDocumentBuilder: XMLEventSink {
     private func textKind(_ name: XMLName, _ attributes: [XMLAttribute]) -> TextKind {
         let type = (attribute("type", in: attributes) ?? "text").lowercased()
         if attribute("mode", in: attributes) == "escaped" { return .html }
+        if attribute("mode", in: attributes) == "base64" { return .base64 }
+        // Atom: any other media type that is not text or XML is base64-encoded content.
+        if FeedNamespace.isAtom(name.namespace) || format == .atom10, type.contains("/"), !type.hasPrefix("text/"), !type.contains("xml") {
+            return .base64
+        }
         switch type {
         case "html", "text/html": return .html
         case "xhtml", "application/xhtml+xml": return .xhtml
@@ -323,10 +406,22 @@ final class FeedDocumentBuilder: XMLEventSink {
         case .plain, .xhtml: text = Self.collapse(raw)
         case .html: text = Self.collapse(Self.looksLikeMarkup(raw) ? HTMLText.text(fromHTML: raw) : raw)
         case .maybeHTML: text = Self.collapse(Self.looksLikeHTML(raw) ? HTMLText.text(fromHTML: raw) : raw)
+        case .base64:
+            let decoded = Data(base64Encoded: raw.filter { !$0.isWhitespace }).map { String(decoding: $0, as: UTF8.self) } ?? raw
+            text = Self.collapse(Self.looksLikeMarkup(decoded) ? HTMLText.text(fromHTML: decoded) : decoded)
         }
         switch capture.field {
         case .feedTitle: feedTitle = text.isEmpty ? nil : text
         case .feedLink: feedRSSLink = text.isEmpty ? nil : text
+        case .feedSubtitle: feedSubtitle = text
+        case .feedLanguage: feedLanguage = text.isEmpty ? nil : text
+        case .feedAuthor: if !text.isEmpty { feedAuthor = Self.splitAuthor(text) }
+        case .feedAuthorName: feedAuthor.0 = text
+        case .feedAuthorEmail: feedAuthor.1 = text
+        case .feedPublished: feedPublished = text
+        case .feedUpdated: feedUpdated = text
+        case .dcTitle: draft?.dcTitle = text
+        case .created: break
         case .title: draft?.item.title = text
         case .link: draft?.rssLink = text
         case .description: draft?.description = text
@@ -341,7 +436,14 @@ final class FeedDocumentBuilder: XMLEventSink {
         case .author: draft?.author = text
         case .dcCreator: if draft?.author == nil { draft?.author = text }
         case .atomAuthorName: draft?.atomAuthorName = text
-        case .category: if !text.isEmpty { draft?.item.categories.append(text) }
+        case .atomAuthorEmail: draft?.atomAuthorEmail = text
+        case .category:
+            if !text.isEmpty {
+                draft?.item.categories.append(text)
+                let pending = draft?.pendingTag
+                draft?.item.tags.append(FeedTag(term: text, scheme: pending?.scheme, label: pending?.label))
+            }
+            draft?.pendingTag = nil
         case .ignored: break
         }
     }
@@ -366,11 +468,21 @@ final class FeedDocumentBuilder: XMLEventSink {
         let summary = draft.description ?? draft.atomSummary ?? draft.content
         item.summary = summary?.isEmpty == false ? summary : nil
         item.content = draft.content?.isEmpty == false ? draft.content : nil
+        if item.title == nil, let title = draft.dcTitle, !title.isEmpty { item.title = title }
+        item.publishedText = draft.pubDate ?? draft.published ?? draft.dcDate
+        item.updatedText = draft.updated ?? draft.dcDate
         item.published = (draft.pubDate ?? draft.dcDate ?? draft.published).flatMap(FeedDates.parse)
             ?? draft.dcDate.flatMap(FeedDates.parse) ?? draft.published.flatMap(FeedDates.parse)
         item.updated = draft.updated.flatMap(FeedDates.parse)
-        let author = draft.atomAuthorName ?? draft.author
-        item.author = author?.isEmpty == false ? author : nil
+        if let name = draft.atomAuthorName, !name.isEmpty {
+            item.author = name
+            item.authorEmail = draft.atomAuthorEmail
+        } else if let email = draft.atomAuthorEmail, !email.isEmpty {
+            item.authorEmail = email
+        } else if let author = draft.author, !author.isEmpty {
+            (item.author, item.authorEmail) = Self.splitAuthor(author)
+        }
+        if item.links.isEmpty, let link = item.link { item.links = [FeedLink(href: link, rel: "alternate", type: "text/html")] }
         return item
     }
 
@@ -382,12 +494,31 @@ final class FeedDocumentBuilder: XMLEventSink {
         }
     }
 
+    /// "me@example.com (Name)", "Name (me@example.com)", "Name <me@example.com>" or a bare
+    /// address, split into name and e-mail.
+    static func splitAuthor(_ text: String) -> (String?, String?) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }), let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close {
+            let inside = trimmed[trimmed.index(after: open)..<close].trimmingCharacters(in: .whitespaces)
+            let outside = (trimmed[..<open] + trimmed[trimmed.index(after: close)...]).trimmingCharacters(in: .whitespaces)
+            if inside.contains("@") { return (outside.isEmpty ? nil : outside, inside) }
+            if outside.contains("@") { return (inside.isEmpty ? nil : inside, outside) }
+        }
+        if trimmed.contains("@"), !trimmed.contains(" ") { return (nil, trimmed) }
+        return (trimmed, nil)
+    }
+
+    static func link(_ href: String, rel: String, _ attributes: [XMLAttribute], _ builder: FeedDocumentBuilder) -> FeedLink {
+        FeedLink(href: href, rel: rel, type: builder.attribute("type", in: attributes), length: builder.attribute("length", in: attributes),
+                 hreflang: builder.attribute("hreflang", in: attributes), title: builder.attribute("title", in: attributes))
+    }
+
     private static func preferredAlternate(_ links: [(rel: String, type: String, href: String)]) -> String? {
         let alternates = links.filter { $0.rel == "alternate" }
         return (alternates.first { $0.type.contains("html") } ?? alternates.first)?.href
     }
 
-    private func attribute(_ local: String, in attributes: [XMLAttribute]) -> String? {
+    fileprivate func attribute(_ local: String, in attributes: [XMLAttribute]) -> String? {
         attributes.first { $0.name.local == local && ($0.name.namespace.isEmpty || local == "about") }?.value
     }
 
