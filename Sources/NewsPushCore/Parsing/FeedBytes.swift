@@ -48,12 +48,23 @@ enum FeedBytes {
 
         let declared = declaredEncoding(raw)
         let fromHTTP = httpContentType.flatMap(charset(fromContentType:))
+        if let type = httpContentType?.lowercased(), type.hasPrefix("text/plain") || type.hasPrefix("text/html") {
+            problems.append("served as \(type.split(separator: ";")[0]), not as a feed type")
+        }
+        // RFC 3023: text/*xml without a charset is us-ascii. Only the label follows the rule
+        // when the bytes are ASCII anyway; other bytes are decoded as they are.
+        if let type = httpContentType?.lowercased(), type.hasPrefix("text/"), type.contains("xml"),
+           fromHTTP.map({ !["utf-8", "utf8", "us-ascii", "iso-8859-1", "windows-1252", "utf-16"].contains($0.lowercased()) && transcode([], from: $0) == nil }) ?? true,
+           !raw.contains(where: { $0 >= 0x80 }) {
+            return (raw, "us-ascii")
+        }
         let label = (fromHTTP ?? declared ?? "utf-8").lowercased()
         switch label {
         case "utf-8", "utf8", "us-ascii", "ascii", "utf-16", "utf-16le", "utf-16be":
             // "utf-16" declared without a BOM on 8-bit bytes is a lie the bytes disprove.
             let isUTF16 = label.hasPrefix("utf-16")
-            return (validUTF8OrCP1252(raw, label: label, problems: &problems), isUTF16 ? "utf-8" : label)
+            return (validUTF8OrCP1252(raw, label: label, declared: fromHTTP != nil || declared != nil, problems: &problems),
+                    isUTF16 ? "utf-8" : label)
         case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
             // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes,
             // or mix both.
@@ -73,14 +84,16 @@ enum FeedBytes {
         }
     }
 
-    private static func validUTF8OrCP1252(_ bytes: [UInt8], label: String, problems: inout [String]) -> [UInt8] {
+    private static func validUTF8OrCP1252(_ bytes: [UInt8], label: String, declared: Bool = true, problems: inout [String]) -> [UInt8] {
         if isValidUTF8(bytes) { return bytes }
-        problems.append("bytes are not valid \(label); invalid bytes read as windows-1252")
+        // Undeclared legacy bytes are read as Windows-1252, as browsers do; only a declared
+        // encoding that the bytes contradict is worth a warning.
+        if declared { problems.append("bytes are not valid \(label); invalid bytes read as windows-1252") }
         return mixedUTF8(bytes)
     }
 
     /// Windows-1252 for 0x80–0x9F (where Latin-1 has control characters); Latin-1 above.
-    private static let cp1252High: [UInt32] = [
+    static let cp1252High: [UInt32] = [
         0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
         0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
     ]
@@ -208,7 +221,7 @@ enum FeedBytes {
     /// `&`, and drops control characters XML does not allow.
     static func repairMarkup(_ input: [UInt8]) -> [UInt8] {
         // Nothing to do for most documents: no '&' and no forbidden control characters.
-        if !input.contains(where: { $0 == UInt8(ascii: "&") || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) }) {
+        if !input.contains(where: { $0 == UInt8(ascii: "&") || $0 == 0xC2 || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) }) {
             return input
         }
         var out: [UInt8] = []
@@ -254,6 +267,12 @@ enum FeedBytes {
                 i += 1
                 continue
             }
+            // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
+            if b == 0xC2, i + 1 < n, input[i + 1] >= 0x80, input[i + 1] <= 0x9F {
+                out.append(contentsOf: Array(String(Character(Unicode.Scalar(cp1252High[Int(input[i + 1]) - 0x80])!)).utf8))
+                i += 2
+                continue
+            }
             out.append(b)
             i += 1
         }
@@ -273,7 +292,9 @@ enum FeedBytes {
                   (input[j] >= 0x30 && input[j] <= 0x39) || (hex && ((input[j] | 0x20) >= 0x61 && (input[j] | 0x20) <= 0x66)) { j += 1 }
             if j > digitsStart, j < n, input[j] == UInt8(ascii: ";"),
                let value = UInt32(String(decoding: input[digitsStart..<j], as: UTF8.self), radix: hex ? 16 : 10) {
-                appendCharacterReference(Self.xmlAllowed(value) ? value : 0xFFFD, to: &out)
+                // References to 128–159 name Windows-1252 characters in practice (HTML5 does the same).
+                let mapped = (0x80...0x9F).contains(value) ? cp1252High[Int(value) - 0x80] : value
+                appendCharacterReference(Self.xmlAllowed(mapped) ? mapped : 0xFFFD, to: &out)
                 return j + 1
             }
             out.append(contentsOf: Array("&amp;".utf8))

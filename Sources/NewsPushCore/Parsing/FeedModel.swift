@@ -18,6 +18,12 @@ public struct FeedLink: Sendable, Equatable, Codable {
     public var title: String?
 }
 
+/// One author of an item.
+public struct FeedAuthor: Sendable, Equatable, Codable {
+    public var name: String?
+    public var email: String?
+}
+
 /// A category term with its scheme (RSS `domain`, Atom `scheme`) and label.
 public struct FeedTag: Sendable, Equatable, Codable {
     public var term: String
@@ -43,6 +49,8 @@ public struct FeedItem: Sendable, Equatable, Codable {
     /// Whether an RSS guid is a permalink (only meaningful when `id` came from a guid).
     public var guidIsPermaLink: Bool?
     public var authorEmail: String?
+    /// Every author when there are several (`author` is the first).
+    public var authors: [FeedAuthor] = []
     /// Every link with its relation (enclosures included).
     public var links: [FeedLink] = []
     /// Categories with scheme and label (`categories` holds their terms).
@@ -52,6 +60,7 @@ public struct FeedItem: Sendable, Equatable, Codable {
     /// The dates as the feed wrote them.
     public var publishedText: String?
     public var updatedText: String?
+    public var createdText: String?
 
     public init(id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
                 published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []) {
@@ -77,6 +86,9 @@ public struct ParsedFeed: Sendable {
     public var links: [FeedLink] = []
     public var author: String?
     public var authorEmail: String?
+    public var tags: [FeedTag] = []
+    /// The feed's own id (Atom).
+    public var id: String?
     /// The channel's dates as written (RSS pubDate / dcterms:issued; lastBuildDate / dc:date /
     /// Atom updated).
     public var publishedText: String?

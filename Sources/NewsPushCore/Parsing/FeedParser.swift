@@ -35,6 +35,8 @@ public enum FeedParser {
         (feed.author, feed.authorEmail) = builder.feedAuthor
         feed.publishedText = builder.feedPublished
         feed.updatedText = builder.feedUpdated
+        feed.tags = builder.feedTags
+        feed.id = builder.feedId
         return feed
     }
 }
@@ -51,8 +53,14 @@ enum FeedNamespace {
     static let dcterms = "http://purl.org/dc/terms/"
     static let xml = "http://www.w3.org/XML/1998/namespace"
     static let userlandRSS2 = "http://backend.userland.com/rss2"
+    static let userlandRSS = "http://backend.userland.com/rss"
+    static let xhtml = "http://www.w3.org/1999/xhtml"
 
-    static func isRSS(_ ns: String) -> Bool { ns.isEmpty || ns == rss10 || ns == rss090 || ns == userlandRSS2 }
+    static let harvardRSS = "http://blogs.law.harvard.edu/tech/rss"
+
+    static func isRSS(_ ns: String) -> Bool {
+        ns.isEmpty || ns == rss10 || ns == rss090 || ns.hasPrefix(userlandRSS) || ns == harvardRSS
+    }
     static func isAtom(_ ns: String) -> Bool { ns == atom || ns == atom03 }
     static func isMedia(_ ns: String) -> Bool { ns.hasPrefix("http://search.yahoo.com/mrss") }
 }
@@ -69,6 +77,9 @@ final class FeedDocumentBuilder: XMLEventSink {
     private(set) var feedLinks: [FeedLink] = []
     private(set) var feedAuthor: (String?, String?) = (nil, nil)
     private(set) var feedPublished: String?
+    private(set) var feedTags: [FeedTag] = []
+    private(set) var feedId: String?
+    private var pendingFeedTagScheme: String?
     private(set) var feedUpdated: String?
     private(set) var items: [FeedItem] = []
     private(set) var droppedOpenItem = false
@@ -82,7 +93,7 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     private enum Field {
         case feedTitle, feedLink, feedSubtitle, feedLanguage, feedAuthor, feedAuthorName, feedAuthorEmail, feedPublished, feedUpdated
-        case dcTitle, created
+        case dcTitle, created, rssSummary, feedCategory, feedId
         case title, link, description, contentEncoded, atomSummary, atomContent, guid, atomId
         case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, atomAuthorEmail, category, ignored
     }
@@ -112,8 +123,11 @@ final class FeedDocumentBuilder: XMLEventSink {
         var author: String?
         var atomAuthorName: String?
         var atomAuthorEmail: String?
+        var authors: [(String?, String?)] = []
         var dcTitle: String?
         var modified: String?
+        var rssSummary: String?
+        var summaryBeforeDescription = false
     }
 
     private var stack: [Frame] = []
@@ -201,6 +215,11 @@ final class FeedDocumentBuilder: XMLEventSink {
             capture = Capture(field: .feedSubtitle, depth: depth, kind: name.local == "description" ? .html : textKind(name, attributes))
         } else if name.local == "language", FeedNamespace.isRSS(name.namespace) || name.namespace == FeedNamespace.dc {
             capture = Capture(field: .feedLanguage, depth: depth, kind: .plain)
+        } else if (name.local == "category" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && name.local == "subject") {
+            pendingFeedTagScheme = attribute("domain", in: attributes)
+            capture = Capture(field: .feedCategory, depth: depth, kind: .plain)
+        } else if name.local == "id", FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+            capture = Capture(field: .feedId, depth: depth, kind: .plain)
         } else if name.local == "title", name.namespace == FeedNamespace.dc, feedTitle == nil {
             capture = Capture(field: .feedTitle, depth: depth, kind: .plain)
         } else if (name.local == "author" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && ["creator", "author"].contains(name.local))
@@ -234,7 +253,12 @@ final class FeedDocumentBuilder: XMLEventSink {
             capture = nil
             finishCapture(current)
         }
-        if let authorDepth = atomAuthorDepth, authorDepth == depth { atomAuthorDepth = nil }
+        if let authorDepth = atomAuthorDepth, authorDepth == depth {
+            atomAuthorDepth = nil
+            if let name = draft?.atomAuthorName, let email = draft?.atomAuthorEmail { draft?.authors.append((name, email)) }
+            else if let name = draft?.atomAuthorName { draft?.authors.append((name, nil)) }
+            else if let email = draft?.atomAuthorEmail { draft?.authors.append((nil, email)) }
+        }
         if let authorDepth = feedAuthorDepth, authorDepth == depth { feedAuthorDepth = nil }
         if let current = draft, current.depth == depth {
             draft = nil
@@ -307,7 +331,10 @@ final class FeedDocumentBuilder: XMLEventSink {
             case "id": field = .atomId
             case "published", "issued": field = .published
             case "updated", "modified": field = .updated
-            case "author": atomAuthorDepth = depth
+            case "author":
+                atomAuthorDepth = depth
+                // Each <author> starts afresh; the first one is the item's author.
+                if draft?.authors.isEmpty == false { draft?.atomAuthorName = nil; draft?.atomAuthorEmail = nil }
             case "category":
                 if let term = attribute("term", in: attributes) ?? attribute("label", in: attributes) {
                     let clean = Self.collapse(term)
@@ -339,6 +366,14 @@ final class FeedDocumentBuilder: XMLEventSink {
                 }
             case "pubDate": field = .pubDate
             case "author": field = .author
+            case "summary":
+                field = .rssSummary
+                kind = .html
+                if draft?.description == nil { draft?.summaryBeforeDescription = true }
+            case "fullitem", "body":
+                field = .contentEncoded
+                kind = .html
+                draft?.item.contentType = "text/html"
             case "category":
                 field = .category
                 draft?.pendingTag = FeedTag(term: "", scheme: attribute("domain", in: attributes), label: nil)
@@ -357,8 +392,13 @@ final class FeedDocumentBuilder: XMLEventSink {
             case "creator", "author": field = .dcCreator
             case "subject": field = .category
             case "title": field = .dcTitle
+            case "description": if draft?.description == nil { field = .description; kind = .html }
             default: break
             }
+        } else if ns == FeedNamespace.xhtml, name.local == "body" {
+            field = .contentEncoded
+            kind = .xhtml
+            draft?.item.contentType = "application/xhtml+xml"
         } else if ns == FeedNamespace.dcterms {
             switch name.local {
             case "issued": field = .published
@@ -421,7 +461,10 @@ final class FeedDocumentBuilder: XMLEventSink {
         case .feedPublished: feedPublished = text
         case .feedUpdated: feedUpdated = text
         case .dcTitle: draft?.dcTitle = text
-        case .created: break
+        case .created: draft?.item.createdText = text
+        case .rssSummary: draft?.rssSummary = text
+        case .feedId: feedId = text.isEmpty ? nil : text
+        case .feedCategory: if !text.isEmpty { feedTags.append(FeedTag(term: text, scheme: pendingFeedTagScheme, label: nil)) }
         case .title: draft?.item.title = text
         case .link: draft?.rssLink = text
         case .description: draft?.description = text
@@ -434,7 +477,9 @@ final class FeedDocumentBuilder: XMLEventSink {
         case .published: draft?.published = text
         case .updated: draft?.updated = text
         case .author: draft?.author = text
-        case .dcCreator: if draft?.author == nil { draft?.author = text }
+        case .dcCreator:
+            if draft?.author == nil { draft?.author = text }
+            if !text.isEmpty { draft?.authors.append(Self.splitAuthor(text)) }
         case .atomAuthorName: draft?.atomAuthorName = text
         case .atomAuthorEmail: draft?.atomAuthorEmail = text
         case .category:
@@ -465,16 +510,31 @@ final class FeedDocumentBuilder: XMLEventSink {
             // An Atom entry (or RSS 1.0 item) without a link whose id is its address.
             item.link = id
         }
-        let summary = draft.description ?? draft.atomSummary ?? draft.content
-        item.summary = summary?.isEmpty == false ? summary : nil
-        item.content = draft.content?.isEmpty == false ? draft.content : nil
+        var content = draft.content
+        var description = draft.description
+        if let rssSummary = draft.rssSummary {
+            // <summary> and <description> in one RSS item: the first is the summary, the other the content.
+            if let other = description, content == nil {
+                content = draft.summaryBeforeDescription ? other : rssSummary
+                description = draft.summaryBeforeDescription ? rssSummary : other
+            } else if description == nil {
+                description = rssSummary
+            }
+        }
+        // An empty summary stays empty (markup without text, e.g. an SVG), not absent.
+        item.summary = description ?? draft.atomSummary ?? content
+        item.content = content?.isEmpty == false ? content : nil
         if item.title == nil, let title = draft.dcTitle, !title.isEmpty { item.title = title }
         item.publishedText = draft.pubDate ?? draft.published ?? draft.dcDate
         item.updatedText = draft.updated ?? draft.dcDate
         item.published = (draft.pubDate ?? draft.dcDate ?? draft.published).flatMap(FeedDates.parse)
             ?? draft.dcDate.flatMap(FeedDates.parse) ?? draft.published.flatMap(FeedDates.parse)
         item.updated = draft.updated.flatMap(FeedDates.parse)
-        if let name = draft.atomAuthorName, !name.isEmpty {
+        item.authors = draft.authors.map { FeedAuthor(name: $0.0, email: $0.1) }
+        if let first = draft.authors.first, draft.atomAuthorName != nil || draft.atomAuthorEmail != nil {
+            item.author = first.0
+            item.authorEmail = first.1
+        } else if let name = draft.atomAuthorName, !name.isEmpty {
             item.author = name
             item.authorEmail = draft.atomAuthorEmail
         } else if let email = draft.atomAuthorEmail, !email.isEmpty {
