@@ -6,7 +6,7 @@ import Foundation
 /// written here. Unparseable text gives nil, never an error.
 public enum FeedDates {
     public static func parse(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmedASCIIWhitespace()
         guard !trimmed.isEmpty else { return nil }
         if let first = trimmed.unicodeScalars.first, CharacterSet.decimalDigits.contains(first),
            let iso = parseISO8601(trimmed) {
@@ -142,8 +142,7 @@ public enum FeedDates {
     }
 
     static func parseRFC822(_ text: String) -> Date? {
-        let cleaned = text.replacingOccurrences(of: ",", with: " ")
-        var tokens = cleaned.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
+        var tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
         // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
         tokens = tokens.flatMap { token -> [String] in
             if token.contains("-"), !token.hasPrefix("-"), token.contains(where: \.isLetter), !token.hasPrefix("GMT"), !token.hasPrefix("UTC") {
@@ -156,7 +155,8 @@ public enum FeedDates {
         var pm: Bool?
         var numbers: [Int] = []
         for token in tokens {
-            let lower = token.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            var lower = token.lowercased()
+            while lower.hasSuffix(".") { lower.removeLast() }
             if token.contains(":") && token.first?.isNumber == true {
                 let parts = token.split(separator: ":").map { Int($0) }
                 guard parts.count >= 2, parts.count <= 3, !parts.contains(where: { $0 == nil }) else { return nil }

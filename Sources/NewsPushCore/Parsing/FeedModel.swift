@@ -113,3 +113,15 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 }
+
+extension String {
+    /// The text without leading and trailing ASCII white space; a byte scan, much cheaper on the
+    /// parsing hot path than Foundation's `trimmingCharacters(in:)`.
+    func trimmedASCIIWhitespace() -> String {
+        let bytes = utf8
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = bytes.lastIndex(where: { !isSpace($0) })!
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
+}

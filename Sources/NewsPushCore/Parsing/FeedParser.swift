@@ -344,7 +344,7 @@ final class FeedDocumentBuilder: XMLEventSink {
                     }
                 }
             case "link":
-                if let href = attribute("href", in: attributes), let resolved = Self.resolve(href.trimmingCharacters(in: .whitespacesAndNewlines), against: base) {
+                if let href = attribute("href", in: attributes), let resolved = Self.resolve(href.trimmedASCIIWhitespace(), against: base) {
                     let rel = attribute("rel", in: attributes) ?? "alternate"
                     if rel == "enclosure" { draft?.item.enclosures.append(resolved) }
                     draft?.atomLinks.append((rel, attribute("type", in: attributes) ?? "", resolved))
@@ -378,7 +378,7 @@ final class FeedDocumentBuilder: XMLEventSink {
                 field = .category
                 draft?.pendingTag = FeedTag(term: "", scheme: attribute("domain", in: attributes), label: nil)
             case "enclosure":
-                if let url = attribute("url", in: attributes)?.trimmingCharacters(in: .whitespaces), !url.isEmpty,
+                if let url = attribute("url", in: attributes)?.trimmedASCIIWhitespace(), !url.isEmpty,
                    let resolved = Self.resolve(url, against: base) {
                     draft?.item.enclosures.append(resolved)
                     draft?.item.links.append(FeedLink(href: resolved, rel: "enclosure", type: attribute("type", in: attributes),
@@ -631,7 +631,7 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     /// `reference` made absolute against `base` (RFC 3986); nil when it cannot be.
     static func resolve(_ reference: String, against base: String?) -> String? {
-        let trimmed = reference.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = reference.trimmedASCIIWhitespace()
         if trimmed.isEmpty { return base }
         if trimmed.hasPrefix("http://") || trimmed.hasPrefix("https://") { return trimmed }
         guard let base, let baseURL = URL(string: base) else { return URL(string: trimmed) != nil ? trimmed : nil }

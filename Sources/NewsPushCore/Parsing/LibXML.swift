@@ -60,10 +60,11 @@ final class XMLSAXParser {
                     // Five pointers per attribute: localname, prefix, URI, value start, value end.
                     let base = i * 5
                     guard let attrName = attributes[base], let start = attributes[base + 3], let end = attributes[base + 4] else { continue }
-                    var value = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+                    let bytes = UnsafeBufferPointer(start: start, count: end - start)
+                    var value = String(decoding: bytes, as: UTF8.self)
                     // Without entity substitution libxml2 keeps a referenced '&' in attribute
                     // values as "&#38;" (so a tree could be written back); the value means '&'.
-                    if value.contains("&#38;") { value = value.replacingOccurrences(of: "&#38;", with: "&") }
+                    if bytes.contains(UInt8(ascii: "&")) { value = value.replacingOccurrences(of: "&#38;", with: "&") }
                     list.append(XMLAttribute(name: XMLName(namespace: parser.string(attributes[base + 2]), local: parser.string(attrName)),
                                              value: value))
                 }
