@@ -72,10 +72,8 @@ enum FeedBytes {
                 problems.append("declared \(label) but the bytes are UTF-8; read as UTF-8")
                 return (raw, "utf-8")
             }
-            let decoded = mixedUTF8(raw)
-            if decoded != (transcode(raw, from: "CP1252") ?? latin1ToUTF8(raw)) {
-                problems.append("declared \(label) but parts are UTF-8; each part read as what it is")
-            }
+            let (decoded, keptUTF8) = mixedUTF8(raw)
+            if keptUTF8 { problems.append("declared \(label) but parts are UTF-8; each part read as what it is") }
             return (decoded, label)
         default:
             if let converted = transcode(raw, from: label) { return (converted, label) }
@@ -89,7 +87,7 @@ enum FeedBytes {
         // Undeclared legacy bytes are read as Windows-1252, as browsers do; only a declared
         // encoding that the bytes contradict is worth a warning.
         if declared { problems.append("bytes are not valid \(label); invalid bytes read as windows-1252") }
-        return mixedUTF8(bytes)
+        return mixedUTF8(bytes).bytes
     }
 
     /// Windows-1252 for 0x80–0x9F (where Latin-1 has control characters); Latin-1 above.
@@ -101,7 +99,8 @@ enum FeedBytes {
     /// Text that mixes UTF-8 and Windows-1252 (a template in one, database text in the other):
     /// every valid UTF-8 sequence is kept, every other byte is read as Windows-1252. Neither
     /// iconv nor Foundation decodes such mixtures, hence this loop.
-    static func mixedUTF8(_ bytes: [UInt8]) -> [UInt8] {
+    static func mixedUTF8(_ bytes: [UInt8]) -> (bytes: [UInt8], keptUTF8: Bool) {
+        var keptUTF8 = false
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + bytes.count / 8)
         var i = 0
@@ -113,6 +112,7 @@ enum FeedBytes {
                (1..<length).allSatisfy({ bytes[i + $0] & 0xC0 == 0x80 }),
                String(validating: bytes[i..<(i + length)], as: UTF8.self) != nil {
                 out.append(contentsOf: bytes[i..<(i + length)])
+                keptUTF8 = true
                 i += length
                 continue
             }
@@ -120,7 +120,7 @@ enum FeedBytes {
             out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
             i += 1
         }
-        return out
+        return (out, keptUTF8)
     }
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
@@ -135,15 +135,6 @@ enum FeedBytes {
             case .error: return false
             }
         }
-    }
-
-    private static func latin1ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        for b in bytes {
-            if b < 0x80 { out.append(b) } else { out.append(0xC0 | (b >> 6)); out.append(0x80 | (b & 0x3F)) }
-        }
-        return out
     }
 
     /// Converts with glibc's iconv; undecodable bytes are skipped. Nil when iconv lacks the encoding.

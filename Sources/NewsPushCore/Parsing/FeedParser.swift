@@ -95,7 +95,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         case feedTitle, feedLink, feedSubtitle, feedLanguage, feedAuthor, feedAuthorName, feedAuthorEmail, feedPublished, feedUpdated
         case dcTitle, created, rssSummary, feedCategory, feedId
         case title, link, description, contentEncoded, atomSummary, atomContent, guid, atomId
-        case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, atomAuthorEmail, category, ignored
+        case pubDate, dcDate, published, updated, author, dcCreator, atomAuthorName, atomAuthorEmail, category
     }
 
     private struct Capture {
@@ -142,8 +142,6 @@ final class FeedDocumentBuilder: XMLEventSink {
     init(documentURL: String?) {
         self.documentURL = documentURL
     }
-
-    deinit {}
 
     private var currentBase: String? { stack.last?.base ?? documentURL }
 
@@ -489,7 +487,6 @@ final class FeedDocumentBuilder: XMLEventSink {
                 draft?.item.tags.append(FeedTag(term: text, scheme: pending?.scheme, label: pending?.label))
             }
             draft?.pendingTag = nil
-        case .ignored: break
         }
     }
 
