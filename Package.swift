@@ -41,7 +41,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            resources: [.copy("Classification/Resources/text-model.bin")]
         ),
         .executableTarget(
             name: "newspush",

@@ -15,7 +15,7 @@ struct NewsPush: ParsableCommand {
             78 configuration error.
             """,
         version: NewsPushVersion.current,
-        subcommands: [Run.self, Preview.self, Publish.self, Parse.self, Check.self, StateCommand.self, Hub.self]
+        subcommands: [Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self]
     )
 }
 

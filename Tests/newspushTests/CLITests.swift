@@ -297,3 +297,27 @@ struct CLITests {
         #expect(result.stdout.contains("same-story"))
     }
 }
+
+@Suite("classify command")
+struct ClassifyCLITests {
+    @Test func classifiesTextAndJSONLines() async throws {
+        let one = try await newspush(["classify", "Striker scores twice as United win the cup final"])
+        #expect(one.status == 0)
+        #expect(one.stdout.hasPrefix("{\"category\": \"Sports\", \"confidence\": "))
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let input = try folder.write("items.jsonl", """
+            {"title": "Central bank raises interest rates again", "extra": 1}
+            {"title": "Anything at all", "feed_category": "Science"}
+            {"title": "Match report", "categories": ["Politique"]}
+            """)
+        let lines = try await newspush(["classify", "--input", input, "--format", "jsonl"])
+        #expect(lines.status == 0, "\(lines.stderr)")
+        let results = lines.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(results.map { $0["category"] as? String } == ["Business", "Science", "Politics"])
+        #expect(results[1]["confidence"] as? Double == 1)
+        let bad = try await newspush(["classify", "--input", try folder.write("bad.jsonl", "{not json}\n")])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("bad.jsonl:1"))
+    }
+}

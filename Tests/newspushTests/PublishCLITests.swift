@@ -137,10 +137,11 @@ struct PublishCLITests {
         let configPath = try folder.write("feeds.yaml", config)
         let run = try await newspush(["run", "--config", configPath], environment: hubEnvironment)
         #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(run.stdout.contains("sent 5 pushes, 0 failed"))
+        // Five section-feed stories and the wire's sports story, which the text model files under Sports.
+        #expect(run.stdout.contains("sent 6 pushes, 0 failed"))
         let log = try String(contentsOfFile: folder.file("deliveries.jsonl"), encoding: .utf8)
         let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        #expect(lines.count == 12)
+        #expect(lines.count == 13)
         #expect(lines.allSatisfy { Set($0.keys) == ["device", "platform", "tags", "payload", "notification_id"] })
         #expect(lines.contains { $0["device"] as? String == "iphone-world-politics" &&
             $0["payload"] as? String == #"{"aps":{"alert":"Breaking World News : Harbour city opens its new flood barrier ahead of storm season"}}"# })

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A category for an item and how sure of it newspush is (0…1).
 public struct Classification: Sendable, Equatable {
     public var category: NewsCategory?
@@ -6,13 +8,62 @@ public struct Classification: Sendable, Equatable {
     public static let unclassified = Classification(category: nil, confidence: 0)
 }
 
-/// Files items under the category of the section feed they came from (`category:` in the
-/// config). Items of feeds without a category stay unclassified: newspush does not guess.
-public struct SectionClassifier: Sendable {
-    public init() {}
+/// Files items under one of the six categories from the evidence, strongest first: the feed's
+/// `category:` (a section feed), then the item's own categories and the sections of its link
+/// (through a table of synonyms in several languages), then the text model over title and
+/// summary. A weaker signal never overrides a stronger one.
+public struct ItemClassifier: Sendable {
+    public var textModel: TextModel?
+
+    public init(textModel: TextModel? = nil) {
+        self.textModel = textModel
+    }
+
+    /// Section words (item categories, URL path segments) and the category each means.
+    static let synonyms: [String: NewsCategory] = {
+        var table: [String: NewsCategory] = [:]
+        let lists: [(NewsCategory, [String])] = [
+            (.world, ["world", "worldnews", "international", "internacional", "internazionale", "welt", "ausland", "monde", "mundo",
+                      "esteri", "europe", "asia", "africa", "middleeast", "middle-east", "americas", "global", "foreign"]),
+            (.politics, ["politics", "politik", "politique", "politica", "política", "elections", "election", "government",
+                         "parliament", "congress", "whitehouse", "uk-politics", "us-politics", "inland"]),
+            (.business, ["business", "economy", "economia", "economía", "wirtschaft", "économie", "economie", "finance", "finanzen",
+                         "markets", "money", "companies", "industry", "retail", "stocks"]),
+            (.technology, ["technology", "tech", "technik", "technologie", "tecnologia", "tecnología", "digital", "internet",
+                           "gadgets", "computing", "cybersecurity", "ai", "software"]),
+            (.science, ["science", "sciences", "wissenschaft", "wissen", "ciencia", "scienza", "sciences", "space", "environment",
+                        "climate", "health", "research"]),
+            (.sports, ["sport", "sports", "football", "soccer", "fussball", "fußball", "futbol", "fútbol", "deportes", "calcio",
+                       "tennis", "cricket", "rugby", "nba", "nfl", "mlb", "nhl", "golf", "formula1", "f1", "olympics", "cycling", "athletics"]),
+        ]
+        for (category, words) in lists { for word in words { table[word] = category } }
+        return table
+    }()
+
+    /// The category the item's own terms and link sections name, when they agree on one.
+    static func sectionEvidence(_ item: FeedItem) -> NewsCategory? {
+        var votes: [NewsCategory: Int] = [:]
+        for term in item.categories {
+            let key = term.lowercased().trimmedASCIIWhitespace()
+            if let category = synonyms[key] ?? synonyms[key.replacingOccurrences(of: " ", with: "-")] { votes[category, default: 0] += 2 }
+        }
+        if let link = item.link, let path = URLComponents(string: link)?.path {
+            for segment in path.lowercased().split(separator: "/").prefix(3) {
+                if let category = synonyms[String(segment)] { votes[category, default: 0] += 1 }
+            }
+        }
+        let ranked = votes.sorted { $0.value > $1.value }
+        guard let top = ranked.first, ranked.dropFirst().first?.value != top.value else { return nil }
+        return top.key
+    }
 
     public func classify(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification {
-        guard let feedCategory else { return .unclassified }
-        return Classification(category: feedCategory, confidence: 1.0)
+        if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
+        if let section = Self.sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
+        guard let textModel else { return .unclassified }
+        let text = [item.title, item.summary].compactMap { $0 }.joined(separator: " ")
+        guard !text.isEmpty else { return .unclassified }
+        let result = textModel.classify(text)
+        return Classification(category: result.category, confidence: result.confidence)
     }
 }

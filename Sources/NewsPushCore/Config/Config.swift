@@ -65,6 +65,8 @@ public struct PolicySettings: Sendable {
     public var budgetWindow: Double = 3600
     public var quietHours: QuietHours?
     public var firstRun: FirstRun = .baseline
+    /// Below this classification confidence an item is unclassified and not pushed.
+    public var minConfidence = 0.5
 }
 
 /// A daily window in a time zone during which nothing is pushed.

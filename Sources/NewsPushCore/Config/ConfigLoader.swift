@@ -104,7 +104,7 @@ public struct ConfigLoader: Sendable {
         // policy
         var policy = PolicySettings()
         if let node = top["policy"] {
-            let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run"])
+            let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run", "min_confidence"])
             if let n = m["max_age"], let v = reader.duration(n, path: "policy.max_age") { policy.maxAge = v }
             if let n = m["budget"] {
                 let b = reader.mapping(n, path: "policy.budget", allowed: ["per_category", "per"])
@@ -126,6 +126,10 @@ public struct ConfigLoader: Sendable {
                     reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
                 }
                 if let from, let to, let zone { policy.quietHours = QuietHours(from: from, to: to, timeZone: zone) }
+            }
+            if let n = m["min_confidence"], let text = reader.string(n, path: "policy.min_confidence") {
+                if let v = Double(text), (0...1).contains(v) { policy.minConfidence = v }
+                else { reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'") }
             }
             if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
                 if let mode = PolicySettings.FirstRun(rawValue: v) { policy.firstRun = mode }

@@ -108,7 +108,7 @@ public struct RunPipeline: Sendable {
         var report = RunReport(dryRun: options.dryRun, startedAt: startedAt, finishedAt: startedAt)
         var candidates: [Candidate] = []
         var unreadFeeds = Set<String>()
-        let classifier = SectionClassifier()
+        let classifier = ItemClassifier(textModel: Self.loadTextModel(logger))
         let runTime = now()
         for (feed, result) in zip(feeds, fetched) {
             var feedReport = FeedReport(name: feed.name ?? feed.url, url: feed.url, status: result.status,
@@ -334,6 +334,14 @@ public struct RunPipeline: Sendable {
         case .notAccepted: return (.pending, .pending, reason, "not accepted, will retry next run while fresh")
         case .unknown: return (.unknown, .failed, "outcome unknown, not retried: \(reason)", "has an unknown outcome; it will not be sent again")
         default: return (.failed, .failed, reason, "refused")
+        }
+    }
+
+    /// The bundled text model, or none (items of feeds without a category stay unclassified).
+    static func loadTextModel(_ logger: Logger) -> TextModel? {
+        do { return try TextModel.bundled() } catch {
+            logger.warning("text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
+            return nil
         }
     }
 

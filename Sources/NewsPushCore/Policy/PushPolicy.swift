@@ -112,7 +112,7 @@ public struct PushPolicy: Sendable {
                 decisions[index] = .baseline
                 continue
             }
-            guard candidate.classification.category != nil else {
+            guard candidate.classification.category != nil, candidate.classification.confidence >= settings.minConfidence else {
                 decisions[index] = .unclassified
                 continue
             }

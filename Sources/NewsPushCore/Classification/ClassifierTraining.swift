@@ -1,0 +1,97 @@
+import Foundation
+
+/// Training and measuring the text model from a labelled JSON Lines file
+/// (`{"title", "summary", "label", "source"}` per line).
+public enum ClassifierTraining {
+    public struct Example: Sendable {
+        public var text: String
+        public var category: NewsCategory
+        public var source: String
+    }
+
+    public struct Evaluation: Sendable, CustomStringConvertible {
+        public var name: String
+        public var accuracy: Double
+        public var macroF1: Double
+        public var f1: [NewsCategory: Double]
+        /// confusion[true][predicted]
+        public var confusion: [[Int]]
+
+        public var description: String {
+            var lines = [String(format: "%@: accuracy %.3f, macro-F1 %.3f", name, accuracy, macroF1)]
+            lines.append("  F1: " + NewsCategory.allCases.map { String(format: "%@ %.2f", $0.rawValue, f1[$0] ?? 0) }.joined(separator: ", "))
+            lines.append("  confusion (rows true, columns predicted: " + NewsCategory.allCases.map { String($0.rawValue.prefix(4)) }.joined(separator: " ") + ")")
+            for (i, row) in confusion.enumerated() {
+                lines.append("  " + String(NewsCategory.allCases[i].rawValue.prefix(4)).padding(toLength: 5, withPad: " ", startingAt: 0)
+                             + row.map { String($0).padding(toLength: 5, withPad: " ", startingAt: 0) }.joined())
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// Reads the examples; lines with an unknown label are an error naming the line.
+    public static func load(path: String) throws -> [Example] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
+        }
+        var examples: [Example] = []
+        for (number, line) in data.split(separator: 0x0A).enumerated() where !line.isEmpty {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                  let label = object["label"] as? String, let category = NewsCategory(rawValue: label) else {
+                throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "\(path):\(number + 1): not an example with a known label"])
+            }
+            let text = [object["title"] as? String, object["summary"] as? String].compactMap { $0 }.joined(separator: " ")
+            examples.append(Example(text: text, category: category, source: object["source"] as? String ?? ""))
+        }
+        return examples
+    }
+
+    public static func train(_ examples: [Example]) -> TextModel {
+        TextModel.train(examples.map { ($0.text, $0.category) })
+    }
+
+    public static func evaluate(_ model: TextModel, on examples: [Example], name: String) -> Evaluation {
+        let classes = NewsCategory.allCases
+        var confusion = Array(repeating: Array(repeating: 0, count: classes.count), count: classes.count)
+        for example in examples {
+            let predicted = model.classify(example.text).category
+            confusion[classes.firstIndex(of: example.category)!][classes.firstIndex(of: predicted)!] += 1
+        }
+        var f1: [NewsCategory: Double] = [:]
+        for (i, category) in classes.enumerated() {
+            let tp = Double(confusion[i][i])
+            let fp = Double(classes.indices.reduce(0) { $0 + ($1 == i ? 0 : confusion[$1][i]) })
+            let fn = Double(confusion[i].reduce(0, +)) - tp
+            let precision = tp + fp > 0 ? tp / (tp + fp) : 0, recall = tp + fn > 0 ? tp / (tp + fn) : 0
+            f1[category] = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0
+        }
+        let correct = classes.indices.reduce(0) { $0 + confusion[$1][$1] }
+        return Evaluation(name: name, accuracy: Double(correct) / Double(max(1, examples.count)),
+                          macroF1: f1.values.reduce(0, +) / Double(classes.count), f1: f1, confusion: confusion)
+    }
+
+    /// A random 10 % split (fixed seed) and one split per held-out source.
+    public static func measurements(_ examples: [Example]) -> [Evaluation] {
+        var generator = SplitMix(seed: 20261122)
+        let shuffled = examples.shuffled(using: &generator)
+        let cut = shuffled.count / 10
+        var results = [evaluate(train(Array(shuffled[cut...])), on: Array(shuffled[..<cut]), name: "random 10% split")]
+        for source in Set(examples.map(\.source)).sorted() {
+            let held = examples.filter { $0.source == source }
+            results.append(evaluate(train(examples.filter { $0.source != source }), on: held, name: "held-out source \(source) (\(held.count))"))
+        }
+        return results
+    }
+
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import NewsPushCore
+
+struct Classify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Classify a text or a JSON Lines file of items into the six categories.",
+        discussion: """
+            Input lines: {"title", "summary", "link", "categories", "feed_category"}; output lines: \
+            {"category", "confidence"}. With --train FILE --output PATH, train the text model from \
+            labelled lines ({"title", "summary", "label", "source"}) and print its measurements.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "A text to classify.") var text: String?
+    @Option(help: "A JSON Lines file of items, or - for stdin.") var input: String?
+    @Option(help: "json or jsonl.") var format: Parse.ParseFormat = .jsonl
+    @Option(help: "Train the text model from this labelled JSON Lines file.") var train: String?
+    @Option(help: "Where --train writes the model.") var output: String?
+
+    func validate() throws {
+        if train != nil && output == nil { throw ValidationError("--train needs --output") }
+        if train == nil && (text == nil) == (input == nil) { throw ValidationError("give a TEXT or --input FILE") }
+    }
+
+    func run() throws {
+        _ = global.bootstrapLogging()
+        if let train, let output {
+            let examples: [ClassifierTraining.Example]
+            do { examples = try ClassifierTraining.load(path: train) } catch {
+                Terminal.error("\(error.localizedDescription)")
+                throw ExitCode(1)
+            }
+            for evaluation in ClassifierTraining.measurements(examples) { Terminal.output(evaluation.description) }
+            try ClassifierTraining.train(examples).serialized().write(to: URL(fileURLWithPath: output))
+            Terminal.output("model trained on \(examples.count) examples written to \(output)")
+            return
+        }
+        let model: TextModel
+        do { model = try TextModel.bundled() } catch {
+            Terminal.error("\(error)")
+            throw ExitCode(1)
+        }
+        let classifier = ItemClassifier(textModel: model)
+        if let text {
+            let result = classifier.classify(FeedItem(title: text), feedCategory: nil)
+            Terminal.output(Self.json(result))
+            return
+        }
+        let data = input == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: input!)
+        guard let data else {
+            Terminal.error("\(input!): cannot read the file")
+            throw ExitCode(1)
+        }
+        var outputs: [String] = []
+        for (number, line) in data.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            if line.isEmpty { continue }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], let title = object["title"] as? String else {
+                Terminal.error("\(input!):\(number + 1): not a JSON object with a title")
+                throw ExitCode(1)
+            }
+            var item = FeedItem(title: title, link: object["link"] as? String, summary: object["summary"] as? String,
+                                categories: object["categories"] as? [String] ?? [])
+            item.id = nil
+            let feedCategory = (object["feed_category"] as? String).flatMap(NewsCategory.init(rawValue:))
+            outputs.append(Self.json(classifier.classify(item, feedCategory: feedCategory)))
+        }
+        Terminal.output(format == .json ? "[" + outputs.joined(separator: ",\n") + "]" : outputs.joined(separator: "\n"))
+    }
+
+    /// `{"category": "World", "confidence": 0.87}`; the category is always one of the six.
+    static func json(_ result: Classification) -> String {
+        let category = result.category ?? .world
+        return String(format: "{\"category\": \"%@\", \"confidence\": %.3f}", category.rawValue, result.confidence)
+    }
+}

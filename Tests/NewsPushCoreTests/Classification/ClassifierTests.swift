@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+@Suite("Classification")
+struct ClassifierTests {
+    let model: TextModel
+
+    init() throws {
+        model = try TextModel.bundled()
+    }
+
+    @Test func theBundledModelLoadsAndClassifiesPlainNews() {
+        let classifier = ItemClassifier(textModel: model)
+        let cases: [(String, NewsCategory)] = [
+            ("Striker scores twice as United win the cup final in extra time", .sports),
+            ("Central bank raises interest rates as inflation hits record high", .business),
+            ("Senate Republicans and Democrats clash over the budget vote", .politics),
+            ("Smartphone maker unveils new chip and software update for app developers", .technology),
+        ]
+        for (title, expected) in cases {
+            let result = classifier.classify(FeedItem(title: title), feedCategory: nil)
+            #expect(result.category == expected, "\(title)")
+            #expect(result.confidence > 0 && result.confidence <= 1)
+        }
+    }
+
+    @Test func strongerEvidenceWins() {
+        let classifier = ItemClassifier(textModel: model)
+        let sporty = FeedItem(title: "Striker scores twice as United win the cup final", link: "https://news.example.org/business/2026/story",
+                              categories: ["Wirtschaft"])
+        // The section feed beats everything.
+        #expect(classifier.classify(sporty, feedCategory: .politics) == Classification(category: .politics, confidence: 1))
+        // The item's own section terms beat the text.
+        #expect(classifier.classify(sporty, feedCategory: nil) == Classification(category: .business, confidence: 0.9))
+        // Without sections, the text decides.
+        #expect(classifier.classify(FeedItem(title: sporty.title), feedCategory: nil).category == .sports)
+    }
+
+    @Test(arguments: [
+        (["Fußball"], nil, NewsCategory.sports), (["Politique"], nil, .politics), (["tech"], nil, .technology),
+        ([], "https://example.org/world/europe/story-1", .world), ([], "https://example.org/sport/football/x", .sports),
+        (["science"], "https://example.org/science/space", .science),
+    ] as [([String], String?, NewsCategory)])
+    func sectionSynonyms(categories: [String], link: String?, expected: NewsCategory) {
+        #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", link: link, categories: categories)) == expected)
+    }
+
+    @Test func conflictingSectionsAreNoEvidence() {
+        #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", link: "https://e.org/sport/", categories: ["business"])) == .business)
+        #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", categories: ["business", "sport"])) == nil)
+    }
+
+    @Test func modelRoundTripAndDeterminism() throws {
+        let small = TextModel.train([("goal match league striker", .sports), ("shares market profit bank", .business),
+                                     ("election minister vote party", .politics)], buckets: 1 << 10)
+        let restored = try TextModel(serialized: small.serialized())
+        for text in ["late goal wins the league", "bank profit rises", "party wins the vote"] {
+            let a = small.classify(text), b = restored.classify(text)
+            #expect(a.category == b.category && a.scores == b.scores)
+        }
+        #expect(small.classify("late goal wins the league").category == .sports)
+        #expect(throws: TextModel.ModelError.self) { try TextModel(serialized: Data("garbage".utf8)) }
+        #expect(throws: TextModel.ModelError.self) { try TextModel(serialized: small.serialized().prefix(100)) }
+    }
+
+    @Test func belowMinConfidenceIsUnclassified() {
+        var settings = PolicySettings()
+        settings.minConfidence = 0.8
+        let now = Date()
+        var item = FeedItem(title: "Some headline with words enough")
+        item.published = now
+        func candidate(_ confidence: Double) -> Candidate {
+            Candidate(key: "k\(confidence)", linkKey: nil, feedName: "F", feedURL: "u", item: item,
+                      classification: Classification(category: .world, confidence: confidence), previous: nil, firstSeen: now)
+        }
+        var c2 = candidate(0.9)
+        c2.item.title = "A completely different second story"
+        let decisions = PushPolicy(settings: settings).decide([candidate(0.5), c2], state: NewsPushState(), firstRun: false,
+                                                              sendInitial: nil, now: now)
+        #expect(decisions == [.unclassified, .wouldPush])
+    }
+}
