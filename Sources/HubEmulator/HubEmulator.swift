@@ -84,13 +84,14 @@ public struct EmulatorResponse: Sendable {
     public var delay: Double = 0
 
     static func xmlError(_ status: Int, _ detail: String, trackingId: String) -> EmulatorResponse {
-        let body = "<Error><Code>\(status)</Code><Detail>\(detail).TrackingId:\(trackingId),TimeStamp:\(FeedTimestamp.now())</Detail></Error>"
+        let body = "<Error><Code>\(status)</Code><Detail>\(detail).TrackingId:\(trackingId),TimeStamp:\(ErrorTimestamp.now())</Detail></Error>"
         return EmulatorResponse(status: status, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
                                 body: Data(body.utf8))
     }
 }
 
-enum FeedTimestamp {
+/// The `TimeStamp` the service writes into error details (only error answers need it).
+enum ErrorTimestamp {
     static func now() -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -110,6 +111,14 @@ public actor HubEmulator {
     private var sendCount = 0
     private let log: FileHandle?
     private let encoder: JSONEncoder
+    /// The time part of notification ids, made once rather than per send.
+    private let idTimeFormatter: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmssSSS"
+        return formatter
+    }()
 
     /// `logPath`: JSON Lines file that every delivery is appended to.
     public init(connection: HubConnectionString, registry: DeviceRegistry, logPath: String?) throws {
@@ -221,7 +230,7 @@ public actor HubEmulator {
         }
         let matching = registry.devices.filter { predicate?.matches(Set($0.tags)) ?? true }
         let isTest = request.query["test"].map { $0.lowercased() != "false" } ?? false
-        let notificationId = "NH-\(Self.compactTime(now))-\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())-\(String(format: "%02d", (sendCount % 99) + 1))"
+        let notificationId = "NH-\(idTimeFormatter.string(from: now))-\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())-\(String(format: "%02d", (sendCount % 99) + 1))"
         sendCount += 1
 
         var targets: [(VirtualDevice, String)] = []
@@ -335,14 +344,6 @@ public actor HubEmulator {
         while resource.hasSuffix("/") { resource.removeLast() }
         let target = "\(host.lowercased())/\(hub.lowercased())/messages"
         return target == resource || target.hasPrefix(resource + "/")
-    }
-
-    static func compactTime(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMddHHmmssSSS"
-        return formatter.string(from: date)
     }
 
     /// The `NotificationOutcome` XML a test send answers with.

@@ -1,14 +1,54 @@
-/// Validation of tag expressions against the service's rules (hub-api.md §3) before sending,
-/// so a bad expression is reported as a configuration problem rather than a 400 per push.
+/// Tag expressions (`World`, `a && !(b || c)`) parsed and checked against the service's rules
+/// (hub-api.md §3) before sending, so a bad expression is reported as a configuration problem
+/// rather than a 400 per push. The parsed form also evaluates an expression against a device's
+/// tags (the emulator routes with it): `!` binds tighter than `&&`, which binds tighter than `||`.
 public enum TagExpression {
+    public indirect enum Node: Sendable, Equatable {
+        case tag(String)
+        case not(Node)
+        case and(Node, Node)
+        case or(Node, Node)
+
+        /// Whether a device with `tags` matches.
+        public func matches(_ tags: Set<String>) -> Bool {
+            switch self {
+            case .tag(let name): return tags.contains(name)
+            case .not(let inner): return !inner.matches(tags)
+            case .and(let a, let b): return a.matches(tags) && b.matches(tags)
+            case .or(let a, let b): return a.matches(tags) || b.matches(tags)
+            }
+        }
+    }
+
     /// Checks characters, tag length, `$` prefixes, operator syntax and the tag count limits
     /// (20 tags when the expression only uses `||`, otherwise 6).
     public static func validate(_ expression: String) throws(HubError) {
+        _ = try parse(expression)
+    }
+
+    /// Parses and checks an expression (see `validate`).
+    public static func parse(_ expression: String) throws(HubError) -> Node {
         func fail(_ reason: String) -> HubError { .invalidTagExpression(expression, reason: reason) }
         if expression.contains("\r") || expression.contains("\n") {
             throw fail("line breaks are not allowed")
         }
-        enum Token: Equatable { case tag(String), and, or, not, open, close }
+        let tokens = try tokenize(expression, fail: fail)
+        if tokens.isEmpty { throw fail("it is empty") }
+        var parser = Parser(tokens: tokens, fail: fail)
+        let node = try parser.parseOr()
+        if parser.position != tokens.count { throw fail("unexpected ')' or missing operator") }
+        let tagCount = tokens.filter { if case .tag = $0 { return true } else { return false } }.count
+        let onlyOr = !tokens.contains(.and) && !tokens.contains(.not)
+        let limit = onlyOr ? 20 : 6
+        if tagCount > limit {
+            throw fail("\(tagCount) tags; the hub allows at most \(limit) \(onlyOr ? "in an OR-only expression" : "when && or ! is used")")
+        }
+        return node
+    }
+
+    enum Token: Equatable { case tag(String), and, or, not, open, close }
+
+    static func tokenize(_ expression: String, fail: (String) -> HubError) throws(HubError) -> [Token] {
         var tokens: [Token] = []
         let chars = Array(expression.unicodeScalars)
         var i = 0
@@ -36,40 +76,50 @@ public enum TagExpression {
             if tag.count > 120 { throw fail("tag '\(tag.prefix(20))…' is longer than 120 characters") }
             tokens.append(.tag(tag))
         }
-        if tokens.isEmpty { throw fail("it is empty") }
-        // Grammar: expr := term (('&&'|'||') term)* ; term := '!' term | '(' expr ')' | tag
+        return tokens
+    }
+
+    /// or := and ('||' and)* ; and := unary ('&&' unary)* ; unary := '!' unary | '(' or ')' | tag
+    struct Parser {
+        let tokens: [Token]
+        let fail: (String) -> HubError
         var position = 0
-        func parseTerm() throws(HubError) {
+
+        mutating func parseOr() throws(HubError) -> Node {
+            var left = try parseAnd()
+            while position < tokens.count, tokens[position] == .or {
+                position += 1
+                left = .or(left, try parseAnd())
+            }
+            return left
+        }
+
+        mutating func parseAnd() throws(HubError) -> Node {
+            var left = try parseUnary()
+            while position < tokens.count, tokens[position] == .and {
+                position += 1
+                left = .and(left, try parseUnary())
+            }
+            return left
+        }
+
+        mutating func parseUnary() throws(HubError) -> Node {
             guard position < tokens.count else { throw fail("it ends where a tag was expected") }
-            switch tokens[position] {
+            let token = tokens[position]
+            position += 1
+            switch token {
             case .not:
-                position += 1
-                try parseTerm()
+                return .not(try parseUnary())
             case .open:
-                position += 1
-                try parseExpression()
+                let inner = try parseOr()
                 guard position < tokens.count, tokens[position] == .close else { throw fail("a '(' is not closed") }
                 position += 1
-            case .tag:
-                position += 1
+                return inner
+            case .tag(let name):
+                return .tag(name)
             default:
                 throw fail("an operator stands where a tag was expected")
             }
-        }
-        func parseExpression() throws(HubError) {
-            try parseTerm()
-            while position < tokens.count, tokens[position] == .and || tokens[position] == .or {
-                position += 1
-                try parseTerm()
-            }
-        }
-        try parseExpression()
-        if position != tokens.count { throw fail("unexpected ')' or missing operator") }
-        let tagCount = tokens.filter { if case .tag = $0 { return true } else { return false } }.count
-        let onlyOr = !tokens.contains(.and) && !tokens.contains(.not)
-        let limit = onlyOr ? 20 : 6
-        if tagCount > limit {
-            throw fail("\(tagCount) tags; the hub allows at most \(limit) \(onlyOr ? "in an OR-only expression" : "when && or ! is used")")
         }
     }
 

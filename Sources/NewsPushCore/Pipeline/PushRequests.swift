@@ -42,16 +42,22 @@ enum PushRequests {
     static func request(_ content: PushContent, settings: CategorySettings, tags: String? = nil, client: NotificationHubClient,
                         test: Bool = false, now: Date = Date()) throws(HubError) -> (request: HubRequest, properties: [String: String]) {
         let properties = properties(content, settings: settings)
+        return (try request(content, properties: properties, settings: settings, tags: tags, client: client, test: test, now: now), properties)
+    }
+
+    /// The request for one push whose `properties` are already built.
+    static func request(_ content: PushContent, properties: [String: String], settings: CategorySettings, tags: String? = nil,
+                        client: NotificationHubClient, test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
         let tags = tags ?? settings.tags
         switch settings.format {
         case .template, .idOnly:
-            return (try client.templateRequest(properties: properties, tags: tags, test: test, now: now), properties)
+            return try client.templateRequest(properties: properties, tags: tags, test: test, now: now)
         case .apple:
             let payload: [String: Any] = [
                 "aps": ["alert": properties["messageParam"] ?? content.title, "sound": "default"],
                 "id": content.id, "url": content.url, "category": content.category.rawValue,
             ]
-            return (try client.nativeRequest(.apple, payload: payload, tags: tags, test: test, now: now), properties)
+            return try client.nativeRequest(.apple, payload: payload, tags: tags, test: test, now: now)
         case .fcmv1:
             let payload: [String: Any] = [
                 "message": [
@@ -59,7 +65,7 @@ enum PushRequests {
                     "data": ["id": content.id, "url": content.url, "category": content.category.rawValue, "source": content.source],
                 ] as [String: Any],
             ]
-            return (try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now), properties)
+            return try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now)
         }
     }
 

@@ -95,8 +95,9 @@ public struct RunPipeline: Sendable {
         // Feeds whose server asked for a pause (429/503 Retry-After) are not fetched until then.
         let fetchTime = now()
         let resting = Set(feeds.filter { (state.feeds[$0.url]?.retryAfter).map { $0 > fetchTime } ?? false }.map(\.url))
-        let fetchedNow = fetcher.fetch(feeds.map(\.url).filter { !resting.contains($0) }, validators: validators)
-        var fetchedByURL = Dictionary(zip(feeds.map(\.url).filter { !resting.contains($0) }, fetchedNow), uniquingKeysWith: { a, _ in a })
+        let toFetch = feeds.map(\.url).filter { !resting.contains($0) }
+        let fetchedNow = fetcher.fetch(toFetch, validators: validators)
+        var fetchedByURL = Dictionary(zip(toFetch, fetchedNow), uniquingKeysWith: { a, _ in a })
         for url in resting {
             let until = state.feeds[url]!.retryAfter!
             fetchedByURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
@@ -205,12 +206,13 @@ public struct RunPipeline: Sendable {
                 let content = PushContent(category: category, title: candidate.item.title ?? candidate.item.link ?? "(untitled)",
                                           url: candidate.item.link ?? "", source: candidate.feedName, id: candidate.key,
                                           summary: candidate.item.summary ?? "")
-                var push = PushReport(category: category, tags: settings.tags, properties: PushRequests.properties(content, settings: settings),
-                                      itemKey: candidate.key, status: .wouldSend)
+                let properties = PushRequests.properties(content, settings: settings)
+                var push = PushReport(category: category, tags: settings.tags, properties: properties, itemKey: candidate.key,
+                                      status: .wouldSend)
                 do {
-                    let built = try PushRequests.request(content, settings: settings, client: hub, now: now())
-                    if options.keepRequests { requests.append(built.request) }
-                    ready.append((index, built.request, push))
+                    let request = try PushRequests.request(content, properties: properties, settings: settings, client: hub, now: now())
+                    if options.keepRequests { requests.append(request) }
+                    ready.append((index, request, push))
                 } catch {
                     push.status = .failed
                     push.error = error.description

@@ -151,7 +151,7 @@ extension RunReport {
             lines.append("")
             lines.append("\(name)")
             for item in group {
-                guard let push = pushesByKey[item.key], push.itemKey == item.key,
+                guard let push = pushesByKey[item.key],
                       [.pushed, .wouldPush, .failed, .pending].contains(item.decision) else { continue }
                 let verb: String
                 switch push.status {

@@ -101,7 +101,7 @@ public struct PushPolicy: Sendable {
                 decisions[index] = .seen
                 continue
             }
-            if candidate.previous == nil, let title = candidate.item.title {
+            if candidate.previous == nil, !recentPushes.isEmpty, let title = candidate.item.title {
                 let fingerprint = TitleFingerprint(title)
                 if recentPushes.contains(where: { abs($0.at.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window && $0.title.matches(fingerprint) }) {
                     decisions[index] = .sameStory
