@@ -188,7 +188,7 @@ struct ParseFeeds: ParsableCommand {
         var items = 0, elements = 0
         var feedTimes: [Double] = [], saxTimes: [Double] = []
         for _ in 0..<passes {
-            feedTimes.append(time { for file in files { items += (try? FeedParser.parse(file, url: nil))?.items.count ?? 0 } })
+            feedTimes.append(time { for file in files { items += (try? FeedParser.parse(file, url: "https://example.com/feed.xml"))?.items.count ?? 0 } })
             saxTimes.append(time { for file in files { elements += BareSAXPass.run(file) } })
         }
         let feed = megabytes / feedTimes.min()!, sax = megabytes / saxTimes.min()!

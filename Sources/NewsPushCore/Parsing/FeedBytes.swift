@@ -20,19 +20,18 @@ enum FeedBytes {
         var problems: [String] = []
         let raw = [UInt8](data)
         let (text, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
-        var bytes = text
+        var start = 0
         // Junk before the first '<' (blank lines, PHP notices, a stray BOM).
-        if let first = bytes.firstIndex(of: UInt8(ascii: "<")), first > 0 {
-            let skipped = bytes[..<first].contains { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+        if let first = text.firstIndex(of: UInt8(ascii: "<")), first > 0 {
+            let skipped = text[..<first].contains { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
             if skipped { problems.append("\(first) bytes of junk before the document were skipped") }
-            bytes.removeSubrange(..<first)
+            start = first
         }
         // The declaration's encoding no longer applies: the bytes are UTF-8 now.
-        if bytes.starts(with: Array("<?xml".utf8)), let end = find(Array("?>".utf8), in: bytes, from: 5) {
-            bytes.removeSubrange(..<(end + 2))
+        if text[start...].starts(with: "<?xml".utf8), let end = find(Array("?>".utf8), in: text, from: start + 5) {
+            start = end + 2
         }
-        bytes = repairMarkup(bytes)
-        return Prepared(bytes: bytes, encoding: encoding, problems: problems)
+        return Prepared(bytes: repairMarkup(text, from: start), encoding: encoding, problems: problems)
     }
 
     // MARK: Encoding
@@ -117,23 +116,25 @@ enum FeedBytes {
                 continue
             }
             let scalar = b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b)
-            out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
+            appendUTF8(scalar, to: &out)
             i += 1
         }
         return (out, keptUTF8)
     }
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
-        // Fast path for ASCII, then the standard library's validating decoder.
-        if !bytes.contains(where: { $0 >= 0x80 }) { return true }
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
+        bytes.withUnsafeBufferPointer { buffer in
+            // Skip ASCII eight bytes at a time; validate the rest with the standard library.
+            let count = buffer.count
+            guard let base = buffer.baseAddress else { return true }
+            var i = 0
+            while i + 8 <= count {
+                if UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+                i += 8
             }
+            while i < count, base[i] < 0x80 { i += 1 }
+            if i == count { return true }
+            return String(validating: UnsafeBufferPointer(rebasing: buffer[i...]), as: UTF8.self) != nil
         }
     }
 
@@ -205,73 +206,108 @@ enum FeedBytes {
 
     // MARK: Markup repair
 
-    private static let predefined: [String: UInt32] = ["amp": 38, "lt": 60, "gt": 62, "quot": 34, "apos": 39]
+    /// XML's five predefined entities.
+    private static func predefinedEntity(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
+        func equals(_ literal: StaticString) -> Bool {
+            name.count == literal.utf8CodeUnitCount && memcmp(name.baseAddress!, literal.utf8Start, name.count) == 0
+        }
+        if equals("amp") { return 38 }
+        if equals("lt") { return 60 }
+        if equals("gt") { return 62 }
+        if equals("quot") { return 34 }
+        if equals("apos") { return 39 }
+        return nil
+    }
+
+    /// Bytes the repair loop stops at; everything else is copied in runs.
+    private static let stopBytes: [Bool] = (0..<256).map { b in
+        b == 0x26 || b == 0x3C || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D)
+    }
 
     /// Rewrites entity references outside CDATA, comments and processing instructions so every
     /// one is numeric (libxml2's recover mode drops named ones after any error), escapes bare
-    /// `&`, and drops control characters XML does not allow.
-    static func repairMarkup(_ input: [UInt8]) -> [UInt8] {
-        // Nothing to do for most documents: no '&' and no forbidden control characters.
-        if !input.contains(where: { $0 == UInt8(ascii: "&") || $0 == 0xC2 || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) }) {
-            return input
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count + input.count / 16)
-        var i = 0
-        let n = input.count
-        func startsWith(_ s: StaticString, at index: Int) -> Bool {
-            let count = s.utf8CodeUnitCount
-            guard index + count <= n else { return false }
-            return s.withUTF8Buffer { buffer in
-                for k in 0..<count where input[index + k] != buffer[k] { return false }
-                return true
+    /// `&`, and drops control characters XML does not allow. Reads `input` from `from`.
+    static func repairMarkup(_ input: [UInt8], from: Int = 0) -> [UInt8] {
+        input.withUnsafeBufferPointer { buffer -> [UInt8] in
+            let n = buffer.count
+            guard n > from, let p = buffer.baseAddress else { return [] }
+            var out: [UInt8] = []
+            out.reserveCapacity(n - from + (n - from) / 16)
+            var i = from
+            var runStart = from
+            var changed = false
+            let stop = stopBytes
+            func flush() {
+                if runStart < i { out.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
             }
-        }
-        func copyUntil(_ terminator: StaticString) {
-            let count = terminator.utf8CodeUnitCount
-            while i < n {
-                if startsWith(terminator, at: i) {
-                    out.append(contentsOf: input[i..<(i + count)])
-                    i += count
-                    return
+            func startsWith(_ s: StaticString, at index: Int) -> Bool {
+                let count = s.utf8CodeUnitCount
+                guard index + count <= n else { return false }
+                return memcmp(p + index, s.utf8Start, count) == 0
+            }
+            /// Moves `i` past `terminator`, copying (less forbidden control characters).
+            func skipUntil(_ terminator: StaticString) {
+                let first = terminator.utf8Start.pointee
+                while i < n {
+                    let b = p[i]
+                    if b == first, startsWith(terminator, at: i) { i += terminator.utf8CodeUnitCount; return }
+                    if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
+                        flush(); i += 1; runStart = i; changed = true
+                        continue
+                    }
+                    i += 1
                 }
-                let b = input[i]
-                if b >= 0x20 || b == 0x09 || b == 0x0A || b == 0x0D { out.append(b) }
-                i += 1
             }
+            while i < n {
+                let b = p[i]
+                if !stop[Int(b)] { i += 1; continue }
+                if b == UInt8(ascii: "<") {
+                    if i + 1 < n, p[i + 1] == UInt8(ascii: "!") || p[i + 1] == UInt8(ascii: "?") {
+                        if startsWith("<![CDATA[", at: i) { i += 9; skipUntil("]]>"); continue }
+                        if startsWith("<!--", at: i) { i += 4; skipUntil("-->"); continue }
+                        if p[i + 1] == UInt8(ascii: "?") { i += 2; skipUntil("?>"); continue }
+                    }
+                    i += 1
+                    continue
+                }
+                if b == UInt8(ascii: "&") {
+                    flush()
+                    i = rewriteReference(buffer, at: i, into: &out)
+                    runStart = i
+                    changed = true
+                    continue
+                }
+                if b == 0xC2 {
+                    // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
+                    if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F {
+                        flush()
+                        appendUTF8(cp1252High[Int(p[i + 1]) - 0x80], to: &out)
+                        i += 2
+                        runStart = i
+                        changed = true
+                    } else {
+                        i += 1
+                    }
+                    continue
+                }
+                // A control character XML forbids.
+                flush()
+                i += 1
+                runStart = i
+                changed = true
+            }
+            if !changed && from == 0 { return input }
+            flush()
+            return out
         }
-        while i < n {
-            let b = input[i]
-            if b == UInt8(ascii: "<") {
-                if startsWith("<![CDATA[", at: i) { copyUntil("]]>"); continue }
-                if startsWith("<!--", at: i) { copyUntil("-->"); continue }
-                if startsWith("<?", at: i) { copyUntil("?>"); continue }
-                out.append(b)
-                i += 1
-                continue
-            }
-            if b == UInt8(ascii: "&") {
-                i = rewriteReference(input, at: i, into: &out)
-                continue
-            }
-            if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
-                i += 1
-                continue
-            }
-            // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
-            if b == 0xC2, i + 1 < n, input[i + 1] >= 0x80, input[i + 1] <= 0x9F {
-                out.append(contentsOf: Array(String(Character(Unicode.Scalar(cp1252High[Int(input[i + 1]) - 0x80])!)).utf8))
-                i += 2
-                continue
-            }
-            out.append(b)
-            i += 1
-        }
-        return out
+    }
+
+    static func appendUTF8(_ value: UInt32, to out: inout [UInt8]) {
+        UTF8.encode(Unicode.Scalar(value) ?? "\u{FFFD}") { out.append($0) }
     }
 
     /// Handles the `&` at `start`; returns the index after what it consumed.
-    private static func rewriteReference(_ input: [UInt8], at start: Int, into out: inout [UInt8]) -> Int {
+    private static func rewriteReference(_ input: UnsafeBufferPointer<UInt8>, at start: Int, into out: inout [UInt8]) -> Int {
         var j = start + 1
         let n = input.count
         if j < n && input[j] == UInt8(ascii: "#") {
@@ -279,34 +315,53 @@ enum FeedBytes {
             let hex = j < n && (input[j] == UInt8(ascii: "x") || input[j] == UInt8(ascii: "X"))
             if hex { j += 1 }
             let digitsStart = j
-            while j < n, j - digitsStart < 8,
-                  (input[j] >= 0x30 && input[j] <= 0x39) || (hex && ((input[j] | 0x20) >= 0x61 && (input[j] | 0x20) <= 0x66)) { j += 1 }
-            if j > digitsStart, j < n, input[j] == UInt8(ascii: ";"),
-               let value = UInt32(String(decoding: input[digitsStart..<j], as: UTF8.self), radix: hex ? 16 : 10) {
+            var value: UInt32 = 0
+            while j < n, j - digitsStart < 8 {
+                let c = input[j]
+                if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
+                else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
+                else { break }
+                j += 1
+            }
+            if j > digitsStart, j < n, input[j] == UInt8(ascii: ";") {
                 // References to 128–159 name Windows-1252 characters in practice (HTML5 does the same).
                 let mapped = (0x80...0x9F).contains(value) ? cp1252High[Int(value) - 0x80] : value
-                appendCharacterReference(Self.xmlAllowed(mapped) ? mapped : 0xFFFD, to: &out)
+                // Kept as written when XML reads it the same ("&#X41;" it does not).
+                if mapped == value, xmlAllowed(value), input[start + 2] != UInt8(ascii: "X") {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: input[start...j]))
+                } else {
+                    appendCharacterReference(xmlAllowed(mapped) ? mapped : 0xFFFD, to: &out)
+                }
                 return j + 1
             }
-            out.append(contentsOf: Array("&amp;".utf8))
+            out.append(contentsOf: "&amp;".utf8)
             return start + 1
         }
         while j < n, j - start <= 32,
               (input[j] >= 0x61 && input[j] <= 0x7A) || (input[j] >= 0x41 && input[j] <= 0x5A) || (input[j] >= 0x30 && input[j] <= 0x39) { j += 1 }
         if j > start + 1, j < n, input[j] == UInt8(ascii: ";") {
-            let name = String(decoding: input[(start + 1)..<j], as: UTF8.self)
-            if let value = predefined[name] ?? HTMLText.entityCodePoint(name) {
+            let name = UnsafeBufferPointer(rebasing: input[(start + 1)..<j])
+            if let value = predefinedEntity(name) ?? HTMLText.entityCodePoint(name) {
                 appendCharacterReference(value, to: &out)
                 return j + 1
             }
         }
         // A bare '&' or an entity nobody defines: keep it as literal text.
-        out.append(contentsOf: Array("&amp;".utf8))
+        out.append(contentsOf: "&amp;".utf8)
         return start + 1
     }
 
     private static func appendCharacterReference(_ value: UInt32, to out: inout [UInt8]) {
-        out.append(contentsOf: Array("&#\(value);".utf8))
+        out.append(UInt8(ascii: "&"))
+        out.append(UInt8(ascii: "#"))
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat { d[count] = UInt8(ascii: "0") + UInt8(rest % 10); rest /= 10; count += 1 } while rest > 0
+            for k in stride(from: count - 1, through: 0, by: -1) { out.append(d[k]) }
+        }
+        out.append(UInt8(ascii: ";"))
     }
 
     static func xmlAllowed(_ value: UInt32) -> Bool {

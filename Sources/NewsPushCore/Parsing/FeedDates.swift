@@ -12,8 +12,79 @@ public enum FeedDates {
            let iso = parseISO8601(trimmed) {
             return iso
         }
-        return parseRFC822(trimmed)
+        return parseCommonRFC822(trimmed) ?? parseRFC822(trimmed)
     }
+
+    // MARK: The common RFC 822 form, fast
+
+    /// "Sat, 22 Nov 2026 06:00:00 +0000" (weekday, seconds optional; GMT/UTC/Z, a numeric or
+    /// a known named zone): most feeds write exactly this, so it is read straight from the bytes
+    /// before the tolerant tokenizer below. Nil for anything else.
+    static func parseCommonRFC822(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { s -> Date? in
+            var i = 0
+            let n = s.count
+            func letter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+            func number(_ maxDigits: Int) -> Int? {
+                var value = 0, count = 0
+                while i < n, count < maxDigits, s[i] >= 0x30 && s[i] <= 0x39 { value = value * 10 + Int(s[i] - 0x30); i += 1; count += 1 }
+                return count > 0 ? value : nil
+            }
+            func space() -> Bool {
+                guard i < n, s[i] == 0x20 else { return false }
+                while i < n, s[i] == 0x20 { i += 1 }
+                return true
+            }
+            // Optional "Sat, "
+            if n > 4, letter(s[0]), letter(s[1]), letter(s[2]), s[3] == UInt8(ascii: ",") {
+                i = 4
+                guard space() else { return nil }
+            }
+            guard let day = number(2), space(), i + 3 <= n, letter(s[i]), letter(s[i + 1]), letter(s[i + 2]) else { return nil }
+            let m = (UInt32(s[i] | 0x20) << 16) | (UInt32(s[i + 1] | 0x20) << 8) | UInt32(s[i + 2] | 0x20)
+            guard let month = englishMonths[m] else { return nil }
+            i += 3
+            guard space(), let year = number(4), i - 4 >= 0, space(), let hour = number(2), i < n, s[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            guard let minute = number(2) else { return nil }
+            var second = 0
+            if i < n, s[i] == UInt8(ascii: ":") {
+                i += 1
+                guard let sec = number(2) else { return nil }
+                second = sec
+            }
+            guard space(), i < n else { return nil }
+            var offset = 0
+            if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
+                let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
+                i += 1
+                let start = i
+                guard let hhmm = number(4), i - start == 4 else { return nil }
+                guard hhmm / 100 <= 14, hhmm % 100 < 60 else { return nil }
+                offset = sign * (hhmm / 100 * 3600 + hhmm % 100 * 60)
+            } else {
+                let start = i
+                while i < n, letter(s[i]) { i += 1 }
+                guard i > start, i - start <= 4 else { return nil }
+                let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
+                guard let hours = zones[zone] else { return nil }
+                offset = hours * 3600
+            }
+            guard i == n, year >= 1000 else { return nil }
+            return make(year, month, day, hour, minute, second, offset)
+        }
+    }
+
+    /// Three-letter English month abbreviations, lower case, packed into an integer.
+    private static let englishMonths: [UInt32: Int] = {
+        var table: [UInt32: Int] = [:]
+        for (index, name) in ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"].enumerated() {
+            let b = Array(name.utf8)
+            table[(UInt32(b[0]) << 16) | (UInt32(b[1]) << 8) | UInt32(b[2])] = index + 1
+        }
+        return table
+    }()
 
     // MARK: ISO 8601 / RFC 3339
 

@@ -44,8 +44,17 @@ public struct FeedItem: Sendable, Equatable, Codable {
     public var categories: [String] = []
     /// Enclosure and media URLs, absolute.
     public var enclosures: [String] = []
-    /// The full content (`content:encoded`, Atom content) as plain text, when given.
-    public var content: String?
+    /// The full content (`content:encoded`, Atom content) as plain text, when given; converted
+    /// from the feed's markup when read.
+    public var content: String? {
+        get {
+            guard let text = contentSource?.text, !text.isEmpty else { return nil }
+            return text
+        }
+        set { contentSource = newValue.map { FeedText(markup: Array($0.utf8), kind: .plain) } }
+    }
+    /// The content as the feed wrote it.
+    var contentSource: FeedText?
     /// Whether an RSS guid is a permalink (only meaningful when `id` came from a guid).
     public var guidIsPermaLink: Bool?
     public var authorEmail: String?

@@ -89,7 +89,6 @@ final class FeedDocumentBuilder: XMLEventSink {
         var base: String?
     }
 
-    private enum TextKind { case plain, html, xhtml, maybeHTML, base64 }
 
     private enum Field {
         case feedTitle, feedLink, feedSubtitle, feedLanguage, feedAuthor, feedAuthorName, feedAuthorEmail, feedPublished, feedUpdated
@@ -119,7 +118,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         var updated: String?
         var description: String?
         var atomSummary: String?
-        var content: String?
+        var content: FeedText?
         var author: String?
         var atomAuthorName: String?
         var atomAuthorEmail: String?
@@ -138,6 +137,8 @@ final class FeedDocumentBuilder: XMLEventSink {
     private var feedAtomLinks: [(rel: String, type: String, href: String)] = []
     private var feedRSSLink: String?
     private let documentURL: String?
+    /// Sees every captured text as written, before conversion (tests compare converters with it).
+    var rawTextObserver: ((TextKind, [UInt8]) -> Void)?
 
     init(documentURL: String?) {
         self.documentURL = documentURL
@@ -147,11 +148,11 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     // MARK: Events
 
-    func startElement(_ name: XMLName, attributes: [XMLAttribute]) {
+    func startElement(_ name: XMLName, attributes: XMLAttributes) {
         if rejection != nil { return }
         var base = stack.last?.base ?? documentURL
-        for attribute in attributes where attribute.name.namespace == FeedNamespace.xml && attribute.name.local == "base" {
-            base = Self.resolve(attribute.value, against: base) ?? attribute.value
+        if let xmlBase = attributes.value("base", namespace: FeedNamespace.xml) {
+            base = Self.resolve(xmlBase, against: base) ?? xmlBase
         }
         stack.append(Frame(name: name, base: base))
         let depth = stack.count
@@ -162,7 +163,9 @@ final class FeedDocumentBuilder: XMLEventSink {
         }
         if var capture {
             // Markup inside a captured element (XHTML content, naked HTML in a description).
-            if Self.blockLike.contains(name.local.lowercased()) { capture.buffer.append(0x20) }
+            if Self.blockLike.contains(name.local) || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } && Self.blockLike.contains(name.local.lowercased())) {
+                capture.buffer.append(0x20)
+            }
             self.capture = capture
             return
         }
@@ -187,8 +190,8 @@ final class FeedDocumentBuilder: XMLEventSink {
         }
         if isItemElement(name) {
             draft = Draft(depth: depth)
-            for attribute in attributes where attribute.name.namespace == FeedNamespace.rdf && attribute.name.local == "about" {
-                draft?.item.id = attribute.value
+            if let about = attributes.value("about", namespace: FeedNamespace.rdf) {
+                draft?.item.id = about
             }
             return
         }
@@ -202,7 +205,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         let parentIsChannel = (parent.local == "channel" && FeedNamespace.isRSS(parent.namespace)) ||
             (depth == 2 && format == .atom10)
         if depth == 1 || parentIsChannel, feedLanguage == nil,
-           let lang = attributes.first(where: { $0.name.namespace == FeedNamespace.xml && $0.name.local == "lang" })?.value {
+           let lang = attributes.value("lang", namespace: FeedNamespace.xml) {
             feedLanguage = lang
         }
         guard parentIsChannel else { return }
@@ -289,7 +292,7 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     // MARK: Structure
 
-    private func detectFormat(_ name: XMLName, attributes: [XMLAttribute]) {
+    private func detectFormat(_ name: XMLName, attributes: XMLAttributes) {
         switch name.local.lowercased() {
         case "rss":
             let version = attribute("version", in: attributes) ?? "2.0"
@@ -316,7 +319,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         }
     }
 
-    private func startItemChild(_ name: XMLName, attributes: [XMLAttribute], depth: Int, base: String?) {
+    private func startItemChild(_ name: XMLName, attributes: XMLAttributes, depth: Int, base: String?) {
         let ns = name.namespace
         var field: Field?
         var kind = TextKind.plain
@@ -422,7 +425,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         if let field { capture = Capture(field: field, depth: depth, kind: kind) }
     }
 
-    private func textKind(_ name: XMLName, _ attributes: [XMLAttribute]) -> TextKind {
+    private func textKind(_ name: XMLName, _ attributes: XMLAttributes) -> TextKind {
         let type = (attribute("type", in: attributes) ?? "text").lowercased()
         if attribute("mode", in: attributes) == "escaped" { return .html }
         if attribute("mode", in: attributes) == "base64" { return .base64 }
@@ -438,16 +441,13 @@ final class FeedDocumentBuilder: XMLEventSink {
     }
 
     private func finishCapture(_ capture: Capture) {
-        let raw = String(decoding: capture.buffer, as: UTF8.self)
-        let text: String
-        switch capture.kind {
-        case .plain, .xhtml: text = Self.collapse(raw)
-        case .html: text = Self.collapse(Self.looksLikeMarkup(raw) ? HTMLText.text(fromHTML: raw) : raw)
-        case .maybeHTML: text = Self.collapse(Self.looksLikeHTML(raw) ? HTMLText.text(fromHTML: raw) : raw)
-        case .base64:
-            let decoded = Data(base64Encoded: raw.filter { !$0.isWhitespace }).map { String(decoding: $0, as: UTF8.self) } ?? raw
-            text = Self.collapse(Self.looksLikeMarkup(decoded) ? HTMLText.text(fromHTML: decoded) : decoded)
+        rawTextObserver?(capture.kind, capture.buffer)
+        if capture.field == .contentEncoded || capture.field == .atomContent {
+            // Full content is converted to plain text only when asked for (see `FeedText`).
+            draft?.content = FeedText(markup: capture.buffer, kind: capture.kind)
+            return
         }
+        let text = FeedText.plainText(capture.buffer, kind: capture.kind)
         switch capture.field {
         case .feedTitle: feedTitle = text.isEmpty ? nil : text
         case .feedLink: feedRSSLink = text.isEmpty ? nil : text
@@ -466,7 +466,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         case .title: draft?.item.title = text
         case .link: draft?.rssLink = text
         case .description: draft?.description = text
-        case .contentEncoded, .atomContent: draft?.content = text
+        case .contentEncoded, .atomContent: break
         case .atomSummary: draft?.atomSummary = text
         case .guid: draft?.guid = text
         case .atomId: draft?.item.id = text
@@ -512,15 +512,15 @@ final class FeedDocumentBuilder: XMLEventSink {
         if let rssSummary = draft.rssSummary {
             // <summary> and <description> in one RSS item: the first is the summary, the other the content.
             if let other = description, content == nil {
-                content = draft.summaryBeforeDescription ? other : rssSummary
+                content = FeedText(markup: Array((draft.summaryBeforeDescription ? other : rssSummary).utf8), kind: .plain)
                 description = draft.summaryBeforeDescription ? rssSummary : other
             } else if description == nil {
                 description = rssSummary
             }
         }
         // An empty summary stays empty (markup without text, e.g. an SVG), not absent.
-        item.summary = description ?? draft.atomSummary ?? content
-        item.content = content?.isEmpty == false ? content : nil
+        item.summary = description ?? draft.atomSummary ?? content?.text
+        item.contentSource = content
         if item.title == nil, let title = draft.dcTitle, !title.isEmpty { item.title = title }
         item.publishedText = draft.pubDate ?? draft.published ?? draft.dcDate
         item.updatedText = draft.updated ?? draft.dcDate
@@ -554,6 +554,12 @@ final class FeedDocumentBuilder: XMLEventSink {
     /// "me@example.com (Name)", "Name (me@example.com)", "Name <me@example.com>" or a bare
     /// address, split into name and e-mail.
     static func splitAuthor(_ text: String) -> (String?, String?) {
+        // Most authors are a plain name: nothing to split or trim.
+        let utf8 = text.utf8
+        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80,
+           !utf8.contains(where: { $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "@") }) {
+            return (text, nil)
+        }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }), let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close {
             let inside = trimmed[trimmed.index(after: open)..<close].trimmingCharacters(in: .whitespaces)
@@ -565,7 +571,7 @@ final class FeedDocumentBuilder: XMLEventSink {
         return (trimmed, nil)
     }
 
-    static func link(_ href: String, rel: String, _ attributes: [XMLAttribute], _ builder: FeedDocumentBuilder) -> FeedLink {
+    static func link(_ href: String, rel: String, _ attributes: XMLAttributes, _ builder: FeedDocumentBuilder) -> FeedLink {
         FeedLink(href: href, rel: rel, type: builder.attribute("type", in: attributes), length: builder.attribute("length", in: attributes),
                  hreflang: builder.attribute("hreflang", in: attributes), title: builder.attribute("title", in: attributes))
     }
@@ -575,8 +581,8 @@ final class FeedDocumentBuilder: XMLEventSink {
         return (alternates.first { $0.type.contains("html") } ?? alternates.first)?.href
     }
 
-    fileprivate func attribute(_ local: String, in attributes: [XMLAttribute]) -> String? {
-        attributes.first { $0.name.local == local && ($0.name.namespace.isEmpty || local == "about") }?.value
+    fileprivate func attribute(_ local: String, in attributes: XMLAttributes) -> String? {
+        attributes.value(local) ?? (local == "about" ? attributes.value(local, namespace: FeedNamespace.rdf) : nil)
     }
 
     // MARK: Text
@@ -585,18 +591,29 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     /// Collapses runs of ASCII white space into one space and trims the ends.
     static func collapse(_ text: String) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        var pendingSpace = false
-        for byte in text.utf8 {
-            if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x0C {
-                pendingSpace = !out.isEmpty
-            } else {
-                if pendingSpace { out.append(0x20); pendingSpace = false }
-                out.append(byte)
+        var text = text
+        return text.withUTF8 { collapse($0) }
+    }
+
+    static func collapse(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBufferPointer { collapse($0) }
+    }
+
+    static func collapse(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { out in
+            var count = 0
+            var pendingSpace = false
+            for byte in bytes {
+                if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x0C {
+                    pendingSpace = count > 0
+                } else {
+                    if pendingSpace { out[count] = 0x20; count += 1; pendingSpace = false }
+                    out[count] = byte
+                    count += 1
+                }
             }
+            return count
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Any tag or entity at all (for text declared to be HTML).
@@ -604,10 +621,19 @@ final class FeedDocumentBuilder: XMLEventSink {
         text.utf8.contains(UInt8(ascii: "<")) || text.utf8.contains(UInt8(ascii: "&"))
     }
 
+    static func looksLikeMarkup(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.contains(0x3C) || buffer.contains(0x26)
+        }
+    }
+
     /// A real tag (`<b>`, `</p>`, `<br/>`) or entity (`&amp;`, `&#8217;`): RSS titles are
     /// nominally plain text but publishers often escape HTML into them.
     static func looksLikeHTML(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        looksLikeHTML(Array(text.utf8))
+    }
+
+    static func looksLikeHTML(_ bytes: [UInt8]) -> Bool {
         var i = 0
         while i < bytes.count {
             let b = bytes[i]

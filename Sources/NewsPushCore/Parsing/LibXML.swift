@@ -7,7 +7,7 @@ import Foundation
 /// Receives the parts of an XML document as libxml2 reads them. Names and namespace URIs come
 /// from libxml2's dictionary, so equal names arrive as equal `String`s cheaply (see `XMLNames`).
 protocol XMLEventSink: AnyObject {
-    func startElement(_ name: XMLName, attributes: [XMLAttribute])
+    func startElement(_ name: XMLName, attributes: XMLAttributes)
     func endElement(_ name: XMLName)
     func characters(_ bytes: UnsafeBufferPointer<UInt8>)
 }
@@ -18,9 +18,52 @@ struct XMLName: Equatable, Hashable {
     var local: String
 }
 
-struct XMLAttribute {
-    var name: XMLName
-    var value: String
+/// The attributes of the element being started, read from libxml2's array only when asked for
+/// (most elements' attributes are never needed). Valid only during `startElement`.
+struct XMLAttributes {
+    /// Five pointers per attribute: local name, prefix, namespace URI, value start, value end.
+    fileprivate let pointers: UnsafeMutablePointer<UnsafePointer<UInt8>?>?
+    let count: Int
+
+    /// The value of the attribute `local` in `namespace` ("" for none), or nil.
+    func value(_ local: String, namespace: String = "") -> String? {
+        guard let pointers else { return nil }
+        for i in 0..<count {
+            let base = i * 5
+            guard let name = pointers[base], let start = pointers[base + 3], let end = pointers[base + 4],
+                  Self.equals(name, local), Self.equals(pointers[base + 2], namespace) else { continue }
+            let bytes = UnsafeBufferPointer(start: start, count: end - start)
+            // Without entity substitution libxml2 keeps a referenced '&' in attribute values as
+            // "&#38;" (so a tree could be written back); the value means '&'.
+            guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count)
+            var k = 0
+            while k < bytes.count {
+                if bytes[k] == UInt8(ascii: "&"), k + 4 < bytes.count, bytes[k + 1] == UInt8(ascii: "#"), bytes[k + 2] == UInt8(ascii: "3"),
+                   bytes[k + 3] == UInt8(ascii: "8"), bytes[k + 4] == UInt8(ascii: ";") {
+                    out.append(UInt8(ascii: "&"))
+                    k += 5
+                } else {
+                    out.append(bytes[k])
+                    k += 1
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+        return nil
+    }
+
+    /// A NUL-terminated name (nil: none) equal to `string` ("" matches none)?
+    private static func equals(_ pointer: UnsafePointer<UInt8>?, _ string: String) -> Bool {
+        guard let pointer else { return string.isEmpty }
+        var k = 0
+        for byte in string.utf8 {
+            if pointer[k] != byte { return false }
+            k += 1
+        }
+        return pointer[k] == 0
+    }
 }
 
 /// Runs libxml2's SAX2 parser over bytes already cleaned by `FeedBytes` (UTF-8, no declaration).
@@ -53,22 +96,8 @@ final class XMLSAXParser {
         handler.startElementNs = { context, localName, _, uri, _, _, attributeCount, _, attributes in
             guard let context, let localName else { return }
             let parser = Unmanaged<XMLSAXParser>.fromOpaque(context).takeUnretainedValue()
-            var list: [XMLAttribute] = []
-            if let attributes, attributeCount > 0 {
-                list.reserveCapacity(Int(attributeCount))
-                for i in 0..<Int(attributeCount) {
-                    // Five pointers per attribute: localname, prefix, URI, value start, value end.
-                    let base = i * 5
-                    guard let attrName = attributes[base], let start = attributes[base + 3], let end = attributes[base + 4] else { continue }
-                    let bytes = UnsafeBufferPointer(start: start, count: end - start)
-                    var value = String(decoding: bytes, as: UTF8.self)
-                    // Without entity substitution libxml2 keeps a referenced '&' in attribute
-                    // values as "&#38;" (so a tree could be written back); the value means '&'.
-                    if bytes.contains(UInt8(ascii: "&")) { value = value.replacingOccurrences(of: "&#38;", with: "&") }
-                    list.append(XMLAttribute(name: XMLName(namespace: parser.string(attributes[base + 2]), local: parser.string(attrName)),
-                                             value: value))
-                }
-            }
+            let list = XMLAttributes(pointers: attributes.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafePointer<UInt8>?.self) },
+                                     count: Int(attributeCount))
             parser.sink.startElement(XMLName(namespace: parser.string(uri), local: parser.string(localName)), attributes: list)
         }
         handler.endElementNs = { context, localName, _, uri in
@@ -135,54 +164,106 @@ final class XMLSAXParser {
 
 /// HTML to plain text with libxml2's HTML parser: entities decoded, tags removed, block
 /// elements separated by spaces, scripts and styles dropped. White space is not yet collapsed.
+/// The parser runs in SAX mode, so no tree is built for the few characters kept.
 enum HTMLText {
-    static func text(fromHTML html: String) -> String {
-        var utf8 = Array(html.utf8)
-        if utf8.isEmpty { return "" }
-        // The HTML parser wants a container; a body fragment works for any snippet.
-        let prefix = Array("<html><body>".utf8)
-        utf8.insert(contentsOf: prefix, at: 0)
-        let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
-                            | HTML_PARSE_NONET.rawValue | HTML_PARSE_NOIMPLIED.rawValue | HTML_PARSE_COMPACT.rawValue)
-        let doc = utf8.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                htmlReadMemory(chars.baseAddress, Int32(chars.count), nil, "UTF-8", options)
-            }
-        }
-        guard let doc else { return html }
-        defer { xmlFreeDoc(doc) }
+    private final class Collector {
         var out: [UInt8] = []
-        out.reserveCapacity(html.utf8.count)
-        collect(xmlDocGetRootElement(doc), into: &out)
-        return String(decoding: out, as: UTF8.self)
+        /// Depth inside `script`, `style` and similar elements, whose text is not shown.
+        var skipped = 0
     }
 
-    private static let blockElements: Set<String> = [
-        "p", "div", "br", "li", "ul", "ol", "tr", "td", "th", "table", "h1", "h2", "h3", "h4", "h5", "h6",
-        "blockquote", "pre", "hr", "section", "article", "header", "footer", "figure", "figcaption", "dd", "dt",
-    ]
-    private static let skippedElements: Set<String> = ["script", "style", "noscript", "template", "head"]
+    static func text(fromHTML html: String) -> String {
+        String(decoding: plainBytes(Array(html.utf8)), as: UTF8.self)
+    }
 
-    private static func collect(_ node: xmlNodePtr?, into out: inout [UInt8]) {
-        var current = node
-        while let n = current {
-            switch n.pointee.type {
-            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
-                if let content = n.pointee.content {
-                    var p = content
-                    while p.pointee != 0 { out.append(p.pointee); p += 1 }
-                }
-            case XML_ELEMENT_NODE:
-                let name = n.pointee.name.map { String(cString: $0).lowercased() } ?? ""
-                if skippedElements.contains(name) { break }
-                let block = blockElements.contains(name)
-                if block { out.append(0x20) }
-                collect(n.pointee.children, into: &out)
-                if block { out.append(0x20) }
-            default:
-                break
+    /// The text of an HTML fragment, as UTF-8 bytes.
+    static func plainBytes(_ html: [UInt8]) -> [UInt8] {
+        if let simple = SimpleHTML.text(html) { return simple }
+        return parsedPlainBytes(html)
+    }
+
+    /// `plainBytes` by libxml2's HTML parser, for any HTML.
+    static func parsedPlainBytes(_ html: [UInt8]) -> [UInt8] {
+        if html.isEmpty { return [] }
+        let collector = Collector()
+        collector.out.reserveCapacity(html.count)
+        var handler = htmlSAXHandler()
+        handler.startElement = { context, name, _ in
+            guard let context, let name else { return }
+            let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+            switch HTMLText.role(name) {
+            case .skipped: collector.skipped += 1
+            case .block: collector.out.append(0x20)
+            case .inline: break
             }
-            current = n.pointee.next
+        }
+        handler.endElement = { context, name in
+            guard let context, let name else { return }
+            let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+            switch HTMLText.role(name) {
+            case .skipped: collector.skipped = max(0, collector.skipped - 1)
+            case .block: collector.out.append(0x20)
+            case .inline: break
+            }
+        }
+        let characters: charactersSAXFunc = { context, bytes, length in
+            guard let context, let bytes, length > 0 else { return }
+            let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
+            if collector.skipped == 0 { collector.out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: Int(length))) }
+        }
+        handler.characters = characters
+        handler.ignorableWhitespace = characters
+        // Script and style bodies arrive as CDATA blocks; they are never text.
+        handler.cdataBlock = { _, _, _ in }
+        let me = Unmanaged.passUnretained(collector).toOpaque()
+        guard let context = htmlCreatePushParserCtxt(&handler, me, nil, 0, nil, XML_CHAR_ENCODING_UTF8) else { return html }
+        defer {
+            if let doc = context.pointee.myDoc { xmlFreeDoc(doc) }
+            htmlFreeParserCtxt(context)
+        }
+        htmlCtxtUseOptions(context, Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
+                                          | HTML_PARSE_NONET.rawValue | HTML_PARSE_NOIMPLIED.rawValue | HTML_PARSE_NODEFDTD.rawValue))
+        // The HTML parser wants a container; a body start tag works for any snippet.
+        _ = htmlParseChunk(context, "<html><body>", 12, 0)
+        html.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                _ = htmlParseChunk(context, chars.baseAddress, Int32(chars.count), 1)
+            }
+        }
+        return collector.out
+    }
+
+    private enum Role { case block, skipped, inline }
+
+    /// What an element does to the text; names come from the HTML parser, lower case.
+    private static func role(_ name: UnsafePointer<xmlChar>) -> Role {
+        // Compare the NUL-terminated name byte by byte: no String per element.
+        func equals(_ literal: StaticString) -> Bool {
+            literal.withUTF8Buffer { bytes in
+                for (i, byte) in bytes.enumerated() where name[i] != byte { return false }
+                return name[bytes.count] == 0
+            }
+        }
+        switch name[0] {
+        case UInt8(ascii: "p"): return name[1] == 0 || equals("pre") ? .block : .inline
+        case UInt8(ascii: "b"): return equals("br") || equals("blockquote") ? .block : .inline
+        case UInt8(ascii: "d"): return equals("div") || equals("dd") || equals("dt") ? .block : .inline
+        case UInt8(ascii: "l"): return equals("li") ? .block : .inline
+        case UInt8(ascii: "u"): return equals("ul") ? .block : .inline
+        case UInt8(ascii: "o"): return equals("ol") ? .block : .inline
+        case UInt8(ascii: "t"):
+            if equals("tr") || equals("td") || equals("th") || equals("table") { return .block }
+            return equals("template") ? .skipped : .inline
+        case UInt8(ascii: "h"):
+            if name[1] >= UInt8(ascii: "1") && name[1] <= UInt8(ascii: "6") && name[2] == 0 || equals("hr") || equals("header") { return .block }
+            return equals("head") ? .skipped : .inline
+        case UInt8(ascii: "s"):
+            if equals("section") { return .block }
+            return equals("script") || equals("style") ? .skipped : .inline
+        case UInt8(ascii: "a"): return equals("article") ? .block : .inline
+        case UInt8(ascii: "f"): return equals("footer") || equals("figure") || equals("figcaption") ? .block : .inline
+        case UInt8(ascii: "n"): return equals("noscript") ? .skipped : .inline
+        default: return .inline
         }
     }
 
@@ -190,6 +271,17 @@ enum HTMLText {
     static func entityCodePoint(_ name: String) -> UInt32? {
         guard let entity = htmlEntityLookup(name) else { return nil }
         return entity.pointee.value
+    }
+
+    /// `entityCodePoint` for a name given as bytes (at most 32).
+    static func entityCodePoint(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
+        guard name.count < 32 else { return nil }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 33) { buffer in
+            _ = buffer.initialize(from: name)
+            buffer[name.count] = 0
+            guard let entity = htmlEntityLookup(buffer.baseAddress) else { return nil }
+            return entity.pointee.value
+        }
     }
 }
 

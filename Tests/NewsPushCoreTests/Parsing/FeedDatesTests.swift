@@ -75,6 +75,19 @@ struct FeedDatesTests {
     func parses(text: String, expected: String) throws {
         let date = try #require(FeedDates.parse(text), "could not parse \(text)")
         #expect(FeedDates.format(date) == expected)
+        // The fast path for the common form, when it answers, agrees with the tolerant parser.
+        if let fast = FeedDates.parseCommonRFC822(text) {
+            #expect(fast == FeedDates.parseRFC822(text), "\(text)")
+        }
+    }
+
+    @Test func commonFormTakesTheFastPath() {
+        #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 GMT").map(FeedDates.format) == "2026-11-22T06:00:00Z")
+        #expect(FeedDates.parseCommonRFC822("22 Nov 2026 06:00 -0500").map(FeedDates.format) == "2026-11-22T11:00:00Z")
+        #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 EST").map(FeedDates.format) == "2026-11-22T11:00:00Z")
+        // Anything else is left to the tolerant parser.
+        #expect(FeedDates.parseCommonRFC822("Sunday, 22 November 2026 06:00:00 GMT") == nil)
+        #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 26 06:00:00 GMT") == nil)
     }
 
     @Test(arguments: ["", "yesterday", "Sun, 32 Nov 2026 06:00:00 GMT", "2026-13-01", "2026-02-30", "Sun, 22 Foo 2026 06:00:00 GMT",

@@ -50,3 +50,44 @@ struct RealWorldCorpusTests {
         #expect(Double(sameLinks) / Double(titles) >= 0.99)
     }
 }
+
+/// The fast path for simple HTML must give libxml2's text exactly; every HTML text of the
+/// real-world corpus (summaries and full content) is converted both ways.
+@Suite("Simple HTML fast path against libxml2")
+struct SimpleHTMLTests {
+    @Test func agreesWithLibxml2OnEveryCorpusText() throws {
+        let folder = RealWorldCorpusTests.folder
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        var snippets: [[UInt8]] = []
+        for name in names.sorted() where name.hasSuffix(".xml") {
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            let prepared = FeedBytes.prepare(data)
+            let builder = FeedDocumentBuilder(documentURL: nil)
+            builder.rawTextObserver = { kind, bytes in
+                if kind == .html || kind == .maybeHTML, FeedDocumentBuilder.looksLikeMarkup(bytes) { snippets.append(bytes) }
+            }
+            XMLSAXParser(sink: builder).parse(prepared.bytes, url: nil, recover: true)
+        }
+        var fast = 0, mismatches: [String] = []
+        for snippet in snippets {
+            guard let simple = SimpleHTML.text(snippet) else { continue }
+            fast += 1
+            let expected = FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(snippet))
+            let actual = FeedDocumentBuilder.collapse(simple)
+            if actual != expected, mismatches.count < 5 {
+                mismatches.append("\(String(decoding: snippet.prefix(300), as: UTF8.self))\n  libxml2: \(expected.prefix(200))\n  fast:    \(actual.prefix(200))")
+            }
+        }
+        print("simple HTML fast path: \(fast) of \(snippets.count) HTML texts, \(mismatches.count) differ from libxml2")
+        #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
+        #expect(snippets.isEmpty || fast > 0)
+    }
+
+    @Test func handsAnythingUnusualToLibxml2() {
+        for html in ["<!-- unterminated", "<script>x</script>", "a < b", "<custom>x</custom>", "&bogus;", "&nbsp x"] {
+            #expect(SimpleHTML.text(Array(html.utf8)) == nil, "\(html)")
+        }
+        #expect(SimpleHTML.text(Array("<p>Tom &amp; Jerry&#8217;s <a href=\"x?a=1&b=2\">page</a></p>&nbsp;&eacute;".utf8))
+                .map { String(decoding: $0, as: UTF8.self) } == " Tom & Jerry’s page \u{A0}é")
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// How an element's text is written: plain, HTML (escaped or CDATA), inline XHTML, plain that
+/// may carry escaped HTML anyway (RSS titles), or base64 (Atom binary content).
+enum TextKind: UInt8, Sendable, Codable {
+    case plain, html, xhtml, maybeHTML, base64
+}
+
+/// Text as the feed wrote it, made plain when read. Full article content is large and rarely
+/// needed, so it is kept as written and converted on demand rather than on every parse.
+struct FeedText: Sendable, Equatable, Codable {
+    var markup: [UInt8]
+    var kind: TextKind
+
+    /// The plain text: markup removed, entities decoded, white space collapsed.
+    var text: String { Self.plainText(markup, kind: kind) }
+
+    static func plainText(_ bytes: [UInt8], kind: TextKind) -> String {
+        switch kind {
+        case .plain, .xhtml:
+            return FeedDocumentBuilder.collapse(bytes)
+        case .html:
+            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeMarkup(bytes) ? HTMLText.plainBytes(bytes) : bytes)
+        case .maybeHTML:
+            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeHTML(bytes) ? HTMLText.plainBytes(bytes) : bytes)
+        case .base64:
+            let encoded = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
+            let decoded = Data(base64Encoded: encoded).map { [UInt8]($0) } ?? bytes
+            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeMarkup(decoded) ? HTMLText.plainBytes(decoded) : decoded)
+        }
+    }
+}
