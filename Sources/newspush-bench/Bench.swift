@@ -11,7 +11,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self])
+        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, ClassifyItems.self])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
@@ -206,5 +206,42 @@ struct ParseFeeds: ParsableCommand {
                 print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, seconds, Double(document.count) / 1_048_576 / seconds))
             }
         }
+    }
+}
+
+/// `newspush-bench classify`: the shipped text model's load time and items classified per
+/// second on one core (this thread), over the items of a JSON Lines file.
+struct ClassifyItems: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "classify",
+        abstract: "Time loading the bundled text model and classifying every item of a JSON Lines file on one thread.")
+
+    @Argument(help: "Items with title and summary (e.g. ../shared/classify/train.jsonl).") var file: String
+    @Option(help: "Passes over the items; the best is reported.") var passes = 5
+
+    func run() throws {
+        func time(_ body: () throws -> Void) rethrows -> Double {
+            let start = DispatchTime.now()
+            try body()
+            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        }
+        var model: TextModel?
+        let loads = try (0..<10).map { _ in try time { model = try TextModel.bundled() } }
+        let examples = try ClassifierTraining.load(path: file)
+        var counts = [Int](repeating: 0, count: NewsCategory.allCases.count)
+        var times: [Double] = []
+        for _ in 0..<passes {
+            times.append(time {
+                for example in examples {
+                    let result = model!.classify(title: example.title, summary: example.summary)
+                    counts[NewsCategory.allCases.firstIndex(of: result.category)!] += 1
+                }
+            })
+        }
+        let sortedLoads = loads.sorted()
+        print(String(format: "model (%@, %d buckets) load: first %.1f ms, median %.1f ms, best %.1f ms",
+                     model!.kind.description, model!.buckets, loads[0] * 1000, sortedLoads[loads.count / 2] * 1000, sortedLoads[0] * 1000))
+        print(String(format: "%d items, best of %d passes on one thread: %.0f items/s (%.2f µs per item)",
+                     examples.count, passes, Double(examples.count) / times.min()!, times.min()! / Double(examples.count) * 1e6))
     }
 }

@@ -18,6 +18,7 @@ struct Classify: ParsableCommand {
     @Option(help: "json or jsonl.") var format: Parse.ParseFormat = .jsonl
     @Option(help: "Train the text model from this labelled JSON Lines file.") var train: String?
     @Option(help: "Where --train writes the model.") var output: String?
+    @Flag(help: "With --train, measure every training method, not only the chosen one.") var compare = false
 
     func validate() throws {
         if train != nil && output == nil { throw ValidationError("--train needs --output") }
@@ -32,9 +33,14 @@ struct Classify: ParsableCommand {
                 Terminal.error("\(error.localizedDescription)")
                 throw ExitCode(1)
             }
-            for evaluation in ClassifierTraining.measurements(examples) { Terminal.output(evaluation.description) }
+            // Every method is measured the same way; the chosen one is trained on everything.
+            let methods = compare ? ClassifierTraining.Method.all : [ClassifierTraining.Method.chosen]
+            for method in methods {
+                Terminal.output("== \(method.name)")
+                for evaluation in ClassifierTraining.measurements(examples, method: method) { Terminal.output(evaluation.description) }
+            }
             try ClassifierTraining.train(examples).serialized().write(to: URL(fileURLWithPath: output))
-            Terminal.output("model trained on \(examples.count) examples written to \(output)")
+            Terminal.output("model (\(ClassifierTraining.Method.chosen.name)) trained on \(examples.count) examples written to \(output)")
             return
         }
         let model: TextModel

@@ -61,9 +61,9 @@ public struct ItemClassifier: Sendable {
         if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
         if let section = Self.sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
         guard let textModel else { return .unclassified }
-        let text = [item.title, item.summary].compactMap { $0 }.joined(separator: " ")
-        guard !text.isEmpty else { return .unclassified }
-        let result = textModel.classify(text)
+        let title = item.title ?? ""
+        guard !title.isEmpty || item.summary?.isEmpty == false else { return .unclassified }
+        let result = textModel.classify(title: title, summary: item.summary)
         return Classification(category: result.category, confidence: result.confidence)
     }
 }

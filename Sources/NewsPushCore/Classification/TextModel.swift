@@ -1,102 +1,317 @@
 import Foundation
 
-/// A multinomial Naive Bayes model over words and word pairs of title + summary, with uniform
-/// class priors (the training set's class sizes say nothing about tomorrow's news). Features are
-/// hashed into a fixed table, so the model file holds no training text. Written here because no
-/// Swift package on this platform offers a text classifier that trains and loads offline.
+/// A linear text classifier over hashed features of title and summary: lower-cased words, word
+/// pairs and title words (marked apart, so a word in the headline counts differently from the
+/// same word in the standfirst). Two trainers share it, chosen by measurement
+/// (`ClassifierTraining.compare`): multinomial Naive Bayes with uniform class priors, and
+/// multinomial logistic regression with class-balanced weights. Features are hashed into a fixed
+/// table, so the model file holds no training text. Written here because no Swift package on this
+/// platform trains and loads a text classifier offline.
 public struct TextModel: Sendable {
-    /// log P(feature bucket | class), class-major.
-    let logLikelihood: [Float]
+    public enum Kind: UInt8, Sendable, CustomStringConvertible {
+        case naiveBayes = 0
+        case logistic = 1
+
+        public var description: String { self == .naiveBayes ? "naive Bayes" : "logistic regression" }
+    }
+
+    public let kind: Kind
     public let buckets: Int
+    /// The six class weights of each feature bucket (two lanes unused): one vector add per feature.
+    let weights: [SIMD8<Float>]
+    let bias: SIMD8<Float>
+    /// Logistic regression: the inverse document frequency of each bucket (empty for NB).
+    let idf: [Float]
     public static let classes = NewsCategory.allCases
+    static let classCount = NewsCategory.allCases.count
 
-    static let magic: [UInt8] = Array("NPNB1".utf8)
+    // MARK: Scoring
 
-    /// Trains from labelled texts. `alpha` is the additive smoothing.
-    public static func train(_ examples: [(text: String, category: NewsCategory)], buckets: Int = 1 << 17, alpha: Float = 0.1) -> TextModel {
-        var counts = [Float](repeating: 0, count: classes.count * buckets)
-        var totals = [Float](repeating: 0, count: classes.count)
-        for (text, category) in examples {
-            let c = classes.firstIndex(of: category)!
-            for feature in features(text, buckets: buckets) {
-                counts[c * buckets + feature] += 1
+    /// The category, a confidence in 0…1 and the per-class scores.
+    public func classify(title: String, summary: String?) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
+        var sum = SIMD8<Float>()
+        var norm: Float = 0
+        weights.withUnsafeBufferPointer { w in
+            if kind == .logistic {
+                // Logistic regression: features weighted by their idf, on a unit-length vector
+                // (as it was trained).
+                idf.withUnsafeBufferPointer { idf in
+                    Self.forEachFeature(title: title, summary: summary, buckets: buckets) { f in
+                        sum += w[f] * idf[f]
+                        norm += idf[f] * idf[f]
+                    }
+                }
+            } else {
+                // Naive Bayes sums log-likelihoods per occurrence.
+                Self.forEachFeature(title: title, summary: summary, buckets: buckets) { f in sum += w[f] }
+            }
+        }
+        if kind == .logistic, norm > 0 { sum *= 1 / norm.squareRoot() }
+        let scores = sum + bias
+        var best = 0
+        for c in 1..<Self.classCount where scores[c] > scores[best] { best = c }
+        // Softmax. NB log-odds are overconfident; damping them gives confidences that mean
+        // something when compared with min_confidence. Logistic scores are log-odds already.
+        let temperature: Float = kind == .naiveBayes ? 8 : 1
+        var total: Float = 0
+        for c in 0..<Self.classCount { total += exp((scores[c] - scores[best]) / temperature) }
+        return (Self.classes[best], Double(1 / total), (0..<Self.classCount).map { Double(scores[$0]) })
+    }
+
+    public func classify(_ text: String) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
+        classify(title: text, summary: nil)
+    }
+
+    // MARK: Features
+
+    static func features(title: String, summary: String?, buckets: Int) -> [Int] {
+        var list: [Int] = []
+        forEachFeature(title: title, summary: summary, buckets: buckets) { list.append($0) }
+        return list
+    }
+
+    private static let seed: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let titleMark: UInt64 = 0x51_7CC1_B727_220A
+
+    /// Calls `body` with the bucket of every feature: each word, each adjacent word pair, and
+    /// each title word once more as a title word. Words are runs of letters and digits,
+    /// lower-cased (ASCII and Latin-1 letters; other scripts kept as they are); general
+    /// punctuation (U+2000–U+206F: curly quotes, dashes) and U+0080–U+00BF separate words.
+    /// Read from the UTF-8 bytes: this runs on every new item.
+    static func forEachFeature(title: String, summary: String?, buckets: Int, _ body: (Int) -> Void) {
+        let modulus = UInt64(buckets)
+        var previous: UInt64 = 0
+        var hasPrevious = false
+        func emit(_ word: UInt64, inTitle: Bool) {
+            body(Int(word % modulus))
+            if inTitle { body(Int(((word ^ titleMark) &* 0x9E37_79B9_7F4A_7C15) % modulus)) }
+            if hasPrevious { body(Int(((previous &* 31) ^ (word &* 0x9E37_79B9_7F4A_7C15)) % modulus)) }
+            previous = word
+            hasPrevious = true
+        }
+        func words(_ text: String, inTitle: Bool) {
+            var hash = seed
+            var inWord = false
+            var skip = 0
+            var text = text
+            text.withUTF8 { bytes in
+                var i = 0
+                while i < bytes.count {
+                    var b = bytes[i]
+                    var isWordByte: Bool
+                    if skip > 0 {
+                        skip -= 1
+                        isWordByte = false
+                    } else if b < 0x80 {
+                        if b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                        isWordByte = (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
+                    } else if b == 0xE2, i + 1 < bytes.count, bytes[i + 1] == 0x80 || bytes[i + 1] == 0x81 {
+                        skip = 2   // U+2000–U+207F: a separator of three bytes
+                        isWordByte = false
+                    } else if b == 0xC2 {
+                        // U+0080–U+00BF: no-break space, «, », ¡… separate words.
+                        skip = 1
+                        isWordByte = false
+                    } else {
+                        if b == 0xC3, i + 1 < bytes.count, bytes[i + 1] >= 0x80, bytes[i + 1] <= 0x9E, bytes[i + 1] != 0x97 {
+                            // Latin-1 capitals (À–Þ, not ×): lower-case the second byte.
+                            hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+                            hash = (hash ^ UInt64(bytes[i + 1] | 0x20)) &* 0x100_0000_01b3
+                            inWord = true
+                            i += 2
+                            continue
+                        }
+                        isWordByte = true
+                    }
+                    if isWordByte {
+                        hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+                        inWord = true
+                    } else if inWord {
+                        emit(hash, inTitle: inTitle)
+                        hash = seed
+                        inWord = false
+                    }
+                    i += 1
+                }
+            }
+            if inWord { emit(hash, inTitle: inTitle) }
+        }
+        words(title, inTitle: true)
+        hasPrevious = false
+        if let summary { words(summary, inTitle: false) }
+    }
+
+    // MARK: Training
+
+    /// Multinomial Naive Bayes with uniform priors; `alpha` is the additive smoothing.
+    public static func trainNaiveBayes(_ examples: [(title: String, summary: String, category: NewsCategory)],
+                                       buckets: Int = 1 << 19, alpha: Float = 0.1) -> TextModel {
+        var counts = [Float](repeating: 0, count: classCount * buckets)
+        var totals = [Float](repeating: 0, count: classCount)
+        for example in examples {
+            let c = classes.firstIndex(of: example.category)!
+            for feature in features(title: example.title, summary: example.summary, buckets: buckets) {
+                counts[feature * classCount + c] += 1
                 totals[c] += 1
             }
         }
         var table = [Float](repeating: 0, count: counts.count)
-        for c in classes.indices {
+        for c in 0..<classCount {
             let denominator = log(totals[c] + alpha * Float(buckets))
-            for b in 0..<buckets { table[c * buckets + b] = log(counts[c * buckets + b] + alpha) - denominator }
+            for b in 0..<buckets { table[b * classCount + c] = log(counts[b * classCount + c] + alpha) - denominator }
         }
-        return TextModel(logLikelihood: table, buckets: buckets)
+        return TextModel(kind: .naiveBayes, buckets: buckets, flat: table, bias: [Float](repeating: 0, count: classCount), idf: [])
     }
 
-    /// The category scores (log-probabilities up to a constant) and a softmax confidence.
-    public func classify(_ text: String) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
-        var scores = [Double](repeating: 0, count: Self.classes.count)
-        for feature in Self.features(text, buckets: buckets) {
-            for c in scores.indices { scores[c] += Double(logLikelihood[c * buckets + feature]) }
-        }
-        let best = scores.indices.max { scores[$0] < scores[$1] }!
-        // NB log-odds are overconfident; damping them gives confidences that mean something
-        // when compared with min_confidence.
-        let damped = scores.map { ($0 - scores[best]) / Self.temperature }
-        let sum = damped.reduce(0) { $0 + exp($1) }
-        return (Self.classes[best], 1 / sum, scores)
-    }
-
-    static let temperature = 8.0
-
-    /// Lower-cased words (letters and digits) and adjacent word pairs, hashed (FNV-1a).
-    static func features(_ text: String, buckets: Int) -> [Int] {
-        var words: [UInt64] = []
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        var inWord = false
-        for scalar in text.lowercased().unicodeScalars {
-            if scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
-                var value = scalar.value
-                while value > 0 {
-                    hash = (hash ^ UInt64(value & 0xFF)) &* 0x100_0000_01b3
-                    value >>= 8
+    /// Multinomial logistic regression on unit-length idf-weighted feature vectors, trained by
+    /// AdaGrad with L2 regularisation; each class weighs `N / (6 · N_class)` in the loss, so
+    /// thin classes (Technology, Science) count as much as big ones. Deterministic: a fixed
+    /// shuffle seed.
+    public static func trainLogistic(_ examples: [(title: String, summary: String, category: NewsCategory)],
+                                     buckets: Int = 1 << 19, epochs: Int = 12, learningRate: Float = 0.2,
+                                     l2: Float = 1e-6, balanced: Bool = true) -> TextModel {
+        let featureLists = examples.map { features(title: $0.title, summary: $0.summary, buckets: buckets) }
+        // Smoothed inverse document frequency, as commonly used with tf-idf.
+        var documentFrequency = [Float](repeating: 0, count: buckets)
+        for list in featureLists { for f in Set(list) { documentFrequency[f] += 1 } }
+        let n = Float(examples.count)
+        let idf = documentFrequency.map { log((1 + n) / (1 + $0)) + 1 }
+        let labels = examples.map { classes.firstIndex(of: $0.category)! }
+        var classSizes = [Float](repeating: 0, count: classCount)
+        for label in labels { classSizes[label] += 1 }
+        let classWeights = classSizes.map { balanced && $0 > 0 ? Float(examples.count) / (Float(classCount) * $0) : 1 }
+        var weights = [Float](repeating: 0, count: buckets * classCount)
+        var squared = [Float](repeating: 1e-8, count: buckets * classCount)
+        var bias = [Float](repeating: 0, count: classCount)
+        var biasSquared = [Float](repeating: 1e-8, count: classCount)
+        var order = Array(examples.indices)
+        var generator = ClassifierTraining.SplitMix(seed: 7)
+        var scores = [Float](repeating: 0, count: classCount)
+        for _ in 0..<epochs {
+            order.shuffle(using: &generator)
+            for index in order {
+                let list = featureLists[index]
+                guard !list.isEmpty else { continue }
+                var norm: Float = 0
+                for f in list { norm += idf[f] * idf[f] }
+                let scale = 1 / norm.squareRoot()
+                for c in 0..<classCount { scores[c] = bias[c] }
+                for f in list { for c in 0..<classCount { scores[c] += weights[f * classCount + c] * idf[f] * scale } }
+                let top = scores.max()!
+                var sum: Float = 0
+                for c in 0..<classCount { scores[c] = exp(scores[c] - top); sum += scores[c] }
+                let weight = classWeights[labels[index]]
+                for c in 0..<classCount {
+                    // Gradient of the weighted cross-entropy for class c.
+                    let g = weight * (scores[c] / sum - (c == labels[index] ? 1 : 0))
+                    biasSquared[c] += g * g
+                    bias[c] -= learningRate * g / biasSquared[c].squareRoot()
+                    for f in list {
+                        let k = f * classCount + c
+                        let gradient = g * idf[f] * scale + l2 * weights[k]
+                        squared[k] += gradient * gradient
+                        weights[k] -= learningRate * gradient / squared[k].squareRoot()
+                    }
                 }
-                inWord = true
-            } else if inWord {
-                words.append(hash)
-                hash = 0xcbf2_9ce4_8422_2325
-                inWord = false
             }
         }
-        if inWord { words.append(hash) }
-        var out = words.map { Int($0 % UInt64(buckets)) }
-        for i in words.indices.dropLast() {
-            out.append(Int(((words[i] &* 31) ^ (words[i + 1] &* 0x9E37_79B9_7F4A_7C15)) % UInt64(buckets)))
-        }
-        return out
+        return TextModel(kind: .logistic, buckets: buckets, flat: weights, bias: bias, idf: idf)
     }
 
-    // MARK: File format: "NPNB1", UInt32 buckets, then classes × buckets Float32, little-endian.
+    // MARK: File format
+    // "NPTM3", kind (UInt8), buckets (UInt32); per class a bias, an offset and a step (Float32);
+    // buckets × 6 weights as UInt8 (weight = offset + step × byte); for logistic regression then
+    // the idf offset and step (Float32) and buckets idf values as UInt8; little-endian. Eight-bit
+    // weights keep the file small and the load fast; the measurements are of the stored model.
+
+    static let magic: [UInt8] = Array("NPTM3".utf8)
 
     public func serialized() -> Data {
         var data = Data(Self.magic)
-        var count = UInt32(buckets).littleEndian
-        withUnsafeBytes(of: &count) { data.append(contentsOf: $0) }
-        logLikelihood.withUnsafeBufferPointer { data.append(UnsafeBufferPointer(start: UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: UInt8.self), count: $0.count * 4)) }
+        data.append(kind.rawValue)
+        func append(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        func append(_ value: Float) { append(value.bitPattern) }
+        append(UInt32(buckets))
+        var offsets = [Float](repeating: 0, count: Self.classCount), steps = offsets
+        for c in 0..<Self.classCount {
+            let low = weights.map { $0[c] }.min() ?? 0, high = weights.map { $0[c] }.max() ?? 0
+            offsets[c] = low
+            steps[c] = high > low ? (high - low) / 255 : 1
+            append(bias[c])
+            append(offsets[c])
+            append(steps[c])
+        }
+        var bytes = [UInt8](repeating: 0, count: buckets * Self.classCount)
+        for (b, vector) in weights.enumerated() {
+            for c in 0..<Self.classCount { bytes[b * Self.classCount + c] = Self.quantize(vector[c], offsets[c], steps[c]) }
+        }
+        data.append(contentsOf: bytes)
+        if kind == .logistic {
+            let low = idf.min() ?? 0, high = idf.max() ?? 0
+            let step = high > low ? (high - low) / 255 : 1
+            append(low)
+            append(step)
+            data.append(contentsOf: idf.map { Self.quantize($0, low, step) })
+        }
         return data
     }
 
-    public init(serialized data: Data) throws {
-        guard data.count > 9, Array(data.prefix(5)) == Self.magic else { throw ModelError.notAModel }
-        let buckets = Int(data.subdata(in: 5..<9).withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian)
-        let expected = 9 + Self.classes.count * buckets * 4
-        guard buckets > 0, data.count == expected else { throw ModelError.wrongSize(data.count, expected) }
-        var table = [Float](repeating: 0, count: Self.classes.count * buckets)
-        _ = table.withUnsafeMutableBytes { data.copyBytes(to: $0, from: 9..<expected) }
-        self.init(logLikelihood: table, buckets: buckets)
+    private static func quantize(_ value: Float, _ offset: Float, _ step: Float) -> UInt8 {
+        UInt8(max(0, min(255, ((value - offset) / step).rounded())))
     }
 
-    init(logLikelihood: [Float], buckets: Int) {
-        self.logLikelihood = logLikelihood
+    public init(serialized data: Data) throws {
+        let header = Self.magic.count + 1 + 4 + Self.classCount * 12
+        guard data.count > header, data.prefix(Self.magic.count).elementsEqual(Self.magic) else { throw ModelError.notAModel }
+        guard let kind = Kind(rawValue: data[data.startIndex + Self.magic.count]) else { throw ModelError.notAModel }
+        let buckets = data.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: Self.magic.count + 1, as: UInt32.self))) }
+        let expected = header + buckets * Self.classCount + (kind == .logistic ? 8 + buckets : 0)
+        guard buckets > 0, data.count == expected else { throw ModelError.wrongSize(data.count, expected) }
+        self = data.withUnsafeBytes { raw -> TextModel in
+            func uint32(_ offset: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+            func float(_ offset: Int) -> Float { Float(bitPattern: uint32(offset)) }
+            var bias = SIMD8<Float>(), offsets = SIMD8<Float>(), steps = SIMD8<Float>()
+            for c in 0..<Self.classCount {
+                let base = Self.magic.count + 5 + c * 12
+                bias[c] = float(base)
+                offsets[c] = float(base + 4)
+                steps[c] = float(base + 8)
+            }
+            let weights = [SIMD8<Float>](unsafeUninitializedCapacity: buckets) { buffer, initialized in
+                var position = header
+                for b in 0..<buckets {
+                    var codes = SIMD8<Float>()
+                    for c in 0..<Self.classCount { codes[c] = Float(raw[position + c]) }
+                    buffer[b] = offsets + steps * codes
+                    position += Self.classCount
+                }
+                initialized = buckets
+            }
+            var idf: [Float] = []
+            if kind == .logistic {
+                let base = header + buckets * Self.classCount
+                let low = float(base), step = float(base + 4)
+                idf = (0..<buckets).map { low + step * Float(raw[base + 8 + $0]) }
+            }
+            return TextModel(kind: kind, buckets: buckets, weights: weights, bias: bias, idf: idf)
+        }
+    }
+
+    init(kind: Kind, buckets: Int, weights: [SIMD8<Float>], bias: SIMD8<Float>, idf: [Float]) {
+        self.kind = kind
         self.buckets = buckets
+        self.weights = weights
+        self.bias = bias
+        self.idf = idf
+    }
+
+    /// From training's flat arrays (`flat[bucket * 6 + class]`).
+    init(kind: Kind, buckets: Int, flat: [Float], bias: [Float], idf: [Float]) {
+        var vectors = [SIMD8<Float>](repeating: SIMD8(), count: buckets)
+        for b in 0..<buckets { for c in 0..<Self.classCount { vectors[b][c] = flat[b * Self.classCount + c] } }
+        var biasVector = SIMD8<Float>()
+        for c in 0..<Self.classCount { biasVector[c] = bias[c] }
+        self.init(kind: kind, buckets: buckets, weights: vectors, bias: biasVector, idf: idf)
     }
 
     public enum ModelError: Error, CustomStringConvertible {
