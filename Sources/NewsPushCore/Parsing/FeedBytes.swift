@@ -14,9 +14,12 @@ enum FeedBytes {
         /// The encoding the bytes were read as.
         var encoding: String
         var problems: [String]
+        /// Whether `repairMarkup` has been applied (bytes that need no repair for a strict parse
+        /// are left as they are; a recovering parse needs it anyway).
+        var repaired: Bool
     }
 
-    static func prepare(_ data: Data, httpContentType: String? = nil) -> Prepared {
+    static func prepare(_ data: Data, httpContentType: String? = nil, alwaysRepair: Bool = false) -> Prepared {
         var problems: [String] = []
         let raw = [UInt8](data)
         let (text, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
@@ -31,7 +34,59 @@ enum FeedBytes {
         if text[start...].starts(with: "<?xml".utf8), let end = find(Array("?>".utf8), in: text, from: start + 5) {
             start = end + 2
         }
-        return Prepared(bytes: repairMarkup(text, from: start), encoding: encoding, problems: problems)
+        // Most documents need no repair for a strict parse: then no copy is made.
+        let clean = !alwaysRepair && text.withUnsafeBufferPointer { readsTheSameUnrepaired($0, from: start) }
+        if clean {
+            return Prepared(bytes: start == 0 ? text : Array(text[start...]), encoding: encoding, problems: problems, repaired: false)
+        }
+        return Prepared(bytes: repairMarkup(text, from: start), encoding: encoding, problems: problems, repaired: true)
+    }
+
+    /// True when a strict libxml2 parse reads `bytes` exactly as it would read them repaired:
+    /// every `&` starts one of XML's five entities or a character reference `repairMarkup`
+    /// keeps, and there is no control character XML forbids and no C1 control character.
+    /// (An `&` inside CDATA or a comment also answers false: the repair handles it.)
+    static func readsTheSameUnrepaired(_ p: UnsafeBufferPointer<UInt8>, from: Int) -> Bool {
+        let n = p.count
+        var i = from
+        while i < n {
+            let b = p[i]
+            if b > 0x26 && b != 0xC2 || b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D || (b > 0x20 && b < 0x26) { i += 1; continue }
+            if b == 0xC2 {
+                if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F { return false }
+                i += 1
+                continue
+            }
+            guard b == UInt8(ascii: "&"), let end = keptReferenceEnd(p, at: i) else { return false }
+            i = end
+        }
+        return true
+    }
+
+    /// The index after a reference at `start` that `repairMarkup` leaves as it is, or nil.
+    private static func keptReferenceEnd(_ p: UnsafeBufferPointer<UInt8>, at start: Int) -> Int? {
+        let n = p.count
+        var j = start + 1
+        if j < n, p[j] == UInt8(ascii: "#") {
+            j += 1
+            let hex = j < n && p[j] == UInt8(ascii: "x")
+            if hex { j += 1 }
+            let digitsStart = j
+            var value: UInt32 = 0
+            while j < n, j - digitsStart < 8 {
+                let c = p[j]
+                if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
+                else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
+                else { break }
+                j += 1
+            }
+            guard j > digitsStart, j < n, p[j] == UInt8(ascii: ";"), xmlAllowed(value), !(0x80...0x9F).contains(value) else { return nil }
+            return j + 1
+        }
+        let nameStart = j
+        while j < n, j - nameStart < 5, (p[j] | 0x20) >= 0x61 && (p[j] | 0x20) <= 0x7A { j += 1 }
+        guard j < n, p[j] == UInt8(ascii: ";"), predefinedEntity(UnsafeBufferPointer(rebasing: p[nameStart..<j])) != nil else { return nil }
+        return j + 1
     }
 
     // MARK: Encoding

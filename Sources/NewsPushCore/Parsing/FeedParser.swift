@@ -7,10 +7,15 @@ public enum FeedParser {
     /// Parses a feed document fetched from `url` (used to resolve relative links) with the
     /// HTTP `Content-Type` it came with, if any.
     public static func parse(_ data: Data, url: String?, contentType: String? = nil) throws(FeedParseError) -> ParsedFeed {
+        try parse(data, url: url, contentType: contentType, alwaysRepair: false)
+    }
+
+    /// `alwaysRepair` runs the markup repair even when the bytes do not need it (tests compare).
+    static func parse(_ data: Data, url: String?, contentType: String?, alwaysRepair: Bool) throws(FeedParseError) -> ParsedFeed {
         if data.isEmpty || data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw .empty
         }
-        let prepared = FeedBytes.prepare(data, httpContentType: contentType)
+        let prepared = FeedBytes.prepare(data, httpContentType: contentType, alwaysRepair: alwaysRepair)
         guard prepared.bytes.contains(UInt8(ascii: "<")) else { throw .notAFeed("no markup in the document") }
 
         var builder = FeedDocumentBuilder(documentURL: url)
@@ -20,7 +25,9 @@ public enum FeedParser {
         if !strict.wellFormed {
             builder = FeedDocumentBuilder(documentURL: url)
             let recovering = XMLSAXParser(sink: builder)
-            recovering.parse(prepared.bytes, url: url, recover: true)
+            // Recover mode drops every entity reference after the first error: it needs the
+            // repaired bytes (all references numeric).
+            recovering.parse(prepared.repaired ? prepared.bytes : FeedBytes.repairMarkup(prepared.bytes), url: url, recover: true)
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }

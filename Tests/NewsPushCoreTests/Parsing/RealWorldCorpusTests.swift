@@ -83,6 +83,26 @@ struct SimpleHTMLTests {
         #expect(snippets.isEmpty || fast > 0)
     }
 
+    /// Bytes the pre-pass leaves unrepaired give the same feed as repaired ones.
+    @Test func skippingTheRepairChangesNothing() throws {
+        let folder = RealWorldCorpusTests.folder
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        var skipped = 0
+        for name in names.sorted() where name.hasSuffix(".xml") {
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            if !FeedBytes.prepare(data).repaired { skipped += 1 }
+            let fast = try? FeedParser.parse(data, url: "https://example.com/feed.xml", contentType: nil, alwaysRepair: false)
+            let repaired = try? FeedParser.parse(data, url: "https://example.com/feed.xml", contentType: nil, alwaysRepair: true)
+            #expect(fast?.items == repaired?.items, "\(name)")
+            #expect(fast?.title == repaired?.title, "\(name)")
+        }
+        print("pre-pass: \(skipped) of \(names.filter { $0.hasSuffix(".xml") }.count) corpus feeds need no markup repair")
+        #expect(FeedBytes.prepare(Data("<rss><channel><title>A &amp; B &#8217; &#x41;</title></channel></rss>".utf8)).repaired == false)
+        for needsRepair in ["&nbsp;", "AT&T", "&#150;", "&#X41;", "\u{1}", "<![CDATA[&]]>"] {
+            #expect(FeedBytes.prepare(Data("<rss><channel><title>\(needsRepair)</title></channel></rss>".utf8)).repaired, "\(needsRepair)")
+        }
+    }
+
     @Test func handsAnythingUnusualToLibxml2() {
         for html in ["<!-- unterminated", "<script>x</script>", "a < b", "<custom>x</custom>", "&bogus;", "&nbsp x"] {
             #expect(SimpleHTML.text(Array(html.utf8)) == nil, "\(html)")
