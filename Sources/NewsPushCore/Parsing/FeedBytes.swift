@@ -187,9 +187,26 @@ enum FeedBytes {
                 if UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
                 i += 8
             }
-            while i < count, base[i] < 0x80 { i += 1 }
-            if i == count { return true }
-            return String(validating: UnsafeBufferPointer(rebasing: buffer[i...]), as: UTF8.self) != nil
+            // Well-formed sequences per Unicode Table 3-7, without copying the document into a
+            // String as the standard library's validating initialiser would.
+            while i < count {
+                let b = base[i]
+                if b < 0x80 { i += 1; continue }
+                func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+                    i + k < count && base[i + k] >= low && base[i + k] <= high
+                }
+                switch b {
+                case 0xC2...0xDF: guard continuation(1) else { return false }; i += 2
+                case 0xE0: guard continuation(1, 0xA0), continuation(2) else { return false }; i += 3
+                case 0xE1...0xEC, 0xEE...0xEF: guard continuation(1), continuation(2) else { return false }; i += 3
+                case 0xED: guard continuation(1, 0x80, 0x9F), continuation(2) else { return false }; i += 3
+                case 0xF0: guard continuation(1, 0x90), continuation(2), continuation(3) else { return false }; i += 4
+                case 0xF1...0xF3: guard continuation(1), continuation(2), continuation(3) else { return false }; i += 4
+                case 0xF4: guard continuation(1, 0x80, 0x8F), continuation(2), continuation(3) else { return false }; i += 4
+                default: return false
+                }
+            }
+            return true
         }
     }
 

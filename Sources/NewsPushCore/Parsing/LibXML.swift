@@ -78,12 +78,23 @@ final class XMLSAXParser {
         self.sink = sink
     }
 
+    /// A direct-mapped cache in front of `names`: a feed has a few dozen distinct names, and a
+    /// pointer comparison is far cheaper than hashing on every start and end tag.
+    private var recent = [(UnsafeRawPointer?, String)](repeating: (nil, ""), count: 256)
+
     fileprivate func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
         guard let pointer else { return "" }
         let key = UnsafeRawPointer(pointer)
-        if let cached = names[key] { return cached }
-        let value = String(cString: pointer)
-        names[key] = value
+        let slot = Int(truncatingIfNeeded: (UInt(bitPattern: key) >> 3) & 255)
+        if recent[slot].0 == key { return recent[slot].1 }
+        let value: String
+        if let cached = names[key] {
+            value = cached
+        } else {
+            value = String(cString: pointer)
+            names[key] = value
+        }
+        recent[slot] = (key, value)
         return value
     }
 

@@ -16,7 +16,8 @@ enum SimpleHTML {
         "strike", "del", "ins", "font", "big", "tt", "mark", "time", "picture", "source", "wbr", "center", "nobr", "iframe",
     ]
 
-    private enum Role { case block, inline }
+    /// `rawText`: script and style, whose content is never text and runs to their end tag.
+    private enum Role { case block, inline, rawText }
 
     /// The tables above keyed by the lower-case name packed into an integer (names of up to
     /// eight bytes), so a tag costs no String.
@@ -24,6 +25,7 @@ enum SimpleHTML {
         var table: [UInt64: Role] = [:]
         for name in blockTags where name.utf8.count <= 8 { table[pack(Array(name.utf8)[...])] = .block }
         for name in inlineTags where name.utf8.count <= 8 { table[pack(Array(name.utf8)[...])] = .inline }
+        for name in ["script", "style"] { table[pack(Array(name.utf8)[...])] = .rawText }
         return table
     }()
 
@@ -68,14 +70,16 @@ enum SimpleHTML {
                     runStart = i
                     continue
                 }
-                if j < n, html[j] == UInt8(ascii: "/") { j += 1 }
+                let closing = j < n && html[j] == UInt8(ascii: "/")
+                if closing { j += 1 }
                 let nameStart = j
                 while j < n, isLetter(html[j]) || (j > nameStart && isDigit(html[j])) { j += 1 }
                 guard j > nameStart, j < n else { return nil }
                 // The name ends at white space, '/' or '>'.
                 let after = html[j]
                 guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
-                guard let role = role(UnsafeBufferPointer(rebasing: html[nameStart..<j])) else { return nil }
+                let nameEnd = j
+                guard let role = role(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
                 // Attributes: skip to the '>' outside quotes.
                 var quote: UInt8 = 0
                 while j < n {
@@ -94,6 +98,18 @@ enum SimpleHTML {
                 guard j < n else { return nil }
                 if role == .block { out.append(0x20) }
                 i = j + 1
+                if role == .rawText, !closing {
+                    // libxml2 (recovering) ends the content at "</" and the same name, in any case.
+                    let name = UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])
+                    var k = i
+                    while k + 1 + name.count < n {
+                        if html[k] == UInt8(ascii: "<"), html[k + 1] == UInt8(ascii: "/"),
+                           name.indices.allSatisfy({ (html[k + 2 + $0] | 0x20) == (name[$0] | 0x20) }) { break }
+                        k += 1
+                    }
+                    guard k + 1 + name.count < n else { return nil }
+                    i = k
+                }
                 runStart = i
                 continue
             }

@@ -179,4 +179,22 @@ struct FeedParserTests {
         data.append(xml.data(using: .utf16LittleEndian)!)
         #expect(try FeedParser.parse(data, url: nil).title == "Ünïcode")
     }
+
+    /// The pre-pass's UTF-8 check agrees with the standard library's on edge cases and on
+    /// random byte strings built from UTF-8 pieces, broken ones included.
+    @Test func utf8CheckAgreesWithTheStandardLibrary() {
+        let cases: [[UInt8]] = [[], [0x41], [0xC2, 0xA0], [0xC1, 0xBF], [0xE0, 0x9F, 0x80], [0xE0, 0xA0, 0x80], [0xED, 0xA0, 0x80],
+                                [0xED, 0x9F, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
+                                [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x80], [0x80], Array("naïve café — ok ✓ 😀".utf8)]
+        for bytes in cases {
+            #expect(FeedBytes.isValidUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
+        }
+        var generator = ClassifierTraining.SplitMix(seed: 42)
+        let pieces: [[UInt8]] = [Array("abc ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0xC3], [0xE2, 0x82], [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80]]
+        for _ in 0..<2000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...12, using: &generator) { bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)] }
+            #expect(FeedBytes.isValidUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
+        }
+    }
 }

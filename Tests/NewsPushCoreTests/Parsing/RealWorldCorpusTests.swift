@@ -104,10 +104,13 @@ struct SimpleHTMLTests {
     }
 
     @Test func handsAnythingUnusualToLibxml2() {
-        for html in ["<!-- unterminated", "<script>x</script>", "a < b", "<custom>x</custom>", "&bogus;", "&nbsp x"] {
+        for html in ["<!-- unterminated", "<script>x", "a < b", "<custom>x</custom>", "&bogus;", "&nbsp x"] {
             #expect(SimpleHTML.text(Array(html.utf8)) == nil, "\(html)")
         }
         #expect(SimpleHTML.text(Array("<p>Tom &amp; Jerry&#8217;s <a href=\"x?a=1&b=2\">page</a></p>&nbsp;&eacute;".utf8))
                 .map { String(decoding: $0, as: UTF8.self) } == " Tom & Jerry’s page \u{A0}é")
+        let scripted = Array("a<script>if (x < 1) { y = '</p>' }</SCRIPT>b<style>p { }</style>c".utf8)
+        #expect(SimpleHTML.text(scripted).map { String(decoding: $0, as: UTF8.self) } == "abc")
+        #expect(FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(scripted)) == "abc")
     }
 }
