@@ -40,9 +40,14 @@ public enum ClassifierTraining {
         public var f1: [NewsCategory: Double]
         /// confusion[true][predicted]
         public var confusion: [[Int]]
+        /// Share of items at or above the default `policy.min_confidence` (0.5), and the
+        /// accuracy among them: what a run without section evidence would push, and how well.
+        public var confident: Double
+        public var confidentAccuracy: Double
 
         public var description: String {
-            var lines = [String(format: "%@ (%d items): accuracy %.3f, macro-F1 %.3f", name, count, accuracy, macroF1)]
+            var lines = [String(format: "%@ (%d items): accuracy %.3f, macro-F1 %.3f; confidence >= 0.5 for %.1f%% of items, accuracy %.3f among them",
+                                name, count, accuracy, macroF1, confident * 100, confidentAccuracy)]
             lines.append("  F1: " + NewsCategory.allCases.compactMap { c in f1[c].map { String(format: "%@ %.2f", c.rawValue, $0) } }.joined(separator: ", "))
             lines.append("  confusion (rows true, columns predicted):")
             lines.append("  " + "".padding(toLength: 11, withPad: " ", startingAt: 0)
@@ -81,9 +86,14 @@ public enum ClassifierTraining {
     public static func evaluate(_ model: TextModel, on examples: [Example], name: String) -> Evaluation {
         let classes = NewsCategory.allCases
         var confusion = Array(repeating: Array(repeating: 0, count: classes.count), count: classes.count)
+        var confident = 0, confidentCorrect = 0
         for example in examples {
-            let predicted = model.classify(title: example.title, summary: example.summary).category
-            confusion[classes.firstIndex(of: example.category)!][classes.firstIndex(of: predicted)!] += 1
+            let result = model.classify(title: example.title, summary: example.summary)
+            confusion[classes.firstIndex(of: example.category)!][classes.firstIndex(of: result.category)!] += 1
+            if result.confidence >= 0.5 {
+                confident += 1
+                if result.category == example.category { confidentCorrect += 1 }
+            }
         }
         var f1: [NewsCategory: Double] = [:]
         for (i, category) in classes.enumerated() where confusion[i].reduce(0, +) > 0 {
@@ -95,7 +105,9 @@ public enum ClassifierTraining {
         }
         let correct = classes.indices.reduce(0) { $0 + confusion[$1][$1] }
         return Evaluation(name: name, count: examples.count, accuracy: Double(correct) / Double(max(1, examples.count)),
-                          macroF1: f1.values.reduce(0, +) / Double(max(1, f1.count)), f1: f1, confusion: confusion)
+                          macroF1: f1.values.reduce(0, +) / Double(max(1, f1.count)), f1: f1, confusion: confusion,
+                          confident: Double(confident) / Double(max(1, examples.count)),
+                          confidentAccuracy: Double(confidentCorrect) / Double(max(1, confident)))
     }
 
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
