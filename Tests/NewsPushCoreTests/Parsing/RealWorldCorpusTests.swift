@@ -103,6 +103,30 @@ struct SimpleHTMLTests {
         }
     }
 
+    /// Random fragments built from the pieces feed HTML is made of, well and badly nested:
+    /// wherever the fast path answers, it gives libxml2's text.
+    @Test func agreesWithLibxml2OnRandomFragments() {
+        let pieces = ["<p>", "</p>", "<b>", "</b>", "Storm", " hits ", "coast", "&amp;", "&nbsp;", "&#8217;", "&#x2014;", "<br/>", "<br>",
+                      "<a href=\"x?a=1&b=2\">", "</a>", "<!-- c -->", "<script>var x = '<p>';</script>", "& ", "&2", " ", "\n", "é",
+                      "<img src='a>b' alt=\"\">", "</img>", "<div class=\"x\">", "</div>", "<li>", "</li>", "<ul>", "</ul>", "<h2 id=a>",
+                      "</h2>", "<style>p{}</style>", "<span>", "</span>", "<em>", "</EM>", "<P>", "<iframe src=\"v\"></iframe>", "\t",
+                      "&eacute;", "<table>", "</table>", "<tr>", "</tr>", "<td>", "</td>", "<th>", "</th>", "<tbody>", "</tbody>", "<hr>"]
+        var generator = ClassifierTraining.SplitMix(seed: 99)
+        var fast = 0
+        var mismatches: [String] = []
+        for _ in 0..<6000 {
+            let html = (0..<Int.random(in: 1...14, using: &generator)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &generator)] }.joined()
+            let bytes = Array(html.utf8)
+            guard let simple = SimpleHTML.text(bytes) else { continue }
+            fast += 1
+            let expected = FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(bytes)), actual = FeedDocumentBuilder.collapse(simple)
+            if expected != actual, mismatches.count < 5 { mismatches.append("\(html)\n  libxml2: \(expected)\n  fast:    \(actual)") }
+        }
+        print("simple HTML fast path on random fragments: \(fast) of 6000 answered, \(mismatches.count) differ from libxml2")
+        #expect(fast > 500)
+        #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
+    }
+
     @Test func handsAnythingUnusualToLibxml2() {
         for html in ["<!-- unterminated", "<script>x", "a < b", "<custom>x</custom>", "&bogus;", "&nbsp x"] {
             #expect(SimpleHTML.text(Array(html.utf8)) == nil, "\(html)")
