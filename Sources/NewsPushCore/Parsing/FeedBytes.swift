@@ -49,7 +49,18 @@ enum FeedBytes {
     static func readsTheSameUnrepaired(_ p: UnsafeBufferPointer<UInt8>, from: Int) -> Bool {
         let n = p.count
         var i = from
+        guard let base = p.baseAddress else { return true }
         while i < n {
+            // Eight bytes at a time while none is '&', 0xC2 or below 0x20 (the usual case).
+            while i + 8 <= n {
+                let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
+                let below20 = (word &- ones &* 0x20) & ~word & highs != 0
+                if below20 || hasZeroByte(word ^ (ones &* 0x26)) || hasZeroByte(word ^ (ones &* 0xC2)) { break }
+                i += 8
+            }
+            guard i < n else { break }
             let b = p[i]
             if b > 0x26 && b != 0xC2 || b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D || (b > 0x20 && b < 0x26) { i += 1; continue }
             if b == 0xC2 {

@@ -129,6 +129,8 @@ extension String {
     func trimmedASCIIWhitespace() -> String {
         let bytes = utf8
         func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C }
+        // Usually there is nothing to trim: no copy then.
+        if let first = bytes.first, let last = bytes.last, !isSpace(first), !isSpace(last) { return self }
         guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
         let last = bytes.lastIndex(where: { !isSpace($0) })!
         return String(decoding: bytes[first...last], as: UTF8.self)

@@ -98,6 +98,14 @@ struct SimpleHTMLTests {
         }
         print("pre-pass: \(skipped) of \(names.filter { $0.hasSuffix(".xml") }.count) corpus feeds need no markup repair")
         #expect(FeedBytes.prepare(Data("<rss><channel><title>A &amp; B &#8217; &#x41;</title></channel></rss>".utf8)).repaired == false)
+        // Every position within the eight-byte words the check reads at once.
+        for offset in 0..<24 {
+            for bad: [UInt8] in [[0x01], [0x26, 0x20], [0xC2, 0x85]] {
+                var bytes = Array("<rss><channel><title>".utf8) + Array(repeating: UInt8(ascii: "x"), count: offset) + bad
+                bytes += Array("xxxxxxxxxxxxxxxx</title></channel></rss>".utf8)
+                #expect(FeedBytes.prepare(Data(bytes)).repaired, "\(offset) \(bad)")
+            }
+        }
         for needsRepair in ["&nbsp;", "AT&T", "&#150;", "&#X41;", "\u{1}", "<![CDATA[&]]>"] {
             #expect(FeedBytes.prepare(Data("<rss><channel><title>\(needsRepair)</title></channel></rss>".utf8)).repaired, "\(needsRepair)")
         }
