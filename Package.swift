@@ -42,7 +42,8 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [.copy("Classification/Resources/text-model.bin")]
+            resources: [.copy("Classification/Resources/text-model.bin")],
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         .executableTarget(
             name: "newspush",

@@ -43,13 +43,16 @@ enum FeedBytes {
     }
 
     /// True when a strict libxml2 parse reads `bytes` exactly as it would read them repaired:
-    /// every `&` starts one of XML's five entities or a character reference `repairMarkup`
-    /// keeps, and there is no control character XML forbids and no C1 control character.
-    /// (An `&` inside CDATA or a comment also answers false: the repair handles it.)
+    /// every `&` outside CDATA sections, comments and processing instructions starts one of
+    /// XML's five entities or a character reference `repairMarkup` keeps, and there is no
+    /// control character XML forbids and no C1 control character outside those sections.
     static func readsTheSameUnrepaired(_ p: UnsafeBufferPointer<UInt8>, from: Int) -> Bool {
         let n = p.count
         var i = from
         guard let base = p.baseAddress else { return true }
+        // Sections are only looked for when something needs repair outside them; `scanned` is
+        // a position known to be outside every section (see `sectionEnd`).
+        var scanned = from
         while i < n {
             // Eight bytes at a time while none is '&', 0xC2 or below 0x20 (the usual case).
             while i + 8 <= n {
@@ -63,15 +66,68 @@ enum FeedBytes {
             guard i < n else { break }
             let b = p[i]
             if b > 0x26 && b != 0xC2 || b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D || (b > 0x20 && b < 0x26) { i += 1; continue }
-            if b == 0xC2 {
-                if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F { return false }
-                i += 1
-                continue
+            if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
+            if b == UInt8(ascii: "&") {
+                // Escaped HTML is full of &lt; &gt; and &amp;: those three are read as words.
+                if i + 5 <= n {
+                    let next = UnsafeRawPointer(base + i + 1).loadUnaligned(as: UInt32.self)
+                    if next & 0x00FF_FFFF == Self.ltSemicolon || next & 0x00FF_FFFF == Self.gtSemicolon { i += 4; continue }
+                    if next == Self.ampSemicolon { i += 5; continue }
+                }
+                if let end = keptReferenceEnd(p, at: i) { i = end; continue }
             }
-            guard b == UInt8(ascii: "&"), let end = keptReferenceEnd(p, at: i) else { return false }
+            // The repair drops forbidden control characters everywhere; it leaves other bytes
+            // of CDATA sections, comments and processing instructions as they are.
+            guard b >= 0x20, let end = sectionEnd(p, containing: i, scannedFrom: &scanned) else { return false }
             i = end
         }
         return true
+    }
+
+    /// "lt;", "gt;" and "amp;" read as little-endian integers.
+    private static let ltSemicolon: UInt32 = 0x3B_74_6C, gtSemicolon: UInt32 = 0x3B_74_67, ampSemicolon: UInt32 = 0x3B_70_6D_61
+
+    /// When `index` lies in a CDATA section, comment or processing instruction, the index
+    /// after its end (`p.count` if it never ends); else nil. `scanned` is a position outside
+    /// every section, at or before `index`; sections are found from there forward, exactly as
+    /// `repairMarkup` skips them, and `scanned` moves on so each byte is looked at once.
+    private static func sectionEnd(_ p: UnsafeBufferPointer<UInt8>, containing index: Int, scannedFrom scanned: inout Int) -> Int? {
+        let n = p.count
+        guard let base = p.baseAddress else { return nil }
+        var j = scanned
+        while j < index, let found = memchr(base + j, Int32(UInt8(ascii: "<")), index - j) {
+            let open = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+            j = open + 1
+            guard open + 1 < n, p[open + 1] == UInt8(ascii: "!") || p[open + 1] == UInt8(ascii: "?") else { continue }
+            let rest = UnsafeBufferPointer(rebasing: p[open...])
+            let bodyStart: Int, terminator: [UInt8]
+            if rest.starts(with: "<![CDATA[".utf8) { bodyStart = open + 9; terminator = Array("]]>".utf8) }
+            else if rest.starts(with: "<!--".utf8) { bodyStart = open + 4; terminator = Array("-->".utf8) }
+            else if p[open + 1] == UInt8(ascii: "?") { bodyStart = open + 2; terminator = Array("?>".utf8) }
+            else { continue }
+            let end = indexAfter(terminator, in: p, from: bodyStart) ?? n
+            j = end
+            if end > index {
+                scanned = end
+                return end
+            }
+        }
+        scanned = max(scanned, index)
+        return nil
+    }
+
+    /// The index after the first `needle` at or after `from`, or nil. (Glibc's memmem is not
+    /// visible from Swift; memchr finds the candidates.)
+    private static func indexAfter(_ needle: [UInt8], in p: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        guard let base = p.baseAddress, let first = needle.first else { return nil }
+        var j = from
+        while j + needle.count <= p.count, let found = memchr(base + j, Int32(first), p.count - j) {
+            let at = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+            guard at + needle.count <= p.count else { return nil }
+            if needle.indices.allSatisfy({ p[at + $0] == needle[$0] }) { return at + needle.count }
+            j = at + 1
+        }
+        return nil
     }
 
     /// The index after a reference at `start` that `repairMarkup` leaves as it is, or nil.
@@ -190,17 +246,17 @@ enum FeedBytes {
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { buffer in
-            // Skip ASCII eight bytes at a time; validate the rest with the standard library.
+            // ASCII is skipped eight bytes at a time.
             let count = buffer.count
             guard let base = buffer.baseAddress else { return true }
             var i = 0
-            while i + 8 <= count {
-                if UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
-                i += 8
-            }
             // Well-formed sequences per Unicode Table 3-7, without copying the document into a
             // String as the standard library's validating initialiser would.
             while i < count {
+                if i + 8 <= count, UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                    i += 8
+                    continue
+                }
                 let b = base[i]
                 if b < 0x80 { i += 1; continue }
                 func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {

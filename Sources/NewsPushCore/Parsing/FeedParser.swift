@@ -74,7 +74,7 @@ enum FeedNamespace {
 
 /// Turns SAX events into feed items. Text of interesting elements is captured (including the
 /// text of any child markup) and converted once the element closes.
-final class FeedDocumentBuilder: XMLEventSink {
+final class FeedDocumentBuilder {
     private(set) var format: FeedFormat?
     private(set) var rejection: String?
     private(set) var feedTitle: String?
@@ -108,7 +108,6 @@ final class FeedDocumentBuilder: XMLEventSink {
         var field: Field
         var depth: Int
         var kind: TextKind
-        var buffer: [UInt8] = []
     }
 
     /// An item being read.
@@ -138,7 +137,11 @@ final class FeedDocumentBuilder: XMLEventSink {
 
     private var stack: [Frame] = []
     private var draft: Draft?
-    private var capture: Capture?
+    private var capture: Capture? {
+        didSet { if capture != nil, oldValue == nil { captured.removeAll(keepingCapacity: true) } }
+    }
+    /// The text of the element being captured, as written (one buffer, reused).
+    private var captured: [UInt8] = []
     private var atomAuthorDepth: Int?
     private var feedAuthorDepth: Int?
     private var feedAtomLinks: [(rel: String, type: String, href: String)] = []
@@ -168,12 +171,11 @@ final class FeedDocumentBuilder: XMLEventSink {
             detectFormat(name, attributes: attributes)
             return
         }
-        if var capture {
+        if capture != nil {
             // Markup inside a captured element (XHTML content, naked HTML in a description).
             if Self.blockLike.contains(name.local) || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } && Self.blockLike.contains(name.local.lowercased())) {
-                capture.buffer.append(0x20)
+                captured.append(0x20)
             }
-            self.capture = capture
             return
         }
         if FeedNamespace.isMedia(name.namespace), let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
@@ -293,8 +295,7 @@ final class FeedDocumentBuilder: XMLEventSink {
     }
 
     func characters(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard capture != nil else { return }
-        capture!.buffer.append(contentsOf: bytes)
+        if capture != nil { captured.append(contentsOf: bytes) }
     }
 
     // MARK: Structure
@@ -448,13 +449,13 @@ final class FeedDocumentBuilder: XMLEventSink {
     }
 
     private func finishCapture(_ capture: Capture) {
-        rawTextObserver?(capture.kind, capture.buffer)
+        rawTextObserver?(capture.kind, captured)
         if capture.field == .contentEncoded || capture.field == .atomContent {
             // Full content is converted to plain text only when asked for (see `FeedText`).
-            draft?.content = FeedText(markup: capture.buffer, kind: capture.kind)
+            draft?.content = FeedText(markup: captured, kind: capture.kind)
             return
         }
-        let text = FeedText.plainText(capture.buffer, kind: capture.kind)
+        let text = FeedText.plainText(captured, kind: capture.kind)
         switch capture.field {
         case .feedTitle: feedTitle = text.isEmpty ? nil : text
         case .feedLink: feedRSSLink = text.isEmpty ? nil : text

@@ -20,13 +20,13 @@ struct FeedText: Sendable, Equatable, Codable {
         case .plain, .xhtml:
             return FeedDocumentBuilder.collapse(bytes)
         case .html:
-            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeMarkup(bytes) ? HTMLText.plainBytes(bytes) : bytes)
+            return HTMLText.plainText(bytes)
         case .maybeHTML:
-            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeHTML(bytes) ? HTMLText.plainBytes(bytes) : bytes)
+            return FeedDocumentBuilder.looksLikeHTML(bytes) ? HTMLText.plainText(bytes) : FeedDocumentBuilder.collapse(bytes)
         case .base64:
             let encoded = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
             let decoded = Data(base64Encoded: encoded).map { [UInt8]($0) } ?? bytes
-            return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeMarkup(decoded) ? HTMLText.plainBytes(decoded) : decoded)
+            return HTMLText.plainText(decoded)
         }
     }
 }

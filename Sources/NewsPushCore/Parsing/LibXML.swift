@@ -4,14 +4,6 @@ import Foundation
 // The only file that talks to libxml2: a SAX2 driver for feeds and the HTML parser used to
 // turn markup into plain text.
 
-/// Receives the parts of an XML document as libxml2 reads them. Names and namespace URIs come
-/// from libxml2's dictionary, so equal names arrive as equal `String`s cheaply (see `XMLNames`).
-protocol XMLEventSink: AnyObject {
-    func startElement(_ name: XMLName, attributes: XMLAttributes)
-    func endElement(_ name: XMLName)
-    func characters(_ bytes: UnsafeBufferPointer<UInt8>)
-}
-
 /// An element or attribute name: namespace URI ("" for none) and local name.
 struct XMLName: Equatable, Hashable {
     var namespace: String
@@ -66,15 +58,19 @@ struct XMLAttributes {
     }
 }
 
-/// Runs libxml2's SAX2 parser over bytes already cleaned by `FeedBytes` (UTF-8, no declaration).
+/// Runs libxml2's SAX2 parser over bytes already cleaned by `FeedBytes` (UTF-8, no declaration)
+/// and hands the parts of the document to a `FeedDocumentBuilder`: start and end tags (names
+/// and namespace URIs come from libxml2's dictionary, so each distinct name becomes a `String`
+/// once) and text. The builder is named, not a protocol: libxml2 calls back for every text run,
+/// and a direct call is measurably cheaper there than an existential one.
 final class XMLSAXParser {
-    private let sink: any XMLEventSink
+    private let sink: FeedDocumentBuilder
     /// libxml2 interns names in a dictionary: cache their Swift strings by address.
     private var names: [UnsafeRawPointer: String] = [:]
     private(set) var errors: [String] = []
     private(set) var wellFormed = true
 
-    init(sink: any XMLEventSink) {
+    init(sink: FeedDocumentBuilder) {
         self.sink = sink
     }
 
@@ -184,16 +180,16 @@ enum HTMLText {
     }
 
     static func text(fromHTML html: String) -> String {
-        String(decoding: plainBytes(Array(html.utf8)), as: UTF8.self)
+        plainText(Array(html.utf8))
     }
 
-    /// The text of an HTML fragment, as UTF-8 bytes.
-    static func plainBytes(_ html: [UInt8]) -> [UInt8] {
-        if let simple = SimpleHTML.text(html) { return simple }
-        return parsedPlainBytes(html)
+    /// The text of an HTML fragment, white space collapsed.
+    static func plainText(_ html: [UInt8]) -> String {
+        if let simple = SimpleHTML.text(html) { return String(decoding: simple, as: UTF8.self) }
+        return FeedDocumentBuilder.collapse(parsedPlainBytes(html))
     }
 
-    /// `plainBytes` by libxml2's HTML parser, for any HTML.
+    /// The text of any HTML by libxml2's HTML parser (white space not yet collapsed).
     static func parsedPlainBytes(_ html: [UInt8]) -> [UInt8] {
         if html.isEmpty { return [] }
         let collector = Collector()
@@ -280,20 +276,52 @@ enum HTMLText {
 
     /// The code point of an HTML named entity (`nbsp` → 160), or nil when HTML has no such name.
     static func entityCodePoint(_ name: String) -> UInt32? {
-        guard let entity = htmlEntityLookup(name) else { return nil }
-        return entity.pointee.value
+        var name = name
+        return name.withUTF8 { entityCodePoint($0) }
     }
 
-    /// `entityCodePoint` for a name given as bytes (at most 32).
-    static func entityCodePoint(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
-        guard name.count < 32 else { return nil }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 33) { buffer in
-            _ = buffer.initialize(from: name)
-            buffer[name.count] = 0
-            guard let entity = htmlEntityLookup(buffer.baseAddress) else { return nil }
-            return entity.pointee.value
-        }
+    /// How many entities the table behind `entityCodePoint` holds (tests: libxml2 has 253).
+    static var entityCount: Int { entityTable.count }
+
+    /// libxml2's own lookup, which `entityCodePoint` must agree with (tests).
+    static func libxml2EntityCodePoint(_ name: String) -> UInt32? {
+        htmlEntityLookup(name).map { $0.pointee.value }
     }
+
+    /// `entityCodePoint` for a name given as bytes.
+    static func entityCodePoint(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
+        // libxml2's htmlEntityLookup compares the name with each of its 253 entries in turn;
+        // feeds are full of &nbsp; and &rsquo;, so the table is read once into a sorted array.
+        guard let key = packedEntityName(name) else { return nil }
+        var low = 0, high = entityTable.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entityTable[middle].name < key { low = middle + 1 } else { high = middle }
+        }
+        return low < entityTable.count && entityTable[low].name == key ? entityTable[low].value : nil
+    }
+
+    /// A name of 1–8 bytes (every HTML 4 entity name) as one integer; nil for any other length.
+    private static func packedEntityName(_ name: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard (1...8).contains(name.count) else { return nil }
+        var key: UInt64 = 0
+        for (i, byte) in name.enumerated() { key |= UInt64(byte) << (8 * UInt64(i)) }
+        return key
+    }
+
+    /// libxml2's HTML entities (names and code points), sorted by packed name. The table is not
+    /// exported, so it is read back through htmlEntityValueLookup over the code points it covers.
+    private static let entityTable: [(name: UInt64, value: UInt32)] = {
+        var table: [(name: UInt64, value: UInt32)] = []
+        for value in UInt32(1)...0x2FFF {
+            guard let entity = htmlEntityValueLookup(value), entity.pointee.value == value, let name = entity.pointee.name else { continue }
+            let length = strlen(name)
+            if let key = name.withMemoryRebound(to: UInt8.self, capacity: length, { packedEntityName(UnsafeBufferPointer(start: $0, count: length)) }) {
+                table.append((key, value))
+            }
+        }
+        return table.sorted { $0.name < $1.name }
+    }()
 }
 
 /// The yardstick of the parse benchmark: libxml2's SAX2 tokenizer over the same bytes with

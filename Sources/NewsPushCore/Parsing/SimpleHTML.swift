@@ -50,18 +50,31 @@ enum SimpleHTML {
         html.withUnsafeBufferPointer { text($0) }
     }
 
+    /// The text with white space collapsed as `FeedDocumentBuilder.collapse` does (runs of
+    /// ASCII white space become one space, none at the ends), or nil for libxml2.
     static func text(_ html: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(html.count)
         let n = html.count
         var i = 0
         var runStart = 0
+        // White space (or a block boundary) seen since the last text written.
+        var pendingSpace = false
         // Open elements (name keys). libxml2 closes elements implicitly (a block opening inside a
         // paragraph, an end tag that skips an open element) and ignores or invents elements for
         // end tags that close nothing; such fragments are left to it.
         var open: [UInt64] = []
         func flush() {
-            if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: html[runStart..<i])) }
+            guard runStart < i else { return }
+            if pendingSpace, !out.isEmpty { out.append(0x20) }
+            pendingSpace = false
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: html[runStart..<i]))
+        }
+        /// Text made by a reference: a run of its own.
+        func append(_ value: UInt32) {
+            if pendingSpace, !out.isEmpty { out.append(0x20) }
+            pendingSpace = false
+            FeedBytes.appendUTF8(value, to: &out)
         }
         func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
         func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
@@ -111,7 +124,7 @@ enum SimpleHTML {
                     // libxml2 ignores </img> and the like but reads </br> as <br>.
                     if closing { guard name != brKey && name != hrKey else { return nil }; break }
                     if let top = open.last, tableOnlyKeys.contains(top) || (name == hrKey && !containerKeys.contains(top)) { return nil }
-                    if name == brKey || name == hrKey { out.append(0x20) }
+                    if name == brKey || name == hrKey { pendingSpace = true }
                 case .rawText:
                     guard !closing else { return nil }
                 case .inline, .block:
@@ -130,7 +143,7 @@ enum SimpleHTML {
                         }
                         open.append(name)
                     }
-                    if role == .block { out.append(0x20) }
+                    if role == .block { pendingSpace = true }
                 }
                 i = j + 1
                 if role == .rawText, !closing {
@@ -169,23 +182,34 @@ enum SimpleHTML {
                         j += 1
                     }
                     guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else { return nil }
-                    FeedBytes.appendUTF8(value, to: &out)
+                    append(value)
                 } else if isLetter(html[j]) {
                     let nameStart = j
                     while j < n, isLetter(html[j]) || isDigit(html[j]) { j += 1 }
                     guard j < n, html[j] == UInt8(ascii: ";"),
                           let value = HTMLText.entityCodePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 else { return nil }
-                    FeedBytes.appendUTF8(value, to: &out)
+                    append(value)
                 } else if html[j] == 0x20 || html[j] == 0x0A || html[j] == 0x09 || html[j] == 0x0D || isDigit(html[j]) {
-                    // A bare '&' is kept as text.
-                    out.append(b)
-                    i += 1
+                    // A bare '&' is kept as text: a new run starts with it.
                     runStart = i
+                    i += 1
                     continue
                 } else {
                     return nil
                 }
                 i = j + 1
+                runStart = i
+                continue
+            }
+            if b <= 0x20, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C {
+                // One space between two characters of text needs no collapsing: the run goes on.
+                if b == 0x20, i > runStart, i + 1 < n, html[i + 1] > 0x20, html[i + 1] != UInt8(ascii: "<") {
+                    i += 1
+                    continue
+                }
+                flush()
+                pendingSpace = true
+                i += 1
                 runStart = i
                 continue
             }

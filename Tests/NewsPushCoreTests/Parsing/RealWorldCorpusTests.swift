@@ -106,8 +106,17 @@ struct SimpleHTMLTests {
                 #expect(FeedBytes.prepare(Data(bytes)).repaired, "\(offset) \(bad)")
             }
         }
-        for needsRepair in ["&nbsp;", "AT&T", "&#150;", "&#X41;", "\u{1}", "<![CDATA[&]]>"] {
+        for needsRepair in ["&nbsp;", "AT&T", "&#150;", "&#X41;", "\u{1}", "<![CDATA[&]]>&nbsp;", "<!-- & -->AT&T", "<![CDATA[\u{1}]]>",
+                            "<![CDATA[x]]><!-- a -->\u{C2}\u{85}", "<?pi & ?>&copy;"] {
             #expect(FeedBytes.prepare(Data("<rss><channel><title>\(needsRepair)</title></channel></rss>".utf8)).repaired, "\(needsRepair)")
+        }
+        // The repair leaves CDATA sections, comments and processing instructions alone.
+        for noRepair in ["<![CDATA[AT&T &nbsp;]]>", "<!-- AT&T -->", "<?pi AT&T ?>", "<![CDATA[&]]> &amp; <![CDATA[&nbsp;]]>",
+                         "<![CDATA[\u{C2}\u{85}]]>", "<![CDATA[<!-- & ]]>x"] {
+            let bytes = Data("<rss><channel><title>\(noRepair)</title></channel></rss>".utf8)
+            #expect(!FeedBytes.prepare(bytes).repaired, "\(noRepair)")
+            let repaired = try FeedParser.parse(bytes, url: nil, contentType: nil, alwaysRepair: true)
+            #expect(try FeedParser.parse(bytes, url: nil).title == repaired.title, "\(noRepair)")
         }
     }
 
@@ -140,7 +149,13 @@ struct SimpleHTMLTests {
             #expect(SimpleHTML.text(Array(html.utf8)) == nil, "\(html)")
         }
         #expect(SimpleHTML.text(Array("<p>Tom &amp; Jerry&#8217;s <a href=\"x?a=1&b=2\">page</a></p>&nbsp;&eacute;".utf8))
-                .map { String(decoding: $0, as: UTF8.self) } == " Tom & Jerry’s page \u{A0}é")
+                .map { String(decoding: $0, as: UTF8.self) } == "Tom & Jerry’s page \u{A0}é")
+        #expect(SimpleHTML.text(Array(" <p> a\n\t b </p><br>c &amp; d\u{C}<li>".utf8)).map { String(decoding: $0, as: UTF8.self) } == "a b c & d")
+        // The entity table read back from libxml2 answers as libxml2's own lookup does.
+        #expect(HTMLText.entityCount == 253)
+        for name in ["nbsp", "eacute", "rsquo", "hellip", "thetasym", "amp", "lt", "quot", "euro", "Eacute", "diams", "bogus", "NBSP", "nbspx"] {
+            #expect(HTMLText.entityCodePoint(name) == HTMLText.libxml2EntityCodePoint(name), "\(name)")
+        }
         let scripted = Array("a<script>if (x < 1) { y = '</p>' }</SCRIPT>b<style>p { }</style>c".utf8)
         #expect(SimpleHTML.text(scripted).map { String(decoding: $0, as: UTF8.self) } == "abc")
         #expect(FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(scripted)) == "abc")
