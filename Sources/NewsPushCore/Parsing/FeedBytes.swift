@@ -10,7 +10,9 @@ import Glibc
 /// each of these cases, and no library does this repair, so it is written here.
 enum FeedBytes {
     struct Prepared {
-        var bytes: [UInt8]
+        /// The document from its first element (or other markup), UTF-8; a slice, so skipping
+        /// the declaration copies nothing.
+        var bytes: ArraySlice<UInt8>
         /// The encoding the bytes were read as.
         var encoding: String
         var problems: [String]
@@ -37,9 +39,9 @@ enum FeedBytes {
         // Most documents need no repair for a strict parse: then no copy is made.
         let clean = !alwaysRepair && text.withUnsafeBufferPointer { readsTheSameUnrepaired($0, from: start) }
         if clean {
-            return Prepared(bytes: start == 0 ? text : Array(text[start...]), encoding: encoding, problems: problems, repaired: false)
+            return Prepared(bytes: text[start...], encoding: encoding, problems: problems, repaired: false)
         }
-        return Prepared(bytes: repairMarkup(text, from: start), encoding: encoding, problems: problems, repaired: true)
+        return Prepared(bytes: repairMarkup(text, from: start)[...], encoding: encoding, problems: problems, repaired: true)
     }
 
     /// True when a strict libxml2 parse reads `bytes` exactly as it would read them repaired:
@@ -54,13 +56,14 @@ enum FeedBytes {
         // a position known to be outside every section (see `sectionEnd`).
         var scanned = from
         while i < n {
-            // Eight bytes at a time while none is '&', 0xC2 or below 0x20 (the usual case).
+            // Eight bytes at a time up to the first that may matter: '&', 0xC2 (C1 controls
+            // are C2 80–C2 9F) or a control character other than tab, line feed and return.
             while i + 8 <= n {
-                let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-                func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
-                let below20 = (word &- ones &* 0x20) & ~word & highs != 0
-                if below20 || hasZeroByte(word ^ (ones &* 0x26)) || hasZeroByte(word ^ (ones &* 0xC2)) { break }
+                let flags = Self.attentionBytes(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+                if flags != 0 {
+                    i += flags.trailingZeroBitCount / 8
+                    break
+                }
                 i += 8
             }
             guard i < n else { break }
@@ -82,6 +85,19 @@ enum FeedBytes {
             i = end
         }
         return true
+    }
+
+    /// 0x80 in each byte of `word` (eight bytes, little-endian) that is '&', 0xC2 or a control
+    /// character other than tab, line feed and carriage return; 0 elsewhere. Exact per byte (no
+    /// borrow crosses bytes), so the lowest flag is the first such byte.
+    @inline(__always)
+    static func attentionBytes(_ word: UInt64) -> UInt64 {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F, high: UInt64 = 0x8080_8080_8080_8080, ones: UInt64 = 0x0101_0101_0101_0101
+        @inline(__always) func zeroBytes(_ v: UInt64) -> UInt64 { ~(((v & low7) &+ low7) | v) & high }
+        // A byte below 0x80 plus 0x60 reaches 0x80 exactly when it is at least 0x20.
+        let control = ~((word & low7) &+ ones &* 0x60) & ~word & high
+        let allowed = zeroBytes(word ^ (ones &* 0x09)) | zeroBytes(word ^ (ones &* 0x0A)) | zeroBytes(word ^ (ones &* 0x0D))
+        return (control & ~allowed) | zeroBytes(word ^ (ones &* 0x26)) | zeroBytes(word ^ (ones &* 0xC2))
     }
 
     /// "lt;", "gt;" and "amp;" read as little-endian integers.

@@ -27,7 +27,7 @@ public enum FeedParser {
             let recovering = XMLSAXParser(sink: builder)
             // Recover mode drops every entity reference after the first error: it needs the
             // repaired bytes (all references numeric).
-            recovering.parse(prepared.repaired ? prepared.bytes : FeedBytes.repairMarkup(prepared.bytes), url: url, recover: true)
+            recovering.parse(prepared.repaired ? prepared.bytes : FeedBytes.repairMarkup(Array(prepared.bytes))[...], url: url, recover: true)
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }

@@ -95,7 +95,7 @@ final class XMLSAXParser {
     }
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
-    func parse(_ bytes: [UInt8], url: String?, recover: Bool) {
+    func parse(_ bytes: ArraySlice<UInt8>, url: String?, recover: Bool) {
         // Only our callbacks: libxml2's default SAX2 handlers would build a tree and expect the
         // parser context as their context pointer, but ours is this object.
         var handler = xmlSAXHandler()

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A fast path for `HTMLText`: the text of the simple HTML most feed summaries are (paragraphs,
 /// links, emphasis, images, lists, named and numeric references). libxml2's HTML parser reads
 /// a character at a time and was most of the parse time on real feeds; this loop gives the same
@@ -25,14 +27,34 @@ enum SimpleHTML {
     /// `rawText`: script and style, whose content is never text and runs to their end tag.
     private enum Role { case block, inline, void, rawText }
 
-    private static let roles: [UInt64: Role] = {
-        var table: [UInt64: Role] = [:]
-        for name in blockTags { table[key(name.utf8)] = .block }
-        for name in inlineTags { table[key(name.utf8)] = .inline }
-        for name in voidTags { table[key(name.utf8)] = .void }
-        for name in ["script", "style"] { table[key(name.utf8)] = .rawText }
-        return table
+    /// Roles by name key, direct-mapped on the key's low bits: one array read per tag instead
+    /// of hashing the key again for a Dictionary. The slot count is the smallest power of two
+    /// (from 64) that leaves no two of the fixed names in one slot.
+    private static let roleSlots: (slots: [(key: UInt64, role: Role)?], mask: UInt64) = {
+        var named: [(UInt64, Role)] = []
+        for name in blockTags { named.append((key(name.utf8), .block)) }
+        for name in inlineTags { named.append((key(name.utf8), .inline)) }
+        for name in voidTags { named.append((key(name.utf8), .void)) }
+        for name in ["script", "style"] { named.append((key(name.utf8), .rawText)) }
+        var size = 64
+        while Set(named.map { $0.0 & UInt64(size - 1) }).count < named.count { size *= 2 }
+        var slots = [(key: UInt64, role: Role)?](repeating: nil, count: size)
+        for (key, role) in named { slots[Int(key & UInt64(size - 1))] = (key, role) }
+        return (slots, UInt64(size - 1))
     }()
+
+    private static func role(_ key: UInt64) -> Role? {
+        guard let slot = roleSlots.slots[Int(key & roleSlots.mask)], slot.key == key else { return nil }
+        return slot.role
+    }
+
+    /// How many slots the role table needed (tests keep it small).
+    static var roleSlotCount: Int { roleSlots.slots.count }
+
+    /// What each byte is to the text loop: 0 text, 1 '<', 2 '&', 3 ASCII white space.
+    private static let byteClass: [UInt8] = (0..<256).map { b in
+        b == 0x3C ? 1 : b == 0x26 ? 2 : (b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C) ? 3 : 0
+    }
     private static let containerKeys = Set(containers.map { key($0.utf8) })
     private static let tableParentKeys: [UInt64: Set<UInt64>] = Dictionary(uniqueKeysWithValues: tableParents.map { (key($0.key.utf8), Set($0.value.map { key($0.utf8) })) })
     /// Elements only table parts may open inside.
@@ -78,8 +100,11 @@ enum SimpleHTML {
         }
         func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
         func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        let classes = byteClass
         while i < n {
             let b = html[i]
+            let kind = classes[Int(b)]
+            if kind == 0 { i += 1; continue }
             if b == UInt8(ascii: "<") {
                 flush()
                 var j = i + 1
@@ -102,20 +127,18 @@ enum SimpleHTML {
                 guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
                 let nameEnd = j
                 let name = key(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd]))
-                guard let role = roles[name] else { return nil }
-                // Attributes: skip to the '>' outside quotes.
-                var quote: UInt8 = 0
+                guard let role = role(name) else { return nil }
+                // Attributes: skip to the '>' outside quotes (a quoted value, often a long URL,
+                // is skipped with memchr).
                 while j < n {
                     let c = html[j]
-                    if quote != 0 {
-                        if c == quote { quote = 0 }
-                    } else if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
-                        quote = c
-                    } else if c == UInt8(ascii: "<") {
-                        return nil
-                    } else if c == UInt8(ascii: ">") {
-                        break
+                    if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
+                        guard let close = memchr(html.baseAddress! + j + 1, Int32(c), n - j - 1) else { return nil }
+                        j = UnsafePointer<UInt8>(close.assumingMemoryBound(to: UInt8.self)) - html.baseAddress! + 1
+                        continue
                     }
+                    if c == UInt8(ascii: "<") { return nil }
+                    if c == UInt8(ascii: ">") { break }
                     j += 1
                 }
                 guard j < n else { return nil }

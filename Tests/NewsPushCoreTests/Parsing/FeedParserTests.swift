@@ -197,4 +197,27 @@ struct FeedParserTests {
             #expect(FeedBytes.isValidUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
         }
     }
+
+    /// The eight-byte test of the repair check flags exactly the bytes it must, in every position.
+    @Test func wordCheckFlagsExactlyTheBytesThatMatter() {
+        func matters(_ b: UInt8) -> Bool { b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) }
+        func expected(_ word: UInt64) -> UInt64 {
+            (0..<8).reduce(0) { flags, k in matters(UInt8(truncatingIfNeeded: word >> (8 * UInt64(k)))) ? flags | (0x80 << (8 * UInt64(k))) : flags }
+        }
+        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x25, 0x27, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
+        for value in 0...255 {
+            for position in 0..<8 {
+                for neighbour in neighbours {
+                    var word: UInt64 = 0
+                    for k in 0..<8 { word |= UInt64(k == position ? UInt8(value) : neighbour) << (8 * UInt64(k)) }
+                    #expect(FeedBytes.attentionBytes(word) == expected(word), "byte \(value) at \(position) among \(neighbour)")
+                }
+            }
+        }
+        var generator = ClassifierTraining.SplitMix(seed: 7)
+        for _ in 0..<20_000 {
+            let word = UInt64.random(in: 0...UInt64.max, using: &generator)
+            #expect(FeedBytes.attentionBytes(word) == expected(word))
+        }
+    }
 }

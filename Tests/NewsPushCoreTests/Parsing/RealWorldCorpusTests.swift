@@ -151,6 +151,10 @@ struct SimpleHTMLTests {
         #expect(SimpleHTML.text(Array("<p>Tom &amp; Jerry&#8217;s <a href=\"x?a=1&b=2\">page</a></p>&nbsp;&eacute;".utf8))
                 .map { String(decoding: $0, as: UTF8.self) } == "Tom & Jerry’s page \u{A0}é")
         #expect(SimpleHTML.text(Array(" <p> a\n\t b </p><br>c &amp; d\u{C}<li>".utf8)).map { String(decoding: $0, as: UTF8.self) } == "a b c & d")
+        #expect(SimpleHTML.roleSlotCount <= 1024)
+        for tag in ["p", "blockquote", "figcaption", "a", "strong", "iframe", "br", "img", "source"] {
+            #expect(SimpleHTML.text(Array("x<\(tag) class=\"a>b\" title='c\"d'>y".utf8)) != nil, "\(tag)")
+        }
         // The entity table read back from libxml2 answers as libxml2's own lookup does.
         #expect(HTMLText.entityCount == 253)
         for name in ["nbsp", "eacute", "rsquo", "hellip", "thetasym", "amp", "lt", "quot", "euro", "Eacute", "diams", "bogus", "NBSP", "nbspx"] {
