@@ -72,6 +72,36 @@ enum FeedNamespace {
     static func isMedia(_ ns: String) -> Bool { ns.hasPrefix("http://search.yahoo.com/mrss") }
 }
 
+/// The namespaces the builder tells apart, so an element costs an enum comparison rather than
+/// string comparisons of long URIs (`XMLSAXParser` works the kind out once per URI).
+enum NamespaceKind: UInt8, Sendable {
+    case none, rss10, rss090, otherRSS, atom, atom03, dc, dcterms, content, xhtml, media, rdf, xml, other
+
+    init(_ uri: String) {
+        switch uri {
+        case "": self = .none
+        case FeedNamespace.rss10: self = .rss10
+        case FeedNamespace.rss090: self = .rss090
+        case FeedNamespace.atom: self = .atom
+        case FeedNamespace.atom03: self = .atom03
+        case FeedNamespace.dc: self = .dc
+        case FeedNamespace.dcterms: self = .dcterms
+        case FeedNamespace.content: self = .content
+        case FeedNamespace.xhtml: self = .xhtml
+        case FeedNamespace.rdf: self = .rdf
+        case FeedNamespace.xml: self = .xml
+        default:
+            if FeedNamespace.isMedia(uri) { self = .media }
+            else if FeedNamespace.isRSS(uri) { self = .otherRSS }
+            else { self = .other }
+        }
+    }
+
+    /// No namespace or one of RSS's: RSS 1.0, 0.90, UserLand's and Harvard's.
+    var isRSS: Bool { self == .none || self == .rss10 || self == .rss090 || self == .otherRSS }
+    var isAtom: Bool { self == .atom || self == .atom03 }
+}
+
 /// Turns SAX events into feed items. Text of interesting elements is captured (including the
 /// text of any child markup) and converted once the element closes.
 final class FeedDocumentBuilder {
@@ -178,11 +208,11 @@ final class FeedDocumentBuilder {
             }
             return
         }
-        if FeedNamespace.isMedia(name.namespace), let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
+        if (name.kind == .media), let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
             startItemChild(name, attributes: attributes, depth: depth, base: base)
             return
         }
-        if FeedNamespace.isMedia(name.namespace), draft != nil, name.local == "content" || name.local == "thumbnail" {
+        if (name.kind == .media), draft != nil, name.local == "content" || name.local == "thumbnail" {
             if let url = attribute("url", in: attributes), let resolved = Self.resolve(url, against: base) {
                 draft?.item.enclosures.append(resolved)
             }
@@ -191,7 +221,7 @@ final class FeedDocumentBuilder {
         if let current = draft {
             if depth == current.depth + 1 {
                 startItemChild(name, attributes: attributes, depth: depth, base: base)
-            } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty {
+            } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, name.kind.isAtom || name.kind == .none {
                 if name.local == "name" { capture = Capture(field: .atomAuthorName, depth: depth, kind: .plain) }
                 if name.local == "email" { capture = Capture(field: .atomAuthorEmail, depth: depth, kind: .plain) }
             }
@@ -211,46 +241,46 @@ final class FeedDocumentBuilder {
         }
         // Feed-level title and link: children of <channel> or of the Atom <feed>.
         let parent = stack[stack.count - 2].name
-        let parentIsChannel = (parent.local == "channel" && FeedNamespace.isRSS(parent.namespace)) ||
+        let parentIsChannel = (parent.local == "channel" && parent.kind.isRSS) ||
             (depth == 2 && format == .atom10)
         if depth == 1 || parentIsChannel, feedLanguage == nil,
            let lang = attributes.value("lang", namespace: FeedNamespace.xml) {
             feedLanguage = lang
         }
         guard parentIsChannel else { return }
-        let known = FeedNamespace.isRSS(name.namespace) || FeedNamespace.isAtom(name.namespace)
+        let known = name.kind.isRSS || name.kind.isAtom
         if name.local == "title", known {
             capture = Capture(field: .feedTitle, depth: depth, kind: textKind(name, attributes))
         } else if ["description", "subtitle", "tagline"].contains(name.local), known {
             capture = Capture(field: .feedSubtitle, depth: depth, kind: name.local == "description" ? .html : textKind(name, attributes))
-        } else if name.local == "language", FeedNamespace.isRSS(name.namespace) || name.namespace == FeedNamespace.dc {
+        } else if name.local == "language", name.kind.isRSS || name.kind == .dc {
             capture = Capture(field: .feedLanguage, depth: depth, kind: .plain)
-        } else if (name.local == "category" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && name.local == "subject") {
+        } else if (name.local == "category" && name.kind.isRSS) || (name.kind == .dc && name.local == "subject") {
             pendingFeedTagScheme = attribute("domain", in: attributes)
             capture = Capture(field: .feedCategory, depth: depth, kind: .plain)
-        } else if name.local == "id", FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+        } else if name.local == "id", name.kind.isAtom || (format == .atom10 && name.kind == .none) {
             capture = Capture(field: .feedId, depth: depth, kind: .plain)
-        } else if name.local == "title", name.namespace == FeedNamespace.dc, feedTitle == nil {
+        } else if name.local == "title", name.kind == .dc, feedTitle == nil {
             capture = Capture(field: .feedTitle, depth: depth, kind: .plain)
-        } else if (name.local == "author" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && ["creator", "author"].contains(name.local))
-                    || (name.local == "managingEditor" && FeedNamespace.isRSS(name.namespace) && feedAuthor.0 == nil && feedAuthor.1 == nil) {
+        } else if (name.local == "author" && name.kind.isRSS) || (name.kind == .dc && ["creator", "author"].contains(name.local))
+                    || (name.local == "managingEditor" && name.kind.isRSS && feedAuthor.0 == nil && feedAuthor.1 == nil) {
             capture = Capture(field: .feedAuthor, depth: depth, kind: .plain)
-        } else if name.local == "author", FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+        } else if name.local == "author", name.kind.isAtom || (format == .atom10 && name.kind == .none) {
             feedAuthorDepth = depth
-        } else if (name.local == "pubDate" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dcterms && name.local == "issued")
-                    || (name.local == "published" && FeedNamespace.isAtom(name.namespace)) {
+        } else if (name.local == "pubDate" && name.kind.isRSS) || (name.kind == .dcterms && name.local == "issued")
+                    || (name.local == "published" && name.kind.isAtom) {
             capture = Capture(field: .feedPublished, depth: depth, kind: .plain)
-        } else if (name.local == "lastBuildDate" && FeedNamespace.isRSS(name.namespace)) || (name.namespace == FeedNamespace.dc && name.local == "date")
-                    || (name.namespace == FeedNamespace.dcterms && name.local == "modified") || (name.local == "updated" && FeedNamespace.isAtom(name.namespace)) {
+        } else if (name.local == "lastBuildDate" && name.kind.isRSS) || (name.kind == .dc && name.local == "date")
+                    || (name.kind == .dcterms && name.local == "modified") || (name.local == "updated" && name.kind.isAtom) {
             capture = Capture(field: .feedUpdated, depth: depth, kind: .plain)
         } else if name.local == "link" {
-            if FeedNamespace.isAtom(name.namespace) || (format == .atom10 && name.namespace.isEmpty) {
+            if name.kind.isAtom || (format == .atom10 && name.kind == .none) {
                 if let href = attribute("href", in: attributes), let resolved = Self.resolve(href, against: base) {
                     let rel = attribute("rel", in: attributes) ?? "alternate"
                     feedAtomLinks.append((rel, attribute("type", in: attributes) ?? "", resolved))
                     feedLinks.append(Self.link(resolved, rel: rel, attributes, self))
                 }
-            } else if FeedNamespace.isRSS(name.namespace) {
+            } else if name.kind.isRSS {
                 capture = Capture(field: .feedLink, depth: depth, kind: .plain)
             }
         }
@@ -318,20 +348,20 @@ final class FeedDocumentBuilder {
 
     private func isItemElement(_ name: XMLName) -> Bool {
         switch format {
-        case .atom10: return name.local == "entry" && (FeedNamespace.isAtom(name.namespace) || name.namespace.isEmpty)
+        case .atom10: return name.local == "entry" && (name.kind.isAtom || name.kind == .none)
         case .rss10:
-            if name.local == "item" && name.namespace == FeedNamespace.rss090 { format = .rss09x }
-            return name.local == "item" && FeedNamespace.isRSS(name.namespace)
-        case .rss20, .rss09x: return name.local == "item" && FeedNamespace.isRSS(name.namespace)
+            if name.local == "item" && name.kind == .rss090 { format = .rss09x }
+            return name.local == "item" && name.kind.isRSS
+        case .rss20, .rss09x: return name.local == "item" && name.kind.isRSS
         case nil: return false
         }
     }
 
     private func startItemChild(_ name: XMLName, attributes: XMLAttributes, depth: Int, base: String?) {
-        let ns = name.namespace
+        let ns = name.kind
         var field: Field?
         var kind = TextKind.plain
-        let atomish = FeedNamespace.isAtom(ns) || (format == .atom10 && ns.isEmpty)
+        let atomish = ns.isAtom || (format == .atom10 && ns == .none)
         if atomish {
             switch name.local {
             case "title": field = .title; kind = textKind(name, attributes)
@@ -361,7 +391,7 @@ final class FeedDocumentBuilder {
                 }
             default: break
             }
-        } else if FeedNamespace.isRSS(ns) {
+        } else if ns.isRSS {
             switch name.local {
             case "title": field = .title; kind = .maybeHTML
             case "link": field = .link
@@ -395,7 +425,7 @@ final class FeedDocumentBuilder {
                 }
             default: break
             }
-        } else if ns == FeedNamespace.dc {
+        } else if ns == .dc {
             switch name.local {
             case "date": field = .dcDate
             case "creator", "author": field = .dcCreator
@@ -404,24 +434,24 @@ final class FeedDocumentBuilder {
             case "description": if draft?.description == nil { field = .description; kind = .html }
             default: break
             }
-        } else if ns == FeedNamespace.xhtml, name.local == "body" {
+        } else if ns == .xhtml, name.local == "body" {
             field = .contentEncoded
             kind = .xhtml
             draft?.item.contentType = "application/xhtml+xml"
-        } else if ns == FeedNamespace.dcterms {
+        } else if ns == .dcterms {
             switch name.local {
             case "issued": field = .published
             case "modified": field = .updated
             case "created": field = .created
             default: break
             }
-        } else if FeedNamespace.isMedia(ns), name.local == "title" {
+        } else if ns == .media, name.local == "title" {
             field = .dcTitle
-        } else if FeedNamespace.isMedia(ns), name.local == "category" {
+        } else if ns == .media, name.local == "category" {
             field = .category
             draft?.pendingTag = FeedTag(term: "", scheme: attribute("scheme", in: attributes) ?? "http://search.yahoo.com/mrss/category_schema",
                                         label: attribute("label", in: attributes))
-        } else if ns == FeedNamespace.content, name.local == "encoded" {
+        } else if ns == .content, name.local == "encoded" {
             field = .contentEncoded
             kind = .html
             draft?.item.contentType = "text/html"
@@ -438,13 +468,13 @@ final class FeedDocumentBuilder {
         if attribute("mode", in: attributes) == "escaped" { return .html }
         if attribute("mode", in: attributes) == "base64" { return .base64 }
         // Atom: any other media type that is not text or XML is base64-encoded content.
-        if FeedNamespace.isAtom(name.namespace) || format == .atom10, type.contains("/"), !type.hasPrefix("text/"), !type.contains("xml") {
+        if name.kind.isAtom || format == .atom10, type.contains("/"), !type.hasPrefix("text/"), !type.contains("xml") {
             return .base64
         }
         switch type {
         case "html", "text/html": return .html
         case "xhtml", "application/xhtml+xml": return .xhtml
-        default: return FeedNamespace.isAtom(name.namespace) || format == .atom10 ? .plain : .maybeHTML
+        default: return name.kind.isAtom || format == .atom10 ? .plain : .maybeHTML
         }
     }
 

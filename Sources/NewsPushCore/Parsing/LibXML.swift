@@ -8,6 +8,14 @@ import Foundation
 struct XMLName: Equatable, Hashable {
     var namespace: String
     var local: String
+    /// Which of the namespaces feeds use `namespace` is, worked out once per distinct URI.
+    var kind: NamespaceKind
+
+    init(namespace: String, local: String, kind: NamespaceKind? = nil) {
+        self.namespace = namespace
+        self.local = local
+        self.kind = kind ?? NamespaceKind(namespace)
+    }
 }
 
 /// The attributes of the element being started, read from libxml2's array only when asked for
@@ -65,8 +73,9 @@ struct XMLAttributes {
 /// and a direct call is measurably cheaper there than an existential one.
 final class XMLSAXParser {
     private let sink: FeedDocumentBuilder
-    /// libxml2 interns names in a dictionary: cache their Swift strings by address.
-    private var names: [UnsafeRawPointer: String] = [:]
+    /// libxml2 interns names in a dictionary: cache their Swift strings by address (with the
+    /// namespace kind, for names that are namespace URIs).
+    private var names: [UnsafeRawPointer: (String, NamespaceKind)] = [:]
     private(set) var errors: [String] = []
     private(set) var wellFormed = true
 
@@ -76,22 +85,33 @@ final class XMLSAXParser {
 
     /// A direct-mapped cache in front of `names`: a feed has a few dozen distinct names, and a
     /// pointer comparison is far cheaper than hashing on every start and end tag.
-    private var recent = [(UnsafeRawPointer?, String)](repeating: (nil, ""), count: 256)
+    private var recent = [(UnsafeRawPointer?, String, NamespaceKind)](repeating: (nil, "", .none), count: 256)
 
     fileprivate func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
-        guard let pointer else { return "" }
+        named(pointer).0
+    }
+
+    /// The name at `pointer` and, were it a namespace URI, its kind.
+    fileprivate func named(_ pointer: UnsafePointer<xmlChar>?) -> (String, NamespaceKind) {
+        guard let pointer else { return ("", .none) }
         let key = UnsafeRawPointer(pointer)
         let slot = Int(truncatingIfNeeded: (UInt(bitPattern: key) >> 3) & 255)
-        if recent[slot].0 == key { return recent[slot].1 }
-        let value: String
+        if recent[slot].0 == key { return (recent[slot].1, recent[slot].2) }
+        let value: (String, NamespaceKind)
         if let cached = names[key] {
             value = cached
         } else {
-            value = String(cString: pointer)
+            let string = String(cString: pointer)
+            value = (string, NamespaceKind(string))
             names[key] = value
         }
-        recent[slot] = (key, value)
+        recent[slot] = (key, value.0, value.1)
         return value
+    }
+
+    fileprivate func name(_ uri: UnsafePointer<xmlChar>?, _ localName: UnsafePointer<xmlChar>) -> XMLName {
+        let (namespace, kind) = named(uri)
+        return XMLName(namespace: namespace, local: string(localName), kind: kind)
     }
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
@@ -105,12 +125,12 @@ final class XMLSAXParser {
             let parser = Unmanaged<XMLSAXParser>.fromOpaque(context).takeUnretainedValue()
             let list = XMLAttributes(pointers: attributes.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafePointer<UInt8>?.self) },
                                      count: Int(attributeCount))
-            parser.sink.startElement(XMLName(namespace: parser.string(uri), local: parser.string(localName)), attributes: list)
+            parser.sink.startElement(parser.name(uri, localName), attributes: list)
         }
         handler.endElementNs = { context, localName, _, uri in
             guard let context, let localName else { return }
             let parser = Unmanaged<XMLSAXParser>.fromOpaque(context).takeUnretainedValue()
-            parser.sink.endElement(XMLName(namespace: parser.string(uri), local: parser.string(localName)))
+            parser.sink.endElement(parser.name(uri, localName))
         }
         let characters: charactersSAXFunc = { context, bytes, length in
             guard let context, let bytes, length > 0 else { return }
