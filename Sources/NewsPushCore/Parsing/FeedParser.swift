@@ -121,11 +121,6 @@ final class FeedDocumentBuilder {
     private(set) var items: [FeedItem] = []
     private(set) var droppedOpenItem = false
 
-    private struct Frame {
-        var name: XMLName
-        var base: String?
-    }
-
 
     private enum Field {
         case feedTitle, feedLink, feedSubtitle, feedLanguage, feedAuthor, feedAuthorName, feedAuthorEmail, feedPublished, feedUpdated
@@ -165,7 +160,11 @@ final class FeedDocumentBuilder {
         var summaryBeforeDescription = false
     }
 
-    private var stack: [Frame] = []
+    /// The open elements' names, outermost first.
+    private var stack: [XMLName] = []
+    /// The `xml:base` in force and the depth of the element that set it, only where one did
+    /// (most documents have none: nothing to push per element).
+    private var bases: [(depth: Int, base: String)] = []
     private var draft: Draft?
     private var capture: Capture? {
         didSet { if capture != nil, oldValue == nil { captured.removeAll(keepingCapacity: true) } }
@@ -184,18 +183,20 @@ final class FeedDocumentBuilder {
         self.documentURL = documentURL
     }
 
-    private var currentBase: String? { stack.last?.base ?? documentURL }
+    private var currentBase: String? { bases.last?.base ?? documentURL }
 
     // MARK: Events
 
     func startElement(_ name: XMLName, attributes: XMLAttributes) {
         if rejection != nil { return }
-        var base = stack.last?.base ?? documentURL
-        if let xmlBase = attributes.value("base", namespace: FeedNamespace.xml) {
-            base = Self.resolve(xmlBase, against: base) ?? xmlBase
-        }
-        stack.append(Frame(name: name, base: base))
+        stack.append(name)
         let depth = stack.count
+        var base = currentBase
+        if let xmlBase = attributes.value("base", namespace: FeedNamespace.xml) {
+            let resolved = Self.resolve(xmlBase, against: base) ?? xmlBase
+            bases.append((depth, resolved))
+            base = resolved
+        }
 
         if depth == 1 {
             detectFormat(name, attributes: attributes)
@@ -240,7 +241,7 @@ final class FeedDocumentBuilder {
             return
         }
         // Feed-level title and link: children of <channel> or of the Atom <feed>.
-        let parent = stack[stack.count - 2].name
+        let parent = stack[stack.count - 2]
         let parentIsChannel = (parent.local == "channel" && parent.kind.isRSS) ||
             (depth == 2 && format == .atom10)
         if depth == 1 || parentIsChannel, feedLanguage == nil,
@@ -308,6 +309,7 @@ final class FeedDocumentBuilder {
             finishFeed()
         }
         stack.removeLast()
+        if let last = bases.last, last.depth == depth { bases.removeLast() }
         if stack.isEmpty, draft != nil {
             draft = nil
             droppedOpenItem = true

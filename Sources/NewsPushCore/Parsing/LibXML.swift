@@ -4,18 +4,12 @@ import Foundation
 // The only file that talks to libxml2: a SAX2 driver for feeds and the HTML parser used to
 // turn markup into plain text.
 
-/// An element or attribute name: namespace URI ("" for none) and local name.
+/// An element name: the kind of its namespace and its local name.
+/// The URI itself is not kept: the builder needs only which of the namespaces feeds use it is,
+/// worked out once per distinct URI.
 struct XMLName: Equatable, Hashable {
-    var namespace: String
-    var local: String
-    /// Which of the namespaces feeds use `namespace` is, worked out once per distinct URI.
     var kind: NamespaceKind
-
-    init(namespace: String, local: String, kind: NamespaceKind? = nil) {
-        self.namespace = namespace
-        self.local = local
-        self.kind = kind ?? NamespaceKind(namespace)
-    }
+    var local: String
 }
 
 /// The attributes of the element being started, read from libxml2's array only when asked for
@@ -110,8 +104,7 @@ final class XMLSAXParser {
     }
 
     fileprivate func name(_ uri: UnsafePointer<xmlChar>?, _ localName: UnsafePointer<xmlChar>) -> XMLName {
-        let (namespace, kind) = named(uri)
-        return XMLName(namespace: namespace, local: string(localName), kind: kind)
+        XMLName(kind: named(uri).1, local: string(localName))
     }
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
