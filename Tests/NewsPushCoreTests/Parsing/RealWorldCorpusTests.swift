@@ -110,6 +110,12 @@ struct SimpleHTMLTests {
                             "<![CDATA[x]]><!-- a -->\u{C2}\u{85}", "<?pi & ?>&copy;"] {
             #expect(FeedBytes.prepare(Data("<rss><channel><title>\(needsRepair)</title></channel></rss>".utf8)).repaired, "\(needsRepair)")
         }
+        // A section that never ends reaches to the end of the document: nothing after it is
+        // repaired by the check, and the recovering parse still keeps the items before it.
+        let unterminated = Data("<rss><channel><item><title>One &amp; only</title></item><item><title><![CDATA[AT&T &nbsp; ...".utf8)
+        let feed = try FeedParser.parse(unterminated, url: nil)
+        #expect(feed.items.first?.title == "One & only")
+        #expect(feed.problems.contains { $0.contains("not well-formed") })
         // The repair leaves CDATA sections, comments and processing instructions alone.
         for noRepair in ["<![CDATA[AT&T &nbsp;]]>", "<!-- AT&T -->", "<?pi AT&T ?>", "<![CDATA[&]]> &amp; <![CDATA[&nbsp;]]>",
                          "<![CDATA[\u{C2}\u{85}]]>", "<![CDATA[<!-- & ]]>x"] {
