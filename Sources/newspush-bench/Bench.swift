@@ -53,9 +53,9 @@ struct HubPushes: AsyncParsableCommand {
             logger.logLevel = .critical
             let pipeline = RunPipeline(config: config, logger: logger)
             let (elapsed, sent) = await offThePool { () -> (Double, Int) in
-                let start = DispatchTime.now()
-                let result = try? pipeline.run(RunOptions())
-                return (Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9, result?.report.summary.pushesSent ?? 0)
+                var result: RunResult?
+                let elapsed = seconds { result = try? pipeline.run(RunOptions()) }
+                return (elapsed, result?.report.summary.pushesSent ?? 0)
             }
             guard sent == pushes else { throw ValidationError("only \(sent) of \(pushes) pushes were sent") }
             pipelineTimes.append(elapsed)
@@ -63,12 +63,12 @@ struct HubPushes: AsyncParsableCommand {
             // The bare client, one request after another on one kept-alive connection.
             let client = try pipeline.makeHubClient()
             let sequential = await offThePool { () -> Double in
-                let start = DispatchTime.now()
-                for i in 0..<pushes {
-                    guard let request = try? client.templateRequest(properties: ["messageParam": "bare \(i)"], tags: "World") else { continue }
-                    _ = client.send(request)
+                seconds {
+                    for i in 0..<pushes {
+                        guard let request = try? client.templateRequest(properties: ["messageParam": "bare \(i)"], tags: "World") else { continue }
+                        _ = client.send(request)
+                    }
                 }
-                return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
             }
             sequentialTimes.append(sequential)
             feeds.stop()
@@ -149,12 +149,14 @@ struct FetchFeeds: AsyncParsableCommand {
             posix_spawn_file_actions_init(&actions)
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            let start = DispatchTime.now()
-            guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return .failure(ValidationError("cannot start \(path)")) }
             var status: Int32 = 0
             var usage = rusage()
-            wait4(pid, &status, 0, &usage)
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+            var started = true
+            let elapsed = seconds {
+                started = posix_spawn(&pid, path, &actions, nil, argv, envp) == 0
+                if started { wait4(pid, &status, 0, &usage) }
+            }
+            guard started else { return .failure(ValidationError("cannot start \(path)")) }
             let code = (status >> 8) & 0xFF
             guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
             return .success((elapsed, Int(usage.ru_maxrss)))
@@ -180,11 +182,6 @@ struct ParseFeeds: ParsableCommand {
         let files = names.compactMap { FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent($0)) }
             .filter { $0.count >= minBytes && $0.count <= maxBytes }
         let megabytes = Double(files.reduce(0) { $0 + $1.count }) / 1_048_576
-        func time(_ body: () -> Void) -> Double {
-            let start = DispatchTime.now()
-            body()
-            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        }
         var items = 0, elements = 0
         // Each file is parsed both ways back to back, and each file's best time of all passes
         // counts: the two then see the same machine (this one's speed changes from minute to
@@ -192,8 +189,8 @@ struct ParseFeeds: ParsableCommand {
         var feedTimes = [Double](repeating: .infinity, count: files.count), saxTimes = feedTimes
         for _ in 0..<passes {
             for (index, file) in files.enumerated() {
-                feedTimes[index] = min(feedTimes[index], time { items += (try? FeedParser.parse(file, url: "https://example.com/feed.xml"))?.items.count ?? 0 })
-                saxTimes[index] = min(saxTimes[index], time { elements += BareSAXPass.run(file) })
+                feedTimes[index] = min(feedTimes[index], seconds { items += (try? FeedParser.parse(file, url: "https://example.com/feed.xml"))?.items.count ?? 0 })
+                saxTimes[index] = min(saxTimes[index], seconds { elements += BareSAXPass.run(file) })
             }
         }
         let feed = megabytes / feedTimes.reduce(0, +), sax = megabytes / saxTimes.reduce(0, +)
@@ -208,8 +205,8 @@ struct ParseFeeds: ParsableCommand {
                 let line = Data("A long article body, with words &amp; entities, repeated to fill one text node. ".utf8)
                 while document.count < size * 1_048_576 { document.append(line) }
                 document.append(Data("</description></item></channel></rss>".utf8))
-                let seconds = time { _ = try? FeedParser.parse(document, url: nil) }
-                print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, seconds, Double(document.count) / 1_048_576 / seconds))
+                let elapsed = seconds { _ = try? FeedParser.parse(document, url: nil) }
+                print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed, Double(document.count) / 1_048_576 / elapsed))
             }
         }
     }
@@ -226,18 +223,13 @@ struct ClassifyItems: ParsableCommand {
     @Option(help: "Passes over the items; the best is reported.") var passes = 5
 
     func run() throws {
-        func time(_ body: () throws -> Void) rethrows -> Double {
-            let start = DispatchTime.now()
-            try body()
-            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        }
         var model: TextModel?
-        let loads = try (0..<10).map { _ in try time { model = try TextModel.bundled() } }
+        let loads = try (0..<10).map { _ in try seconds { model = try TextModel.bundled() } }
         let examples = try ClassifierTraining.load(path: file)
         var counts = [Int](repeating: 0, count: NewsCategory.allCases.count)
         var times: [Double] = []
         for _ in 0..<passes {
-            times.append(time {
+            times.append(seconds {
                 for example in examples {
                     let result = model!.classify(title: example.title, summary: example.summary)
                     counts[NewsCategory.allCases.firstIndex(of: result.category)!] += 1
@@ -250,4 +242,11 @@ struct ClassifyItems: ParsableCommand {
         print(String(format: "%d items, best of %d passes on one thread: %.0f items/s (%.2f µs per item)",
                      examples.count, passes, Double(examples.count) / times.min()!, times.min()! / Double(examples.count) * 1e6))
     }
+}
+
+/// Wall-clock seconds `body` takes.
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now()
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
 }

@@ -10,20 +10,24 @@ public enum ClassifierTraining {
         public var source: String
     }
 
-    /// A way to train a model, compared with the others by `compare`.
+    /// A way to train a model, compared with the others by `measurements`.
     public struct Method: Sendable, CustomStringConvertible {
         public var name: String
         public var train: @Sendable ([Example]) -> TextModel
         public var description: String { name }
 
         public static let naiveBayes = Method(name: "naive Bayes, words + pairs + title words, uniform priors") {
-            TextModel.trainNaiveBayes($0.map { ($0.title, $0.summary, $0.category) })
+            TextModel.trainNaiveBayes(labelled($0))
         }
         public static let logistic = Method(name: "logistic regression, same features, class-balanced") {
-            TextModel.trainLogistic($0.map { ($0.title, $0.summary, $0.category) })
+            TextModel.trainLogistic(labelled($0))
         }
         public static let logisticUnbalanced = Method(name: "logistic regression, same features, unweighted") {
-            TextModel.trainLogistic($0.map { ($0.title, $0.summary, $0.category) }, balanced: false)
+            TextModel.trainLogistic(labelled($0), balanced: false)
+        }
+
+        private static func labelled(_ examples: [Example]) -> [(title: String, summary: String, category: NewsCategory)] {
+            examples.map { ($0.title, $0.summary, $0.category) }
         }
         /// The method the shipped model is trained with, chosen by the figures in the README.
         public static let chosen = logistic

@@ -3,7 +3,7 @@ import Foundation
 /// A linear text classifier over hashed features of title and summary: lower-cased words, word
 /// pairs and title words (marked apart, so a word in the headline counts differently from the
 /// same word in the standfirst). Two trainers share it, chosen by measurement
-/// (`ClassifierTraining.compare`): multinomial Naive Bayes with uniform class priors, and
+/// (`ClassifierTraining.Method`): multinomial Naive Bayes with uniform class priors, and
 /// multinomial logistic regression with class-balanced weights. Features are hashed into a fixed
 /// table, so the model file holds no training text. Written here because no Swift package on this
 /// platform trains and loads a text classifier offline.

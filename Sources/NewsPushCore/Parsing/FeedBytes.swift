@@ -19,6 +19,11 @@ enum FeedBytes {
         /// Whether `repairMarkup` has been applied (bytes that need no repair for a strict parse
         /// are left as they are; a recovering parse needs it anyway).
         var repaired: Bool
+
+        /// The bytes with every reference numeric, as a recovering parse needs them.
+        var repairedBytes: ArraySlice<UInt8> {
+            repaired ? bytes : FeedBytes.repairMarkup(Array(bytes))[...]
+        }
     }
 
     static func prepare(_ data: Data, httpContentType: String? = nil, alwaysRepair: Bool = false) -> Prepared {
@@ -33,8 +38,8 @@ enum FeedBytes {
             start = first
         }
         // The declaration's encoding no longer applies: the bytes are UTF-8 now.
-        if text[start...].starts(with: "<?xml".utf8), let end = find(Array("?>".utf8), in: text, from: start + 5) {
-            start = end + 2
+        if text[start...].starts(with: "<?xml".utf8), let end = text.withUnsafeBufferPointer({ indexAfter("?>", in: $0, from: start + 5) }) {
+            start = end
         }
         // Most documents need no repair for a strict parse: then no copy is made.
         let clean = !alwaysRepair && text.withUnsafeBufferPointer { readsTheSameUnrepaired($0, from: start) }
@@ -68,7 +73,7 @@ enum FeedBytes {
             }
             guard i < n else { break }
             let b = p[i]
-            if b > 0x26 && b != 0xC2 || b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D || (b > 0x20 && b < 0x26) { i += 1; continue }
+            if !needsAttention(b) { i += 1; continue }
             if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
             if b == UInt8(ascii: "&") {
                 // Escaped HTML is full of &lt; &gt; and &amp;: those three are read as words.
@@ -87,9 +92,16 @@ enum FeedBytes {
         return true
     }
 
-    /// 0x80 in each byte of `word` (eight bytes, little-endian) that is '&', 0xC2 or a control
-    /// character other than tab, line feed and carriage return; 0 elsewhere. Exact per byte (no
-    /// borrow crosses bytes), so the lowest flag is the first such byte.
+    /// '&', 0xC2 (C1 controls are C2 80–C2 9F) or a control character other than tab, line feed
+    /// and carriage return: the bytes the repair may change.
+    @inline(__always)
+    static func needsAttention(_ b: UInt8) -> Bool {
+        b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D)
+    }
+
+    /// 0x80 in each byte of `word` (eight bytes, little-endian) that `needsAttention`; 0
+    /// elsewhere. Exact per byte (no borrow crosses bytes), so the lowest flag is the first such
+    /// byte.
     @inline(__always)
     static func attentionBytes(_ word: UInt64) -> UInt64 {
         let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F, high: UInt64 = 0x8080_8080_8080_8080, ones: UInt64 = 0x0101_0101_0101_0101
@@ -114,13 +126,7 @@ enum FeedBytes {
         while j < index, let found = memchr(base + j, Int32(UInt8(ascii: "<")), index - j) {
             let open = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
             j = open + 1
-            guard open + 1 < n, p[open + 1] == UInt8(ascii: "!") || p[open + 1] == UInt8(ascii: "?") else { continue }
-            let rest = UnsafeBufferPointer(rebasing: p[open...])
-            let bodyStart: Int, terminator: [UInt8]
-            if rest.starts(with: "<![CDATA[".utf8) { bodyStart = open + 9; terminator = Array("]]>".utf8) }
-            else if rest.starts(with: "<!--".utf8) { bodyStart = open + 4; terminator = Array("-->".utf8) }
-            else if p[open + 1] == UInt8(ascii: "?") { bodyStart = open + 2; terminator = Array("?>".utf8) }
-            else { continue }
+            guard let (bodyStart, terminator) = section(p, at: open) else { continue }
             let end = indexAfter(terminator, in: p, from: bodyStart) ?? n
             j = end
             if end > index {
@@ -132,18 +138,45 @@ enum FeedBytes {
         return nil
     }
 
+    /// A CDATA section, comment or processing instruction opening at `open` (a '<'): where its
+    /// body starts and what ends it. The repair leaves these as they are.
+    private static func section(_ p: UnsafeBufferPointer<UInt8>, at open: Int) -> (bodyStart: Int, terminator: StaticString)? {
+        guard open + 1 < p.count, p[open + 1] == UInt8(ascii: "!") || p[open + 1] == UInt8(ascii: "?") else { return nil }
+        let rest = UnsafeBufferPointer(rebasing: p[open...])
+        if rest.starts(with: "<![CDATA[".utf8) { return (open + 9, "]]>") }
+        if rest.starts(with: "<!--".utf8) { return (open + 4, "-->") }
+        if p[open + 1] == UInt8(ascii: "?") { return (open + 2, "?>") }
+        return nil
+    }
+
     /// The index after the first `needle` at or after `from`, or nil. (Glibc's memmem is not
     /// visible from Swift; memchr finds the candidates.)
-    private static func indexAfter(_ needle: [UInt8], in p: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
-        guard let base = p.baseAddress, let first = needle.first else { return nil }
+    static func indexAfter(_ needle: StaticString, in p: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        let count = needle.utf8CodeUnitCount
+        guard let base = p.baseAddress, count > 0, from >= 0 else { return nil }
         var j = from
-        while j + needle.count <= p.count, let found = memchr(base + j, Int32(first), p.count - j) {
+        while j + count <= p.count, let found = memchr(base + j, Int32(needle.utf8Start.pointee), p.count - j) {
             let at = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
-            guard at + needle.count <= p.count else { return nil }
-            if needle.indices.allSatisfy({ p[at + $0] == needle[$0] }) { return at + needle.count }
+            guard at + count <= p.count else { return nil }
+            if memcmp(base + at, needle.utf8Start, count) == 0 { return at + count }
             j = at + 1
         }
         return nil
+    }
+
+    /// The digits of a character reference from `start` (after "&#" or "&#x"): the value they
+    /// spell and the index after the last one (`start` when there is none).
+    static func referenceDigits(_ p: UnsafeBufferPointer<UInt8>, from start: Int, hex: Bool, maxDigits: Int) -> (value: UInt32, end: Int) {
+        var j = start
+        var value: UInt32 = 0
+        while j < p.count, j - start < maxDigits {
+            let c = p[j]
+            if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
+            else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
+            else { break }
+            j += 1
+        }
+        return (value, j)
     }
 
     /// The index after a reference at `start` that `repairMarkup` leaves as it is, or nil.
@@ -155,14 +188,8 @@ enum FeedBytes {
             let hex = j < n && p[j] == UInt8(ascii: "x")
             if hex { j += 1 }
             let digitsStart = j
-            var value: UInt32 = 0
-            while j < n, j - digitsStart < 8 {
-                let c = p[j]
-                if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
-                else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
-                else { break }
-                j += 1
-            }
+            let value: UInt32
+            (value, j) = referenceDigits(p, from: digitsStart, hex: hex, maxDigits: 8)
             guard j > digitsStart, j < n, p[j] == UInt8(ascii: ";"), xmlAllowed(value), !(0x80...0x9F).contains(value) else { return nil }
             return j + 1
         }
@@ -332,9 +359,11 @@ enum FeedBytes {
 
     /// The `encoding="…"` of an XML declaration at the start (after optional junk).
     static func declaredEncoding(_ bytes: [UInt8]) -> String? {
-        let head = bytes.prefix(1024)
-        guard let start = find(Array("<?xml".utf8), in: Array(head), from: 0),
-              let end = find(Array("?>".utf8), in: Array(head), from: start) else { return nil }
+        let head = Array(bytes.prefix(1024))
+        guard let (start, end) = head.withUnsafeBufferPointer({ p -> (Int, Int)? in
+            guard let afterOpen = indexAfter("<?xml", in: p, from: 0), let afterClose = indexAfter("?>", in: p, from: afterOpen - 5) else { return nil }
+            return (afterOpen - 5, afterClose - 2)
+        }) else { return nil }
         let declaration = String(decoding: head[start..<end], as: UTF8.self)
         guard let range = declaration.range(of: "encoding") else { return nil }
         var rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" }
@@ -342,21 +371,6 @@ enum FeedBytes {
         rest = rest.dropFirst()
         let value = rest.prefix { $0 != quote }
         return value.isEmpty ? nil : String(value)
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
-        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
-        var i = from
-        let last = haystack.count - needle.count
-        while i <= last {
-            if haystack[i] == needle[0] {
-                var j = 1
-                while j < needle.count && haystack[i + j] == needle[j] { j += 1 }
-                if j == needle.count { return i }
-            }
-            i += 1
-        }
-        return nil
     }
 
     // MARK: Markup repair
@@ -375,9 +389,7 @@ enum FeedBytes {
     }
 
     /// Bytes the repair loop stops at; everything else is copied in runs.
-    private static let stopBytes: [Bool] = (0..<256).map { b in
-        b == 0x26 || b == 0x3C || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D)
-    }
+    private static let stopBytes: [Bool] = (0..<256).map { b in b == 0x3C || needsAttention(UInt8(b)) }
 
     /// Rewrites entity references outside CDATA, comments and processing instructions so every
     /// one is numeric (libxml2's recover mode drops named ones after any error), escapes bare
@@ -417,12 +429,12 @@ enum FeedBytes {
                 let b = p[i]
                 if !stop[Int(b)] { i += 1; continue }
                 if b == UInt8(ascii: "<") {
-                    if i + 1 < n, p[i + 1] == UInt8(ascii: "!") || p[i + 1] == UInt8(ascii: "?") {
-                        if startsWith("<![CDATA[", at: i) { i += 9; skipUntil("]]>"); continue }
-                        if startsWith("<!--", at: i) { i += 4; skipUntil("-->"); continue }
-                        if p[i + 1] == UInt8(ascii: "?") { i += 2; skipUntil("?>"); continue }
+                    if let (bodyStart, terminator) = section(buffer, at: i) {
+                        i = bodyStart
+                        skipUntil(terminator)
+                    } else {
+                        i += 1
                     }
-                    i += 1
                     continue
                 }
                 if b == UInt8(ascii: "&") {
@@ -470,14 +482,8 @@ enum FeedBytes {
             let hex = j < n && (input[j] == UInt8(ascii: "x") || input[j] == UInt8(ascii: "X"))
             if hex { j += 1 }
             let digitsStart = j
-            var value: UInt32 = 0
-            while j < n, j - digitsStart < 8 {
-                let c = input[j]
-                if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
-                else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
-                else { break }
-                j += 1
-            }
+            let value: UInt32
+            (value, j) = referenceDigits(input, from: digitsStart, hex: hex, maxDigits: 8)
             if j > digitsStart, j < n, input[j] == UInt8(ascii: ";") {
                 // References to 128–159 name Windows-1252 characters in practice (HTML5 does the same).
                 let mapped = (0x80...0x9F).contains(value) ? cp1252High[Int(value) - 0x80] : value

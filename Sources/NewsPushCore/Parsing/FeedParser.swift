@@ -27,7 +27,7 @@ public enum FeedParser {
             let recovering = XMLSAXParser(sink: builder)
             // Recover mode drops every entity reference after the first error: it needs the
             // repaired bytes (all references numeric).
-            recovering.parse(prepared.repaired ? prepared.bytes : FeedBytes.repairMarkup(Array(prepared.bytes))[...], url: url, recover: true)
+            recovering.parse(prepared.repairedBytes, url: url, recover: true)
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }
@@ -209,11 +209,11 @@ final class FeedDocumentBuilder {
             }
             return
         }
-        if (name.kind == .media), let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
+        if name.kind == .media, let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
             startItemChild(name, attributes: attributes, depth: depth, base: base)
             return
         }
-        if (name.kind == .media), draft != nil, name.local == "content" || name.local == "thumbnail" {
+        if name.kind == .media, draft != nil, name.local == "content" || name.local == "thumbnail" {
             if let url = attribute("url", in: attributes), let resolved = Self.resolve(url, against: base) {
                 draft?.item.enclosures.append(resolved)
             }
@@ -653,17 +653,6 @@ final class FeedDocumentBuilder {
                 }
             }
             return count
-        }
-    }
-
-    /// Any tag or entity at all (for text declared to be HTML).
-    static func looksLikeMarkup(_ text: String) -> Bool {
-        text.utf8.contains(UInt8(ascii: "<")) || text.utf8.contains(UInt8(ascii: "&"))
-    }
-
-    static func looksLikeMarkup(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { buffer in
-            buffer.contains(0x3C) || buffer.contains(0x26)
         }
     }
 

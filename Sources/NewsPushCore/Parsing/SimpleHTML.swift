@@ -196,14 +196,8 @@ enum SimpleHTML {
                     let hex = j < n && (html[j] | 0x20) == UInt8(ascii: "x")
                     if hex { j += 1 }
                     let digitsStart = j
-                    var value: UInt32 = 0
-                    while j < n, j - digitsStart < 7 {
-                        let c = html[j]
-                        if isDigit(c) { value = value * (hex ? 16 : 10) + UInt32(c - 0x30) }
-                        else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value * 16 + UInt32((c | 0x20) - 0x61 + 10) }
-                        else { break }
-                        j += 1
-                    }
+                    let value: UInt32
+                    (value, j) = FeedBytes.referenceDigits(html, from: digitsStart, hex: hex, maxDigits: 7)
                     guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else { return nil }
                     append(value)
                 } else if isLetter(html[j]) {

@@ -65,7 +65,7 @@ struct ClassifierTests {
         #expect(train().serialized() == small.serialized())
         let restored = try TextModel(serialized: small.serialized())
         #expect(restored.kind == kind)
-        // Weights are stored in half precision: one round trip settles them.
+        // Weights are stored as eight-bit codes: one round trip settles them.
         #expect(try TextModel(serialized: restored.serialized()).serialized() == restored.serialized())
         for text in ["late goal wins the league", "bank profit rises", "party wins the vote"] {
             let a = small.classify(text), b = restored.classify(text)
