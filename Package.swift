@@ -28,6 +28,9 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // Byte searches sixteen bytes at a time for the feed pre-pass and the text loops
+        // (bytescan.h says why they are C).
+        .target(name: "CByteScan"),
         // The Notification Hubs client knows nothing about news: a module of its own so the
         // compiler keeps it that way.
         .target(
@@ -37,7 +40,7 @@ let package = Package(
         .target(
             name: "NewsPushCore",
             dependencies: [
-                "CCurl", "CLibXML2", "NotificationHubs",
+                "CCurl", "CLibXML2", "CByteScan", "NotificationHubs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,5 @@
 import Foundation
+internal import CByteScan
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,16 +62,8 @@ enum FeedBytes {
         // a position known to be outside every section (see `sectionEnd`).
         var scanned = from
         while i < n {
-            // Eight bytes at a time up to the first that may matter: '&', 0xC2 (C1 controls
-            // are C2 80–C2 9F) or a control character other than tab, line feed and return.
-            while i + 8 <= n {
-                let flags = Self.attentionBytes(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
-                if flags != 0 {
-                    i += flags.trailingZeroBitCount / 8
-                    break
-                }
-                i += 8
-            }
+            // Sixteen bytes at a time up to the first that may matter (`needsAttention`).
+            i += bytescan_attention(base + i, n - i)
             guard i < n else { break }
             let b = p[i]
             if !needsAttention(b) { i += 1; continue }
@@ -93,23 +86,23 @@ enum FeedBytes {
     }
 
     /// '&', 0xC2 (C1 controls are C2 80–C2 9F) or a control character other than tab, line feed
-    /// and carriage return: the bytes the repair may change.
+    /// and carriage return: the bytes the repair may change (`bytescan_attention` finds them).
     @inline(__always)
     static func needsAttention(_ b: UInt8) -> Bool {
         b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D)
     }
 
-    /// 0x80 in each byte of `word` (eight bytes, little-endian) that `needsAttention`; 0
-    /// elsewhere. Exact per byte (no borrow crosses bytes), so the lowest flag is the first such
-    /// byte.
-    @inline(__always)
-    static func attentionBytes(_ word: UInt64) -> UInt64 {
-        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F, high: UInt64 = 0x8080_8080_8080_8080, ones: UInt64 = 0x0101_0101_0101_0101
-        @inline(__always) func zeroBytes(_ v: UInt64) -> UInt64 { ~(((v & low7) &+ low7) | v) & high }
-        // A byte below 0x80 plus 0x60 reaches 0x80 exactly when it is at least 0x20.
-        let control = ~((word & low7) &+ ones &* 0x60) & ~word & high
-        let allowed = zeroBytes(word ^ (ones &* 0x09)) | zeroBytes(word ^ (ones &* 0x0A)) | zeroBytes(word ^ (ones &* 0x0D))
-        return (control & ~allowed) | zeroBytes(word ^ (ones &* 0x26)) | zeroBytes(word ^ (ones &* 0xC2))
+    /// The searches of `CByteScan` over a buffer (tests compare them with per-byte rules).
+    enum Scan {
+        static func attention(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_attention($0, p.count) } ?? 0
+        }
+        static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_non_ascii($0, p.count) } ?? 0
+        }
+        static func textRun(_ p: UnsafeBufferPointer<UInt8>, markup: Bool) -> Int {
+            p.baseAddress.map { bytescan_text_run($0, p.count, markup ? 1 : 0) } ?? 0
+        }
     }
 
     /// "lt;", "gt;" and "amp;" read as little-endian integers.
@@ -289,19 +282,16 @@ enum FeedBytes {
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { buffer in
-            // ASCII is skipped eight bytes at a time.
+            // ASCII is skipped sixteen bytes at a time.
             let count = buffer.count
             guard let base = buffer.baseAddress else { return true }
             var i = 0
             // Well-formed sequences per Unicode Table 3-7, without copying the document into a
             // String as the standard library's validating initialiser would.
             while i < count {
-                if i + 8 <= count, UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
-                    i += 8
-                    continue
-                }
+                i += bytescan_non_ascii(base + i, count - i)
+                guard i < count else { break }
                 let b = base[i]
-                if b < 0x80 { i += 1; continue }
                 func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
                     i + k < count && base[i + k] >= low && base[i + k] <= high
                 }

@@ -8,8 +8,8 @@ public enum FeedDates {
     public static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmedASCIIWhitespace()
         guard !trimmed.isEmpty else { return nil }
-        if let first = trimmed.unicodeScalars.first, CharacterSet.decimalDigits.contains(first),
-           let iso = parseISO8601(trimmed) {
+        // ISO 8601 starts with an ASCII digit (it reads no others).
+        if let first = trimmed.utf8.first, first >= 0x30 && first <= 0x39, let iso = parseISO8601(trimmed) {
             return iso
         }
         return parseCommonRFC822(trimmed) ?? parseRFC822(trimmed)
@@ -59,17 +59,24 @@ public enum FeedDates {
             if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
                 let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
                 i += 1
+                // "+0100" or "+01:00"
+                guard let hours = number(2), i < n else { return nil }
+                if s[i] == UInt8(ascii: ":") { i += 1 }
                 let start = i
-                guard let hhmm = number(4), i - start == 4 else { return nil }
-                guard hhmm / 100 <= 14, hhmm % 100 < 60 else { return nil }
-                offset = sign * (hhmm / 100 * 3600 + hhmm % 100 * 60)
+                guard let minutes = number(2), i - start == 2, hours <= 14, minutes < 60 else { return nil }
+                offset = sign * (hours * 3600 + minutes * 60)
             } else {
                 let start = i
                 while i < n, letter(s[i]) { i += 1 }
                 guard i > start, i - start <= 4 else { return nil }
-                let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
-                guard let hours = zones[zone] else { return nil }
-                offset = hours * 3600
+                // GMT, by far the most common, needs no String.
+                if i - start == 3, s[start] | 0x20 == UInt8(ascii: "g"), s[start + 1] | 0x20 == UInt8(ascii: "m"), s[start + 2] | 0x20 == UInt8(ascii: "t") {
+                    offset = 0
+                } else {
+                    let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
+                    guard let hours = zones[zone] else { return nil }
+                    offset = hours * 3600
+                }
             }
             guard i == n, year >= 1000 else { return nil }
             return make(year, month, day, hour, minute, second, offset)
@@ -190,8 +197,10 @@ public enum FeedDates {
         "JST": 9, "KST": 9, "HKT": 8, "SGT": 8, "AWST": 8, "ACST": 9, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
     ]
 
+    private static let zoneBrackets = CharacterSet(charactersIn: "()")
+
     static func namedZoneOffset(_ name: String) -> Int? {
-        let upper = name.uppercased().trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+        let upper = name.uppercased().trimmingCharacters(in: zoneBrackets)
         if let hours = zones[upper] { return hours * 3600 }
         // GMT+2, UTC-05:00
         for prefix in ["GMT", "UTC", "UT"] where upper.hasPrefix(prefix) && upper.count > prefix.count {
@@ -216,7 +225,7 @@ public enum FeedDates {
         var tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
         // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
         tokens = tokens.flatMap { token -> [String] in
-            if token.contains("-"), !token.hasPrefix("-"), token.contains(where: \.isLetter), !token.hasPrefix("GMT"), !token.hasPrefix("UTC") {
+            if token.utf8.contains(UInt8(ascii: "-")), !token.hasPrefix("-"), token.contains(where: \.isLetter), !token.hasPrefix("GMT"), !token.hasPrefix("UTC") {
                 return token.split(separator: "-").map(String.init)
             }
             return [token]
@@ -228,7 +237,7 @@ public enum FeedDates {
         for token in tokens {
             var lower = token.lowercased()
             while lower.hasSuffix(".") { lower.removeLast() }
-            if token.contains(":") && token.first?.isNumber == true {
+            if token.utf8.contains(UInt8(ascii: ":")) && token.first?.isNumber == true {
                 let parts = token.split(separator: ":").map { Int($0) }
                 guard parts.count >= 2, parts.count <= 3, !parts.contains(where: { $0 == nil }) else { return nil }
                 hour = parts[0]!
@@ -240,7 +249,8 @@ public enum FeedDates {
                 month = m
             } else if (token.hasPrefix("+") || token.hasPrefix("-")), let o = numericOffset(token) {
                 offset = o
-            } else if let o = namedZoneOffset(token), token.first?.isLetter == true, lower.count >= 1, zones[token.uppercased()] != nil || token.uppercased().hasPrefix("GMT") || token.uppercased().hasPrefix("UTC") {
+            } else if token.first?.isLetter == true, zones[token.uppercased()] != nil || token.uppercased().hasPrefix("GMT") || token.uppercased().hasPrefix("UTC"),
+                      let o = namedZoneOffset(token) {
                 offset = o
             } else if let value = Int(token) {
                 numbers.append(value)

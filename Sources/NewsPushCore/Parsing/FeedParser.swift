@@ -1,4 +1,5 @@
 import Foundation
+internal import CByteScan
 
 /// Parses RSS 2.0, RSS 0.9x, RSS 1.0 (RDF) and Atom 1.0 documents into `ParsedFeed` values.
 /// The dialect is detected from the document. Bytes are repaired first (`FeedBytes`), parsed
@@ -135,10 +136,11 @@ final class FeedDocumentBuilder {
         var kind: TextKind
     }
 
-    /// An item being read.
-    private struct Draft {
+    /// An item being read: a class, so the builder's checks and updates of the open item never
+    /// copy its forty-odd fields.
+    private final class Draft {
         var item = FeedItem()
-        var depth: Int
+        let depth: Int
         var rssLink: String?
         var atomLinks: [(rel: String, type: String, href: String)] = []
         var pendingTag: FeedTag?
@@ -158,6 +160,10 @@ final class FeedDocumentBuilder {
         var modified: String?
         var rssSummary: String?
         var summaryBeforeDescription = false
+
+        init(depth: Int) {
+            self.depth = depth
+        }
     }
 
     /// The open elements' names, outermost first.
@@ -167,10 +173,10 @@ final class FeedDocumentBuilder {
     private var bases: [(depth: Int, base: String)] = []
     private var draft: Draft?
     private var capture: Capture? {
-        didSet { if capture != nil, oldValue == nil { captured.removeAll(keepingCapacity: true) } }
+        didSet { if capture != nil, oldValue == nil { captured.removeAll() } }
     }
     /// The text of the element being captured, as written (one buffer, reused).
-    private var captured: [UInt8] = []
+    private var captured = ByteBuffer()
     private var atomAuthorDepth: Int?
     private var feedAuthorDepth: Int?
     private var feedAtomLinks: [(rel: String, type: String, href: String)] = []
@@ -209,7 +215,8 @@ final class FeedDocumentBuilder {
             }
             return
         }
-        if name.kind == .media, let current = draft, depth == current.depth + 1, name.local == "title" || name.local == "category" {
+        let draftDepth = draft?.depth
+        if name.kind == .media, let draftDepth, depth == draftDepth + 1, name.local == "title" || name.local == "category" {
             startItemChild(name, attributes: attributes, depth: depth, base: base)
             return
         }
@@ -219,8 +226,8 @@ final class FeedDocumentBuilder {
             }
             return
         }
-        if let current = draft {
-            if depth == current.depth + 1 {
+        if let draftDepth {
+            if depth == draftDepth + 1 {
                 startItemChild(name, attributes: attributes, depth: depth, base: base)
             } else if let authorDepth = atomAuthorDepth, depth == authorDepth + 1, name.kind.isAtom || name.kind == .none {
                 if name.local == "name" { capture = Capture(field: .atomAuthorName, depth: depth, kind: .plain) }
@@ -301,8 +308,7 @@ final class FeedDocumentBuilder {
             else if let email = draft?.atomAuthorEmail { draft?.authors.append((nil, email)) }
         }
         if let authorDepth = feedAuthorDepth, authorDepth == depth { feedAuthorDepth = nil }
-        if let current = draft, current.depth == depth {
-            draft = nil
+        if draft?.depth == depth, let current = draft.take() {
             items.append(finish(current))
         }
         if depth == 1 {
@@ -327,7 +333,7 @@ final class FeedDocumentBuilder {
     }
 
     func characters(_ bytes: UnsafeBufferPointer<UInt8>) {
-        if capture != nil { captured.append(contentsOf: bytes) }
+        if capture != nil { captured.append(bytes) }
     }
 
     // MARK: Structure
@@ -481,13 +487,13 @@ final class FeedDocumentBuilder {
     }
 
     private func finishCapture(_ capture: Capture) {
-        rawTextObserver?(capture.kind, captured)
+        rawTextObserver?(capture.kind, Array(captured.bytes))
         if capture.field == .contentEncoded || capture.field == .atomContent {
             // Full content is converted to plain text only when asked for (see `FeedText`).
-            draft?.content = FeedText(markup: captured, kind: capture.kind)
+            draft?.content = FeedText(markup: Array(captured.bytes), kind: capture.kind)
             return
         }
-        let text = FeedText.plainText(captured, kind: capture.kind)
+        let text = FeedText.plainText(captured.bytes, kind: capture.kind)
         switch capture.field {
         case .feedTitle: feedTitle = text.isEmpty ? nil : text
         case .feedLink: feedRSSLink = text.isEmpty ? nil : text
@@ -531,7 +537,9 @@ final class FeedDocumentBuilder {
     }
 
     private func finish(_ draft: Draft) -> FeedItem {
-        var item = draft.item
+        // The item is moved out of the draft, not copied with its twenty-odd fields.
+        var item = FeedItem()
+        swap(&item, &draft.item)
         let base = currentBase
         if let guid = draft.guid, !guid.isEmpty { item.id = guid }
         if item.id?.isEmpty == true { item.id = nil }
@@ -601,13 +609,14 @@ final class FeedDocumentBuilder {
             return (text, nil)
         }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let at = UInt8(ascii: "@")
         if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }), let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close {
             let inside = trimmed[trimmed.index(after: open)..<close].trimmingCharacters(in: .whitespaces)
             let outside = (trimmed[..<open] + trimmed[trimmed.index(after: close)...]).trimmingCharacters(in: .whitespaces)
-            if inside.contains("@") { return (outside.isEmpty ? nil : outside, inside) }
-            if outside.contains("@") { return (inside.isEmpty ? nil : inside, outside) }
+            if inside.utf8.contains(at) { return (outside.isEmpty ? nil : outside, inside) }
+            if outside.utf8.contains(at) { return (inside.isEmpty ? nil : inside, outside) }
         }
-        if trimmed.contains("@"), !trimmed.contains(" ") { return (nil, trimmed) }
+        if trimmed.utf8.contains(at), !trimmed.utf8.contains(0x20) { return (nil, trimmed) }
         return (trimmed, nil)
     }
 
@@ -641,16 +650,23 @@ final class FeedDocumentBuilder {
 
     static func collapse(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { out in
-            var count = 0
+            guard let base = bytes.baseAddress, let target = out.baseAddress else { return 0 }
+            let n = bytes.count
+            var count = 0, i = 0
             var pendingSpace = false
-            for byte in bytes {
+            while i < n {
+                let byte = base[i]
                 if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x0C {
                     pendingSpace = count > 0
-                } else {
-                    if pendingSpace { out[count] = 0x20; count += 1; pendingSpace = false }
-                    out[count] = byte
-                    count += 1
+                    i += 1
+                    continue
                 }
+                // A run of text, single spaces between words included, is copied whole.
+                let end = i + 1 + bytescan_text_run(base + i + 1, n - i - 1, 0)
+                if pendingSpace { target[count] = 0x20; count += 1; pendingSpace = false }
+                (target + count).update(from: base + i, count: end - i)
+                count += end - i
+                i = end
             }
             return count
         }
@@ -663,13 +679,17 @@ final class FeedDocumentBuilder {
     }
 
     static func looksLikeHTML(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { looksLikeHTML($0) }
+    }
+
+    static func looksLikeHTML(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var i = 0
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "<"), i + 1 < bytes.count {
                 let next = bytes[i + 1]
                 if (next | 0x20) >= 0x61 && (next | 0x20) <= 0x7A || next == UInt8(ascii: "/") || next == UInt8(ascii: "!") {
-                    if bytes[(i + 1)...].contains(UInt8(ascii: ">")) { return true }
+                    if UnsafeBufferPointer(rebasing: bytes[(i + 1)...]).contains(UInt8(ascii: ">")) { return true }
                 }
             } else if b == UInt8(ascii: "&") {
                 var j = i + 1
@@ -691,5 +711,49 @@ final class FeedDocumentBuilder {
             return trimmed
         }
         return resolved.absoluteString
+    }
+}
+
+/// A growable byte buffer for the text the SAX callbacks deliver. libxml2 calls back once per
+/// entity reference in escaped HTML, often for a single byte; an Array's uniqueness check and
+/// generic append on each call were 4 % of a parse (perf), so the buffer is kept by hand.
+struct ByteBuffer: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private(set) var count = 0
+    private var capacity: Int
+
+    init(capacity: Int = 1 << 14) {
+        self.capacity = capacity
+        base = .allocate(capacity: capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes so far; valid until the next change.
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        if count + bytes.count > capacity { grow(to: count + bytes.count) }
+        (base + count).initialize(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(to: count + 1) }
+        base[count] = byte
+        count += 1
+    }
+
+    mutating func removeAll() { count = 0 }
+
+    private mutating func grow(to needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        bigger.initialize(from: base, count: count)
+        base.deallocate()
+        base = bigger
+        capacity = newCapacity
     }
 }

@@ -16,6 +16,10 @@ struct FeedText: Sendable, Equatable, Codable {
     var text: String { Self.plainText(markup, kind: kind) }
 
     static func plainText(_ bytes: [UInt8], kind: TextKind) -> String {
+        bytes.withUnsafeBufferPointer { plainText($0, kind: kind) }
+    }
+
+    static func plainText(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> String {
         switch kind {
         case .plain, .xhtml:
             return FeedDocumentBuilder.collapse(bytes)
@@ -25,8 +29,8 @@ struct FeedText: Sendable, Equatable, Codable {
             return FeedDocumentBuilder.looksLikeHTML(bytes) ? HTMLText.plainText(bytes) : FeedDocumentBuilder.collapse(bytes)
         case .base64:
             let encoded = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
-            let decoded = Data(base64Encoded: encoded).map { [UInt8]($0) } ?? bytes
-            return HTMLText.plainText(decoded)
+            let decoded = Data(base64Encoded: encoded).map { [UInt8]($0) } ?? Array(bytes)
+            return decoded.withUnsafeBufferPointer { HTMLText.plainText($0) }
         }
     }
 }

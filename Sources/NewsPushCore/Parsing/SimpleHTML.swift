@@ -1,4 +1,5 @@
 import Foundation
+internal import CByteScan
 
 /// A fast path for `HTMLText`: the text of the simple HTML most feed summaries are (paragraphs,
 /// links, emphasis, images, lists, named and numeric references). libxml2's HTML parser reads
@@ -75,6 +76,7 @@ enum SimpleHTML {
     /// The text with white space collapsed as `FeedDocumentBuilder.collapse` does (runs of
     /// ASCII white space become one space, none at the ends), or nil for libxml2.
     static func text(_ html: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard html.count > 0 else { return [] }
         var out: [UInt8] = []
         out.reserveCapacity(html.count)
         let n = html.count
@@ -101,10 +103,15 @@ enum SimpleHTML {
         func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
         func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
         let classes = byteClass
+        let base = html.baseAddress!
         while i < n {
             let b = html[i]
             let kind = classes[Int(b)]
-            if kind == 0 { i += 1; continue }
+            if kind == 0 {
+                // Text: on to the end of its run (single spaces between words belong to it).
+                i += 1 + bytescan_text_run(base + i + 1, n - i - 1, 1)
+                continue
+            }
             if b == UInt8(ascii: "<") {
                 flush()
                 var j = i + 1
@@ -127,7 +134,16 @@ enum SimpleHTML {
                 guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
                 let nameEnd = j
                 let name = key(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd]))
-                guard let role = role(name) else { return nil }
+                let role: Role
+                if let listed = Self.role(name) {
+                    role = listed
+                } else {
+                    // An element libxml2 does not know (SVG's svg and path, custom elements)
+                    // opens and closes nothing by itself, so it reads like an inline element.
+                    // Elements libxml2 knows but this loop does not list have rules of their own.
+                    guard !HTMLText.isKnownElement(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
+                    role = .inline
+                }
                 // Attributes: skip to the '>' outside quotes (a quoted value, often a long URL,
                 // is skipped with memchr).
                 while j < n {
@@ -142,6 +158,15 @@ enum SimpleHTML {
                     j += 1
                 }
                 guard j < n else { return nil }
+                // "<path d='…'/>": libxml2 ends any element written this way at once. A '/' that
+                // may end an unquoted attribute value (`<a href=x/>`) is left to libxml2.
+                var selfClosing = false
+                if !closing, role != .void, html[j - 1] == UInt8(ascii: "/") {
+                    let before = html[j - 2]
+                    guard j - 1 == nameEnd || before == 0x20 || before == 0x0A || before == 0x09 || before == 0x0D
+                            || before == UInt8(ascii: "\"") || before == UInt8(ascii: "'"), role != .rawText else { return nil }
+                    selfClosing = true
+                }
                 switch role {
                 case .void:
                     // libxml2 ignores </img> and the like but reads </br> as <br>.
@@ -164,7 +189,7 @@ enum SimpleHTML {
                         } else if role == .block, let top = open.last, !containerKeys.contains(top) || (name == liKey && top == liKey) {
                             return nil
                         }
-                        open.append(name)
+                        if !selfClosing { open.append(name) }
                     }
                     if role == .block { pendingSpace = true }
                 }

@@ -198,26 +198,48 @@ struct FeedParserTests {
         }
     }
 
-    /// The eight-byte test of the repair check flags exactly the bytes it must, in every position.
-    @Test func wordCheckFlagsExactlyTheBytesThatMatter() {
+    /// The sixteen-byte searches stop exactly where a byte-by-byte reading would: every byte
+    /// value at every position of the vector blocks and the scalar tail, among several
+    /// neighbours, and random buffers.
+    @Test func byteSearchesStopWhereAByteLoopWould() {
         func matters(_ b: UInt8) -> Bool { b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) }
-        func expected(_ word: UInt64) -> UInt64 {
-            (0..<8).reduce(0) { flags, k in matters(UInt8(truncatingIfNeeded: word >> (8 * UInt64(k)))) ? flags | (0x80 << (8 * UInt64(k))) : flags }
+        func endsRun(_ p: [UInt8], _ i: Int, markup: Bool) -> Bool {
+            let b = p[i]
+            if b == 0x09 || b == 0x0A || b == 0x0D || b == 0x0C { return true }
+            if markup, b == UInt8(ascii: "<") || b == UInt8(ascii: "&") { return true }
+            guard b == 0x20 else { return false }
+            return i + 1 == p.count || p[i + 1] <= 0x20 || (markup && p[i + 1] == UInt8(ascii: "<"))
         }
-        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x25, 0x27, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
-        for value in 0...255 {
-            for position in 0..<8 {
-                for neighbour in neighbours {
-                    var word: UInt64 = 0
-                    for k in 0..<8 { word |= UInt64(k == position ? UInt8(value) : neighbour) << (8 * UInt64(k)) }
-                    #expect(FeedBytes.attentionBytes(word) == expected(word), "byte \(value) at \(position) among \(neighbour)")
+        // Mismatches are collected rather than expected one by one: there are 470,000 buffers.
+        var failures: [String] = []
+        func check(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
+            bytes.withUnsafeBufferPointer { p in
+                if FeedBytes.Scan.attention(p) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
+                if FeedBytes.Scan.nonASCII(p) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
+                for markup in [false, true]
+                where FeedBytes.Scan.textRun(p, markup: markup) != (bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count) {
+                    failures.append("text run (markup \(markup)) \(note())")
+                }
+            }
+        }
+        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x25, 0x3B, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
+        for length in [1, 15, 16, 17, 33, 40] {
+            for value in 0...255 {
+                for position in 0..<length {
+                    for neighbour in neighbours {
+                        var bytes = [UInt8](repeating: neighbour, count: length)
+                        bytes[position] = UInt8(value)
+                        check(bytes, "byte \(value) at \(position) of \(length) among \(neighbour)")
+                    }
                 }
             }
         }
         var generator = ClassifierTraining.SplitMix(seed: 7)
-        for _ in 0..<20_000 {
-            let word = UInt64.random(in: 0...UInt64.max, using: &generator)
-            #expect(FeedBytes.attentionBytes(word) == expected(word))
+        let alphabet: [UInt8] = [0x61, 0x62, 0x20, 0x20, 0x20, 0x3C, 0x26, 0x09, 0x0A, 0x0C, 0x0D, 0x01, 0xC2, 0x85, 0xE2]
+        for _ in 0..<5_000 {
+            let bytes = (0..<Int.random(in: 0...70, using: &generator)).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+            check(bytes, "\(bytes)")
         }
+        #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(5))")
     }
 }

@@ -1,0 +1,78 @@
+#include "bytescan.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define BYTESCAN_SSE2 1
+#endif
+
+static inline int is_attention(uint8_t b) {
+    return b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D);
+}
+
+static inline int ends_run(const uint8_t *p, size_t i, size_t n, int markup) {
+    uint8_t b = p[i];
+    if (b == 0x09 || b == 0x0A || b == 0x0D || b == 0x0C) return 1;
+    if (markup && (b == '<' || b == '&')) return 1;
+    if (b == 0x20) {
+        if (i + 1 >= n) return 1;
+        uint8_t next = p[i + 1];
+        return next <= 0x20 || (markup && next == '<');
+    }
+    return 0;
+}
+
+size_t bytescan_non_ascii(const uint8_t *p, size_t n) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    for (; i + 16 <= n; i += 16) {
+        int mask = _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(p + i)));
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) if (p[i] >= 0x80) return i;
+    return n;
+}
+
+size_t bytescan_attention(const uint8_t *p, size_t n) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    const __m128i amp = _mm_set1_epi8(0x26), c2 = _mm_set1_epi8((char)0xC2);
+    const __m128i tab = _mm_set1_epi8(0x09), lf = _mm_set1_epi8(0x0A), cr = _mm_set1_epi8(0x0D);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        // Unsigned v < 0x20: min(v, 0x1F) == v.
+        __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+        __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
+        __m128i hit = _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, c2)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) if (is_attention(p[i])) return i;
+    return n;
+}
+
+size_t bytescan_text_run(const uint8_t *p, size_t n, int markup) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    const __m128i space = _mm_set1_epi8(0x20), lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
+    const __m128i tab = _mm_set1_epi8(0x09), lf = _mm_set1_epi8(0x0A), cr = _mm_set1_epi8(0x0D), ff = _mm_set1_epi8(0x0C);
+    const __m128i markupMask = markup ? _mm_set1_epi8((char)0xFF) : _mm_setzero_si128();
+    // Each block also reads the byte after it (the space rule looks one ahead).
+    for (; i + 17 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i next = _mm_loadu_si128((const __m128i *)(p + i + 1));
+        __m128i white = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, ff)));
+        __m128i tags = _mm_and_si128(markupMask, _mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, amp)));
+        // Unsigned next <= 0x20: min(next, 0x20) == next.
+        __m128i nextBreaks = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(next, space), next),
+                                          _mm_and_si128(markupMask, _mm_cmpeq_epi8(next, lt)));
+        __m128i spaces = _mm_and_si128(_mm_cmpeq_epi8(v, space), nextBreaks);
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(white, tags), spaces));
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) if (ends_run(p, i, n, markup)) return i;
+    return n;
+}

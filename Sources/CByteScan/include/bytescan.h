@@ -1,0 +1,24 @@
+#ifndef NEWSPUSH_BYTESCAN_H
+#define NEWSPUSH_BYTESCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Searches over feed bytes, sixteen at a time with SSE2 on x86-64 (a byte at a time elsewhere).
+// Each returns the index of the first byte of `p[0..<n]` it looks for, or `n` when there is none.
+// Swift's SIMD types compile to scalar code for these loops on Linux (measured: 18–460 MB/s
+// against 1.7 GB/s for a 64-bit word loop), and no library offers the searches themselves.
+
+/// The first byte at or above 0x80.
+size_t bytescan_non_ascii(const uint8_t *p, size_t n);
+
+/// The first '&', 0xC2 (C1 controls are C2 80–C2 9F in UTF-8) or control character other
+/// than tab, line feed and carriage return: the bytes the feed repair may change.
+size_t bytescan_attention(const uint8_t *p, size_t n);
+
+/// The first byte that ends a run of plain text: a tab, line feed, carriage return or form
+/// feed; a space that is the last byte or is followed by a byte up to 0x20; and, with
+/// `markup` set, '<' and '&' and a space followed by '<'.
+size_t bytescan_text_run(const uint8_t *p, size_t n, int markup);
+
+#endif
