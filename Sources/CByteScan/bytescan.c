@@ -76,3 +76,19 @@ size_t bytescan_text_run(const uint8_t *p, size_t n, int markup) {
     for (; i < n; i++) if (ends_run(p, i, n, markup)) return i;
     return n;
 }
+
+size_t bytescan_tag(const uint8_t *p, size_t n) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    const __m128i dq = _mm_set1_epi8('"'), sq = _mm_set1_epi8('\''), lt = _mm_set1_epi8('<'), gt = _mm_set1_epi8('>');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, dq), _mm_cmpeq_epi8(v, sq)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, gt)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; i < n; i++) if (p[i] == '"' || p[i] == '\'' || p[i] == '<' || p[i] == '>') return i;
+    return n;
+}

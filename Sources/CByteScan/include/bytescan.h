@@ -21,4 +21,7 @@ size_t bytescan_attention(const uint8_t *p, size_t n);
 /// `markup` set, '<' and '&' and a space followed by '<'.
 size_t bytescan_text_run(const uint8_t *p, size_t n, int markup);
 
+/// The first '"', '\'', '<' or '>': where the attributes of an HTML tag need a look.
+size_t bytescan_tag(const uint8_t *p, size_t n);
+
 #endif

@@ -103,6 +103,9 @@ enum FeedBytes {
         static func textRun(_ p: UnsafeBufferPointer<UInt8>, markup: Bool) -> Int {
             p.baseAddress.map { bytescan_text_run($0, p.count, markup ? 1 : 0) } ?? 0
         }
+        static func tag(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_tag($0, p.count) } ?? 0
+        }
     }
 
     /// "lt;", "gt;" and "amp;" read as little-endian integers.
@@ -260,53 +263,66 @@ enum FeedBytes {
         var keptUTF8 = false
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + bytes.count / 8)
-        var i = 0
-        while i < bytes.count {
-            let b = bytes[i]
-            if b < 0x80 { out.append(b); i += 1; continue }
-            let length = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b <= 0xDF ? 2 : 0
-            if length > 0, i + length <= bytes.count,
-               (1..<length).allSatisfy({ bytes[i + $0] & 0xC0 == 0x80 }),
-               String(validating: bytes[i..<(i + length)], as: UTF8.self) != nil {
-                out.append(contentsOf: bytes[i..<(i + length)])
-                keptUTF8 = true
-                i += length
-                continue
+        bytes.withUnsafeBufferPointer { p in
+            guard let base = p.baseAddress else { return }
+            let n = p.count
+            var i = 0
+            while i < n {
+                // ASCII is copied in runs.
+                let run = bytescan_non_ascii(base + i, n - i)
+                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
+                i += run
+                guard i < n else { break }
+                let length = utf8SequenceLength(p, at: i)
+                if length > 0 {
+                    out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: length))
+                    keptUTF8 = true
+                    i += length
+                } else {
+                    let b = base[i]
+                    appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
+                    i += 1
+                }
             }
-            let scalar = b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b)
-            appendUTF8(scalar, to: &out)
-            i += 1
         }
         return (out, keptUTF8)
     }
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { buffer in
-            // ASCII is skipped sixteen bytes at a time.
             let count = buffer.count
             guard let base = buffer.baseAddress else { return true }
             var i = 0
-            // Well-formed sequences per Unicode Table 3-7, without copying the document into a
-            // String as the standard library's validating initialiser would.
+            // Without copying the document into a String as the standard library's validating
+            // initialiser would; ASCII is skipped sixteen bytes at a time.
             while i < count {
                 i += bytescan_non_ascii(base + i, count - i)
                 guard i < count else { break }
-                let b = base[i]
-                func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
-                    i + k < count && base[i + k] >= low && base[i + k] <= high
-                }
-                switch b {
-                case 0xC2...0xDF: guard continuation(1) else { return false }; i += 2
-                case 0xE0: guard continuation(1, 0xA0), continuation(2) else { return false }; i += 3
-                case 0xE1...0xEC, 0xEE...0xEF: guard continuation(1), continuation(2) else { return false }; i += 3
-                case 0xED: guard continuation(1, 0x80, 0x9F), continuation(2) else { return false }; i += 3
-                case 0xF0: guard continuation(1, 0x90), continuation(2), continuation(3) else { return false }; i += 4
-                case 0xF1...0xF3: guard continuation(1), continuation(2), continuation(3) else { return false }; i += 4
-                case 0xF4: guard continuation(1, 0x80, 0x8F), continuation(2), continuation(3) else { return false }; i += 4
-                default: return false
-                }
+                let length = utf8SequenceLength(buffer, at: i)
+                guard length > 0 else { return false }
+                i += length
             }
             return true
+        }
+    }
+
+    /// The length of the well-formed UTF-8 sequence (Unicode Table 3-7) of two to four bytes
+    /// starting at `i`, or 0 when there is none there.
+    @inline(__always)
+    private static func utf8SequenceLength(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Int {
+        let count = p.count
+        func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+            i + k < count && p[i + k] >= low && p[i + k] <= high
+        }
+        switch p[i] {
+        case 0xC2...0xDF: return continuation(1) ? 2 : 0
+        case 0xE0: return continuation(1, 0xA0) && continuation(2) ? 3 : 0
+        case 0xE1...0xEC, 0xEE...0xEF: return continuation(1) && continuation(2) ? 3 : 0
+        case 0xED: return continuation(1, 0x80, 0x9F) && continuation(2) ? 3 : 0
+        case 0xF0: return continuation(1, 0x90) && continuation(2) && continuation(3) ? 4 : 0
+        case 0xF1...0xF3: return continuation(1) && continuation(2) && continuation(3) ? 4 : 0
+        case 0xF4: return continuation(1, 0x80, 0x8F) && continuation(2) && continuation(3) ? 4 : 0
+        default: return 0
         }
     }
 

@@ -222,6 +222,15 @@ public enum FeedDates {
     }
 
     static func parseRFC822(_ text: String) -> Date? {
+        // A day and a year are two numbers: text with fewer runs of digits ("August 2011")
+        // is no date, and is answered before it is cut into words.
+        var digitRuns = 0, inRun = false
+        for byte in text.utf8 {
+            let digit = byte >= 0x30 && byte <= 0x39
+            if digit && !inRun { digitRuns += 1 }
+            inRun = digit
+        }
+        guard digitRuns >= 2 else { return nil }
         var tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
         // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
         tokens = tokens.flatMap { token -> [String] in

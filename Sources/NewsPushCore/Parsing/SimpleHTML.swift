@@ -14,7 +14,9 @@ enum SimpleHTML {
     private static let blockTags = ["p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
                                     "section", "article", "header", "footer", "figure", "figcaption",
                                     "table", "tbody", "thead", "tfoot", "tr", "td", "th"]
-    private static let voidTags = ["br", "hr", "img", "wbr", "source"]
+    private static let voidTags = ["br", "hr", "img", "wbr", "source", "col"]
+    /// Table parts that add no space (libxml2's text has none for them).
+    private static let silentTableTags = ["colgroup"]
     private static let inlineTags = ["a", "b", "i", "u", "s", "em", "strong", "span", "small", "sup", "sub", "code", "cite", "q", "abbr",
                                      "strike", "del", "ins", "font", "big", "tt", "mark", "time", "picture", "iframe"]
     /// Blocks that no start tag closes implicitly: another block may open inside them.
@@ -23,30 +25,62 @@ enum SimpleHTML {
     /// Table parts and the only parents they are read in here (libxml2 repairs any other).
     private static let tableParents: [String: [String]] = [
         "tbody": ["table"], "thead": ["table"], "tfoot": ["table"], "tr": ["table", "tbody", "thead", "tfoot"], "td": ["tr"], "th": ["tr"],
+        "colgroup": ["table"], "col": ["table", "colgroup"],
     ]
+    /// Elements only table parts may open inside.
+    private static let tableOnly = ["table", "tbody", "thead", "tfoot", "tr", "colgroup"]
 
     /// `rawText`: script and style, whose content is never text and runs to their end tag.
-    private enum Role { case block, inline, void, rawText }
+    /// `document`: html, head and body, which libxml2 has already opened around the fragment
+    /// (see `HTMLText.parsedPlainBytes`) and so ignores when a fragment brings its own.
+    private enum Role { case block, inline, void, rawText, document }
 
-    /// Roles by name key, direct-mapped on the key's low bits: one array read per tag instead
+    /// What the loop knows of an element: its role and its place in the nesting rules, so an
+    /// open element is checked against the next one without hashing either name again.
+    private struct Tag {
+        var key: UInt64
+        var role: Role
+        /// Another block may open inside it (see `containers`).
+        var container = false
+        /// Only table parts may open inside it.
+        var tableOnly = false
+        /// The element's bit among the table parents, and the bits of the parents a table part
+        /// needs (0: not a table part).
+        var tableBit: UInt8 = 0
+        var tableParents: UInt8 = 0
+    }
+
+    /// Tags by name key, direct-mapped on the key's low bits: one array read per tag instead
     /// of hashing the key again for a Dictionary. The slot count is the smallest power of two
     /// (from 64) that leaves no two of the fixed names in one slot.
-    private static let roleSlots: (slots: [(key: UInt64, role: Role)?], mask: UInt64) = {
-        var named: [(UInt64, Role)] = []
-        for name in blockTags { named.append((key(name.utf8), .block)) }
-        for name in inlineTags { named.append((key(name.utf8), .inline)) }
-        for name in voidTags { named.append((key(name.utf8), .void)) }
-        for name in ["script", "style"] { named.append((key(name.utf8), .rawText)) }
+    private static let roleSlots: (slots: [Tag?], mask: UInt64) = {
+        var tags: [Tag] = []
+        for name in blockTags { tags.append(Tag(key: key(name.utf8), role: .block)) }
+        for name in inlineTags + silentTableTags { tags.append(Tag(key: key(name.utf8), role: .inline)) }
+        for name in voidTags { tags.append(Tag(key: key(name.utf8), role: .void)) }
+        for name in ["script", "style"] { tags.append(Tag(key: key(name.utf8), role: .rawText)) }
+        for name in ["html", "head", "body"] { tags.append(Tag(key: key(name.utf8), role: .document)) }
+        let parentNames = Array(Set(tableParents.values.joined())).sorted()
+        func bit(_ name: String) -> UInt8 { parentNames.firstIndex(of: name).map { 1 << UInt8($0) } ?? 0 }
+        for index in tags.indices {
+            func named(_ names: [String]) -> Bool { names.contains { key($0.utf8) == tags[index].key } }
+            tags[index].container = named(containers)
+            tags[index].tableOnly = named(tableOnly)
+            for name in parentNames where key(name.utf8) == tags[index].key { tags[index].tableBit = bit(name) }
+            for (part, parents) in tableParents where key(part.utf8) == tags[index].key {
+                tags[index].tableParents = parents.reduce(0) { $0 | bit($1) }
+            }
+        }
         var size = 64
-        while Set(named.map { $0.0 & UInt64(size - 1) }).count < named.count { size *= 2 }
-        var slots = [(key: UInt64, role: Role)?](repeating: nil, count: size)
-        for (key, role) in named { slots[Int(key & UInt64(size - 1))] = (key, role) }
+        while Set(tags.map { $0.key & UInt64(size - 1) }).count < tags.count { size *= 2 }
+        var slots = [Tag?](repeating: nil, count: size)
+        for tag in tags { slots[Int(tag.key & UInt64(size - 1))] = tag }
         return (slots, UInt64(size - 1))
     }()
 
-    private static func role(_ key: UInt64) -> Role? {
+    private static func tag(_ key: UInt64) -> Tag? {
         guard let slot = roleSlots.slots[Int(key & roleSlots.mask)], slot.key == key else { return nil }
-        return slot.role
+        return slot
     }
 
     /// How many slots the role table needed (tests keep it small).
@@ -56,11 +90,7 @@ enum SimpleHTML {
     private static let byteClass: [UInt8] = (0..<256).map { b in
         b == 0x3C ? 1 : b == 0x26 ? 2 : (b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C) ? 3 : 0
     }
-    private static let containerKeys = Set(containers.map { key($0.utf8) })
-    private static let tableParentKeys: [UInt64: Set<UInt64>] = Dictionary(uniqueKeysWithValues: tableParents.map { (key($0.key.utf8), Set($0.value.map { key($0.utf8) })) })
-    /// Elements only table parts may open inside.
-    private static let tableOnlyKeys = Set(["table", "tbody", "thead", "tfoot", "tr"].map { key($0.utf8) })
-    private static let liKey = key("li".utf8), brKey = key("br".utf8), hrKey = key("hr".utf8)
+    private static let liKey = key("li".utf8), brKey = key("br".utf8), hrKey = key("hr".utf8), headKey = key("head".utf8)
 
     /// A tag name, lower-cased and hashed (FNV-1a), so a tag costs no String.
     private static func key<C: Collection>(_ name: C) -> UInt64 where C.Element == UInt8 {
@@ -87,7 +117,7 @@ enum SimpleHTML {
         // Open elements (name keys). libxml2 closes elements implicitly (a block opening inside a
         // paragraph, an end tag that skips an open element) and ignores or invents elements for
         // end tags that close nothing; such fragments are left to it.
-        var open: [UInt64] = []
+        var open: [Tag] = []
         func flush() {
             guard runStart < i else { return }
             if pendingSpace, !out.isEmpty { out.append(0x20) }
@@ -134,19 +164,22 @@ enum SimpleHTML {
                 guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
                 let nameEnd = j
                 let name = key(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd]))
-                let role: Role
-                if let listed = Self.role(name) {
-                    role = listed
+                let tag: Tag
+                if let listed = Self.tag(name) {
+                    tag = listed
                 } else {
                     // An element libxml2 does not know (SVG's svg and path, custom elements)
                     // opens and closes nothing by itself, so it reads like an inline element.
                     // Elements libxml2 knows but this loop does not list have rules of their own.
                     guard !HTMLText.isKnownElement(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
-                    role = .inline
+                    tag = Tag(key: name, role: .inline)
                 }
-                // Attributes: skip to the '>' outside quotes (a quoted value, often a long URL,
-                // is skipped with memchr).
+                let role = tag.role
+                // Attributes: skip to the '>' outside quotes (sixteen bytes at a time to the next
+                // quote or bracket; a quoted value, often a long URL, is skipped with memchr).
                 while j < n {
+                    j += bytescan_tag(base + j, n - j)
+                    guard j < n else { break }
                     let c = html[j]
                     if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
                         guard let close = memchr(html.baseAddress! + j + 1, Int32(c), n - j - 1) else { return nil }
@@ -154,8 +187,7 @@ enum SimpleHTML {
                         continue
                     }
                     if c == UInt8(ascii: "<") { return nil }
-                    if c == UInt8(ascii: ">") { break }
-                    j += 1
+                    break
                 }
                 guard j < n else { return nil }
                 // "<path d='…'/>": libxml2 ends any element written this way at once. A '/' that
@@ -171,25 +203,50 @@ enum SimpleHTML {
                 case .void:
                     // libxml2 ignores </img> and the like but reads </br> as <br>.
                     if closing { guard name != brKey && name != hrKey else { return nil }; break }
-                    if let top = open.last, tableOnlyKeys.contains(top) || (name == hrKey && !containerKeys.contains(top)) { return nil }
+                    if tag.tableParents != 0 {
+                        // <col> only right inside a table or column group.
+                        guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return nil }
+                    } else if let top = open.last, top.tableOnly || (name == hrKey && !top.container) { return nil }
                     if name == brKey || name == hrKey { pendingSpace = true }
                 case .rawText:
                     guard !closing else { return nil }
+                case .document:
+                    // Whole documents in a description ("<html><head></head><body>…</body></html>"):
+                    // read here only outside any other element and with an empty head.
+                    // libxml2 drops text after </html> and reads a late <html> or <body> its own way:
+                    // start tags only before any text, end tags only where nothing but white space
+                    // and </html> follows.
+                    guard open.isEmpty, !selfClosing else { return nil }
+                    var k = j + 1
+                    while k < n, html[k] == 0x20 || html[k] == 0x0A || html[k] == 0x09 || html[k] == 0x0D { k += 1 }
+                    func follows(_ literal: String) -> Bool {
+                        let bytes = Array(literal.utf8)
+                        return k + bytes.count <= n && bytes.indices.allSatisfy { html[k + $0] | 0x20 == bytes[$0] }
+                    }
+                    if closing {
+                        guard name != headKey, k == n || follows("</html>") else { return nil }
+                    } else {
+                        guard out.isEmpty else { return nil }
+                        if name == headKey {
+                            guard follows("</head>") else { return nil }
+                            j = k + 6
+                        }
+                    }
                 case .inline, .block:
                     if closing {
-                        guard open.last == name else { return nil }
+                        guard open.last?.key == name else { return nil }
                         open.removeLast()
                     } else {
-                        if let parents = tableParentKeys[name] {
+                        if tag.tableParents != 0 {
                             // A table part opens only right inside its parent.
-                            guard let top = open.last, parents.contains(top) else { return nil }
-                        } else if let top = open.last, tableOnlyKeys.contains(top) {
+                            guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return nil }
+                        } else if let top = open.last, top.tableOnly {
                             // Anything else directly inside a table or row is moved by libxml2.
                             return nil
-                        } else if role == .block, let top = open.last, !containerKeys.contains(top) || (name == liKey && top == liKey) {
+                        } else if role == .block, let top = open.last, !top.container || (name == liKey && top.key == liKey) {
                             return nil
                         }
-                        if !selfClosing { open.append(name) }
+                        if !selfClosing { open.append(tag) }
                     }
                     if role == .block { pendingSpace = true }
                 }

@@ -198,6 +198,39 @@ struct FeedParserTests {
         }
     }
 
+    /// Text mixing UTF-8 and Windows-1252 keeps each valid UTF-8 sequence and reads every other
+    /// byte as Windows-1252, exactly as a sequence-by-sequence reading with the standard
+    /// library's validation does.
+    @Test func mixedEncodingsDecodeSequenceBySequence() {
+        func reference(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = []
+            var i = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                if b < 0x80 { out.append(b); i += 1; continue }
+                if let length = (2...4).first(where: { i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil }) {
+                    out += bytes[i..<(i + length)]
+                    i += length
+                    continue
+                }
+                let scalar = b < 0xA0 ? FeedBytes.cp1252High[Int(b) - 0x80] : UInt32(b)
+                out += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
+                i += 1
+            }
+            return out
+        }
+        #expect(String(decoding: FeedBytes.mixedUTF8(Array("caf".utf8) + [0xE9, 0x20, 0x93] + Array("ok\u{201D} ✓".utf8)).bytes, as: UTF8.self)
+                == "café “ok” ✓")
+        var generator = ClassifierTraining.SplitMix(seed: 5)
+        let pieces: [[UInt8]] = [Array("plain text, ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0x93], [0xE9], [0xC3],
+                                 [0xE2, 0x82], [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80], [0xE0, 0x80, 0x80]]
+        for _ in 0..<2000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...14, using: &generator) { bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)] }
+            #expect(FeedBytes.mixedUTF8(bytes).bytes == reference(bytes), "\(bytes)")
+        }
+    }
+
     /// The sixteen-byte searches stop exactly where a byte-by-byte reading would: every byte
     /// value at every position of the vector blocks and the scalar tail, among several
     /// neighbours, and random buffers.
@@ -210,19 +243,22 @@ struct FeedParserTests {
             guard b == 0x20 else { return false }
             return i + 1 == p.count || p[i + 1] <= 0x20 || (markup && p[i + 1] == UInt8(ascii: "<"))
         }
-        // Mismatches are collected rather than expected one by one: there are 470,000 buffers.
+        // Mismatches are collected rather than expected one by one: there are 500,000 buffers.
         var failures: [String] = []
         func check(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
             bytes.withUnsafeBufferPointer { p in
                 if FeedBytes.Scan.attention(p) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
                 if FeedBytes.Scan.nonASCII(p) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
+                if FeedBytes.Scan.tag(p) != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count) {
+                    failures.append("tag \(note())")
+                }
                 for markup in [false, true]
                 where FeedBytes.Scan.textRun(p, markup: markup) != (bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count) {
                     failures.append("text run (markup \(markup)) \(note())")
                 }
             }
         }
-        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x25, 0x3B, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
+        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x25, 0x3B, 0x3C, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
         for length in [1, 15, 16, 17, 33, 40] {
             for value in 0...255 {
                 for position in 0..<length {
@@ -235,7 +271,7 @@ struct FeedParserTests {
             }
         }
         var generator = ClassifierTraining.SplitMix(seed: 7)
-        let alphabet: [UInt8] = [0x61, 0x62, 0x20, 0x20, 0x20, 0x3C, 0x26, 0x09, 0x0A, 0x0C, 0x0D, 0x01, 0xC2, 0x85, 0xE2]
+        let alphabet: [UInt8] = [0x61, 0x62, 0x20, 0x20, 0x20, 0x3C, 0x3E, 0x22, 0x27, 0x26, 0x09, 0x0A, 0x0C, 0x0D, 0x01, 0xC2, 0x85, 0xE2]
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...70, using: &generator)).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
             check(bytes, "\(bytes)")

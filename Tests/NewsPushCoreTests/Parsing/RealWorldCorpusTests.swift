@@ -135,7 +135,8 @@ struct SimpleHTMLTests {
                       "</h2>", "<style>p{}</style>", "<span>", "</span>", "<em>", "</EM>", "<P>", "<iframe src=\"v\"></iframe>", "\t",
                       "&eacute;", "<table>", "</table>", "<tr>", "</tr>", "<td>", "</td>", "<th>", "</th>", "<tbody>", "</tbody>", "<hr>",
                       "<svg viewBox=\"0 0 9 9\">", "</svg>", "<path d=\"M0 0\"/>", "<path d='M1'>", "</path>", "<span/>", "<p/>", "<div />",
-                      "<x-card>", "<dl>", "<dd>", "<custom>", "</custom>"]
+                      "<x-card>", "<dl>", "<dd>", "<custom>", "</custom>", "<colgroup>", "</colgroup>", "<col width=\"5\">", "<col/>", "<html>", "</html>", "<body class=\"b\">", "</body>",
+                      "<head></head>", "<head>", "</head>"]
         var generator = ClassifierTraining.SplitMix(seed: 99)
         var fast = 0
         var mismatches: [String] = []
@@ -159,7 +160,9 @@ struct SimpleHTMLTests {
         // Elements libxml2 does not know (inline SVG, custom tags) and elements written
         // "<x/>" are read here, with libxml2's text.
         for html in ["a<svg viewBox=\"0 0 9 9\"><path d=\"M0 0\"/><path d='M1'></path></svg>b", "<custom>x</custom> y", "<p>a<span/>b</p>",
-                     "<div>a<svg><use href=\"#i\" /></svg></div>b"] {
+                     "<div>a<svg><use href=\"#i\" /></svg></div>b",
+                     "<table><colgroup><col width=\"20\"><col></colgroup><tbody><tr><td>a</td><td>b</td></tr></tbody></table>c",
+                     "<html><head></head><body><div>a</div><p>b</p></body></html>"] {
             let bytes = Array(html.utf8)
             let simple = SimpleHTML.text(bytes).map { String(decoding: $0, as: UTF8.self) }
             #expect(simple != nil, "\(html)")
