@@ -11,9 +11,15 @@ import Glibc
 /// each of these cases, and no library does this repair, so it is written here.
 enum FeedBytes {
     struct Prepared {
-        /// The document from its first element (or other markup), UTF-8; a slice, so skipping
-        /// the declaration copies nothing.
-        var bytes: ArraySlice<UInt8>
+        /// The bytes a parse reads: the fetched ones themselves when they are UTF-8 and need no
+        /// repair (most feeds: no copy of the document is made), else a converted copy.
+        fileprivate enum Storage {
+            case source(Data)
+            case converted([UInt8])
+        }
+        private let storage: Storage
+        /// The document from its first element (or other markup): past junk and the XML declaration.
+        private let range: Range<Int>
         /// The encoding the bytes were read as.
         var encoding: String
         var problems: [String]
@@ -21,33 +27,63 @@ enum FeedBytes {
         /// are left as they are; a recovering parse needs it anyway).
         var repaired: Bool
 
-        /// The bytes with every reference numeric, as a recovering parse needs them.
-        var repairedBytes: ArraySlice<UInt8> {
-            repaired ? bytes : FeedBytes.repairMarkup(Array(bytes))[...]
+        fileprivate init(_ storage: Storage, range: Range<Int>, encoding: String, problems: [String], repaired: Bool) {
+            self.storage = storage
+            self.range = range
+            self.encoding = encoding
+            self.problems = problems
+            self.repaired = repaired
+        }
+
+        /// Calls `body` with the document's UTF-8 bytes.
+        func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+            switch storage {
+            case .source(let data):
+                return try data.withUnsafeBytes { raw in
+                    try body(UnsafeBufferPointer(rebasing: raw.assumingMemoryBound(to: UInt8.self)[range]))
+                }
+            case .converted(let bytes):
+                return try bytes.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
+            }
+        }
+
+        /// Calls `body` with the bytes every reference of which is numeric, as a recovering
+        /// parse needs them.
+        func withRepairedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+            if repaired { return try withBytes(body) }
+            return try withBytes { FeedBytes.repairMarkup($0) }.withUnsafeBufferPointer(body)
         }
     }
 
     static func prepare(_ data: Data, httpContentType: String? = nil, alwaysRepair: Bool = false) -> Prepared {
         var problems: [String] = []
-        let raw = [UInt8](data)
-        let (text, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
-        var start = 0
-        // Junk before the first '<' (blank lines, PHP notices, a stray BOM).
-        if let first = text.firstIndex(of: UInt8(ascii: "<")), first > 0 {
-            let skipped = text[..<first].contains { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
-            if skipped { problems.append("\(first) bytes of junk before the document were skipped") }
-            start = first
+        return data.withUnsafeBytes { rawBytes in
+            let raw = rawBytes.assumingMemoryBound(to: UInt8.self)
+            let (decoded, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
+            func prepared(_ text: UnsafeBufferPointer<UInt8>, storage: @autoclosure () -> Prepared.Storage) -> Prepared {
+                var start = 0
+                // Junk before the first '<' (blank lines, PHP notices, a stray BOM).
+                if let first = text.firstIndex(of: UInt8(ascii: "<")), first > 0 {
+                    let skipped = text[..<first].contains { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+                    if skipped { problems.append("\(first) bytes of junk before the document were skipped") }
+                    start = first
+                }
+                // The declaration's encoding no longer applies: the bytes are UTF-8 now.
+                if text[start...].starts(with: "<?xml".utf8), let end = indexAfter("?>", in: text, from: start + 5) {
+                    start = end
+                }
+                // Most documents need no repair for a strict parse: then no copy is made.
+                if !alwaysRepair && readsTheSameUnrepaired(text, from: start) {
+                    return Prepared(storage(), range: start..<text.count, encoding: encoding, problems: problems, repaired: false)
+                }
+                let repaired = repairMarkup(UnsafeBufferPointer(rebasing: text[start...]))
+                return Prepared(.converted(repaired), range: 0..<repaired.count, encoding: encoding, problems: problems, repaired: true)
+            }
+            if let decoded {
+                return decoded.withUnsafeBufferPointer { prepared($0, storage: .converted(decoded)) }
+            }
+            return prepared(raw, storage: .source(data))
         }
-        // The declaration's encoding no longer applies: the bytes are UTF-8 now.
-        if text[start...].starts(with: "<?xml".utf8), let end = text.withUnsafeBufferPointer({ indexAfter("?>", in: $0, from: start + 5) }) {
-            start = end
-        }
-        // Most documents need no repair for a strict parse: then no copy is made.
-        let clean = !alwaysRepair && text.withUnsafeBufferPointer { readsTheSameUnrepaired($0, from: start) }
-        if clean {
-            return Prepared(bytes: text[start...], encoding: encoding, problems: problems, repaired: false)
-        }
-        return Prepared(bytes: repairMarkup(text, from: start)[...], encoding: encoding, problems: problems, repaired: true)
     }
 
     /// True when a strict libxml2 parse reads `bytes` exactly as it would read them repaired:
@@ -198,25 +234,34 @@ enum FeedBytes {
     // MARK: Encoding
 
     static func decode(_ raw: [UInt8], httpContentType: String?, problems: inout [String]) -> ([UInt8], String) {
+        let (decoded, encoding) = raw.withUnsafeBufferPointer { decode($0, httpContentType: httpContentType, problems: &problems) }
+        return (decoded ?? raw, encoding)
+    }
+
+    /// The document as UTF-8, nil when `raw` already is that (the usual case: nothing copied),
+    /// and the encoding it was read as.
+    static func decode(_ raw: UnsafeBufferPointer<UInt8>, httpContentType: String?, problems: inout [String]) -> ([UInt8]?, String) {
+        func after(_ count: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: raw[count...]) }
         if raw.starts(with: [0xEF, 0xBB, 0xBF]) {
-            return (validUTF8OrCP1252(Array(raw.dropFirst(3)), label: "utf-8", problems: &problems), "utf-8")
+            return (validUTF8OrCP1252(after(3), label: "utf-8", problems: &problems) ?? Array(after(3)), "utf-8")
         }
-        if raw.starts(with: [0xFF, 0xFE]) { return (transcode(Array(raw.dropFirst(2)), from: "UTF-16LE") ?? [], "utf-16le") }
-        if raw.starts(with: [0xFE, 0xFF]) { return (transcode(Array(raw.dropFirst(2)), from: "UTF-16BE") ?? [], "utf-16be") }
-        if raw.starts(with: [0x3C, 0x00, 0x3F, 0x00]) { return (transcode(raw, from: "UTF-16LE") ?? [], "utf-16le") }
-        if raw.starts(with: [0x00, 0x3C, 0x00, 0x3F]) { return (transcode(raw, from: "UTF-16BE") ?? [], "utf-16be") }
+        if raw.starts(with: [0xFF, 0xFE]) { return (transcode(Array(after(2)), from: "UTF-16LE") ?? [], "utf-16le") }
+        if raw.starts(with: [0xFE, 0xFF]) { return (transcode(Array(after(2)), from: "UTF-16BE") ?? [], "utf-16be") }
+        if raw.starts(with: [0x3C, 0x00, 0x3F, 0x00]) { return (transcode(Array(raw), from: "UTF-16LE") ?? [], "utf-16le") }
+        if raw.starts(with: [0x00, 0x3C, 0x00, 0x3F]) { return (transcode(Array(raw), from: "UTF-16BE") ?? [], "utf-16be") }
 
         let declared = declaredEncoding(raw)
         let fromHTTP = httpContentType.flatMap(charset(fromContentType:))
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/plain") || type.hasPrefix("text/html") {
             problems.append("served as \(type.split(separator: ";")[0]), not as a feed type")
         }
+        let ascii = { raw.baseAddress.map { bytescan_non_ascii($0, raw.count) == raw.count } ?? true }
         // RFC 3023: text/*xml without a charset is us-ascii. Only the label follows the rule
         // when the bytes are ASCII anyway; other bytes are decoded as they are.
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/"), type.contains("xml"),
            fromHTTP.map({ !["utf-8", "utf8", "us-ascii", "iso-8859-1", "windows-1252", "utf-16"].contains($0.lowercased()) && transcode([], from: $0) == nil }) ?? true,
-           !raw.contains(where: { $0 >= 0x80 }) {
-            return (raw, "us-ascii")
+           ascii() {
+            return (nil, "us-ascii")
         }
         let label = (fromHTTP ?? declared ?? "utf-8").lowercased()
         switch label {
@@ -228,22 +273,24 @@ enum FeedBytes {
         case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
             // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes,
             // or mix both.
-            if isValidUTF8(raw) && raw.contains(where: { $0 >= 0x80 }) {
+            if isValidUTF8(raw) && !ascii() {
                 problems.append("declared \(label) but the bytes are UTF-8; read as UTF-8")
-                return (raw, "utf-8")
+                return (nil, "utf-8")
             }
             let (decoded, keptUTF8) = mixedUTF8(raw)
             if keptUTF8 { problems.append("declared \(label) but parts are UTF-8; each part read as what it is") }
             return (decoded, label)
         default:
-            if let converted = transcode(raw, from: label) { return (converted, label) }
+            if let converted = transcode(Array(raw), from: label) { return (converted, label) }
             problems.append("unknown encoding '\(label)'; read as UTF-8")
             return (validUTF8OrCP1252(raw, label: label, problems: &problems), "utf-8")
         }
     }
 
-    private static func validUTF8OrCP1252(_ bytes: [UInt8], label: String, declared: Bool = true, problems: inout [String]) -> [UInt8] {
-        if isValidUTF8(bytes) { return bytes }
+    /// Nil when `bytes` are valid UTF-8 (nothing to convert); else the bytes read as UTF-8 where
+    /// they are and as Windows-1252 elsewhere.
+    private static func validUTF8OrCP1252(_ bytes: UnsafeBufferPointer<UInt8>, label: String, declared: Bool = true, problems: inout [String]) -> [UInt8]? {
+        if isValidUTF8(bytes) { return nil }
         // Undeclared legacy bytes are read as Windows-1252, as browsers do; only a declared
         // encoding that the bytes contradict is worth a warning.
         if declared { problems.append("bytes are not valid \(label); invalid bytes read as windows-1252") }
@@ -260,50 +307,54 @@ enum FeedBytes {
     /// every valid UTF-8 sequence is kept, every other byte is read as Windows-1252. Neither
     /// iconv nor Foundation decodes such mixtures, hence this loop.
     static func mixedUTF8(_ bytes: [UInt8]) -> (bytes: [UInt8], keptUTF8: Bool) {
+        bytes.withUnsafeBufferPointer { mixedUTF8($0) }
+    }
+
+    static func mixedUTF8(_ p: UnsafeBufferPointer<UInt8>) -> (bytes: [UInt8], keptUTF8: Bool) {
         var keptUTF8 = false
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + bytes.count / 8)
-        bytes.withUnsafeBufferPointer { p in
-            guard let base = p.baseAddress else { return }
-            let n = p.count
-            var i = 0
-            while i < n {
-                // ASCII is copied in runs.
-                let run = bytescan_non_ascii(base + i, n - i)
-                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
-                i += run
-                guard i < n else { break }
-                let length = utf8SequenceLength(p, at: i)
-                if length > 0 {
-                    out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: length))
-                    keptUTF8 = true
-                    i += length
-                } else {
-                    let b = base[i]
-                    appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
-                    i += 1
-                }
+        out.reserveCapacity(p.count + p.count / 8)
+        guard let base = p.baseAddress else { return (out, false) }
+        let n = p.count
+        var i = 0
+        while i < n {
+            // ASCII is copied in runs.
+            let run = bytescan_non_ascii(base + i, n - i)
+            out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
+            i += run
+            guard i < n else { break }
+            let length = utf8SequenceLength(p, at: i)
+            if length > 0 {
+                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: length))
+                keptUTF8 = true
+                i += length
+            } else {
+                let b = base[i]
+                appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
+                i += 1
             }
         }
         return (out, keptUTF8)
     }
 
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { buffer in
-            let count = buffer.count
-            guard let base = buffer.baseAddress else { return true }
-            var i = 0
-            // Without copying the document into a String as the standard library's validating
-            // initialiser would; ASCII is skipped sixteen bytes at a time.
-            while i < count {
-                i += bytescan_non_ascii(base + i, count - i)
-                guard i < count else { break }
-                let length = utf8SequenceLength(buffer, at: i)
-                guard length > 0 else { return false }
-                i += length
-            }
-            return true
+        bytes.withUnsafeBufferPointer { isValidUTF8($0) }
+    }
+
+    static func isValidUTF8(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = buffer.count
+        guard let base = buffer.baseAddress else { return true }
+        var i = 0
+        // Without copying the document into a String as the standard library's validating
+        // initialiser would; ASCII is skipped sixteen bytes at a time.
+        while i < count {
+            i += bytescan_non_ascii(base + i, count - i)
+            guard i < count else { break }
+            let length = utf8SequenceLength(buffer, at: i)
+            guard length > 0 else { return false }
+            i += length
         }
+        return true
     }
 
     /// The length of the well-formed UTF-8 sequence (Unicode Table 3-7) of two to four bytes
@@ -364,7 +415,7 @@ enum FeedBytes {
     }
 
     /// The `encoding="…"` of an XML declaration at the start (after optional junk).
-    static func declaredEncoding(_ bytes: [UInt8]) -> String? {
+    static func declaredEncoding(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         let head = Array(bytes.prefix(1024))
         guard let (start, end) = head.withUnsafeBufferPointer({ p -> (Int, Int)? in
             guard let afterOpen = indexAfter("<?xml", in: p, from: 0), let afterClose = indexAfter("?>", in: p, from: afterOpen - 5) else { return nil }
@@ -401,78 +452,75 @@ enum FeedBytes {
     /// one is numeric (libxml2's recover mode drops named ones after any error), escapes bare
     /// `&`, and drops control characters XML does not allow. Reads `input` from `from`.
     static func repairMarkup(_ input: [UInt8], from: Int = 0) -> [UInt8] {
-        input.withUnsafeBufferPointer { buffer -> [UInt8] in
-            let n = buffer.count
-            guard n > from, let p = buffer.baseAddress else { return [] }
-            var out: [UInt8] = []
-            out.reserveCapacity(n - from + (n - from) / 16)
-            var i = from
-            var runStart = from
-            var changed = false
-            let stop = stopBytes
-            func flush() {
-                if runStart < i { out.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
-            }
-            func startsWith(_ s: StaticString, at index: Int) -> Bool {
-                let count = s.utf8CodeUnitCount
-                guard index + count <= n else { return false }
-                return memcmp(p + index, s.utf8Start, count) == 0
-            }
-            /// Moves `i` past `terminator`, copying (less forbidden control characters).
-            func skipUntil(_ terminator: StaticString) {
-                let first = terminator.utf8Start.pointee
-                while i < n {
-                    let b = p[i]
-                    if b == first, startsWith(terminator, at: i) { i += terminator.utf8CodeUnitCount; return }
-                    if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
-                        flush(); i += 1; runStart = i; changed = true
-                        continue
-                    }
-                    i += 1
-                }
-            }
+        input.withUnsafeBufferPointer { repairMarkup(UnsafeBufferPointer(rebasing: $0[from...])) }
+    }
+
+    static func repairMarkup(_ buffer: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        let n = buffer.count
+        guard n > 0, let p = buffer.baseAddress else { return [] }
+        var out: [UInt8] = []
+        out.reserveCapacity(n + n / 16)
+        var i = 0
+        var runStart = 0
+        let stop = stopBytes
+        func flush() {
+            if runStart < i { out.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
+        }
+        func startsWith(_ s: StaticString, at index: Int) -> Bool {
+            let count = s.utf8CodeUnitCount
+            guard index + count <= n else { return false }
+            return memcmp(p + index, s.utf8Start, count) == 0
+        }
+        /// Moves `i` past `terminator`, copying (less forbidden control characters).
+        func skipUntil(_ terminator: StaticString) {
+            let first = terminator.utf8Start.pointee
             while i < n {
                 let b = p[i]
-                if !stop[Int(b)] { i += 1; continue }
-                if b == UInt8(ascii: "<") {
-                    if let (bodyStart, terminator) = section(buffer, at: i) {
-                        i = bodyStart
-                        skipUntil(terminator)
-                    } else {
-                        i += 1
-                    }
+                if b == first, startsWith(terminator, at: i) { i += terminator.utf8CodeUnitCount; return }
+                if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
+                    flush(); i += 1; runStart = i
                     continue
                 }
-                if b == UInt8(ascii: "&") {
-                    flush()
-                    i = rewriteReference(buffer, at: i, into: &out)
-                    runStart = i
-                    changed = true
-                    continue
-                }
-                if b == 0xC2 {
-                    // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
-                    if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F {
-                        flush()
-                        appendUTF8(cp1252High[Int(p[i + 1]) - 0x80], to: &out)
-                        i += 2
-                        runStart = i
-                        changed = true
-                    } else {
-                        i += 1
-                    }
-                    continue
-                }
-                // A control character XML forbids.
-                flush()
                 i += 1
-                runStart = i
-                changed = true
             }
-            if !changed && from == 0 { return input }
-            flush()
-            return out
         }
+        while i < n {
+            let b = p[i]
+            if !stop[Int(b)] { i += 1; continue }
+            if b == UInt8(ascii: "<") {
+                if let (bodyStart, terminator) = section(buffer, at: i) {
+                    i = bodyStart
+                    skipUntil(terminator)
+                } else {
+                    i += 1
+                }
+                continue
+            }
+            if b == UInt8(ascii: "&") {
+                flush()
+                i = rewriteReference(buffer, at: i, into: &out)
+                runStart = i
+                continue
+            }
+            if b == 0xC2 {
+                // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
+                if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F {
+                    flush()
+                    appendUTF8(cp1252High[Int(p[i + 1]) - 0x80], to: &out)
+                    i += 2
+                    runStart = i
+                } else {
+                    i += 1
+                }
+                continue
+            }
+            // A control character XML forbids.
+            flush()
+            i += 1
+            runStart = i
+        }
+        flush()
+        return out
     }
 
     static func appendUTF8(_ value: UInt32, to out: inout [UInt8]) {

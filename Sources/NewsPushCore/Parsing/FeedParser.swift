@@ -17,18 +17,18 @@ public enum FeedParser {
             throw .empty
         }
         let prepared = FeedBytes.prepare(data, httpContentType: contentType, alwaysRepair: alwaysRepair)
-        guard prepared.bytes.contains(UInt8(ascii: "<")) else { throw .notAFeed("no markup in the document") }
+        guard prepared.withBytes({ $0.contains(UInt8(ascii: "<")) }) else { throw .notAFeed("no markup in the document") }
 
         var builder = FeedDocumentBuilder(documentURL: url)
         let strict = XMLSAXParser(sink: builder)
-        strict.parse(prepared.bytes, url: url, recover: false)
+        prepared.withBytes { strict.parse($0, url: url, recover: false) }
         var problems = prepared.problems
         if !strict.wellFormed {
             builder = FeedDocumentBuilder(documentURL: url)
             let recovering = XMLSAXParser(sink: builder)
             // Recover mode drops every entity reference after the first error: it needs the
             // repaired bytes (all references numeric).
-            recovering.parse(prepared.repairedBytes, url: url, recover: true)
+            prepared.withRepairedBytes { recovering.parse($0, url: url, recover: true) }
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }

@@ -116,7 +116,7 @@ final class XMLSAXParser {
     }
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
-    func parse(_ bytes: ArraySlice<UInt8>, url: String?, recover: Bool) {
+    func parse(_ bytes: UnsafeBufferPointer<UInt8>, url: String?, recover: Bool) {
         // Only our callbacks: libxml2's default SAX2 handlers would build a tree and expect the
         // parser context as their context pointer, but ours is this object.
         var handler = xmlSAXHandler()
@@ -168,20 +168,18 @@ final class XMLSAXParser {
         // on the fetched body bounds memory instead.
         if bytes.count > 10_000_000 { options |= Int32(XML_PARSE_HUGE.rawValue) }
         xmlCtxtUseOptions(context, options)
-        bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                // Feed the document in chunks: the push parser then never needs it whole twice.
-                let chunk = 1 << 20
-                var offset = 0
-                while offset < chars.count {
-                    let length = min(chunk, chars.count - offset)
-                    let status = xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
-                    offset += length
-                    if status != 0 && !recover { break }
-                    if context.pointee.disableSAX != 0 && !recover { break }
-                }
-                xmlParseChunk(context, nil, 0, 1)
+        bytes.withMemoryRebound(to: CChar.self) { chars in
+            // Feed the document in chunks: the push parser then never needs it whole twice.
+            let chunk = 1 << 20
+            var offset = 0
+            while offset < chars.count {
+                let length = min(chunk, chars.count - offset)
+                let status = xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
+                offset += length
+                if status != 0 && !recover { break }
+                if context.pointee.disableSAX != 0 && !recover { break }
             }
+            xmlParseChunk(context, nil, 0, 1)
         }
         if context.pointee.wellFormed == 0 { wellFormed = false }
     }
