@@ -33,24 +33,56 @@ size_t bytescan_non_ascii(const uint8_t *p, size_t n) {
     return n;
 }
 
-size_t bytescan_attention(const uint8_t *p, size_t n) {
+static inline size_t attention_scan(const uint8_t *p, size_t n, int lt) {
     size_t i = 0;
 #ifdef BYTESCAN_SSE2
     const __m128i amp = _mm_set1_epi8(0x26), c2 = _mm_set1_epi8((char)0xC2);
     const __m128i tab = _mm_set1_epi8(0x09), lf = _mm_set1_epi8(0x0A), cr = _mm_set1_epi8(0x0D);
+    const __m128i open = lt ? _mm_set1_epi8('<') : _mm_set1_epi8(0x26);
     for (; i + 16 <= n; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
         // Unsigned v < 0x20: min(v, 0x1F) == v.
         __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
         __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
         __m128i hit = _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, c2)));
-        int mask = _mm_movemask_epi8(hit);
+        int mask = _mm_movemask_epi8(_mm_or_si128(hit, _mm_cmpeq_epi8(v, open)));
         if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
     }
 #endif
-    for (; i < n; i++) if (is_attention(p[i])) return i;
+    for (; i < n; i++) if (is_attention(p[i]) || (lt && p[i] == '<')) return i;
     return n;
 }
+
+size_t bytescan_attention(const uint8_t *p, size_t n) { return attention_scan(p, n, 0); }
+
+/// The length of the well-formed sequence of two to four bytes at p[i], or 0.
+static inline size_t utf8_sequence_length(const uint8_t *p, size_t i, size_t n) {
+#define CONT(k, lo, hi) (i + (k) < n && p[i + (k)] >= (lo) && p[i + (k)] <= (hi))
+    uint8_t b = p[i];
+    if (b >= 0xC2 && b <= 0xDF) return CONT(1, 0x80, 0xBF) ? 2 : 0;
+    if (b == 0xE0) return CONT(1, 0xA0, 0xBF) && CONT(2, 0x80, 0xBF) ? 3 : 0;
+    if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return CONT(1, 0x80, 0xBF) && CONT(2, 0x80, 0xBF) ? 3 : 0;
+    if (b == 0xED) return CONT(1, 0x80, 0x9F) && CONT(2, 0x80, 0xBF) ? 3 : 0;
+    if (b == 0xF0) return CONT(1, 0x90, 0xBF) && CONT(2, 0x80, 0xBF) && CONT(3, 0x80, 0xBF) ? 4 : 0;
+    if (b >= 0xF1 && b <= 0xF3) return CONT(1, 0x80, 0xBF) && CONT(2, 0x80, 0xBF) && CONT(3, 0x80, 0xBF) ? 4 : 0;
+    if (b == 0xF4) return CONT(1, 0x80, 0x8F) && CONT(2, 0x80, 0xBF) && CONT(3, 0x80, 0xBF) ? 4 : 0;
+    return 0;
+#undef CONT
+}
+
+size_t bytescan_utf8_invalid(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        i += bytescan_non_ascii(p + i, n - i);
+        if (i >= n) break;
+        size_t length = utf8_sequence_length(p, i, n);
+        if (length == 0) return i;
+        i += length;
+    }
+    return n;
+}
+
+size_t bytescan_repair(const uint8_t *p, size_t n) { return attention_scan(p, n, 1); }
 
 size_t bytescan_text_run(const uint8_t *p, size_t n, int markup) {
     size_t i = 0;

@@ -12,9 +12,16 @@
 /// The first byte at or above 0x80.
 size_t bytescan_non_ascii(const uint8_t *p, size_t n);
 
+/// The start of the first ill-formed UTF-8 sequence (Unicode Table 3-7: no overlong forms,
+/// surrogates or values past U+10FFFF; a sequence cut off by the end is ill-formed).
+size_t bytescan_utf8_invalid(const uint8_t *p, size_t n);
+
 /// The first '&', 0xC2 (C1 controls are C2 80–C2 9F in UTF-8) or control character other
 /// than tab, line feed and carriage return: the bytes the feed repair may change.
 size_t bytescan_attention(const uint8_t *p, size_t n);
+
+/// The first byte `bytescan_attention` looks for, or '<' (where the repair looks for sections).
+size_t bytescan_repair(const uint8_t *p, size_t n);
 
 /// The first byte that ends a run of plain text: a tab, line feed, carriage return or form
 /// feed; a space that is the last byte or is followed by a byte up to 0x20; and, with

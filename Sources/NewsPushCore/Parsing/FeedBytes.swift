@@ -318,21 +318,15 @@ enum FeedBytes {
         let n = p.count
         var i = 0
         while i < n {
-            // ASCII is copied in runs.
-            let run = bytescan_non_ascii(base + i, n - i)
-            out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
-            i += run
+            // Well-formed UTF-8 is copied in runs; the byte that ends a run is Windows-1252.
+            let valid = bytescan_utf8_invalid(base + i, n - i)
+            if !keptUTF8, bytescan_non_ascii(base + i, valid) < valid { keptUTF8 = true }
+            out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: valid))
+            i += valid
             guard i < n else { break }
-            let length = utf8SequenceLength(p, at: i)
-            if length > 0 {
-                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: length))
-                keptUTF8 = true
-                i += length
-            } else {
-                let b = base[i]
-                appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
-                i += 1
-            }
+            let b = base[i]
+            appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
+            i += 1
         }
         return (out, keptUTF8)
     }
@@ -341,40 +335,10 @@ enum FeedBytes {
         bytes.withUnsafeBufferPointer { isValidUTF8($0) }
     }
 
+    /// Well-formed UTF-8 (Unicode Table 3-7), checked without copying the document into a
+    /// String as the standard library's validating initialiser would.
     static func isValidUTF8(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-        let count = buffer.count
-        guard let base = buffer.baseAddress else { return true }
-        var i = 0
-        // Without copying the document into a String as the standard library's validating
-        // initialiser would; ASCII is skipped sixteen bytes at a time.
-        while i < count {
-            i += bytescan_non_ascii(base + i, count - i)
-            guard i < count else { break }
-            let length = utf8SequenceLength(buffer, at: i)
-            guard length > 0 else { return false }
-            i += length
-        }
-        return true
-    }
-
-    /// The length of the well-formed UTF-8 sequence (Unicode Table 3-7) of two to four bytes
-    /// starting at `i`, or 0 when there is none there.
-    @inline(__always)
-    private static func utf8SequenceLength(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Int {
-        let count = p.count
-        func continuation(_ k: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
-            i + k < count && p[i + k] >= low && p[i + k] <= high
-        }
-        switch p[i] {
-        case 0xC2...0xDF: return continuation(1) ? 2 : 0
-        case 0xE0: return continuation(1, 0xA0) && continuation(2) ? 3 : 0
-        case 0xE1...0xEC, 0xEE...0xEF: return continuation(1) && continuation(2) ? 3 : 0
-        case 0xED: return continuation(1, 0x80, 0x9F) && continuation(2) ? 3 : 0
-        case 0xF0: return continuation(1, 0x90) && continuation(2) && continuation(3) ? 4 : 0
-        case 0xF1...0xF3: return continuation(1) && continuation(2) && continuation(3) ? 4 : 0
-        case 0xF4: return continuation(1, 0x80, 0x8F) && continuation(2) && continuation(3) ? 4 : 0
-        default: return 0
-        }
+        buffer.baseAddress.map { bytescan_utf8_invalid($0, buffer.count) == buffer.count } ?? true
     }
 
     /// Converts with glibc's iconv; undecodable bytes are skipped. Nil when iconv lacks the encoding.
@@ -445,9 +409,6 @@ enum FeedBytes {
         return nil
     }
 
-    /// Bytes the repair loop stops at; everything else is copied in runs.
-    private static let stopBytes: [Bool] = (0..<256).map { b in b == 0x3C || needsAttention(UInt8(b)) }
-
     /// Rewrites entity references outside CDATA, comments and processing instructions so every
     /// one is numeric (libxml2's recover mode drops named ones after any error), escapes bare
     /// `&`, and drops control characters XML does not allow. Reads `input` from `from`.
@@ -462,7 +423,6 @@ enum FeedBytes {
         out.reserveCapacity(n + n / 16)
         var i = 0
         var runStart = 0
-        let stop = stopBytes
         func flush() {
             if runStart < i { out.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
         }
@@ -485,8 +445,9 @@ enum FeedBytes {
             }
         }
         while i < n {
+            i += bytescan_repair(p + i, n - i)
+            guard i < n else { break }
             let b = p[i]
-            if !stop[Int(b)] { i += 1; continue }
             if b == UInt8(ascii: "<") {
                 if let (bodyStart, terminator) = section(buffer, at: i) {
                     i = bodyStart

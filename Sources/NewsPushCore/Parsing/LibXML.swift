@@ -201,7 +201,7 @@ enum HTMLText {
 
     /// The text of an HTML fragment, white space collapsed.
     static func plainText(_ html: UnsafeBufferPointer<UInt8>) -> String {
-        if let simple = SimpleHTML.text(html) { return String(decoding: simple, as: UTF8.self) }
+        if let simple = SimpleHTML.string(html) { return simple }
         return FeedDocumentBuilder.collapse(parsedPlainBytes(Array(html)))
     }
 

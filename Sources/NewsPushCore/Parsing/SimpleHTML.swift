@@ -100,15 +100,36 @@ enum SimpleHTML {
     }
 
     static func text(_ html: [UInt8]) -> [UInt8]? {
-        html.withUnsafeBufferPointer { text($0) }
+        html.withUnsafeBufferPointer { string($0) }.map { Array($0.utf8) }
     }
 
     /// The text with white space collapsed as `FeedDocumentBuilder.collapse` does (runs of
-    /// ASCII white space become one space, none at the ends), or nil for libxml2.
-    static func text(_ html: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard html.count > 0 else { return [] }
-        var out: [UInt8] = []
-        out.reserveCapacity(html.count)
+    /// ASCII white space become one space, none at the ends), or nil for libxml2. It is written
+    /// straight into the string's storage: the text is never longer than the HTML (a tag or
+    /// white space gives at most one space, a reference at most as many bytes as it is long).
+    static func string(_ html: UnsafeBufferPointer<UInt8>) -> String? {
+        guard html.count > 0 else { return "" }
+        var answered = true
+        let text = String(unsafeUninitializedCapacity: html.count) { buffer in
+            guard let written = write(html, into: buffer) else {
+                answered = false
+                return 0
+            }
+            return written
+        }
+        return answered ? text : nil
+    }
+
+    /// The text of `html` written into `out`; the number of bytes written, or nil for libxml2.
+    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        var count = 0
+        // Never expected (see `string`), but a write past the end would corrupt memory.
+        var overflow = false
+        func put(_ byte: UInt8) {
+            guard count < out.count else { overflow = true; return }
+            out[count] = byte
+            count += 1
+        }
         let n = html.count
         var i = 0
         var runStart = 0
@@ -120,15 +141,17 @@ enum SimpleHTML {
         var open: [Tag] = []
         func flush() {
             guard runStart < i else { return }
-            if pendingSpace, !out.isEmpty { out.append(0x20) }
+            if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: html[runStart..<i]))
+            guard count + (i - runStart) <= out.count else { overflow = true; return }
+            UnsafeMutableRawPointer(out.baseAddress! + count).copyMemory(from: html.baseAddress! + runStart, byteCount: i - runStart)
+            count += i - runStart
         }
         /// Text made by a reference: a run of its own.
         func append(_ value: UInt32) {
-            if pendingSpace, !out.isEmpty { out.append(0x20) }
+            if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
-            FeedBytes.appendUTF8(value, to: &out)
+            UTF8.encode(Unicode.Scalar(value) ?? "\u{FFFD}") { put($0) }
         }
         func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
         func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
@@ -226,7 +249,7 @@ enum SimpleHTML {
                     if closing {
                         guard name != headKey, k == n || follows("</html>") else { return nil }
                     } else {
-                        guard out.isEmpty else { return nil }
+                        guard count == 0 else { return nil }
                         if name == headKey {
                             guard follows("</head>") else { return nil }
                             j = k + 6
@@ -272,7 +295,8 @@ enum SimpleHTML {
             if b == UInt8(ascii: "&") {
                 flush()
                 var j = i + 1
-                guard j < n else { out.append(b); i += 1; runStart = i; continue }
+                // libxml2 keeps or drops a bare '&' at the very end depending on what came before.
+                guard j < n else { return nil }
                 if html[j] == UInt8(ascii: "#") {
                     j += 1
                     let hex = j < n && (html[j] | 0x20) == UInt8(ascii: "x")
@@ -315,6 +339,6 @@ enum SimpleHTML {
             i += 1
         }
         flush()
-        return out
+        return overflow ? nil : count
     }
 }
