@@ -84,6 +84,29 @@ size_t bytescan_utf8_invalid(const uint8_t *p, size_t n) {
 
 size_t bytescan_repair(const uint8_t *p, size_t n) { return attention_scan(p, n, 1); }
 
+/// The length of the predefined entity reference at p[i] (an '&'), or 0.
+static inline size_t predefined_entity(const uint8_t *p, size_t i, size_t n) {
+    size_t left = n - i;
+    if (left >= 4 && p[i + 3] == ';' && p[i + 2] == 't' && (p[i + 1] == 'l' || p[i + 1] == 'g')) return 4;
+    if (left >= 5 && p[i + 1] == 'a' && p[i + 2] == 'm' && p[i + 3] == 'p' && p[i + 4] == ';') return 5;
+    if (left >= 6 && p[i + 5] == ';' &&
+        ((p[i + 1] == 'q' && p[i + 2] == 'u' && p[i + 3] == 'o' && p[i + 4] == 't') ||
+         (p[i + 1] == 'a' && p[i + 2] == 'p' && p[i + 3] == 'o' && p[i + 4] == 's'))) return 6;
+    return 0;
+}
+
+size_t bytescan_attention_past_entities(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        i += attention_scan(p + i, n - i, 0);
+        if (i >= n || p[i] != '&') return i;
+        size_t length = predefined_entity(p, i, n);
+        if (length == 0) return i;
+        i += length;
+    }
+    return n;
+}
+
 size_t bytescan_text_run(const uint8_t *p, size_t n, int markup) {
     size_t i = 0;
 #ifdef BYTESCAN_SSE2

@@ -20,6 +20,10 @@ size_t bytescan_utf8_invalid(const uint8_t *p, size_t n);
 /// than tab, line feed and carriage return: the bytes the feed repair may change.
 size_t bytescan_attention(const uint8_t *p, size_t n);
 
+/// As `bytescan_attention`, but an '&' that starts "&lt;", "&gt;", "&amp;", "&quot;" or
+/// "&apos;" (escaped HTML is full of them; the repair keeps them) is passed over.
+size_t bytescan_attention_past_entities(const uint8_t *p, size_t n);
+
 /// The first byte `bytescan_attention` looks for, or '<' (where the repair looks for sections).
 size_t bytescan_repair(const uint8_t *p, size_t n);
 

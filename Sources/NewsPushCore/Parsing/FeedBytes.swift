@@ -98,21 +98,14 @@ enum FeedBytes {
         // a position known to be outside every section (see `sectionEnd`).
         var scanned = from
         while i < n {
-            // Sixteen bytes at a time up to the first that may matter (`needsAttention`).
-            i += bytescan_attention(base + i, n - i)
+            // Sixteen bytes at a time up to the first that may matter (`needsAttention`), past
+            // the references to XML's five entities.
+            i += bytescan_attention_past_entities(base + i, n - i)
             guard i < n else { break }
             let b = p[i]
             if !needsAttention(b) { i += 1; continue }
             if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
-            if b == UInt8(ascii: "&") {
-                // Escaped HTML is full of &lt; &gt; and &amp;: those three are read as words.
-                if i + 5 <= n {
-                    let next = UnsafeRawPointer(base + i + 1).loadUnaligned(as: UInt32.self)
-                    if next & 0x00FF_FFFF == Self.ltSemicolon || next & 0x00FF_FFFF == Self.gtSemicolon { i += 4; continue }
-                    if next == Self.ampSemicolon { i += 5; continue }
-                }
-                if let end = keptReferenceEnd(p, at: i) { i = end; continue }
-            }
+            if b == UInt8(ascii: "&"), let end = keptReferenceEnd(p, at: i) { i = end; continue }
             // The repair drops forbidden control characters everywhere; it leaves other bytes
             // of CDATA sections, comments and processing instructions as they are.
             guard b >= 0x20, let end = sectionEnd(p, containing: i, scannedFrom: &scanned) else { return false }
@@ -133,6 +126,15 @@ enum FeedBytes {
         static func attention(_ p: UnsafeBufferPointer<UInt8>) -> Int {
             p.baseAddress.map { bytescan_attention($0, p.count) } ?? 0
         }
+        static func attentionPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_attention_past_entities($0, p.count) } ?? 0
+        }
+        static func repair(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_repair($0, p.count) } ?? 0
+        }
+        static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_utf8_invalid($0, p.count) } ?? 0
+        }
         static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int {
             p.baseAddress.map { bytescan_non_ascii($0, p.count) } ?? 0
         }
@@ -143,9 +145,6 @@ enum FeedBytes {
             p.baseAddress.map { bytescan_tag($0, p.count) } ?? 0
         }
     }
-
-    /// "lt;", "gt;" and "amp;" read as little-endian integers.
-    private static let ltSemicolon: UInt32 = 0x3B_74_6C, gtSemicolon: UInt32 = 0x3B_74_67, ampSemicolon: UInt32 = 0x3B_70_6D_61
 
     /// When `index` lies in a CDATA section, comment or processing instruction, the index
     /// after its end (`p.count` if it never ends); else nil. `scanned` is a position outside
@@ -380,18 +379,16 @@ enum FeedBytes {
 
     /// The `encoding="…"` of an XML declaration at the start (after optional junk).
     static func declaredEncoding(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        let head = Array(bytes.prefix(1024))
-        guard let (start, end) = head.withUnsafeBufferPointer({ p -> (Int, Int)? in
-            guard let afterOpen = indexAfter("<?xml", in: p, from: 0), let afterClose = indexAfter("?>", in: p, from: afterOpen - 5) else { return nil }
-            return (afterOpen - 5, afterClose - 2)
-        }) else { return nil }
-        let declaration = String(decoding: head[start..<end], as: UTF8.self)
-        guard let range = declaration.range(of: "encoding") else { return nil }
-        var rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" }
-        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
-        rest = rest.dropFirst()
-        let value = rest.prefix { $0 != quote }
-        return value.isEmpty ? nil : String(value)
+        let head = UnsafeBufferPointer(rebasing: bytes.prefix(1024))
+        guard let afterOpen = indexAfter("<?xml", in: head, from: 0), let afterClose = indexAfter("?>", in: head, from: afterOpen - 5),
+              let afterName = indexAfter("encoding", in: head, from: afterOpen), afterName < afterClose else { return nil }
+        var i = afterName
+        while i < afterClose, head[i] == 0x20 || head[i] == UInt8(ascii: "=") { i += 1 }
+        guard i < afterClose, head[i] == UInt8(ascii: "\"") || head[i] == UInt8(ascii: "'") else { return nil }
+        let quote = head[i]
+        let valueStart = i + 1
+        guard let valueEnd = head[valueStart..<afterClose].firstIndex(of: quote), valueEnd > valueStart else { return nil }
+        return String(decoding: head[valueStart..<valueEnd], as: UTF8.self)
     }
 
     // MARK: Markup repair

@@ -476,7 +476,8 @@ final class FeedDocumentBuilder {
         if attribute("mode", in: attributes) == "escaped" { return .html }
         if attribute("mode", in: attributes) == "base64" { return .base64 }
         // Atom: any other media type that is not text or XML is base64-encoded content.
-        if name.kind.isAtom || format == .atom10, type.contains("/"), !type.hasPrefix("text/"), !type.contains("xml") {
+        // (Byte searches: Foundation's `contains` goes through NSString, 1 % of a parse.)
+        if name.kind.isAtom || format == .atom10, type.utf8.contains(UInt8(ascii: "/")), !type.hasPrefix("text/"), type.utf8.firstRange(of: "xml".utf8) == nil {
             return .base64
         }
         switch type {
@@ -608,11 +609,16 @@ final class FeedDocumentBuilder {
            !utf8.contains(where: { $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "@") }) {
             return (text, nil)
         }
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Trimmed of white space (Character's sense) without Foundation's NSString round trip.
+        func trim<S: StringProtocol>(_ text: S) -> String {
+            guard let first = text.firstIndex(where: { !$0.isWhitespace }), let last = text.lastIndex(where: { !$0.isWhitespace }) else { return "" }
+            return String(text[first...last])
+        }
+        let trimmed = trim(text)
         let at = UInt8(ascii: "@")
         if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }), let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close {
-            let inside = trimmed[trimmed.index(after: open)..<close].trimmingCharacters(in: .whitespaces)
-            let outside = (trimmed[..<open] + trimmed[trimmed.index(after: close)...]).trimmingCharacters(in: .whitespaces)
+            let inside = trim(trimmed[trimmed.index(after: open)..<close])
+            let outside = trim(trimmed[..<open] + trimmed[trimmed.index(after: close)...])
             if inside.utf8.contains(at) { return (outside.isEmpty ? nil : outside, inside) }
             if outside.utf8.contains(at) { return (inside.isEmpty ? nil : inside, outside) }
         }
@@ -627,7 +633,7 @@ final class FeedDocumentBuilder {
 
     private static func preferredAlternate(_ links: [(rel: String, type: String, href: String)]) -> String? {
         let alternates = links.filter { $0.rel == "alternate" }
-        return (alternates.first { $0.type.contains("html") } ?? alternates.first)?.href
+        return (alternates.first { $0.type.utf8.firstRange(of: "html".utf8) != nil } ?? alternates.first)?.href
     }
 
     fileprivate func attribute(_ local: String, in attributes: XMLAttributes) -> String? {

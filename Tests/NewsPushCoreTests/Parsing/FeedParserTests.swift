@@ -8,6 +8,29 @@ struct FeedParserTests {
         try FeedParser.parse(Data(xml.utf8), url: url, contentType: contentType)
     }
 
+    /// Author fields in the forms feeds write them, split into name and address.
+    @Test func authorsAreSplitIntoNameAndAddress() {
+        let cases: [(String, String?, String?)] = [
+            ("Jane Doe", "Jane Doe", nil), ("jane@example.com (Jane Doe)", "Jane Doe", "jane@example.com"),
+            ("Jane Doe <jane@example.com>", "Jane Doe", "jane@example.com"), ("  jane@example.com ", nil, "jane@example.com"),
+            ("\u{A0}Jane Doe (Staff)\u{A0}", "Jane Doe (Staff)", nil), ("(jane@example.com)", nil, "jane@example.com"),
+        ]
+        for (text, name, email) in cases {
+            let split = FeedDocumentBuilder.splitAuthor(text)
+            #expect(split.0 == name && split.1 == email, "\(text) → \(split)")
+        }
+    }
+
+    /// The encoding named in the XML declaration, in either quote, with spaces around '='.
+    @Test func declaredEncodingIsReadFromTheDeclaration() {
+        for (document, expected) in [("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss/>", "ISO-8859-1"),
+                                     ("<?xml version='1.0' encoding = 'windows-1252' ?><rss/>", "windows-1252"),
+                                     ("<?xml version=\"1.0\"?><rss encoding=\"x\"/>", nil), ("<rss/>", nil),
+                                     ("\n\n<?xml encoding=\"utf-8\"?>", "utf-8"), ("<?xml encoding=\"\"?>", nil)] as [(String, String?)] {
+            #expect(Array(document.utf8).withUnsafeBufferPointer { FeedBytes.declaredEncoding($0) } == expected, "\(document)")
+        }
+    }
+
     @Test func rss2Basics() throws {
         let feed = try parse("""
             <?xml version="1.0"?>
@@ -243,12 +266,35 @@ struct FeedParserTests {
             guard b == 0x20 else { return false }
             return i + 1 == p.count || p[i + 1] <= 0x20 || (markup && p[i + 1] == UInt8(ascii: "<"))
         }
+        func pastEntities(_ bytes: [UInt8]) -> Int {
+            var i = 0
+            while i < bytes.count {
+                guard matters(bytes[i]) else { i += 1; continue }
+                guard bytes[i] == 0x26 else { return i }
+                guard let entity = ["&lt;", "&gt;", "&amp;", "&quot;", "&apos;"].first(where: { bytes[i...].starts(with: $0.utf8) }) else { return i }
+                i += entity.utf8.count
+            }
+            return bytes.count
+        }
+        func firstInvalidUTF8(_ bytes: [UInt8]) -> Int {
+            var i = 0
+            while i < bytes.count {
+                if bytes[i] < 0x80 { i += 1; continue }
+                guard let length = (2...4).first(where: { i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil })
+                else { return i }
+                i += length
+            }
+            return bytes.count
+        }
         // Mismatches are collected rather than expected one by one: there are 500,000 buffers.
         var failures: [String] = []
         func check(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
             bytes.withUnsafeBufferPointer { p in
                 if FeedBytes.Scan.attention(p) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
                 if FeedBytes.Scan.nonASCII(p) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
+                if FeedBytes.Scan.repair(p) != (bytes.firstIndex { matters($0) || $0 == 0x3C } ?? bytes.count) { failures.append("repair \(note())") }
+                if FeedBytes.Scan.attentionPastEntities(p) != pastEntities(bytes) { failures.append("past entities \(note())") }
+                if FeedBytes.Scan.utf8Invalid(p) != firstInvalidUTF8(bytes) { failures.append("UTF-8 \(note())") }
                 if FeedBytes.Scan.tag(p) != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count) {
                     failures.append("tag \(note())")
                 }
@@ -271,9 +317,11 @@ struct FeedParserTests {
             }
         }
         var generator = ClassifierTraining.SplitMix(seed: 7)
-        let alphabet: [UInt8] = [0x61, 0x62, 0x20, 0x20, 0x20, 0x3C, 0x3E, 0x22, 0x27, 0x26, 0x09, 0x0A, 0x0C, 0x0D, 0x01, 0xC2, 0x85, 0xE2]
+        let alphabet: [[UInt8]] = [[0x61], [0x62], [0x20], [0x20], [0x20], [0x3C], [0x3E], [0x22], [0x27], [0x26], [0x09], [0x0A], [0x0C], [0x0D],
+                                   [0x01], [0xC2], [0x85], [0xE2], Array("&lt;".utf8), Array("&amp;".utf8), Array("&quot;".utf8), Array("&apos".utf8),
+                                   Array("&gt".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xE0, 0x80]]
         for _ in 0..<5_000 {
-            let bytes = (0..<Int.random(in: 0...70, using: &generator)).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+            let bytes = (0..<Int.random(in: 0...40, using: &generator)).flatMap { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
             check(bytes, "\(bytes)")
         }
         #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(5))")
