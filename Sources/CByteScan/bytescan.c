@@ -95,10 +95,10 @@ static inline size_t predefined_entity(const uint8_t *p, size_t i, size_t n) {
     return 0;
 }
 
-size_t bytescan_attention_past_entities(const uint8_t *p, size_t n) {
+static inline size_t scan_past_entities(const uint8_t *p, size_t n, int lt) {
     size_t i = 0;
     while (i < n) {
-        i += attention_scan(p + i, n - i, 0);
+        i += attention_scan(p + i, n - i, lt);
         if (i >= n || p[i] != '&') return i;
         size_t length = predefined_entity(p, i, n);
         if (length == 0) return i;
@@ -106,6 +106,10 @@ size_t bytescan_attention_past_entities(const uint8_t *p, size_t n) {
     }
     return n;
 }
+
+size_t bytescan_attention_past_entities(const uint8_t *p, size_t n) { return scan_past_entities(p, n, 0); }
+
+size_t bytescan_repair_past_entities(const uint8_t *p, size_t n) { return scan_past_entities(p, n, 1); }
 
 size_t bytescan_text_run(const uint8_t *p, size_t n, int markup) {
     size_t i = 0;

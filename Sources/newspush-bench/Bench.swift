@@ -211,7 +211,7 @@ struct ParseFeeds: ParsableCommand {
             print("  (bare pass skipped: --feed-only)")
         } else {
             print(String(format: "  bare libxml2 SAX pass over the same bytes:             %.1f MB/s", sax))
-            print(String(format: "  ratio: %.2f of the bare pass; %d items per pass", feed / sax, items / passes))
+            print(String(format: "  ratio: %.3f of the bare pass; %d items per pass", feed / sax, items / passes))
         }
         if hugeNodeMB > 0 {
             for size in [hugeNodeMB / 5, hugeNodeMB] where size > 0 {

@@ -27,6 +27,9 @@ size_t bytescan_attention_past_entities(const uint8_t *p, size_t n);
 /// The first byte `bytescan_attention` looks for, or '<' (where the repair looks for sections).
 size_t bytescan_repair(const uint8_t *p, size_t n);
 
+/// As `bytescan_repair`, past references to XML's five entities.
+size_t bytescan_repair_past_entities(const uint8_t *p, size_t n);
+
 /// The first byte that ends a run of plain text: a tab, line feed, carriage return or form
 /// feed; a space that is the last byte or is followed by a byte up to 0x20; and, with
 /// `markup` set, '<' and '&' and a space followed by '<'.

@@ -26,13 +26,17 @@ enum FeedBytes {
         /// Whether `repairMarkup` has been applied (bytes that need no repair for a strict parse
         /// are left as they are; a recovering parse needs it anyway).
         var repaired: Bool
+        /// Whether every reference is numeric, XML's five entities' too (the repair for a
+        /// strict parse keeps those as written: escaped HTML is full of them).
+        private let allNumeric: Bool
 
-        fileprivate init(_ storage: Storage, range: Range<Int>, encoding: String, problems: [String], repaired: Bool) {
+        fileprivate init(_ storage: Storage, range: Range<Int>, encoding: String, problems: [String], repaired: Bool, allNumeric: Bool = false) {
             self.storage = storage
             self.range = range
             self.encoding = encoding
             self.problems = problems
             self.repaired = repaired
+            self.allNumeric = allNumeric
         }
 
         /// Calls `body` with the document's UTF-8 bytes.
@@ -50,7 +54,7 @@ enum FeedBytes {
         /// Calls `body` with the bytes every reference of which is numeric, as a recovering
         /// parse needs them.
         func withRepairedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-            if repaired { return try withBytes(body) }
+            if allNumeric { return try withBytes(body) }
             return try withBytes { FeedBytes.repairMarkup($0) }.withUnsafeBufferPointer(body)
         }
     }
@@ -76,7 +80,7 @@ enum FeedBytes {
                 if !alwaysRepair && readsTheSameUnrepaired(text, from: start) {
                     return Prepared(storage(), range: start..<text.count, encoding: encoding, problems: problems, repaired: false)
                 }
-                let repaired = repairMarkup(UnsafeBufferPointer(rebasing: text[start...]))
+                let repaired = repairMarkup(UnsafeBufferPointer(rebasing: text[start...]), keepingPredefined: true)
                 return Prepared(.converted(repaired), range: 0..<repaired.count, encoding: encoding, problems: problems, repaired: true)
             }
             if let decoded {
@@ -131,6 +135,9 @@ enum FeedBytes {
         }
         static func repair(_ p: UnsafeBufferPointer<UInt8>) -> Int {
             p.baseAddress.map { bytescan_repair($0, p.count) } ?? 0
+        }
+        static func repairPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int {
+            p.baseAddress.map { bytescan_repair_past_entities($0, p.count) } ?? 0
         }
         static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int {
             p.baseAddress.map { bytescan_utf8_invalid($0, p.count) } ?? 0
@@ -413,7 +420,9 @@ enum FeedBytes {
         input.withUnsafeBufferPointer { repairMarkup(UnsafeBufferPointer(rebasing: $0[from...])) }
     }
 
-    static func repairMarkup(_ buffer: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    /// `keepingPredefined`: references to XML's five entities stay as written, which is all a
+    /// strict parse needs (the rest is as above).
+    static func repairMarkup(_ buffer: UnsafeBufferPointer<UInt8>, keepingPredefined: Bool = false) -> [UInt8] {
         let n = buffer.count
         guard n > 0, let p = buffer.baseAddress else { return [] }
         var out: [UInt8] = []
@@ -442,7 +451,8 @@ enum FeedBytes {
             }
         }
         while i < n {
-            i += bytescan_repair(p + i, n - i)
+            // References to XML's five entities, when kept, stay in the run.
+            i += keepingPredefined ? bytescan_repair_past_entities(p + i, n - i) : bytescan_repair(p + i, n - i)
             guard i < n else { break }
             let b = p[i]
             if b == UInt8(ascii: "<") {
@@ -456,7 +466,7 @@ enum FeedBytes {
             }
             if b == UInt8(ascii: "&") {
                 flush()
-                i = rewriteReference(buffer, at: i, into: &out)
+                i = rewriteReference(buffer, at: i, into: &out, keepingPredefined: keepingPredefined)
                 runStart = i
                 continue
             }
@@ -486,7 +496,7 @@ enum FeedBytes {
     }
 
     /// Handles the `&` at `start`; returns the index after what it consumed.
-    private static func rewriteReference(_ input: UnsafeBufferPointer<UInt8>, at start: Int, into out: inout [UInt8]) -> Int {
+    private static func rewriteReference(_ input: UnsafeBufferPointer<UInt8>, at start: Int, into out: inout [UInt8], keepingPredefined: Bool) -> Int {
         var j = start + 1
         let n = input.count
         if j < n && input[j] == UInt8(ascii: "#") {
@@ -514,6 +524,10 @@ enum FeedBytes {
               (input[j] >= 0x61 && input[j] <= 0x7A) || (input[j] >= 0x41 && input[j] <= 0x5A) || (input[j] >= 0x30 && input[j] <= 0x39) { j += 1 }
         if j > start + 1, j < n, input[j] == UInt8(ascii: ";") {
             let name = UnsafeBufferPointer(rebasing: input[(start + 1)..<j])
+            if keepingPredefined, predefinedEntity(name) != nil {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: input[start...j]))
+                return j + 1
+            }
             if let value = predefinedEntity(name) ?? HTMLText.entityCodePoint(name) {
                 appendCharacterReference(value, to: &out)
                 return j + 1
