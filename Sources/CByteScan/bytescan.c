@@ -84,7 +84,33 @@ size_t bytescan_utf8_invalid(const uint8_t *p, size_t n) {
 
 size_t bytescan_repair(const uint8_t *p, size_t n) { return attention_scan(p, n, 1); }
 
-/// The length of the predefined entity reference at p[i] (an '&'), or 0.
+/// XML's Char production: the code points a character reference may name.
+static inline int xml_allowed(uint32_t v) {
+    return v == 0x9 || v == 0xA || v == 0xD || (v >= 0x20 && v <= 0xD7FF) || (v >= 0xE000 && v <= 0xFFFD) || (v >= 0x10000 && v <= 0x10FFFF);
+}
+
+/// The length of the character reference at p[i] (an '&') that the repair keeps as written
+/// ("&#8217;", "&#x2014;": an allowed character outside 128–159, 'x' in lower case), or 0.
+static inline size_t kept_character_reference(const uint8_t *p, size_t i, size_t n) {
+    size_t j = i + 1;
+    if (j >= n || p[j] != '#') return 0;
+    j++;
+    int hex = j < n && p[j] == 'x';
+    if (hex) j++;
+    size_t start = j;
+    uint32_t value = 0;
+    while (j < n && j - start < 8) {
+        uint8_t c = p[j];
+        if (c >= '0' && c <= '9') value = value * (hex ? 16 : 10) + (uint32_t)(c - '0');
+        else if (hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f') value = value * 16 + (uint32_t)((c | 0x20) - 'a' + 10);
+        else break;
+        j++;
+    }
+    if (j == start || j >= n || p[j] != ';' || !xml_allowed(value) || (value >= 0x80 && value <= 0x9F)) return 0;
+    return j + 1 - i;
+}
+
+/// The length of the reference at p[i] (an '&') to one of XML's five entities, or 0.
 static inline size_t predefined_entity(const uint8_t *p, size_t i, size_t n) {
     size_t left = n - i;
     if (left >= 4 && p[i + 3] == ';' && p[i + 2] == 't' && (p[i + 1] == 'l' || p[i + 1] == 'g')) return 4;
@@ -99,8 +125,15 @@ static inline size_t scan_past_entities(const uint8_t *p, size_t n, int lt) {
     size_t i = 0;
     while (i < n) {
         i += attention_scan(p + i, n - i, lt);
-        if (i >= n || p[i] != '&') return i;
+        if (i >= n) return n;
+        if (p[i] == '<') {
+            // Only "<!" and "<?" may open a section (CDATA, comment, processing instruction).
+            if (i + 1 < n && p[i + 1] != '!' && p[i + 1] != '?') { i++; continue; }
+            return i;
+        }
+        if (p[i] != '&') return i;
         size_t length = predefined_entity(p, i, n);
+        if (length == 0) length = kept_character_reference(p, i, n);
         if (length == 0) return i;
         i += length;
     }

@@ -21,13 +21,15 @@ size_t bytescan_utf8_invalid(const uint8_t *p, size_t n);
 size_t bytescan_attention(const uint8_t *p, size_t n);
 
 /// As `bytescan_attention`, but an '&' that starts "&lt;", "&gt;", "&amp;", "&quot;" or
-/// "&apos;" (escaped HTML is full of them; the repair keeps them) is passed over.
+/// "&apos;" (escaped HTML is full of them), or a character reference the repair keeps as
+/// written ("&#8217;", "&#x2014;"), is passed over.
 size_t bytescan_attention_past_entities(const uint8_t *p, size_t n);
 
 /// The first byte `bytescan_attention` looks for, or '<' (where the repair looks for sections).
 size_t bytescan_repair(const uint8_t *p, size_t n);
 
-/// As `bytescan_repair`, past references to XML's five entities.
+/// As `bytescan_repair`, past the references `bytescan_attention_past_entities` passes over
+/// and past a '<' that cannot open a section (one not followed by '!' or '?').
 size_t bytescan_repair_past_entities(const uint8_t *p, size_t n);
 
 /// The first byte that ends a run of plain text: a tab, line feed, carriage return or form

@@ -741,7 +741,13 @@ struct ByteBuffer: ~Copyable {
     mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress else { return }
         if count + bytes.count > capacity { grow(to: count + bytes.count) }
-        (base + count).initialize(from: source, count: bytes.count)
+        if bytes.count <= 8 {
+            // Most runs are a character or a word (escaped markup arrives a reference at a
+            // time): a loop costs less than calling memmove.
+            for k in 0..<bytes.count { base[count + k] = source[k] }
+        } else {
+            (base + count).initialize(from: source, count: bytes.count)
+        }
         count += bytes.count
     }
 

@@ -14,7 +14,7 @@ enum SimpleHTML {
     private static let blockTags = ["p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
                                     "section", "article", "header", "footer", "figure", "figcaption",
                                     "table", "tbody", "thead", "tfoot", "tr", "td", "th"]
-    private static let voidTags = ["br", "hr", "img", "wbr", "source", "col"]
+    private static let voidTags = ["br", "hr", "img", "wbr", "source", "col", "meta", "link"]
     /// Table parts that add no space (libxml2's text has none for them).
     private static let silentTableTags = ["colgroup"]
     private static let inlineTags = ["a", "b", "i", "u", "s", "em", "strong", "span", "small", "sup", "sub", "code", "cite", "q", "abbr",
@@ -78,11 +78,6 @@ enum SimpleHTML {
         return (slots, UInt64(size - 1))
     }()
 
-    private static func tag(_ key: UInt64) -> Tag? {
-        guard let slot = roleSlots.slots[Int(key & roleSlots.mask)], slot.key == key else { return nil }
-        return slot
-    }
-
     /// How many slots the role table needed (tests keep it small).
     static var roleSlotCount: Int { roleSlots.slots.count }
 
@@ -94,10 +89,11 @@ enum SimpleHTML {
 
     /// A tag name, lower-cased and hashed (FNV-1a), so a tag costs no String.
     private static func key<C: Collection>(_ name: C) -> UInt64 where C.Element == UInt8 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name { hash = (hash ^ UInt64(byte | 0x20)) &* 0x100_0000_01b3 }
+        var hash = keyBasis
+        for byte in name { hash = (hash ^ UInt64(byte | 0x20)) &* keyPrime }
         return hash
     }
+    private static let keyBasis: UInt64 = 0xcbf2_9ce4_8422_2325, keyPrime: UInt64 = 0x100_0000_01b3
 
     static func text(_ html: [UInt8]) -> [UInt8]? {
         html.withUnsafeBufferPointer { string($0) }.map { Array($0.utf8) }
@@ -120,8 +116,34 @@ enum SimpleHTML {
         return answered ? text : nil
     }
 
+    /// The open elements, innermost last, in storage on the stack (no heap allocation per
+    /// text); nesting deeper than it holds is left to libxml2. libxml2 closes elements
+    /// implicitly (a block opening inside a paragraph, an end tag that skips an open element)
+    /// and ignores or invents elements for end tags that close nothing; such fragments are left
+    /// to it too.
+    private struct OpenElements {
+        let storage: UnsafeMutableBufferPointer<Tag>
+        var count = 0
+        var last: Tag? { count > 0 ? storage[count - 1] : nil }
+        var isEmpty: Bool { count == 0 }
+        mutating func push(_ tag: Tag) -> Bool {
+            guard count < storage.count else { return false }
+            storage.initializeElement(at: count, to: tag)
+            count += 1
+            return true
+        }
+        mutating func removeLast() { count -= 1 }
+    }
+
     /// The text of `html` written into `out`; the number of bytes written, or nil for libxml2.
     private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        withUnsafeTemporaryAllocation(of: Tag.self, capacity: 48) { storage in
+            write(html, into: out, open: OpenElements(storage: storage))
+        }
+    }
+
+    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, open: OpenElements) -> Int? {
+        var open = open
         var count = 0
         // Never expected (see `string`), but a write past the end would corrupt memory.
         var overflow = false
@@ -135,10 +157,6 @@ enum SimpleHTML {
         var runStart = 0
         // White space (or a block boundary) seen since the last text written.
         var pendingSpace = false
-        // Open elements (name keys). libxml2 closes elements implicitly (a block opening inside a
-        // paragraph, an end tag that skips an open element) and ignores or invents elements for
-        // end tags that close nothing; such fragments are left to it.
-        var open: [Tag] = []
         func flush() {
             guard runStart < i else { return }
             if pendingSpace, count > 0 { put(0x20) }
@@ -156,6 +174,7 @@ enum SimpleHTML {
         func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
         func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
         let classes = byteClass
+        let (slots, slotMask) = roleSlots
         let base = html.baseAddress!
         while i < n {
             let b = html[i]
@@ -180,15 +199,21 @@ enum SimpleHTML {
                 let closing = j < n && html[j] == UInt8(ascii: "/")
                 if closing { j += 1 }
                 let nameStart = j
-                while j < n, isLetter(html[j]) || (j > nameStart && isDigit(html[j])) { j += 1 }
+                // The name, read and hashed as `key` does in one pass.
+                var name = keyBasis
+                while j < n {
+                    let c = html[j]
+                    guard isLetter(c) || (j > nameStart && isDigit(c)) else { break }
+                    name = (name ^ UInt64(c | 0x20)) &* keyPrime
+                    j += 1
+                }
                 guard j > nameStart, j < n else { return nil }
                 // The name ends at white space, '/' or '>'.
                 let after = html[j]
                 guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
                 let nameEnd = j
-                let name = key(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd]))
                 let tag: Tag
-                if let listed = Self.tag(name) {
+                if let listed = slots[Int(name & slotMask)], listed.key == name {
                     tag = listed
                 } else {
                     // An element libxml2 does not know (SVG's svg and path, custom elements)
@@ -200,7 +225,7 @@ enum SimpleHTML {
                 let role = tag.role
                 // Attributes: skip to the '>' outside quotes (sixteen bytes at a time to the next
                 // quote or bracket; a quoted value, often a long URL, is skipped with memchr).
-                while j < n {
+                while j < n, html[j] != UInt8(ascii: ">") {
                     j += bytescan_tag(base + j, n - j)
                     guard j < n else { break }
                     let c = html[j]
@@ -269,7 +294,7 @@ enum SimpleHTML {
                         } else if role == .block, let top = open.last, !top.container || (name == liKey && top.key == liKey) {
                             return nil
                         }
-                        if !selfClosing { open.append(tag) }
+                        if !selfClosing { guard open.push(tag) else { return nil } }
                     }
                     if role == .block { pendingSpace = true }
                 }
@@ -309,16 +334,21 @@ enum SimpleHTML {
                 } else if isLetter(html[j]) {
                     let nameStart = j
                     while j < n, isLetter(html[j]) || isDigit(html[j]) { j += 1 }
-                    guard j < n, html[j] == UInt8(ascii: ";"),
-                          let value = HTMLText.entityCodePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 else { return nil }
-                    append(value)
-                } else if html[j] == 0x20 || html[j] == 0x0A || html[j] == 0x09 || html[j] == 0x0D || isDigit(html[j]) {
-                    // A bare '&' is kept as text: a new run starts with it.
+                    guard j < n else { return nil }
+                    if html[j] == UInt8(ascii: ";"), let value = HTMLText.entityCodePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 {
+                        append(value)
+                    } else {
+                        // An entity HTML does not define, or one without its ';' ("AT&T",
+                        // "&D class"), is text to libxml2: '&' and the name, and what follows.
+                        runStart = i
+                        i = j
+                        continue
+                    }
+                } else {
+                    // A bare '&' ("R & D", "&&", "&(") is kept as text: a new run starts with it.
                     runStart = i
                     i += 1
                     continue
-                } else {
-                    return nil
                 }
                 i = j + 1
                 runStart = i

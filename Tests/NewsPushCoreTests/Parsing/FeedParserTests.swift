@@ -269,10 +269,28 @@ struct FeedParserTests {
         func pastEntities(_ bytes: [UInt8], lt: Bool) -> Int {
             var i = 0
             while i < bytes.count {
-                guard matters(bytes[i]) || (lt && bytes[i] == 0x3C) else { i += 1; continue }
+                if lt, bytes[i] == 0x3C {
+                    if i + 1 < bytes.count, bytes[i + 1] != UInt8(ascii: "!"), bytes[i + 1] != UInt8(ascii: "?") { i += 1; continue }
+                    return i
+                }
+                guard matters(bytes[i]) else { i += 1; continue }
                 guard bytes[i] == 0x26 else { return i }
-                guard let entity = ["&lt;", "&gt;", "&amp;", "&quot;", "&apos;"].first(where: { bytes[i...].starts(with: $0.utf8) }) else { return i }
-                i += entity.utf8.count
+                if let entity = ["&lt;", "&gt;", "&amp;", "&quot;", "&apos;"].first(where: { bytes[i...].starts(with: $0.utf8) }) {
+                    i += entity.utf8.count
+                    continue
+                }
+                // A character reference kept as written: decimal or lower-case hex digits, ';',
+                // a character XML allows outside 128–159.
+                var j = i + 1
+                guard j < bytes.count, bytes[j] == UInt8(ascii: "#") else { return i }
+                j += 1
+                let hex = j < bytes.count && bytes[j] == UInt8(ascii: "x")
+                if hex { j += 1 }
+                let digits = bytes[j...].prefix { hex ? ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x66) : $0 >= 0x30 && $0 <= 0x39 }.prefix(8)
+                guard !digits.isEmpty, j + digits.count < bytes.count, bytes[j + digits.count] == UInt8(ascii: ";"),
+                      let value = UInt32(String(decoding: digits, as: UTF8.self), radix: hex ? 16 : 10),
+                      FeedBytes.xmlAllowed(value), !(0x80...0x9F).contains(value) else { return i }
+                i = j + digits.count + 1
             }
             return bytes.count
         }
@@ -320,7 +338,9 @@ struct FeedParserTests {
         var generator = ClassifierTraining.SplitMix(seed: 7)
         let alphabet: [[UInt8]] = [[0x61], [0x62], [0x20], [0x20], [0x20], [0x3C], [0x3E], [0x22], [0x27], [0x26], [0x09], [0x0A], [0x0C], [0x0D],
                                    [0x01], [0xC2], [0x85], [0xE2], Array("&lt;".utf8), Array("&amp;".utf8), Array("&quot;".utf8), Array("&apos".utf8),
-                                   Array("&gt".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xE0, 0x80]]
+                                   Array("&gt".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xE0, 0x80],
+                                   Array("&#8217;".utf8), Array("&#x2014;".utf8), Array("&#X41;".utf8), Array("&#150;".utf8), Array("&#1;".utf8),
+                                   Array("&#".utf8), Array("&#123456789;".utf8), Array("&#xD800;".utf8), Array("&#65".utf8), Array("<!".utf8), Array("<?".utf8)]
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...40, using: &generator)).flatMap { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
             check(bytes, "\(bytes)")
