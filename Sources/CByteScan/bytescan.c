@@ -33,20 +33,27 @@ size_t bytescan_non_ascii(const uint8_t *p, size_t n) {
     return n;
 }
 
-static inline size_t attention_scan(const uint8_t *p, size_t n, int lt) {
-    size_t i = 0;
 #ifdef BYTESCAN_SSE2
+/// Bit k set when p[k] needs attention (see `is_attention`), or with `lt` is '<'.
+static inline unsigned attention_mask(const uint8_t *p, int lt) {
     const __m128i amp = _mm_set1_epi8(0x26), c2 = _mm_set1_epi8((char)0xC2);
     const __m128i tab = _mm_set1_epi8(0x09), lf = _mm_set1_epi8(0x0A), cr = _mm_set1_epi8(0x0D);
     const __m128i open = lt ? _mm_set1_epi8('<') : _mm_set1_epi8(0x26);
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    // Unsigned v < 0x20: min(v, 0x1F) == v.
+    __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+    __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
+    __m128i hit = _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, c2)));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(hit, _mm_cmpeq_epi8(v, open)));
+}
+#endif
+
+static inline size_t attention_scan(const uint8_t *p, size_t n, int lt) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
     for (; i + 16 <= n; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        // Unsigned v < 0x20: min(v, 0x1F) == v.
-        __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
-        __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
-        __m128i hit = _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, c2)));
-        int mask = _mm_movemask_epi8(_mm_or_si128(hit, _mm_cmpeq_epi8(v, open)));
-        if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+        unsigned mask = attention_mask(p + i, lt);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
     }
 #endif
     for (; i < n; i++) if (is_attention(p[i]) || (lt && p[i] == '<')) return i;
@@ -121,21 +128,42 @@ static inline size_t predefined_entity(const uint8_t *p, size_t i, size_t n) {
     return 0;
 }
 
+/// Whether the byte at p[k], found by the scan, can be passed over; `*resume` is where the
+/// scan goes on (past an entity reference).
+static inline int passable(const uint8_t *p, size_t k, size_t n, int lt, size_t *resume) {
+    if (p[k] == '<') {
+        // Only "<!" and "<?" may open a section (CDATA, comment, processing instruction).
+        *resume = k + 1;
+        return lt && k + 1 < n && p[k + 1] != '!' && p[k + 1] != '?';
+    }
+    if (p[k] != '&') return 0;
+    size_t length = predefined_entity(p, k, n);
+    if (length == 0) length = kept_character_reference(p, k, n);
+    *resume = k + length;
+    return length > 0;
+}
+
 static inline size_t scan_past_entities(const uint8_t *p, size_t n, int lt) {
-    size_t i = 0;
-    while (i < n) {
-        i += attention_scan(p + i, n - i, lt);
-        if (i >= n) return n;
-        if (p[i] == '<') {
-            // Only "<!" and "<?" may open a section (CDATA, comment, processing instruction).
-            if (i + 1 < n && p[i + 1] != '!' && p[i + 1] != '?') { i++; continue; }
-            return i;
+    size_t i = 0, resume = 0;
+#ifdef BYTESCAN_SSE2
+    // The bytes of each block are looked at in turn from its mask: escaped HTML has a
+    // reference every few bytes, and starting a new search after each one was most of the cost.
+    for (; i + 16 <= n; i += 16) {
+        unsigned mask = attention_mask(p + i, lt);
+        while (mask) {
+            size_t k = i + (size_t)__builtin_ctz(mask);
+            mask &= mask - 1;
+            if (k < resume) continue;
+            if (!passable(p, k, n, lt, &resume)) return k;
         }
-        if (p[i] != '&') return i;
-        size_t length = predefined_entity(p, i, n);
-        if (length == 0) length = kept_character_reference(p, i, n);
-        if (length == 0) return i;
-        i += length;
+    }
+#endif
+    for (i = i > resume ? i : resume; i < n; i++) {
+        if (i < resume) continue;
+        if (is_attention(p[i]) || (lt && p[i] == '<')) {
+            if (!passable(p, i, n, lt, &resume)) return i;
+            i = resume - 1;
+        }
     }
     return n;
 }
