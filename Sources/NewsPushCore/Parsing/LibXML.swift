@@ -21,42 +21,38 @@ struct XMLAttributes {
 
     /// The value of the attribute `local` in `namespace` ("" for none), or nil.
     func value(_ local: String, namespace: String = "") -> String? {
-        guard let pointers else { return nil }
-        for i in 0..<count {
-            let base = i * 5
-            guard let name = pointers[base], let start = pointers[base + 3], let end = pointers[base + 4],
-                  Self.equals(name, local), Self.equals(pointers[base + 2], namespace) else { continue }
-            let bytes = UnsafeBufferPointer(start: start, count: end - start)
-            // Without entity substitution libxml2 keeps a referenced '&' in attribute values as
-            // "&#38;" (so a tree could be written back); the value means '&'.
-            guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
-            var out: [UInt8] = []
-            out.reserveCapacity(bytes.count)
-            var k = 0
-            while k < bytes.count {
-                if bytes[k] == UInt8(ascii: "&"), k + 4 < bytes.count, bytes[k + 1] == UInt8(ascii: "#"), bytes[k + 2] == UInt8(ascii: "3"),
-                   bytes[k + 3] == UInt8(ascii: "8"), bytes[k + 4] == UInt8(ascii: ";") {
-                    out.append(UInt8(ascii: "&"))
-                    k += 5
-                } else {
-                    out.append(bytes[k])
-                    k += 1
+        guard let pointers, count > 0 else { return nil }
+        // Names compared as C strings: most elements' attributes are looked at several times.
+        guard let index = local.withCString({ localName in
+            namespace.withCString { uri in
+                (0..<count).first { i in
+                    func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
+                    guard let name = pointers[i * 5], strcmp(cString(name), localName) == 0 else { return false }
+                    guard let attributeURI = pointers[i * 5 + 2] else { return uri[0] == 0 }
+                    return strcmp(cString(attributeURI), uri) == 0
                 }
             }
-            return String(decoding: out, as: UTF8.self)
-        }
-        return nil
-    }
-
-    /// A NUL-terminated name (nil: none) equal to `string` ("" matches none)?
-    private static func equals(_ pointer: UnsafePointer<UInt8>?, _ string: String) -> Bool {
-        guard let pointer else { return string.isEmpty }
+        }) else { return nil }
+        let base = index * 5
+        guard let start = pointers[base + 3], let end = pointers[base + 4] else { return nil }
+        let bytes = UnsafeBufferPointer(start: start, count: end - start)
+        // Without entity substitution libxml2 keeps a referenced '&' in attribute values as
+        // "&#38;" (so a tree could be written back); the value means '&'.
+        guard bytes.contains(UInt8(ascii: "&")) else { return String(decoding: bytes, as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
         var k = 0
-        for byte in string.utf8 {
-            if pointer[k] != byte { return false }
-            k += 1
+        while k < bytes.count {
+            if bytes[k] == UInt8(ascii: "&"), k + 4 < bytes.count, bytes[k + 1] == UInt8(ascii: "#"), bytes[k + 2] == UInt8(ascii: "3"),
+               bytes[k + 3] == UInt8(ascii: "8"), bytes[k + 4] == UInt8(ascii: ";") {
+                out.append(UInt8(ascii: "&"))
+                k += 5
+            } else {
+                out.append(bytes[k])
+                k += 1
+            }
         }
-        return pointer[k] == 0
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
