@@ -102,14 +102,12 @@ enum FeedBytes {
         // a position known to be outside every section (see `sectionEnd`).
         var scanned = from
         while i < n {
-            // Sixteen bytes at a time up to the first that may matter (`needsAttention`), past
-            // the references to XML's five entities.
+            // Sixteen bytes at a time up to the first that may matter ('&', 0xC2, a control
+            // character), past the references the repair keeps as written.
             i += bytescan_attention_past_entities(base + i, n - i)
             guard i < n else { break }
             let b = p[i]
-            if !needsAttention(b) { i += 1; continue }
             if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
-            if b == UInt8(ascii: "&"), let end = keptReferenceEnd(p, at: i) { i = end; continue }
             // The repair drops forbidden control characters everywhere; it leaves other bytes
             // of CDATA sections, comments and processing instructions as they are.
             guard b >= 0x20, let end = sectionEnd(p, containing: i, scannedFrom: &scanned) else { return false }
@@ -118,38 +116,21 @@ enum FeedBytes {
         return true
     }
 
-    /// '&', 0xC2 (C1 controls are C2 80–C2 9F) or a control character other than tab, line feed
-    /// and carriage return: the bytes the repair may change (`bytescan_attention` finds them).
-    @inline(__always)
-    static func needsAttention(_ b: UInt8) -> Bool {
-        b == 0x26 || b == 0xC2 || (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D)
-    }
-
     /// The searches of `CByteScan` over a buffer (tests compare them with per-byte rules).
     enum Scan {
-        static func attention(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_attention($0, p.count) } ?? 0
+        /// `search` over `p`: the index it answers, `p.count` when there is nothing to find.
+        static func run(_ p: UnsafeBufferPointer<UInt8>, _ search: (UnsafePointer<UInt8>, Int) -> Int) -> Int {
+            p.baseAddress.map { search($0, p.count) } ?? 0
         }
-        static func attentionPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_attention_past_entities($0, p.count) } ?? 0
-        }
-        static func repair(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_repair($0, p.count) } ?? 0
-        }
-        static func repairPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_repair_past_entities($0, p.count) } ?? 0
-        }
-        static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_utf8_invalid($0, p.count) } ?? 0
-        }
-        static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_non_ascii($0, p.count) } ?? 0
-        }
+        static func attention(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_attention) }
+        static func attentionPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_attention_past_entities) }
+        static func repair(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_repair) }
+        static func repairPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_repair_past_entities) }
+        static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_utf8_invalid) }
+        static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_non_ascii) }
+        static func tag(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_tag) }
         static func textRun(_ p: UnsafeBufferPointer<UInt8>, markup: Bool) -> Int {
-            p.baseAddress.map { bytescan_text_run($0, p.count, markup ? 1 : 0) } ?? 0
-        }
-        static func tag(_ p: UnsafeBufferPointer<UInt8>) -> Int {
-            p.baseAddress.map { bytescan_tag($0, p.count) } ?? 0
+            run(p) { bytescan_text_run($0, $1, markup ? 1 : 0) }
         }
     }
 
@@ -217,26 +198,6 @@ enum FeedBytes {
         return (value, j)
     }
 
-    /// The index after a reference at `start` that `repairMarkup` leaves as it is, or nil.
-    private static func keptReferenceEnd(_ p: UnsafeBufferPointer<UInt8>, at start: Int) -> Int? {
-        let n = p.count
-        var j = start + 1
-        if j < n, p[j] == UInt8(ascii: "#") {
-            j += 1
-            let hex = j < n && p[j] == UInt8(ascii: "x")
-            if hex { j += 1 }
-            let digitsStart = j
-            let value: UInt32
-            (value, j) = referenceDigits(p, from: digitsStart, hex: hex, maxDigits: 8)
-            guard j > digitsStart, j < n, p[j] == UInt8(ascii: ";"), xmlAllowed(value), !(0x80...0x9F).contains(value) else { return nil }
-            return j + 1
-        }
-        let nameStart = j
-        while j < n, j - nameStart < 5, (p[j] | 0x20) >= 0x61 && (p[j] | 0x20) <= 0x7A { j += 1 }
-        guard j < n, p[j] == UInt8(ascii: ";"), predefinedEntity(UnsafeBufferPointer(rebasing: p[nameStart..<j])) != nil else { return nil }
-        return j + 1
-    }
-
     // MARK: Encoding
 
     static func decode(_ raw: [UInt8], httpContentType: String?, problems: inout [String]) -> ([UInt8], String) {
@@ -261,7 +222,7 @@ enum FeedBytes {
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/plain") || type.hasPrefix("text/html") {
             problems.append("served as \(type.split(separator: ";")[0]), not as a feed type")
         }
-        let ascii = { raw.baseAddress.map { bytescan_non_ascii($0, raw.count) == raw.count } ?? true }
+        let ascii = { Scan.nonASCII(raw) == raw.count }
         // RFC 3023: text/*xml without a charset is us-ascii. Only the label follows the rule
         // when the bytes are ASCII anyway; other bytes are decoded as they are.
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/"), type.contains("xml"),
@@ -344,7 +305,7 @@ enum FeedBytes {
     /// Well-formed UTF-8 (Unicode Table 3-7), checked without copying the document into a
     /// String as the standard library's validating initialiser would.
     static func isValidUTF8(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-        buffer.baseAddress.map { bytescan_utf8_invalid($0, buffer.count) == buffer.count } ?? true
+        Scan.utf8Invalid(buffer) == buffer.count
     }
 
     /// Converts with glibc's iconv; undecodable bytes are skipped. Nil when iconv lacks the encoding.
