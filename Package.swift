@@ -28,6 +28,12 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // The ledger's embedded engine (one owner class in Ledger/SQLite.swift).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // Byte searches sixteen bytes at a time for the feed pre-pass and the text loops
         // (bytescan.h says why they are C).
         .target(name: "CByteScan"),
@@ -40,7 +46,7 @@ let package = Package(
         .target(
             name: "NewsPushCore",
             dependencies: [
-                "CCurl", "CLibXML2", "CByteScan", "NotificationHubs",
+                "CCurl", "CLibXML2", "CSQLite", "CByteScan", "NotificationHubs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -14,6 +14,26 @@ public enum SendOutcome: Sendable, Equatable {
     /// server errors until retries ran out): sending it again risks a duplicate.
     case unknown(status: Int?, reason: String)
 
+    /// Whether the failure concerns the hub as a whole rather than this notification: the key
+    /// or its rights (401, 403 without Retry-After), the hub's name (404), the hub out of reach
+    /// (DNS, refused connection, TLS) or throttling until the retries ran out. Every other send
+    /// would fail the same way now, so a caller stops sending and keeps the rest for later.
+    public var concernsHub: Bool {
+        switch self {
+        case .notAccepted: return true
+        case .refused(let status, _): return status == 401 || status == 403 || status == 404
+        case .accepted, .unknown: return false
+        }
+    }
+
+    /// Why the send did not succeed; nil when it did.
+    public var failureReason: String? {
+        switch self {
+        case .accepted: return nil
+        case .refused(_, let reason), .notAccepted(_, let reason), .unknown(_, let reason): return reason
+        }
+    }
+
     /// The HTTP status of the last answer, if there was one.
     public var httpStatus: Int? {
         switch self {

@@ -10,9 +10,9 @@ struct NewsPush: ParsableCommand {
         abstract: "Fetch news feeds, pick the new breaking stories and push them through Azure Notification Hubs.",
         discussion: """
             Run from cron every few minutes with `newspush run`. Preview what the next run would push \
-            with `newspush preview`. Exit status: 0 all fine, 1 nothing could be done (state, hub \
-            credentials), 2 some feed or push failed, 64 usage error, 75 another run holds the lock, \
-            78 configuration error.
+            with `newspush preview`. Exit status: 0 all fine, 1 nothing could be done or sending had to \
+            stop (ledger, hub credentials or hub out of reach, disk full; pending pushes are kept), 2 some \
+            feed or push failed, 64 usage error, 75 another run holds the lock, 78 configuration error.
             """,
         version: NewsPushVersion.current,
         subcommands: [Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self]
@@ -48,8 +48,7 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try ConfigLoader().load(path: config)
         } catch {
-            Terminal.error(error.description)
-            throw ExitCode(78)
+            throw ExitStatus.failing(error)
         }
     }
 }

@@ -9,10 +9,12 @@ struct Publish: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish one notification by hand, for a category or a tag expression.",
         discussion: """
-            The push is recorded in the state file, so the next scheduled run does not repeat the \
-            story (matched by --url when given). --tags sends to other devices than the category's \
-            (e.g. --tags user:alice to try it on one device first); such trials and --test sends are \
-            not recorded. Asks for confirmation unless --yes.
+            The push goes through the ledger's outbox like the scheduled run's, so the run never \
+            repeats the story (recognised by --url, by its key, or by a near-identical headline). A \
+            story already pushed is refused unless --force. --tags sends to other devices than the \
+            category's (e.g. --tags user:alice to try it on one device first); such trials and --test \
+            sends are not recorded. Asks for confirmation unless --yes; the run lock is taken first \
+            (--wait DURATION waits for a running job instead of exiting 75).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -32,7 +34,13 @@ struct Publish: ParsableCommand {
     @Option(help: "A tag expression instead of the category's.")
     var tags: String?
 
-    @Flag(help: "Show the request; send nothing.")
+    @Flag(help: "Push the story even if it was pushed before (recorded as a deliberate repeat).")
+    var force = false
+
+    @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
+    var wait: String?
+
+    @Flag(help: "Say exactly what the real command would do, refusal included; send and record nothing.")
     var dryRun = false
 
     @Flag(help: "Use the hub's test flag (at most 10 devices) and print each device's outcome.")
@@ -43,15 +51,19 @@ struct Publish: ParsableCommand {
 
     func validate() throws {
         if (title == nil) == (message == nil) { throw ValidationError("give exactly one of --title and --message") }
+        if let text = title ?? message, text.allSatisfy(\.isWhitespace) {
+            throw ValidationError("--\(title != nil ? "title" : "message") is blank: a push needs words")
+        }
         if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) { throw ValidationError("--url must be an http(s) URL") }
+        if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)") }
     }
 
     func run() throws {
         let logger = global.bootstrapLogging()
         let config = try global.loadConfig()
         let publisher = Publisher(config: config, logger: logger)
-        let push = ManualPush(category: category, title: title, message: message, url: url, tags: tags, test: test)
-        try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes)
+        let push = ManualPush(category: category, title: title, message: message, url: url, tags: tags, test: test, force: force)
+        try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes, wait: wait.flatMap(Durations.parse))
     }
 }
 
@@ -79,65 +91,95 @@ extension Hub {
     }
 }
 
-/// The shared steps of `publish` and `hub test-send`: plan, show, confirm, send, report.
+/// The shared steps of `publish` and `hub test-send`: plan, show, refuse a repeat, lock,
+/// confirm, send, report.
 enum PublishFlow {
-    static func execute(_ push: ManualPush, publisher: Publisher, dryRun: Bool, confirm: Bool) throws {
-        let plan: PublishPlan
-        do { plan = try publisher.plan(push) } catch {
-            Terminal.error(error.description)
-            // A bad --tags expression is a usage error; anything else stops the publish.
-            throw ExitCode(push.tags != nil && error.description.contains("tag") ? 64 : 1)
+    static func execute(_ push: ManualPush, publisher: Publisher, dryRun: Bool, confirm: Bool, wait: Double? = nil) throws {
+        // Planned against the ledger as it is now (read only: a dry run writes nothing).
+        let preview: PublishPlan
+        do {
+            let ledger = try Ledger.open(configured: publisher.config.statePath, access: .read)
+            preview = try publisher.plan(push, ledger: ledger)
+        } catch let error as LedgerError {
+            throw ExitStatus.failing(error)
+        } catch let error as RunError {
+            throw ExitStatus.failing(error)
         }
-        let text = plan.properties["messageParam"] ?? plan.properties["url"] ?? ""
-        Terminal.output("\(push.test ? "test push" : "push") to [\(plan.tags)] (\(plan.format.rawValue)): \(text)")
-        if dryRun {
-            Terminal.output(plan.request.redactedDescription())
-            Terminal.output("dry run: nothing sent, nothing recorded")
-            return
-        }
-        if plan.recordsStory {
-            do {
-                if let previous = try publisher.previousPush(plan) {
-                    Terminal.error("this story was already pushed (\(previous.status.rawValue) \(previous.pushedAt.map(FeedDates.format) ?? "")): \(previous.title ?? plan.key); not sending it twice")
-                    throw ExitCode(1)
-                }
-            } catch let error as RunError {
-                Terminal.error(error.description)
-                throw ExitCode(1)
-            }
-        }
-        if confirm {
-            FileHandle.standardError.write(Data("Send it? [y/N] ".utf8))
-            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard answer == "y" || answer == "yes" else {
-                Terminal.error("not confirmed; nothing sent")
-                throw ExitCode(1)
-            }
-        }
-        let result: PublishResult
-        do { result = try publisher.send(plan) } catch {
-            Terminal.error(error.description)
-            if case .state(.locked) = error { throw ExitCode(75) }
+        let text = preview.entry.properties["messageParam"] ?? preview.entry.properties["url"] ?? ""
+        Terminal.output("\(push.test ? "test push" : "push") to [\(preview.entry.tags)] (\(preview.entry.format.rawValue)): \(text)")
+        if let refusal = preview.refusal {
+            if dryRun { Terminal.output("dry run: the real command would refuse to send this") }
+            Terminal.error(refusal.description)
             throw ExitCode(1)
         }
-        switch result.outcome {
-        case .accepted(let status, let id, _, _):
-            Terminal.output("sent (\(status))\(id.map { ", notification id \($0)" } ?? "")")
-        case .refused(_, let reason), .notAccepted(_, let reason):
-            Terminal.error("not sent: \(reason)")
-            throw ExitCode(2)
-        case .unknown(_, let reason):
-            Terminal.error("outcome unknown (it may have been delivered; it will not be re-sent): \(reason)")
-            throw ExitCode(2)
+        if dryRun {
+            Terminal.output(preview.request.redactedDescription())
+            Terminal.output("dry run: nothing sent, nothing recorded\(preview.entry.kind == .repeat ? " (it would be recorded as a deliberate repeat)" : "")")
+            return
         }
-        if let outcome = result.testOutcome {
-            Terminal.output("\(outcome.success) succeeded, \(outcome.failure) failed")
-            for device in outcome.results {
-                Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")
-            }
-        } else if push.test {
-            Terminal.output("the hub returned no per-device outcomes")
+        if push.isTrial {
+            if confirm { try ask() }
+            let result: PublishResult
+            do { result = try publisher.sendTrial(preview) } catch { throw ExitStatus.failing(error) }
+            try report(result, push: push)
+            return
+        }
+        // The lock first, so a running job is reported before anyone is asked to confirm.
+        let lock: LedgerLock
+        let ledger: Ledger
+        let plan: PublishPlan
+        do {
+            lock = try LedgerLock(ledgerPath: LedgerLocation(configured: publisher.config.statePath).databasePath, wait: wait)
+            ledger = try Ledger.open(configured: publisher.config.statePath, access: .write)
+            // Planned again under the lock: a run may have pushed the story meanwhile.
+            plan = try publisher.plan(push, ledger: ledger)
+        } catch let error as LedgerError {
+            throw ExitStatus.failing(error)
+        } catch let error as RunError {
+            throw ExitStatus.failing(error)
+        }
+        if let refusal = plan.refusal {
+            Terminal.error(refusal.description)
+            throw ExitCode(1)
+        }
+        if confirm { try ask() }
+        let result: PublishResult
+        do { result = try publisher.send(plan, ledger: ledger) } catch { throw ExitStatus.failing(error) }
+        withExtendedLifetime(lock) {}
+        try report(result, push: push)
+    }
+
+    private static func ask() throws {
+        FileHandle.standardError.write(Data("Send it? [y/N] ".utf8))
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        guard answer == "y" || answer == "yes" else {
+            Terminal.error("not confirmed; nothing sent")
+            throw ExitCode(1)
         }
     }
-}
 
+    private static func report(_ result: PublishResult, push: ManualPush) throws {
+        let outcome = result.outcome
+        switch outcome.status {
+        case .sent:
+            Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
+        case .pending:
+            let kept = push.isTrial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
+            Terminal.error("not sent: \(outcome.error ?? "the hub did not take it")\(kept)")
+        case .failed, .expired:
+            Terminal.error("not sent: \(outcome.error ?? "refused")")
+        case .unknown, .sending:
+            Terminal.error("outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
+        }
+        if let testOutcome = result.testOutcome {
+            Terminal.output("\(testOutcome.success) succeeded, \(testOutcome.failure) failed")
+            for device in testOutcome.results {
+                Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")
+            }
+        } else if push.test && outcome.status == .sent {
+            Terminal.output("the hub returned no per-device outcomes")
+        }
+        let status = ExitStatus.code(for: outcome.status, stopped: result.stop != nil)
+        if status != 0 { throw ExitCode(status) }
+    }
+}

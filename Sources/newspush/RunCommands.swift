@@ -10,7 +10,7 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 
 /// The options `run` and `preview` share.
 struct RunArguments: ParsableArguments {
-    @Option(help: "The state file (default: `state` from the config).")
+    @Option(help: "The ledger (default: `state` from the config).")
     var state: String?
 
     @Option(help: "Output format: text or json.")
@@ -22,7 +22,7 @@ struct RunArguments: ParsableArguments {
     @Option(name: .customLong("feed"), help: "Only this feed (its name or URL); repeatable.")
     var feeds: [String] = []
 
-    @Option(help: "On the first run (no state file), push the N newest eligible items instead of a silent baseline.")
+    @Option(help: "Feeds read for the first time (all of them on a first run) push their N newest eligible items instead of a silent baseline.")
     var sendInitial: Int?
 
     func validate() throws {
@@ -39,12 +39,7 @@ struct RunArguments: ParsableArguments {
             result = try pipeline.run(RunOptions(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial,
                                                  keepRequests: showRequests))
         } catch {
-            Terminal.error(error.description)
-            switch error {
-            case .state(.locked): throw ExitCode(75)
-            case .unknownFeed: throw ExitCode(64)
-            default: throw ExitCode(1)
-            }
+            throw ExitStatus.failing(error)
         }
         if showRequests {
             for request in result.requests {
@@ -56,7 +51,9 @@ struct RunArguments: ParsableArguments {
         case .json: Terminal.output(result.report.jsonText())
         case .text: Terminal.output(result.report.text(verbose: global.verbose))
         }
-        if result.report.isPartial { throw ExitCode(2) }
+        if let stop = result.report.stop { Terminal.error(stop.description) }
+        let status = ExitStatus.code(for: result.report.outcome)
+        if status != 0 { throw ExitCode(status) }
     }
 }
 
@@ -107,21 +104,12 @@ struct Parse: ParsableCommand {
         let fetcher = FeedFetcher(settings: FetchSettings(), baseFolder: FileManager.default.currentDirectoryPath)
         let fetched = fetcher.fetch(sources)
         var outputs: [ParseOutput] = []
-        var failed = false
-        for (source, result) in zip(sources, fetched) {
-            guard result.status == .ok else {
-                failed = true
-                outputs.append(ParseOutput(source: source, feed: nil, error: result.error ?? "fetch failed"))
-                continue
-            }
-            let base = source.contains("://") ? result.finalURL : URL(fileURLWithPath: fetcher.localPath(source)).absoluteString
-            do {
-                outputs.append(ParseOutput(source: source, feed: try FeedParser.parse(result.body, url: base, contentType: result.contentType), error: nil))
-            } catch {
-                failed = true
-                outputs.append(ParseOutput(source: source, feed: nil, error: "\(error)"))
-            }
+        for (source, fetched) in zip(sources, fetched) {
+            let base = source.contains("://") ? fetched.finalURL : URL(fileURLWithPath: fetcher.localPath(source)).absoluteString
+            let read = FeedRead.read(fetched, base: base)
+            outputs.append(ParseOutput(source: source, feed: read.feed, error: read.feed == nil ? read.error ?? "not read" : nil))
         }
+        let failed = outputs.contains { $0.feed == nil }
         switch format {
         case .jsonl:
             for output in outputs { Terminal.output(output.jsonText(pretty: false)) }
@@ -153,21 +141,16 @@ struct Check: ParsableCommand {
         let fetcher = FeedFetcher(settings: config.fetch, baseFolder: (config.file as NSString).deletingLastPathComponent)
         let results = fetcher.fetch(config.feeds.map(\.url))
         var failures = 0
-        for (feed, result) in zip(config.feeds, results) {
+        for (feed, fetched) in zip(config.feeds, results) {
             let name = feed.name ?? feed.url
-            if result.status != .ok {
+            let read = FeedRead.read(fetched, base: fetched.finalURL)
+            guard let parsed = read.feed else {
                 failures += 1
-                Terminal.output("FAIL \(name): \(result.error ?? "fetch failed")")
+                Terminal.output("FAIL \(name): \(read.error ?? "\(feed.url): not read")")
                 continue
             }
-            do {
-                let parsed = try FeedParser.parse(result.body, url: result.finalURL, contentType: result.contentType)
-                let notes = parsed.problems.isEmpty ? "" : " (\(parsed.problems.joined(separator: "; ")))"
-                Terminal.output("ok   \(name): \(parsed.format.rawValue), \(parsed.items.count) items\(notes)")
-            } catch {
-                failures += 1
-                Terminal.output("FAIL \(name): \(feed.url): \(error)")
-            }
+            let notes = parsed.problems.isEmpty ? "" : " (\(parsed.problems.joined(separator: "; ")))"
+            Terminal.output("ok   \(name): \(parsed.format.rawValue), \(parsed.items.count) items\(notes)")
         }
         if failures > 0 { throw ExitCode(2) }
     }

@@ -5,71 +5,79 @@ import NewsPushCore
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
-        abstract: "Inspect and maintain the state file.",
-        subcommands: [Show.self, Prune.self, Forget.self, CheckState.self])
+        abstract: "Inspect and maintain the ledger (stories, feeds, the outbox of pushes).",
+        subcommands: [Show.self, Prune.self, Forget.self, CheckState.self, Export.self, Migrate.self])
 
     /// The options every state subcommand takes.
     struct Options: ParsableArguments {
         @OptionGroup var global: GlobalOptions
 
-        @Option(help: "The state file (default: `state` from the config).")
+        @Option(help: "The ledger (default: `state` from the config).")
         var state: String?
 
-        /// The state file's path: --state, else the config's.
+        /// The configured ledger path: --state, else the config's.
         func path() throws -> String {
             if let state { return state }
             return try global.loadConfig().statePath
         }
 
-        func load(_ store: StateStore) throws -> NewsPushState {
+        /// Opens the ledger to read; a missing ledger is an error here (nothing to show).
+        func reading() throws -> Ledger {
+            let path = try path()
             do {
-                guard let state = try store.load() else {
-                    Terminal.error("no state file at \(store.path) (no run has recorded anything yet)")
-                    throw ExitCode(1)
-                }
-                return state
-            } catch let error as StateError {
-                Terminal.error(error.description)
-                throw ExitCode(1)
+                let ledger = try Ledger.open(configured: path, access: .read)
+                if ledger.isNew { throw LedgerError.noLedger(path: ledger.path) }
+                return ledger
+            } catch let error as LedgerError {
+                throw ExitStatus.failing(error)
             }
         }
 
-        func locked(_ store: StateStore) throws {
-            do { try store.lock() } catch {
-                Terminal.error(error.description)
-                if case .locked = error { throw ExitCode(75) }
-                throw ExitCode(1)
+        /// Takes the run lock and opens the ledger to change it.
+        func writing() throws -> (LedgerLock, Ledger) {
+            let path = try path()
+            do {
+                let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: path).databasePath)
+                return (lock, try Ledger.open(configured: path, access: .write))
+            } catch let error as LedgerError {
+                throw ExitStatus.failing(error)
             }
         }
 
-        func save(_ state: NewsPushState, _ store: StateStore) throws {
-            do { try store.save(state) } catch {
-                Terminal.error(error.description)
-                throw ExitCode(1)
-            }
+        /// Runs a ledger call; its error is printed and becomes the exit status.
+        func call<T>(_ body: () throws -> T) throws -> T {
+            do { return try body() } catch let error as LedgerError { throw ExitStatus.failing(error) }
         }
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print what the state file remembers, newest first.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print what the ledger remembers, newest story first, with each story's push and why it failed.")
         @OptionGroup var options: Options
-        @Option(help: "text or json") var format: OutputFormat = .text
+        @Option(help: "text or json (the same document as `state export`)") var format: OutputFormat = .text
 
         func run() throws {
             _ = options.global.bootstrapLogging()
-            let store = StateStore(path: try options.path())
-            let state = try options.load(store)
-            if format == .json {
-                Terminal.output(StateReport.json(state))
-                return
-            }
-            Terminal.output(StateReport.text(state, path: store.path))
+            let ledger = try options.reading()
+            let view = try options.call { try LedgerView.read(ledger) }
+            Terminal.output(format == .json ? view.json() : view.text())
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the whole ledger as one JSON document.")
+        @OptionGroup var options: Options
+
+        func run() throws {
+            _ = options.global.bootstrapLogging()
+            let ledger = try options.reading()
+            Terminal.output(try options.call { try LedgerView.read(ledger) }.json())
         }
     }
 
     struct Prune: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Drop stories not seen in their feed for longer than state_retention (tombstones keep them from coming back).")
+            abstract: "Drop stories no feed has listed for longer than state_retention (tombstones keep them from coming back).")
         @OptionGroup var options: Options
         @Option(help: "Retention instead of the config's state_retention, e.g. 7d.") var retention: String?
 
@@ -82,49 +90,60 @@ struct StateCommand: ParsableCommand {
             } else {
                 seconds = try options.global.loadConfig().stateRetention
             }
-            let store = StateStore(path: try options.path())
-            try options.locked(store)
-            var state = try options.load(store)
-            let removed = state.prune(retention: seconds, now: Date())
-            try options.save(state, store)
-            Terminal.output("pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(state.stories.count) kept, \(state.tombstones.count) tombstones")
+            let (lock, ledger) = try options.writing()
+            let removed = try options.call { try ledger.prune(retention: seconds, now: Date()) }
+            let view = try options.call { try LedgerView.read(ledger) }
+            withExtendedLifetime(lock) {}
+            Terminal.output("pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(view.stories.count) kept, \(view.tombstones.count) tombstones")
         }
     }
 
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget one story (by its key, as `state show` prints it) so a later run treats it as new.")
+            abstract: "Forget one story (by its key, as `state show` prints it) so a later run treats it as new; its feeds are read in full next run.")
         @OptionGroup var options: Options
         @Argument(help: "The story key.") var id: String
 
         func run() throws {
             _ = options.global.bootstrapLogging()
-            let store = StateStore(path: try options.path())
-            try options.locked(store)
-            var state = try options.load(store)
-            guard state.stories.removeValue(forKey: id) != nil || state.tombstones.removeValue(forKey: id) != nil else {
-                Terminal.error("no story with key '\(id)' in \(store.path)")
+            let (lock, ledger) = try options.writing()
+            let found = try options.call { try ledger.forget(id) }
+            withExtendedLifetime(lock) {}
+            guard found else {
+                Terminal.error("no story with key '\(id)' in \(ledger.path)")
                 throw ExitCode(1)
             }
-            state.tombstones[id] = nil
-            try options.save(state, store)
             Terminal.output("forgot \(id)")
         }
     }
 
     struct CheckState: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "check", abstract: "Check that the state file (and its journal) can be read; exit 1 if not.")
+            commandName: "check", abstract: "Check that the ledger can be read and is consistent; exit 1 if not.")
         @OptionGroup var options: Options
 
         func run() throws {
             _ = options.global.bootstrapLogging()
-            let store = StateStore(path: try options.path())
-            let state = try options.load(store)
-            let problems = StateReport.problems(state)
+            let ledger = try options.reading()
+            let problems = try options.call { try ledger.problems() }
+            let view = try options.call { try LedgerView.read(ledger) }
             for problem in problems { Terminal.output("problem: \(problem)") }
-            Terminal.output("\(store.path): version \(state.version), \(state.stories.count) stories, \(state.feeds.count) feeds, \(state.tombstones.count) tombstones\(problems.isEmpty ? ": ok" : "")")
+            Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(view.summary)\(problems.isEmpty ? ": ok" : "")")
             if !problems.isEmpty { throw ExitCode(1) }
+        }
+    }
+
+    struct Migrate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create the ledger, or bring it to this version's schema; a JSON state file of earlier versions is migrated (kept as <name>.json.migrated).")
+        @OptionGroup var options: Options
+
+        func run() throws {
+            _ = options.global.bootstrapLogging()
+            let (lock, ledger) = try options.writing()
+            withExtendedLifetime(lock) {}
+            let how = ledger.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" } ?? (ledger.isNew ? "created" : "up to date")
+            Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(how)")
         }
     }
 }

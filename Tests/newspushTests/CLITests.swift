@@ -147,13 +147,15 @@ struct CLITests {
         #expect(first.status == 0, "stderr: \(first.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
         #expect(report["dry_run"] as? Bool == false)
-        let summary = try #require(report["summary"] as? [String: Int])
-        #expect(summary["pushes_sent"] == 2)
-        #expect(summary["feeds_ok"] == 1)
+        let summary = try #require(report["summary"] as? [String: Any])
+        #expect(summary["pushes_sent"] as? Int == 2)
+        #expect(summary["feeds_ok"] as? Int == 1)
+        #expect(summary["pushes_pending"] as? Int == 0)
+        #expect(summary["pending_until"] is NSNull)
         let pushes = try #require(report["pushes"] as? [[String: Any]])
         #expect(pushes.allSatisfy { $0["status"] as? String == "sent" && $0["notification_id"] as? String == "NH-1" })
         #expect(await hub.requests().count == 2)
-        #expect(FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+        #expect(FileManager.default.fileExists(atPath: folder.file("newspush-state.db")))
 
         let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(second.status == 0)
@@ -177,7 +179,7 @@ struct CLITests {
         #expect(preview.stdout.contains("sig=<redacted>"))
         #expect(!preview.stdout.contains(testKey))
         #expect(await hub.requests().isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")))
         let dryRun = try await newspush(["run", "--dry-run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(dryRun.status == 0)
         #expect(dryRun.stdout.contains("\"would-send\""))
@@ -193,7 +195,7 @@ struct CLITests {
         let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(result.status == 0)
         #expect(result.stderr.contains("first run, recording every item as a baseline and sending nothing"))
-        #expect(result.stdout.contains("(baseline: first run"))
+        #expect(result.stdout.contains("(baseline: first read of its feed"))
         #expect(await hub.requests().isEmpty)
     }
 
@@ -203,7 +205,7 @@ struct CLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
-        let fd = open(folder.file("newspush-state.json.lock"), O_RDWR | O_CREAT, 0o644)
+        let fd = open(folder.file("newspush-state.db.lock"), O_RDWR | O_CREAT, 0o644)
         #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
         defer { close(fd) }
         let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
@@ -212,6 +214,7 @@ struct CLITests {
         #expect(await hub.requests().isEmpty)
     }
 
+    /// A JSON state of an earlier version that cannot be migrated stops the run, untouched.
     @Test(arguments: ["{not json", "", "{\"version\": 99, \"items\": {}, \"feeds\": {}}", "{\"version\": 1, \"items\": {\"k\": {\"status\": \"bogus\"}}, \"feeds\": {}}"])
     func unusableStateExits1AndIsLeftUntouched(content: String) async throws {
         let (feeds, hub) = try await servers()
@@ -226,6 +229,42 @@ struct CLITests {
         #expect(result.stderr.contains("nothing was sent") || result.stderr.contains("Nothing was sent"))
         #expect(try String(contentsOfFile: statePath, encoding: .utf8) == content)
         #expect(await hub.requests().isEmpty)
+    }
+
+    /// A ledger that is empty, not a database, not a ledger, or of a newer schema stops the run
+    /// before anything is sent, and is left byte for byte as it was.
+    @Test(arguments: ["", "garbage", "sqlite-other", "newer"])
+    func unusableLedgerExits1AndIsLeftUntouched(kind: String) async throws {
+        let (feeds, hub) = try await servers()
+        defer { feeds.stop(); hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
+        let ledger = folder.file("newspush-state.db")
+        switch kind {
+        case "sqlite-other", "newer":
+            // A real database: another program's, or a ledger from a newer newspush.
+            let make = try await newspush(["state", "migrate", "--state", ledger])
+            #expect(make.status == 0, "\(make.stderr)")
+            try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "the sqlite3 tool is needed to prepare this ledger")
+            let sql = kind == "newer" ? "UPDATE meta SET value = '7' WHERE name = 'schema_version';" : "DROP TABLE meta;"
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            process.arguments = [ledger, sql]
+            try process.run()
+            process.waitUntilExit()
+        default:
+            try folder.write("newspush-state.db", kind)
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: ledger))
+        let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(ledger))
+        #expect(result.stderr.contains("nothing was sent") || result.stderr.contains("Nothing was sent"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: ledger)) == before)
+        #expect(await hub.requests().isEmpty)
+        let check = try await newspush(["state", "check", "--state", ledger])
+        #expect(check.status == 1)
     }
 
     @Test func failedFeedExits2() async throws {

@@ -108,7 +108,7 @@ struct PublishCLITests {
         #expect(result.stdout.contains("2 succeeded, 0 failed"))
         #expect(result.stdout.contains("apple phone-world: The Notification was successfully sent"))
         #expect(result.stdout.contains("fcmv1 phone-alice:"))
-        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.json")))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")))
     }
 
     @Test func emulatorBinaryServesTheREADMEDemo() async throws {

@@ -44,7 +44,7 @@ struct StateCLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder, hub: hub, feeds: feeds)
-        let statePath = folder.file("newspush-state.json")
+        let statePath = folder.file("newspush-state.db")
         // Every send takes 30 ms, so kills land before, during and after sends.
         await hub.emulator.inject(Fault(delaySeconds: 0.03, count: 10_000))
         for round in 0..<14 {
@@ -130,9 +130,15 @@ struct StateCLITests {
         let unknown = try await newspush(["state", "forget", "guid:zzz", "--state", path])
         #expect(unknown.status == 1)
         #expect(try await newspush(["state", "show", "--state", path]).stdout.contains("0 stories"))
-        try "{\"version\": 1, \"feeds\": {}, \"items\": {\"k\": ".write(toFile: path, atomically: true, encoding: .utf8)
-        let truncated = try await newspush(["state", "check", "--state", path])
-        #expect(truncated.status == 1)
-        #expect(truncated.stderr.contains("corrupt"))
+        // The JSON file was migrated by the first command that wrote: kept beside the ledger.
+        #expect(FileManager.default.fileExists(atPath: folder.file("state.json.migrated")))
+        let ledger = folder.file("state.db")
+        let export = try await newspush(["state", "export", "--state", ledger])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
+        #expect((document["tombstones"] as? [String: String])?.keys.sorted() == ["guid:b"])
+        try Data("not a database".utf8).write(to: URL(fileURLWithPath: ledger))
+        let corrupt = try await newspush(["state", "check", "--state", ledger])
+        #expect(corrupt.status == 1)
+        #expect(corrupt.stderr.contains("corrupt"))
     }
 }

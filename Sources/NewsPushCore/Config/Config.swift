@@ -19,7 +19,8 @@ public struct NewsPushConfig: Sendable {
     /// The file it was read from.
     public var file: String
     public var hub: HubSettings
-    /// Absolute path of the state file.
+    /// Absolute path of the ledger (`state:`; a `.json` path names the JSON state file of
+    /// earlier versions, migrated into a `.db` beside it).
     public var statePath: String
     /// Seconds a state entry is kept (`state_retention`, default 30 days).
     public var stateRetention: Double
@@ -40,6 +41,13 @@ public struct HubSettings: Sendable {
     public var apiVersion: String
     /// Pushes in flight at once (`hub.concurrency`, default 8).
     public var concurrency: Int = 8
+    /// Seconds one request to the hub may take, connecting included (`hub.timeout`, default 30 s).
+    public var timeout: Double = 30
+    /// Retries of a send the hub throttled or could not take (`hub.retries`, default 3, as the
+    /// official SDKs), waiting `retry_delay` (default 1 s) doubled each time unless the hub's
+    /// Retry-After says otherwise.
+    public var retries: Int = 3
+    public var retryDelay: Double = 1
 }
 
 /// Limits for fetching feeds.
@@ -126,6 +134,8 @@ public struct FeedSettings: Sendable {
     public var name: String?
     /// A section feed: every item goes to this category.
     public var category: NewsCategory?
+    /// What the first read of this feed does (default: `policy.first_run`).
+    public var firstRun: PolicySettings.FirstRun?
     /// Where it is declared in the config file.
     public var line: Int
 }

@@ -52,7 +52,8 @@ public struct ConfigLoader: Sendable {
         // hub
         var hub: HubSettings?
         if let hubNode = top["hub"] {
-            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version", "concurrency"])
+            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version", "concurrency",
+                                                                   "timeout", "retries", "retry_delay"])
             let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
             let connection = m["connection_string"].flatMap { reader.string($0, path: "hub.connection_string") }
             let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
@@ -76,15 +77,21 @@ public struct ConfigLoader: Sendable {
             }
             let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
             if let name, let connection {
-                hub = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
-                                  concurrency: concurrency)
+                var settings = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
+                                           concurrency: concurrency)
+                if let n = m["timeout"], let v = reader.duration(n, path: "hub.timeout") {
+                    if v >= 1 { settings.timeout = v } else { reader.report(n, "hub.timeout", "must be at least 1s") }
+                }
+                if let n = m["retries"], let v = reader.integer(n, path: "hub.retries", range: 0...10) { settings.retries = v }
+                if let n = m["retry_delay"], let v = reader.duration(n, path: "hub.retry_delay") { settings.retryDelay = v }
+                hub = settings
             }
         } else {
             reader.report(root, "hub", "is required (name and connection_string of the Notification Hub)")
         }
 
         // state
-        var statePath = "newspush-state.json"
+        var statePath = "newspush-state.db"
         if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
         if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
         var retention: Double = 30 * 86400
@@ -179,7 +186,7 @@ public struct ConfigLoader: Sendable {
             var seenURLs: [String: Int] = [:]
             for (index, item) in reader.elements(node, path: "feeds").enumerated() {
                 let path = "feeds[\(index)]"
-                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category"])
+                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run"])
                 guard m.present else { continue }
                 let line = item.mark?.line ?? 0
                 guard let urlNode = m["url"] else {
@@ -196,7 +203,12 @@ public struct ConfigLoader: Sendable {
                 if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
                     category = reader.category(n, name: value, path: "\(path).category")
                 }
-                feeds.append(FeedSettings(url: url, name: name, category: category, line: line))
+                var firstRun: PolicySettings.FirstRun?
+                if let n = m["first_run"], let v = reader.string(n, path: "\(path).first_run") {
+                    firstRun = PolicySettings.FirstRun(rawValue: v)
+                    if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
+                }
+                feeds.append(FeedSettings(url: url, name: name, category: category, firstRun: firstRun, line: line))
             }
         } else {
             reader.report(root, "feeds", "is required: a list of feeds, each with a url")

@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import NotificationHubs
 
 // The only file that talks to libcurl. Everything else sees `HTTPTransfer` values.
 
@@ -305,43 +304,5 @@ final class CurlMultiRunner {
     static func hostKey(_ url: String) -> String {
         guard let components = URLComponents(string: url) else { return url }
         return "\(components.scheme ?? "")://\(components.host?.lowercased() ?? ""):\(components.port ?? 0)"
-    }
-}
-
-/// Hub requests over a small pool of reused libcurl handles (kept-alive connections).
-final class CurlHubTransport: HubTransport, @unchecked Sendable {
-    private let lock = NSLock()
-    private var handles: [CurlEasyHandle] = []
-    private let userAgent: String
-    private let timeout: Double
-
-    init(userAgent: String, timeout: Double) {
-        self.userAgent = userAgent
-        self.timeout = timeout
-    }
-
-    func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
-        lock.lock()
-        let easy = handles.popLast() ?? CurlEasyHandle()
-        lock.unlock()
-        defer {
-            lock.lock()
-            handles.append(easy)
-            lock.unlock()
-        }
-        easy.prepare(HTTPTransfer(
-            url: request.url, method: request.method, headers: request.headers, body: request.body,
-            userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
-            followRedirects: false))
-        let result = easy.performBlocking()
-        if let failure = result.failure {
-            switch failure {
-            case .dns, .refused, .tls, .disallowedProtocol:
-                return .failure(.notSent(failure.description))
-            default:
-                return .failure(result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
-            }
-        }
-        return .success(HubResponse(status: result.status, headers: result.headers, body: result.body))
     }
 }

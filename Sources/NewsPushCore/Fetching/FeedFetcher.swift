@@ -46,6 +46,24 @@ public struct FetchedFeed: Sendable {
     public var movedTo: String?
     /// When the server (429/503 with Retry-After) wants the next request at the earliest.
     public var retryAfter: Date?
+    /// Not fetched this run: the server's Retry-After has not ended.
+    public var paused = false
+
+    public init(url: String, status: Status, httpStatus: Int? = nil, body: Data, contentType: String? = nil, finalURL: String,
+                paused: Bool = false, validators: ConditionalGetValidators? = nil, error: String? = nil, movedTo: String? = nil,
+                retryAfter: Date? = nil) {
+        self.url = url
+        self.status = status
+        self.httpStatus = httpStatus
+        self.body = body
+        self.contentType = contentType
+        self.finalURL = finalURL
+        self.paused = paused
+        self.validators = validators
+        self.error = error
+        self.movedTo = movedTo
+        self.retryAfter = retryAfter
+    }
 }
 
 /// Fetches feeds: http(s) with libcurl, many at once; local paths from disk.
@@ -63,6 +81,23 @@ public struct FeedFetcher: Sendable {
     public var userAgent: String {
         let contact = settings.contact.map { "; +\($0)" } ?? ""
         return "newspush/\(NewsPushVersion.current) (breaking-news push pipeline\(contact))"
+    }
+
+    /// The fetch stage of a run: every feed, with the validators the ledger holds, except those
+    /// whose server asked for a pause (429/503 Retry-After) that has not ended; results in order.
+    public func fetch(_ feeds: [FeedSettings], records: [String: FeedRecord], now: Date) -> [FetchedFeed] {
+        let paused = Dictionary(uniqueKeysWithValues: feeds.compactMap { feed -> (String, Date)? in
+            guard let until = records[feed.url]?.retryAfter, until > now else { return nil }
+            return (feed.url, until)
+        })
+        let urls = feeds.map(\.url).filter { paused[$0] == nil }
+        let validators = records.compactMapValues(\.validators)
+        var byURL = Dictionary(zip(urls, fetch(urls, validators: validators)), uniquingKeysWith: { a, _ in a })
+        for (url, until) in paused {
+            byURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, paused: true,
+                                     error: "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))")
+        }
+        return feeds.map { byURL[$0.url]! }
     }
 
     /// Fetches every URL, sending each one's validators; results in the same order.

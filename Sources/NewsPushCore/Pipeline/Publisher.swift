@@ -14,41 +14,69 @@ public struct ManualPush: Sendable {
     public var tags: String?
     /// Send with the hub's test flag (at most 10 devices; per-device outcomes come back).
     public var test: Bool
+    /// Push the story even though it was pushed already (recorded as a deliberate repeat).
+    public var force: Bool
 
     public init(category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
-                tags: String? = nil, test: Bool = false) {
+                tags: String? = nil, test: Bool = false, force: Bool = false) {
         self.category = category
         self.title = title
         self.message = message
         self.url = url
         self.tags = tags
         self.test = test
+        self.force = force
+    }
+
+    /// A trial to a few devices (`--tags`, `--test`): never recorded as the story's push.
+    public var isTrial: Bool { test || tags != nil }
+}
+
+/// Why a publish would push a story a second time.
+public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
+    /// The ledger has the story (by key or link) as pushed, or waiting in the outbox.
+    case known(StoryRecord)
+    /// A near-identical headline was pushed in the last 36 hours.
+    case sameStory(SameStory)
+
+    public var description: String {
+        switch self {
+        case .known(let record):
+            let when = record.pushedAt.map { " at \(FeedDates.format($0))" } ?? ""
+            let what = record.status == .pending ? "waits in the outbox (the next run sends it)" : "was already pushed (\(record.status.rawValue)\(when))"
+            return "this story \(what): \(record.title ?? record.key) [\(record.key)]; not sending it twice (--force pushes it again on purpose)"
+        case .sameStory(let same):
+            return "a near-identical headline was pushed in \(same.place.rawValue): \(same.title ?? same.key) [\(same.key)]; not sending it twice (--force pushes it anyway)"
+        }
     }
 }
 
-/// A manual push ready to go.
+/// A manual push, planned: what would be recorded and sent, and whether it must be refused.
 public struct PublishPlan: Sendable {
-    public var key: String
-    public var tags: String
-    public var format: PushFormat
-    public var properties: [String: String]
+    public var push: ManualPush
+    public var story: StoryRecord
+    public var entry: OutboxEntry
+    /// The request as it would go out now (shown by `--dry-run`).
     public var request: HubRequest
-    /// Whether sending it records the story as pushed (not for test sends or tag overrides,
-    /// which are trials to a few devices).
-    public var recordsStory: Bool
+    /// Set when sending would repeat a story and `--force` was not given.
+    public var refusal: PublishRefusal?
 }
 
 /// What became of a manual push.
 public struct PublishResult: Sendable {
-    public var outcome: SendOutcome
+    public var outcome: OutboxOutcome
+    /// Set when the failure concerns the hub or the ledger: the push stays pending (exit 1).
+    public var stop: SendStop?
     public var testOutcome: TestSendOutcome?
 }
 
-/// Sends one push by hand, recorded in the state file so the scheduled run does not repeat it.
+/// Publishes one push by hand through the same plan → outbox → send → record path as the
+/// scheduled run, so the run recognises the story and never repeats it.
 public struct Publisher: Sendable {
     public var config: NewsPushConfig
     public var logger: Logger
     public var hubTransport: (any HubTransport)?
+    public var retrySleep: (@Sendable (Double) -> Void)?
     public var now: @Sendable () -> Date = { Date() }
 
     public init(config: NewsPushConfig, logger: Logger) {
@@ -64,79 +92,71 @@ public struct Publisher: Sendable {
         return "manual:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
-    public func plan(_ push: ManualPush) throws(RunError) -> PublishPlan {
-        var pipeline = RunPipeline(config: config, logger: logger)
-        pipeline.hubTransport = hubTransport
+    /// Plans the push and checks the ledger for the story: by key, by link and by the run's
+    /// near-identical-title rule.
+    public func plan(_ push: ManualPush, ledger: Ledger) throws(RunError) -> PublishPlan {
         let client = try pipeline.makeHubClient()
         let settings = config.categories[push.category]!
         let key = Self.key(for: push)
-        let content = PushContent(category: push.category, title: push.title ?? push.message ?? "", url: push.url ?? "",
-                                  source: "newsroom", id: key, message: push.message)
+        let at = now()
+        let title = push.title ?? push.message ?? ""
+        let content = PushContent(category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key, message: push.message)
+        let story = StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
+                                firstSeen: at, lastSeen: at, published: at, status: .seen, origin: .publish)
+        let refusal = push.isTrial ? nil : try repeatOf(story, ledger: ledger)
+        let entry = OutboxEntry(storyKey: key, kind: refusal != nil ? .repeat : .push, origin: .publish, category: push.category,
+                                format: settings.format, tags: push.tags ?? settings.tags, properties: PushRequests.properties(content, settings: settings),
+                                createdAt: at, freshUntil: at.addingTimeInterval(config.policy.maxAge))
+        let request: HubRequest
         do {
-            let built = try PushRequests.request(content, settings: settings, tags: push.tags, client: client,
-                                                 test: push.test, now: now())
-            return PublishPlan(key: key, tags: push.tags ?? settings.tags, format: settings.format, properties: built.properties,
-                               request: built.request, recordsStory: !push.test && push.tags == nil)
-        } catch {
-            throw .hub(error.description)
-        }
+            request = try PushRequests.request(format: entry.format, tags: entry.tags, properties: entry.properties, client: client,
+                                               test: push.test, now: at)
+        } catch { throw .request(error) }
+        return PublishPlan(push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
     }
 
-    /// The state's record of this story when it was already pushed (or may have been).
-    public func previousPush(_ plan: PublishPlan) throws(RunError) -> StoryRecord? {
-        let state: NewsPushState?
-        do { state = try StateStore(path: config.statePath).load() } catch { throw .state(error) }
-        guard let state else { return nil }
-        let records = [state.stories[plan.key]] + state.stories.values.filter {
-            plan.key.hasPrefix("link:") && $0.link.flatMap(StoryKey.canonicalLink).map { "link:\($0)" } == plan.key
-        }
-        return records.compactMap { $0 }.first { [.pushed, .sending, .unknown].contains($0.status) }
+    /// What makes this story a repeat, if anything.
+    private func repeatOf(_ story: StoryRecord, ledger: Ledger) throws(RunError) -> PublishRefusal? {
+        do {
+            var candidate = Candidate(key: story.key, linkKey: story.linkKey, feedName: "publish", feedURL: "publish",
+                                      item: FeedItem(title: story.title, link: story.link, published: story.published), firstSeen: story.firstSeen)
+            candidate.previous = try ledger.stories(keys: [story.key])[story.key]
+            if candidate.previous == nil, let link = story.linkKey { candidate.previous = try ledger.stories(linkKeys: [link])[link] }
+            let recent = try ledger.recentPushes(since: now().addingTimeInterval(-TitleFingerprint.window))
+            switch StoryMatcher.match([candidate], recentPushes: recent)[0] {
+            case .known(let record) where record.wasPushed || record.status == .pending: return .known(record)
+            case .sameStory(let same): return .sameStory(same)
+            case .known, .new, .tombstoned: return nil
+            }
+        } catch { throw .ledger(error) }
     }
 
-    /// Sends the plan under the run lock, journalling the intent first and the outcome after.
-    public func send(_ plan: PublishPlan) throws(RunError) -> PublishResult {
+    /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
+    public func send(_ plan: PublishPlan, ledger: Ledger) throws(RunError) -> PublishResult {
+        do { try ledger.enqueue(plan.entry, story: plan.story) } catch { throw .ledger(error) }
+        let sent = try sender().send([plan.entry], ledger: ledger)
+        let outcome = sent.outcomes.last ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now())
+        return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
+    }
+
+    /// Sends a trial (`--tags`, `--test`): the same request and outcome rules, nothing recorded.
+    public func sendTrial(_ plan: PublishPlan) throws(RunError) -> PublishResult {
+        let (outcome, answer) = try sender().sendUnrecorded(plan.entry, request: plan.request)
+        let stop = answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
+        var testOutcome: TestSendOutcome?
+        if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
+        return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
+    }
+
+    private var pipeline: RunPipeline {
         var pipeline = RunPipeline(config: config, logger: logger)
         pipeline.hubTransport = hubTransport
-        let client = try pipeline.makeHubClient()
-        guard plan.recordsStory else {
-            let outcome = client.send(plan.request)
-            return PublishResult(outcome: outcome, testOutcome: Self.testOutcome(outcome))
-        }
-        let store = StateStore(path: config.statePath)
-        do { try store.lock() } catch { throw .state(error) }
-        defer { store.unlock() }
-        var state: NewsPushState
-        do {
-            if let loaded = try store.load() {
-                state = loaded
-            } else {
-                state = NewsPushState()
-                state.baselinePending = true
-            }
-        } catch { throw .state(error) }
-        let at = now()
-        var record = state.stories[plan.key] ?? StoryRecord(
-            status: .pending, feed: "manual", title: plan.properties["title"], link: plan.properties["url"].flatMap { $0.isEmpty ? nil : $0 },
-            category: plan.properties["category"], firstSeen: at, lastSeen: at, published: at)
-        record.status = .sending
-        record.pushedAt = at
-        state.stories[plan.key] = record
-        do { try store.save(state) } catch { throw .state(error) }
-        let outcome = client.send(plan.request)
-        let entry: JournalEntry
-        switch outcome {
-        case .accepted(_, let id, _, _): entry = JournalEntry(key: plan.key, status: .pushed, at: now(), notificationId: id)
-        case .refused(_, let reason): entry = JournalEntry(key: plan.key, status: .failed, at: now(), error: reason)
-        case .notAccepted(_, let reason): entry = JournalEntry(key: plan.key, status: .failed, at: now(), error: reason)
-        case .unknown(_, let reason): entry = JournalEntry(key: plan.key, status: .unknown, at: now(), error: reason)
-        }
-        entry.apply(to: &state)
-        do { try store.save(state) } catch { throw .state(error) }
-        return PublishResult(outcome: outcome, testOutcome: nil)
+        pipeline.retrySleep = retrySleep
+        pipeline.now = now
+        return pipeline
     }
 
-    static func testOutcome(_ outcome: SendOutcome) -> TestSendOutcome? {
-        if case .accepted(_, _, _, let body) = outcome, !body.isEmpty { return TestSendOutcome(xml: body) }
-        return nil
+    private func sender() throws(RunError) -> OutboxSender {
+        OutboxSender(client: try pipeline.makeHubClient(), concurrency: 1, logger: logger, now: now)
     }
 }

@@ -12,6 +12,7 @@ public struct RunReport: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case dryRun = "dry_run", startedAt = "started_at", finishedAt = "finished_at", feeds, items, pushes, summary
+        case sendingStopped = "sending_stopped"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -23,10 +24,27 @@ public struct RunReport: Encodable, Sendable {
         try c.encode(items, forKey: .items)
         try c.encode(pushes, forKey: .pushes)
         try c.encode(summary, forKey: .summary)
+        if let stop { try c.encode(stop.reason, forKey: .sendingStopped) }
     }
 
     /// Whether anything failed (exit status 2).
     public var isPartial: Bool { summary.feedsFailed > 0 || summary.pushesFailed > 0 }
+
+    /// Why sending stopped before the outbox was empty (exit status 1), when it did.
+    public var stop: SendStop?
+
+    /// How the run ended, for the exit status.
+    public var outcome: RunOutcome {
+        if stop != nil { return .stopped }
+        return isPartial ? .partial : .complete
+    }
+}
+
+/// How a run ended (SPEC §7): everything done, something failed, or sending had to stop.
+public enum RunOutcome: Sendable {
+    case complete
+    case partial
+    case stopped
 }
 
 public struct FeedReport: Encodable, Sendable {
@@ -85,6 +103,8 @@ public struct PushReport: Encodable, Sendable {
         case sent
         case wouldSend = "would-send"
         case failed
+        case pending
+        case unknown
     }
 
     public var category: NewsCategory
@@ -120,10 +140,26 @@ public struct RunSummary: Encodable, Sendable {
     public var itemsNew = 0
     public var pushesSent = 0
     public var pushesFailed = 0
+    /// Pushes waiting in the outbox after this run.
+    public var pushesPending = 0
+    /// When the last of them stops being fresh: until then each run tries again.
+    public var pendingUntil: Date?
 
     enum CodingKeys: String, CodingKey {
         case feedsOk = "feeds_ok", feedsFailed = "feeds_failed", itemsNew = "items_new"
-        case pushesSent = "pushes_sent", pushesFailed = "pushes_failed"
+        case pushesSent = "pushes_sent", pushesFailed = "pushes_failed", pushesPending = "pushes_pending"
+        case pendingUntil = "pending_until"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(feedsOk, forKey: .feedsOk)
+        try c.encode(feedsFailed, forKey: .feedsFailed)
+        try c.encode(itemsNew, forKey: .itemsNew)
+        try c.encode(pushesSent, forKey: .pushesSent)
+        try c.encode(pushesFailed, forKey: .pushesFailed)
+        try c.encode(pushesPending, forKey: .pushesPending)
+        try c.encode(pendingUntil.map(FeedDates.format), forKey: .pendingUntil)
     }
 }
 
@@ -137,33 +173,35 @@ extension RunReport {
     }
 
     /// The human form: per category the pushes (tag expression and message), then each item
-    /// that was not pushed with its reason; feed problems and a summary last.
+    /// that was not pushed with its reason; feed problems, the outbox and a summary last.
     public func text(verbose: Bool = false) -> String {
         var lines: [String] = []
         let mode = dryRun ? "Preview (dry run: nothing sent, nothing written)" : "Run"
         lines.append("\(mode) at \(FeedDates.format(startedAt))")
-        let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { a, _ in a })
+        let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { _, b in b })
         let groups: [(String, [ItemReport])] = NewsCategory.allCases.map { c in (c.rawValue, items.filter { $0.category == c }) }
             + [("Unclassified", items.filter { $0.category == nil })]
+        let withPush: Set<ItemDecision> = [.pushed, .wouldPush, .failed, .pending]
         for (name, group) in groups where !group.isEmpty {
             let shown = group.filter { verbose || $0.decision != .seen }
             let seenCount = group.count - shown.count
             lines.append("")
             lines.append("\(name)")
             for item in group {
-                guard let push = pushesByKey[item.key],
-                      [.pushed, .wouldPush, .failed, .pending].contains(item.decision) else { continue }
+                guard let push = pushesByKey[item.key], withPush.contains(item.decision) else { continue }
                 let verb: String
                 switch push.status {
                 case .sent: verb = "pushed    "
                 case .wouldSend: verb = "would push"
-                case .failed: verb = item.decision == .pending ? "pending   " : "FAILED    "
+                case .failed: verb = "FAILED    "
+                case .pending: verb = "pending   "
+                case .unknown: verb = "UNKNOWN   "
                 }
-                var line = "  \(verb) [\(push.tags)] \(push.properties["messageParam"] ?? "")"
+                var line = "  \(verb) [\(push.tags)] \(push.properties["messageParam"] ?? push.properties["url"] ?? "")"
                 if let error = push.error { line += "  (\(error))" }
                 lines.append(line)
             }
-            for item in shown where ![.pushed, .wouldPush, .failed, .pending].contains(item.decision) {
+            for item in shown where !withPush.contains(item.decision) || pushesByKey[item.key] == nil {
                 lines.append("  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): \(item.decision.explanation))")
             }
             if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
@@ -180,11 +218,19 @@ extension RunReport {
             lines.append("Feeds that moved for good (update feeds.yaml)")
             for feed in moved { lines.append("  \(feed.name): \(feed.url) -> \(feed.movedTo!)") }
         }
-        lines.append("")
+        if let stop {
+            lines.append("")
+            lines.append("Sending stopped: \(stop.reason)")
+        }
         let s = summary
+        if s.pushesPending > 0, let until = s.pendingUntil {
+            lines.append("")
+            lines.append("\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") \(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until \(FeedDates.format(until)) at the latest, when the last one is no longer fresh")
+        }
+        lines.append("")
         let verbSent = dryRun ? "would send" : "sent"
         let sentCount = dryRun ? pushes.filter { $0.status == .wouldSend }.count : s.pushesSent
-        lines.append("\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed")
+        lines.append("\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed, \(s.pushesPending) pending")
         return lines.joined(separator: "\n")
     }
 }

@@ -94,13 +94,13 @@ struct ClassifierTests {
         var item = FeedItem(title: "Some headline with words enough")
         item.published = now
         func candidate(_ confidence: Double) -> Candidate {
-            Candidate(key: "k\(confidence)", linkKey: nil, feedName: "F", feedURL: "u", item: item,
-                      classification: Classification(category: .world, confidence: confidence), previous: nil, firstSeen: now)
+            var candidate = Candidate(key: "k\(confidence)", linkKey: nil, feedName: "F", feedURL: "u", item: item, firstSeen: now)
+            candidate.classification = Classification(category: .world, confidence: confidence)
+            return candidate
         }
         var c2 = candidate(0.9)
         c2.item.title = "A completely different second story"
-        let decisions = PushPolicy(settings: settings).decide([candidate(0.5), c2], state: NewsPushState(), firstRun: false,
-                                                              sendInitial: nil, now: now)
+        let decisions = PushPolicy(settings: settings).decide([candidate(0.5), c2], matches: [.new, .new], now: now)
         #expect(decisions == [.unclassified, .wouldPush])
     }
 }

@@ -75,7 +75,7 @@ struct ConfigLoaderTests {
             """)
         #expect(config.hub.apiVersion == "2020-06")
         #expect(config.hub.endpoint == nil)
-        #expect(config.statePath == "/etc/newspush/newspush-state.json")
+        #expect(config.statePath == "/etc/newspush/newspush-state.db")
         #expect(config.stateRetention == 30 * 86400)
         #expect(config.fetch.concurrency == 16)
         #expect(config.fetch.perHost == 2)

@@ -204,13 +204,12 @@ struct HubClientTests {
         let client = try client(hub)
         let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .apple)
         let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
-        let apple = try PushRequests.request(content, settings: settings, client: client)
-        #expect(apple.request.header("ServiceBusNotification-Format") == "apple")
-        #expect(apple.request.header("apns-push-type") == "alert")
-        guard case .accepted = await send(client, apple.request) else { Issue.record("apple not accepted"); return }
-        var fcm = settings
-        fcm.format = .fcmv1
-        guard case .accepted = await send(client, try PushRequests.request(content, settings: fcm, client: client).request) else {
+        let properties = PushRequests.properties(content, settings: settings)
+        let apple = try PushRequests.request(format: .apple, tags: "World", properties: properties, client: client)
+        #expect(apple.header("ServiceBusNotification-Format") == "apple")
+        #expect(apple.header("apns-push-type") == "alert")
+        guard case .accepted = await send(client, apple) else { Issue.record("apple not accepted"); return }
+        guard case .accepted = await send(client, try PushRequests.request(format: .fcmv1, tags: "World", properties: properties, client: client)) else {
             Issue.record("fcmv1 not accepted"); return
         }
         let deliveries = await hub.emulator.allDeliveries()

@@ -21,13 +21,18 @@ struct RunPipelineTests {
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             var pipeline = RunPipeline(config: config, logger: logger)
-            pipeline.retryPolicy = RetryPolicy(sleep: { _ in })
+            pipeline.retrySleep = { _ in }
             return pipeline
         }
 
         func run(_ options: RunOptions) async throws -> RunResult {
             let pipeline = try pipeline()
             return try await offThePool { Result { try pipeline.run(options) } }.get()
+        }
+
+        /// The ledger the runs write (opened read-only).
+        func ledger() throws -> Ledger {
+            try Ledger.open(configured: folder.file("state/newspush-state.db"), access: .read)
         }
 
         func stop() {
@@ -54,7 +59,7 @@ struct RunPipelineTests {
               name: breaking-news
               connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
               endpoint: \(hub.baseURL)/
-            state: state/newspush-state.json
+            state: state/newspush-state.db
             policy: {max_age: 3h, budget: {per_category: 3, per: 1h}, first_run: \(firstRun)}
             categories:
               Technology: {tags: "Technology || Science", message: "Tech: {title} ({source})"}
@@ -123,12 +128,13 @@ struct RunPipelineTests {
         #expect(techRequest?.header("ServiceBusNotification-Tags") == "Technology || Science")
         #expect(requests.filter { $0.header("ServiceBusNotification-Tags") == "World" }.count == 2)
 
-        // The state file records every push; the hub key is nowhere in it.
-        let stateText = try String(contentsOfFile: setup.folder.file("state/newspush-state.json"), encoding: .utf8)
-        #expect(!stateText.contains(testKey))
-        let state = try #require(try StateStore(path: setup.folder.file("state/newspush-state.json")).load())
-        #expect(state.stories.values.filter { $0.status == .pushed }.count == 3)
-        #expect(state.stories.values.allSatisfy { $0.notificationId == "NH-2026-abc" })
+        // The ledger records every push; the hub key is nowhere in it.
+        let ledgerBytes = try Data(contentsOf: URL(fileURLWithPath: setup.folder.file("state/newspush-state.db")))
+        #expect(ledgerBytes.range(of: Data(testKey.utf8)) == nil)
+        let stories = try setup.ledger().allStories().map(\.record)
+        #expect(stories.filter { $0.status == .pushed }.count == 3)
+        #expect(stories.allSatisfy { $0.notificationId == "NH-2026-abc" })
+        #expect(try setup.ledger().outbox().isEmpty)
     }
 
     @Test func secondRunPushesNothingAlreadySent() async throws {
@@ -179,9 +185,9 @@ struct RunPipelineTests {
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
             .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/etag.xml\", category: Science}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
-        let statePath = setup.folder.file("state/newspush-state.json")
+        let statePath = setup.folder.file("state/newspush-state.db")
         _ = try await setup.run(RunOptions())
-        let stored = try #require(try StateStore(path: statePath).load()?.feeds["\(feeds.baseURL)/etag.xml"]?.validators)
+        let stored = try #require(try setup.ledger().feeds(["\(feeds.baseURL)/etag.xml"])["\(feeds.baseURL)/etag.xml"]?.validators)
         #expect(stored.etag == "\"abc\"")
         let second = try await setup.run(RunOptions())
         let feed = try #require(second.report.feeds.first { $0.url.hasSuffix("etag.xml") })
@@ -235,7 +241,7 @@ struct RunPipelineTests {
         try Self.verifySAS(result.requests.first?.header("Authorization"))
         #expect(result.requests.first?.redactedDescription().contains("sig=<redacted>") == true)
         #expect(await setup.hub.requests().isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: setup.folder.file("state/newspush-state.json")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.folder.file("state")).isEmpty)
     }
 
     @Test func baselineFirstRunRecordsWithoutSending() async throws {
@@ -245,8 +251,7 @@ struct RunPipelineTests {
         #expect(result.report.pushes.isEmpty)
         #expect(result.report.items.allSatisfy { $0.decision == .baseline })
         #expect(await setup.hub.requests().isEmpty)
-        let state = try #require(try StateStore(path: setup.folder.file("state/newspush-state.json")).load())
-        #expect(state.stories.count == 3)
+        #expect(try setup.ledger().allStories().count == 3)
     }
 
     @Test func sendInitialPushesOnlyTheNewest() async throws {
@@ -258,21 +263,46 @@ struct RunPipelineTests {
         #expect(result.report.items.filter { $0.decision == .baseline }.count == 2)
     }
 
-    @Test func refusedPushIsRecordedAndNotRetried() async throws {
-        let setup = try await Self.setUp(hubAnswer: { _ in
-            CannedResponse(status: 401, text: "<Error><Code>401</Code><Detail>ExpiredToken: token expired</Detail></Error>")
+    @Test func aPushRefusedForItselfFailsAndIsNotRetried() async throws {
+        let setup = try await Self.setUp(hubAnswer: { request in
+            if String(decoding: request.body, as: UTF8.self).contains("/w1") {
+                return CannedResponse(status: 400, text: "<Error><Code>400</Code><Detail>Bad payload</Detail></Error>")
+            }
+            return CannedResponse(status: 201)
         })
         defer { setup.stop() }
         let first = try await setup.run(RunOptions())
-        #expect(first.report.summary.pushesFailed == 3)
-        #expect(first.report.isPartial)
-        #expect(first.report.items.allSatisfy { $0.decision == .failed })
-        #expect(first.report.pushes.first?.error?.contains("ExpiredToken") == true)
-        #expect(first.report.pushes.first?.error?.contains("clock") == true)
-        #expect(await setup.hub.requests().count == 3, "401 is not retried")
+        #expect(first.report.summary.pushesFailed == 1)
+        #expect(first.report.summary.pushesSent == 2, "a refusal of one push does not stop the others")
+        #expect(first.report.outcome == .partial)
+        #expect(first.report.items.first { $0.key.hasSuffix("w1") }?.decision == .failed)
+        #expect(first.report.pushes.first { $0.itemKey.hasSuffix("w1") }?.error?.contains("Bad payload") == true)
+        #expect(await setup.hub.requests().count == 3, "400 is not retried")
         let second = try await setup.run(RunOptions())
         #expect(second.report.pushes.isEmpty)
         #expect(await setup.hub.requests().count == 3)
+    }
+
+    @Test func aWrongKeyStopsSendingAndKeepsEveryPushForTheNextRun() async throws {
+        let fixed = Flag()
+        let setup = try await Self.setUp(hubAnswer: { _ in
+            if await fixed.isSet { return CannedResponse(status: 201) }
+            return CannedResponse(status: 401, text: "<Error><Code>401</Code><Detail>ExpiredToken: token expired</Detail></Error>")
+        })
+        defer { setup.stop() }
+        let first = try await setup.run(RunOptions())
+        #expect(first.report.outcome == .stopped)
+        #expect(first.report.stop?.reason.contains("clock") == true)
+        #expect(first.report.summary.pushesFailed == 0)
+        #expect(first.report.summary.pushesPending == 3)
+        #expect(first.report.items.allSatisfy { $0.decision == .pending })
+        #expect(await setup.hub.requests().count == 1, "sending stops at the first hub-wide failure")
+        await fixed.set()
+        let second = try await setup.run(RunOptions())
+        #expect(second.report.outcome == .complete)
+        #expect(second.report.summary.pushesSent == 3)
+        #expect(second.report.summary.pushesPending == 0)
+        #expect(await setup.hub.requests().count == 4)
     }
 
     @Test func throttledPushStaysPendingAndIsRetriedNextRun() async throws {
@@ -288,7 +318,8 @@ struct RunPipelineTests {
         let first = try await setup.run(RunOptions())
         let world = try #require(first.report.items.first { $0.key.hasSuffix("w1") })
         #expect(world.decision == .pending)
-        #expect(first.report.summary.pushesFailed == 1)
+        #expect(first.report.summary.pushesPending >= 1)
+        #expect(first.report.summary.pendingUntil != nil)
         let second = try await setup.run(RunOptions())
         #expect(second.report.items.first { $0.key.hasSuffix("w1") }?.decision == .pushed)
         let third = try await setup.run(RunOptions())
@@ -326,9 +357,14 @@ struct RunPipelineTests {
         let push = try #require((object["pushes"] as? [[String: Any]])?.first)
         #expect(Set(push.keys) == ["category", "tags", "properties", "item_key", "status", "http_status", "notification_id", "error"])
         let summary = try #require(object["summary"] as? [String: Any])
-        #expect(Set(summary.keys) == ["feeds_ok", "feeds_failed", "items_new", "pushes_sent", "pushes_failed"])
+        #expect(Set(summary.keys) == ["feeds_ok", "feeds_failed", "items_new", "pushes_sent", "pushes_failed", "pushes_pending", "pending_until"])
         #expect((object["started_at"] as? String)?.hasSuffix("Z") == true)
     }
+}
+
+actor Flag {
+    var isSet = false
+    func set() { isSet = true }
 }
 
 actor Counter {

@@ -7,42 +7,43 @@ struct PushPolicyTests {
     let now = Date(timeIntervalSince1970: 1_795_330_800)   // 2026-11-22T07:00:00Z
 
     func candidate(_ key: String, title: String? = nil, minutesAgo: Double = 10, category: NewsCategory? = .world,
-                   confidence: Double = 1, link: String? = nil, previous: StoryRecord.Status? = nil, feed: String = "A") -> Candidate {
+                   confidence: Double = 1, link: String? = nil, previous: StoryRecord.Status? = nil, feed: String = "A",
+                   baseline: Bool = false) -> Candidate {
         var item = FeedItem(id: key, title: title ?? "Story \(key) with enough words here", link: link)
         item.published = now.addingTimeInterval(-minutesAgo * 60)
         let record = previous.map {
-            StoryRecord(status: $0, feed: feed, title: item.title, link: link, category: category?.rawValue, firstSeen: now,
-                        lastSeen: now, published: item.published, pushedAt: nil, notificationId: nil, error: nil)
+            StoryRecord(key: key, feed: feed, title: item.title, link: link, category: category?.rawValue, firstSeen: now,
+                        lastSeen: now, published: item.published, status: $0)
         }
-        return Candidate(key: key, linkKey: link.flatMap(StoryKey.canonicalLink), feedName: feed, feedURL: "https://\(feed).example/rss",
-                         item: item, classification: Classification(category: category, confidence: confidence),
-                         previous: record, firstSeen: now)
+        var candidate = Candidate(key: key, linkKey: link.flatMap(StoryKey.canonicalLink), feedName: feed, feedURL: "https://\(feed).example/rss",
+                                  item: item, previous: record, firstSeen: now, inBaselineFeed: baseline)
+        candidate.classification = Classification(category: category, confidence: confidence)
+        return candidate
     }
 
-    func decide(_ candidates: [Candidate], settings: PolicySettings = PolicySettings(), state: NewsPushState? = NewsPushState(),
-                firstRun: Bool = false, sendInitial: Int? = nil, recent: [PushPolicy.RecentPush] = []) -> [ItemDecision] {
-        PushPolicy(settings: settings).decide(candidates, state: state, firstRun: firstRun, sendInitial: sendInitial, now: now,
-                                              recentPushes: recent)
+    /// The matcher's answer, then the policy's: what a run does with these items.
+    func decide(_ candidates: [Candidate], settings: PolicySettings = PolicySettings(), used: [NewsCategory: Int] = [:],
+                sendInitial: Int? = nil, recent: [StoryRecord] = []) -> [ItemDecision] {
+        let matches = StoryMatcher.match(candidates, recentPushes: recent)
+        return PushPolicy(settings: settings).decide(candidates, matches: matches, budgetUsed: used, sendInitial: sendInitial, now: now)
     }
 
     @Test func freshClassifiedNewItemsWouldPush() {
         #expect(decide([candidate("a"), candidate("b")]) == [.wouldPush, .wouldPush])
     }
 
-    @Test func firstRunIsABaselineUnlessToldOtherwise() {
-        #expect(decide([candidate("a")], state: nil, firstRun: true) == [.baseline])
-        var send = PolicySettings()
-        send.firstRun = .send
-        #expect(decide([candidate("a")], settings: send, state: nil, firstRun: true) == [.wouldPush])
-        // --send-initial N: only the N newest eligible items; the rest are the baseline.
-        let items = [candidate("old", minutesAgo: 50), candidate("new", minutesAgo: 1), candidate("mid", minutesAgo: 20)]
-        #expect(decide(items, state: nil, firstRun: true, sendInitial: 2) == [.baseline, .wouldPush, .wouldPush])
+    @Test func aFeedReadForTheFirstTimeIsABaselineUnlessToldOtherwise() {
+        #expect(decide([candidate("a", baseline: true), candidate("b")]) == [.baseline, .wouldPush])
+        // --send-initial N: only the N newest eligible items of new feeds; the rest are the baseline.
+        let items = [candidate("old", minutesAgo: 50, baseline: true), candidate("new", minutesAgo: 1, baseline: true),
+                     candidate("mid", minutesAgo: 20, baseline: true), candidate("other", minutesAgo: 30)]
+        #expect(decide(items, sendInitial: 2) == [.baseline, .wouldPush, .wouldPush, .wouldPush])
     }
 
-    @Test func seenItemsAreNotPushedAgainButPendingOnesAre() {
+    @Test func knownStoriesAreNotPushedAgainAndWaitingOnesStayInTheOutbox() {
         #expect(decide([candidate("a", previous: .pushed), candidate("b", previous: .seen), candidate("c", previous: .unknown),
-                        candidate("d", previous: .failed), candidate("e", previous: .pending)])
-                == [.seen, .seen, .seen, .seen, .wouldPush])
+                        candidate("d", previous: .failed), candidate("e", previous: .pending), candidate("f", previous: .expired)])
+                == [.seen, .seen, .seen, .seen, .pending, .seen])
     }
 
     @Test func unclassifiedAndStale() {
@@ -70,14 +71,8 @@ struct PushPolicyTests {
     @Test func budgetCountsPushesOfEarlierRunsInTheWindow() {
         var settings = PolicySettings()
         settings.budgetPerCategory = 2
-        var state = NewsPushState()
-        for (key, minutes) in [("p1", 10.0), ("p2", 90.0)] {
-            state.stories[key] = StoryRecord(status: .pushed, feed: "A", title: nil, link: nil, category: "World", firstSeen: now,
-                                             lastSeen: now, published: nil, pushedAt: now.addingTimeInterval(-minutes * 60),
-                                             notificationId: nil, error: nil)
-        }
-        // One push in the last hour (p1); p2 is outside the window: one slot left.
-        #expect(decide([candidate("a", minutesAgo: 5), candidate("b", minutesAgo: 2)], settings: settings, state: state)
+        // One push in the window already (sent, or waiting in the outbox): one slot left.
+        #expect(decide([candidate("a", minutesAgo: 5), candidate("b", minutesAgo: 2)], settings: settings, used: [.world: 1])
                 == [.overBudget, .wouldPush])
     }
 
@@ -112,10 +107,13 @@ struct PushPolicyTests {
     }
 
     @Test func aCopyOfAStoryPushedEarlierIsTheSameStory() {
-        let recent = PushPolicy.RecentPush(title: TitleFingerprint("Parliament passes the emergency budget after all-night session"),
-                                           at: now.addingTimeInterval(-3600))
+        let recent = StoryRecord(key: "guid:x", feed: "B", title: "Parliament passes the emergency budget after all-night session",
+                                 link: nil, category: "World", firstSeen: now, lastSeen: now, published: now.addingTimeInterval(-3600),
+                                 status: .pushed, pushedAt: now.addingTimeInterval(-3500))
         let copy = candidate("late", title: "Parliament passes emergency budget after all-night session")
         #expect(decide([copy], recent: [recent]) == [.sameStory])
+        let match = StoryMatcher.match([copy], recentPushes: [recent])
+        #expect(match == [.sameStory(SameStory(key: "guid:x", title: recent.title, place: .earlierRun))])
         // A copy of a story already handled in an earlier run, arriving next to it.
         let handled = candidate("k1", title: "Storm closes the harbour barrier for the first time", previous: .pushed)
         let newCopy = candidate("k2", title: "Storm closes harbour barrier for the first time")

@@ -1,0 +1,205 @@
+import Foundation
+
+/// One item of a run, identified: its story key and what the ledger knows about it.
+public struct Candidate: Sendable {
+    public var key: String
+    /// The canonical link, which identifies the story when feeds disagree on ids.
+    public var linkKey: String?
+    public var feedName: String
+    public var feedURL: String
+    /// The category of its feed when that is a section feed (`category:` in the config).
+    public var sectionCategory: NewsCategory?
+    public var item: FeedItem
+    public var classification: Classification = .unclassified
+    /// What the ledger already knew about this story (by key, else by canonical link).
+    public var previous: StoryRecord?
+    /// When newspush first saw it (now for new items).
+    public var firstSeen: Date
+    /// The ledger pruned this story earlier: it is old news even though no record is left.
+    public var tombstoned = false
+    /// Its feed has never been read before and records a baseline (its `first_run` is not `send`).
+    public var inBaselineFeed = false
+
+    public init(key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil, item: FeedItem,
+                previous: StoryRecord? = nil, firstSeen: Date, tombstoned: Bool = false, inBaselineFeed: Bool = false) {
+        self.key = key
+        self.linkKey = linkKey
+        self.feedName = feedName
+        self.feedURL = feedURL
+        self.sectionCategory = sectionCategory
+        self.item = item
+        self.previous = previous
+        self.firstSeen = firstSeen
+        self.tombstoned = tombstoned
+        self.inBaselineFeed = inBaselineFeed
+    }
+
+    /// The date freshness is judged by: published, else updated, else first seen.
+    public var effectiveDate: Date { item.published ?? item.updated ?? firstSeen }
+}
+
+/// The story an item was found to repeat, and where that story was met.
+public struct SameStory: Sendable, Equatable {
+    public enum Place: String, Sendable {
+        case thisRun = "this run"
+        case earlierRun = "an earlier run"
+        case publish = "a publish"
+    }
+
+    public var key: String
+    public var title: String?
+    public var place: Place
+}
+
+/// What newspush already knows about an item's story.
+public enum StoryMatch: Sendable, Equatable {
+    /// A story nobody has handled: the policy decides.
+    case new
+    /// The ledger knows it (by key or canonical link).
+    case known(StoryRecord)
+    /// The ledger pruned it earlier: old news.
+    case tombstoned
+    /// The same story as another item of this run with stronger evidence, or as a story pushed
+    /// (or waiting to be) in an earlier run or by a publish.
+    case sameStory(SameStory)
+}
+
+/// All same-story logic of a run: items that are one story (same key, same canonical link, or
+/// near-identical titles dated within 36 hours) are handled once, for the item with the
+/// strongest evidence; a new copy of a story the ledger knows, or of one pushed in the last
+/// 36 hours, is that story.
+public enum StoryMatcher {
+    /// One match per candidate, in order. `recentPushes` are the ledger's stories pushed (or
+    /// waiting in the outbox) in the last 36 hours.
+    public static func match(_ candidates: [Candidate], recentPushes: [StoryRecord]) -> [StoryMatch] {
+        let fingerprints = candidates.map { $0.item.title.map(TitleFingerprint.init) }
+        let recent = recentPushes.compactMap { record -> (StoryRecord, TitleFingerprint, Date)? in
+            guard let title = record.title else { return nil }
+            let print = TitleFingerprint(title)
+            return print.isComparable ? (record, print, record.published ?? record.pushedAt ?? record.firstSeen) : nil
+        }
+        let index = SimilarTitleIndex(fingerprints + recent.map(\.1))
+        var groups = UnionFind(count: candidates.count)
+        var byKey: [String: Int] = [:]
+        var byLink: [String: Int] = [:]
+        var recentMatch: [Int: Int] = [:]
+        for (i, candidate) in candidates.enumerated() {
+            if let other = byKey[candidate.key] { groups.union(other, i) } else { byKey[candidate.key] = i }
+            if let link = candidate.linkKey {
+                if let other = byLink[link] { groups.union(other, i) } else { byLink[link] = i }
+            }
+            guard let print = fingerprints[i], print.isComparable else { continue }
+            for j in index.similar(to: i) {
+                if j < candidates.count {
+                    guard j < i, groups.find(j) != groups.find(i),
+                          abs(candidates[j].effectiveDate.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
+                          fingerprints[j]!.matches(print) else { continue }
+                    groups.union(j, i)
+                } else if recentMatch[i] == nil {
+                    let (_, other, date) = recent[j - candidates.count]
+                    if abs(date.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window, other.matches(print) {
+                        recentMatch[i] = j - candidates.count
+                    }
+                }
+            }
+        }
+
+        var matches = candidates.map { candidate -> StoryMatch in
+            if candidate.tombstoned { return .tombstoned }
+            if let previous = candidate.previous { return .known(previous) }
+            return .new
+        }
+        for cluster in groups.clusters() {
+            if let known = cluster.first(where: { matches[$0] != .new }) {
+                // The story was handled before: its new copies are that story.
+                let record = candidates[known].previous
+                let same = SameStory(key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
+                                     place: record?.origin == .publish ? .publish : .earlierRun)
+                for member in cluster where matches[member] == .new { matches[member] = .sameStory(same) }
+            } else if let r = cluster.lazy.compactMap({ recentMatch[$0] }).first {
+                // A copy of a story pushed in the last 36 hours, under another key and link.
+                let record = recent[r].0
+                let same = SameStory(key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
+                for member in cluster { matches[member] = .sameStory(same) }
+            } else if cluster.count > 1 {
+                // The strongest evidence wins: highest confidence, then the earliest listed item.
+                let best = cluster.max { a, b in
+                    let ca = candidates[a].classification.confidence, cb = candidates[b].classification.confidence
+                    return ca != cb ? ca < cb : a > b
+                }!
+                let same = SameStory(key: candidates[best].key, title: candidates[best].item.title, place: .thisRun)
+                for member in cluster where member != best { matches[member] = .sameStory(same) }
+            }
+        }
+        return matches
+    }
+}
+
+/// Finds titles that may be near-identical without comparing every pair (which took 10 s for
+/// 24,000 items whose titles differ only by a number). Two ideas, both exact for the matching
+/// rule: titles that are one story have the same numbers, so each shingle is indexed together
+/// with the title's numbers; and two sets with Jaccard similarity ≥ t share at least one of
+/// their rarest |s| − ⌈t·|s|⌉ + 1 shingles (prefix filtering), so only those are indexed.
+struct SimilarTitleIndex {
+    private var postings: [UInt64: [Int]] = [:]
+    private var prefixes: [[UInt64]] = []
+
+    init(_ fingerprints: [TitleFingerprint?]) {
+        var tokens: [[UInt64]] = []
+        tokens.reserveCapacity(fingerprints.count)
+        var frequency: [UInt64: Int] = [:]
+        for print in fingerprints {
+            guard let print, print.isComparable else { tokens.append([]); continue }
+            var numbersHash: UInt64 = 0x9E37_79B9_7F4A_7C15
+            for number in print.numbers { numbersHash = (numbersHash ^ TitleFingerprint.hash(number, "")) &* 0x0000_0100_0000_01B3 }
+            let own = print.shingles.map { $0 ^ numbersHash }
+            for token in own { frequency[token, default: 0] += 1 }
+            tokens.append(own)
+        }
+        let t = TitleFingerprint.threshold
+        for (i, own) in tokens.enumerated() {
+            let ordered = own.sorted { (frequency[$0]!, $0) < (frequency[$1]!, $1) }
+            let length = ordered.count - Int((t * Double(ordered.count)).rounded(.up)) + 1
+            let prefix = Array(ordered.prefix(max(0, length)))
+            prefixes.append(prefix)
+            for token in prefix { postings[token, default: []].append(i) }
+        }
+    }
+
+    /// The other entries sharing a prefix shingle with entry `i`, each once.
+    func similar(to i: Int) -> [Int] {
+        var seen = Set<Int>()
+        for token in prefixes[i] {
+            for j in postings[token] ?? [] where j != i { seen.insert(j) }
+        }
+        return seen.sorted()
+    }
+}
+
+/// Disjoint sets of item indices, joined by `union`.
+struct UnionFind {
+    private var parent: [Int]
+
+    init(count: Int) { parent = Array(0..<count) }
+
+    mutating func find(_ i: Int) -> Int {
+        var i = i
+        while parent[i] != i {
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        }
+        return i
+    }
+
+    mutating func union(_ a: Int, _ b: Int) {
+        let ra = find(a), rb = find(b)
+        if ra != rb { parent[max(ra, rb)] = min(ra, rb) }
+    }
+
+    /// Every set, each sorted, in the order of its first member.
+    mutating func clusters() -> [[Int]] {
+        var groups: [Int: [Int]] = [:]
+        for i in parent.indices { groups[find(i), default: []].append(i) }
+        return groups.values.sorted { $0[0] < $1[0] }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import NotificationHubs
+import Synchronization
+
+/// Hub requests over libcurl: a small pool of reused easy handles, so connections to the hub
+/// are kept alive between pushes.
+final class CurlHubTransport: HubTransport, Sendable {
+    /// Idle handles. A handle is not thread-safe, so each send takes one out and puts it back.
+    private let idle = Mutex<[CurlEasyHandleBox]>([])
+    private let userAgent: String
+    private let timeout: Double
+
+    /// `timeout` bounds a whole request, connection included (`hub.timeout`); a hub that
+    /// accepts the connection and then says nothing is given up on after that long, too.
+    init(userAgent: String, timeout: Double) {
+        self.userAgent = userAgent
+        self.timeout = timeout
+    }
+
+    func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
+        let box = idle.withLock { $0.popLast() } ?? CurlEasyHandleBox()
+        defer { idle.withLock { $0.append(box) } }
+        let easy = box.handle
+        easy.prepare(HTTPTransfer(
+            url: request.url, method: request.method, headers: request.headers, body: request.body,
+            userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
+            followRedirects: false, lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+        let result = easy.performBlocking()
+        if let failure = result.failure {
+            switch failure {
+            case .dns, .refused, .tls, .disallowedProtocol:
+                return .failure(.notSent(failure.description))
+            default:
+                return .failure(result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
+            }
+        }
+        return .success(HubResponse(status: result.status, headers: result.headers, body: result.body))
+    }
+}
+
+/// Carries a libcurl handle between the threads of the send pool: only one thread holds it at
+/// a time (it is taken out of the pool's list under its lock).
+final class CurlEasyHandleBox: @unchecked Sendable {
+    let handle = CurlEasyHandle()
+}

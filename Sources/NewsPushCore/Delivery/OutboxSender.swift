@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import NotificationHubs
+import Synchronization
+
+/// Why sending stopped before the outbox was empty.
+public enum SendStop: Sendable, Equatable, CustomStringConvertible {
+    /// A failure that concerns the hub, not one push (credentials, hub name, out of reach,
+    /// throttled): the rest would fail the same way.
+    case hub(status: Int?, reason: String)
+    /// The ledger could not record an intent or an outcome (disk full, I/O error).
+    case ledger(LedgerError)
+
+    /// What went wrong and what to fix.
+    public var reason: String {
+        switch self {
+        case .hub(_, let reason): return reason
+        case .ledger(let error): return error.description
+        }
+    }
+
+    public var description: String { "sending stopped: \(reason)" }
+}
+
+/// What a drain of the outbox did.
+public struct SendResult: Sendable {
+    /// One per entry that was attempted or settled (built but refused, sent, put back).
+    public var outcomes: [OutboxOutcome] = []
+    public var stop: SendStop?
+}
+
+/// The one way a push leaves newspush, for the scheduled run and `publish` alike: entries are
+/// marked `sending` in the ledger (synced) before their requests go out, sent `concurrency` at a
+/// time (the first alone), and their outcomes recorded right after. A push counts as sent only after a 2xx; a
+/// refusal that concerns this push (400, 413) is `failed`; a failure that concerns the hub stops
+/// the drain and leaves that push and the rest `pending`; a push whose outcome is unknown is
+/// never sent again.
+public struct OutboxSender {
+    public var client: NotificationHubClient
+    public var concurrency: Int
+    public var logger: Logger
+    public var now: @Sendable () -> Date
+
+    public init(client: NotificationHubClient, concurrency: Int, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.client = client
+        self.concurrency = concurrency
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Sends `entries` in order and records every intent and outcome in `ledger`.
+    public func send(_ entries: [OutboxEntry], ledger: Ledger) -> SendResult {
+        var result = SendResult()
+        guard !entries.isEmpty else { return result }
+        let pool = SendPool(width: min(concurrency, entries.count))
+        defer { pool.close() }
+        // The first push goes alone: when the key is wrong or the hub is out of reach, one
+        // request finds out, not a whole chunk.
+        let chunks = [entries.prefix(1)] + Array(entries.dropFirst()).chunked(concurrency)
+        for chunk in chunks where !chunk.isEmpty {
+            let (ready, refused) = requests(for: Array(chunk))
+            do {
+                try ledger.record(refused)
+                try ledger.markSending(ready.map(\.entry), at: now())
+            } catch {
+                logger.error("\(error.description)")
+                result.outcomes += refused
+                result.stop = .ledger(error)
+                return result
+            }
+            result.outcomes += refused
+            let (outcomes, stop) = sendAll(ready, pool: pool)
+            do { try ledger.record(outcomes) } catch {
+                // The entries stay `sending`: the next run settles them as unknown, never re-sent.
+                logger.error("\(error.description)")
+                result.outcomes += outcomes
+                result.stop = .ledger(error)
+                return result
+            }
+            result.outcomes += outcomes
+            if let stop {
+                result.stop = stop
+                return result
+            }
+        }
+        return result
+    }
+
+    /// Sends one push that is not recorded (a trial to a few devices) with the same outcome rules.
+    public func sendUnrecorded(_ entry: OutboxEntry, request: HubRequest) -> (OutboxOutcome, SendOutcome) {
+        let answer = client.send(request)
+        return (outcome(of: entry, answer), answer)
+    }
+
+    /// The request of each entry; an entry whose request cannot be built (too large, a bad tag
+    /// expression) is refused for good.
+    private func requests(for entries: [OutboxEntry]) -> (ready: [(entry: OutboxEntry, request: HubRequest)], refused: [OutboxOutcome]) {
+        var ready: [(entry: OutboxEntry, request: HubRequest)] = []
+        var refused: [OutboxOutcome] = []
+        for entry in entries {
+            do {
+                ready.append((entry, try PushRequests.request(entry, client: client, now: now())))
+            } catch {
+                logger.error("push of \(entry.storyKey) not built: \(error.description)")
+                refused.append(OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now(), error: error.description))
+            }
+        }
+        return (ready, refused)
+    }
+
+    /// Sends one chunk on the pool; once a failure concerns the hub, nothing more starts and the
+    /// entries not started go back to `pending`.
+    private func sendAll(_ ready: [(entry: OutboxEntry, request: HubRequest)], pool: SendPool) -> (outcomes: [OutboxOutcome], stop: SendStop?) {
+        let answers = Mutex([SendOutcome?](repeating: nil, count: ready.count))
+        let client = self.client
+        pool.run(count: ready.count) { index in
+            let outcome = client.send(ready[index].request)
+            answers.withLock { $0[index] = outcome }
+            if outcome.concernsHub { pool.stop() }
+        }
+        let results = answers.withLock { $0 }
+        let stop = results.lazy.compactMap { $0 }.first(where: \.concernsHub).map {
+            SendStop.hub(status: $0.httpStatus, reason: $0.failureReason ?? "hub failure")
+        }
+        let outcomes = zip(ready, results).map { item, answer in
+            let entry = item.entry
+            guard let answer else {
+                return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now(),
+                                     error: "not sent: sending stopped after a hub failure")
+            }
+            return outcome(of: entry, answer)
+        }
+        return (outcomes, stop)
+    }
+
+    /// How an answer is recorded (SPEC §6), and logged.
+    private func outcome(of entry: OutboxEntry, _ answer: SendOutcome) -> OutboxOutcome {
+        let at = now()
+        switch answer {
+        case .accepted(let status, let id, let trackingId, _):
+            logger.info("pushed \(entry.storyKey) to [\(entry.tags)]", metadata: [
+                "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .sent, at: at, httpStatus: status, notificationId: id)
+        case .refused(let status, let reason) where !answer.concernsHub:
+            logger.error("push of \(entry.storyKey) refused: \(reason)")
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)
+        case .refused, .notAccepted:
+            let reason = answer.failureReason ?? ""
+            logger.error("push of \(entry.storyKey) not accepted; it stays pending: \(reason)")
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: at, httpStatus: answer.httpStatus, error: reason)
+        case .unknown(let status, let reason):
+            logger.error("push of \(entry.storyKey) has an unknown outcome; it will not be sent again: \(reason)")
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .unknown, at: at, httpStatus: status,
+                                 error: "outcome unknown, not retried: \(reason)")
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// Why the ledger cannot be used or written. Each names the ledger and says what to do; every
+/// case but `locked` stops the run before anything is sent (exit 1).
+public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case corrupt(path: String, reason: String)
+    case newerSchema(path: String, version: Int)
+    case locked(path: String)
+    case diskFull(path: String)
+    case writeFailed(path: String, reason: String)
+    case noLedger(path: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason):
+            return "ledger \(path) cannot be read: \(reason); nothing was sent"
+        case .corrupt(let path, let reason):
+            return "ledger \(path) is corrupt (\(reason)); nothing was sent and the file was left untouched. Inspect it with 'newspush state check', restore it from a backup, or move it away only if re-sending old news is acceptable"
+        case .newerSchema(let path, let version):
+            return "ledger \(path) has schema version \(version), newer than this newspush understands (\(Ledger.schemaVersion)); upgrade newspush. Nothing was sent"
+        case .locked(let path):
+            return "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits for it)"
+        case .diskFull(let path):
+            return "the disk holding the ledger \(path) is full: nothing more was sent, and the pushes not yet sent stay pending for the next run. Free some space"
+        case .writeFailed(let path, let reason):
+            return "cannot write the ledger \(path): \(reason); the pushes not yet sent stay pending"
+        case .noLedger(let path):
+            return "no ledger at \(path) (no run has recorded anything yet)"
+        }
+    }
+
+    /// The error for a failed SQLite call on the ledger at `path`.
+    static func from(_ error: SQLiteError, path: String, writing: Bool) -> LedgerError {
+        switch error.kind {
+        case .diskFull: return .diskFull(path: path)
+        case .corrupt: return .corrupt(path: path, reason: error.message)
+        case .readOnly, .cannotOpen, .io, .busy, .constraint, .other:
+            return writing ? .writeFailed(path: path, reason: error.message) : .unreadable(path: path, reason: error.message)
+        }
+    }
+}

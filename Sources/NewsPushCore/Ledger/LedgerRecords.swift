@@ -1,0 +1,205 @@
+import Foundation
+
+/// What the ledger remembers about one story.
+public struct StoryRecord: Sendable, Equatable {
+    public enum Status: String, Sendable, CaseIterable {
+        /// Seen and deliberately not pushed (baseline, stale, unclassified…).
+        case seen
+        /// An outbox entry waits to be sent.
+        case pending
+        /// A send was about to start; a run that finds this knows the process died mid-send, so
+        /// the outcome is unknown and the story is never sent again.
+        case sending
+        /// The hub answered 2xx.
+        case pushed
+        /// The hub refused this push for good (400, 413).
+        case failed
+        /// Sent, but no clear answer came back; never sent again.
+        case unknown
+        /// Its outbox entry aged out (`policy.max_age`) before the hub took it.
+        case expired
+    }
+
+    /// Who recorded the story first.
+    public enum Origin: String, Sendable {
+        case run
+        case publish
+    }
+
+    public var key: String
+    /// The URL of the feed that first listed it, or `publish`.
+    public var feed: String
+    public var title: String?
+    public var link: String?
+    public var category: String?
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public var published: Date?
+    public var status: Status
+    public var pushedAt: Date?
+    public var notificationId: String?
+    public var error: String?
+    public var origin: Origin
+
+    public init(key: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date, lastSeen: Date,
+                published: Date?, status: Status, pushedAt: Date? = nil, notificationId: String? = nil, error: String? = nil,
+                origin: Origin = .run) {
+        self.key = key
+        self.feed = feed
+        self.title = title
+        self.link = link
+        self.category = category
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.published = published
+        self.status = status
+        self.pushedAt = pushedAt
+        self.notificationId = notificationId
+        self.error = error
+        self.origin = origin
+    }
+
+    /// The canonical link the story is also known by.
+    public var linkKey: String? { link.flatMap(StoryKey.canonicalLink) }
+
+    /// Whether a push of this story went out, or may have (it must never go out again by itself).
+    public var wasPushed: Bool { [.pushed, .sending, .unknown].contains(status) }
+}
+
+/// What the ledger remembers about one feed.
+public struct FeedRecord: Sendable, Equatable {
+    public var url: String
+    public var validators: ConditionalGetValidators?
+    /// The last fetch that got an answer (200 or 304).
+    public var lastFetched: Date?
+    /// The last fetch whose document was read. A feed without one records a baseline.
+    public var lastSuccess: Date?
+    /// When the feed's list of stories (its last full response) was last known to be current:
+    /// those stories stay alive while the feed answers 304 or is out of reach.
+    public var listedAt: Date?
+    /// Not to be fetched before this time (the server's Retry-After).
+    public var retryAfter: Date?
+    /// Where the feed said it moved for good (301/308), to tell the operator.
+    public var movedTo: String?
+
+    public init(url: String, validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil, lastSuccess: Date? = nil,
+                listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil) {
+        self.url = url
+        self.validators = validators
+        self.lastFetched = lastFetched
+        self.lastSuccess = lastSuccess
+        self.listedAt = listedAt
+        self.retryAfter = retryAfter
+        self.movedTo = movedTo
+    }
+}
+
+/// A push in the outbox: written before it is sent, with everything needed to send it again
+/// (the request is rebuilt with a fresh token; tokens are never stored).
+public struct OutboxEntry: Sendable, Equatable {
+    public enum Status: String, Sendable, CaseIterable {
+        case pending, sending, sent, failed, unknown, expired
+
+        /// The status a story takes from its push in this status.
+        var storyStatus: StoryRecord.Status {
+            switch self {
+            case .pending: return .pending
+            case .sending: return .sending
+            case .sent: return .pushed
+            case .failed: return .failed
+            case .unknown: return .unknown
+            case .expired: return .expired
+            }
+        }
+    }
+
+    /// Why the push exists: the story's first push, a deliberate repeat (`publish --force`) or
+    /// a correction that replaces an earlier alert (`publish --replace`).
+    public enum Kind: String, Sendable {
+        case push
+        case `repeat`
+        case correction
+    }
+
+    public var id: String
+    public var storyKey: String
+    public var kind: Kind
+    public var origin: StoryRecord.Origin
+    public var category: NewsCategory
+    public var format: PushFormat
+    public var tags: String
+    public var properties: [String: String]
+    public var createdAt: Date
+    /// After this the push is no longer news: it expires instead of being sent.
+    public var freshUntil: Date
+    public var status: Status
+    public var attempts: Int
+    public var lastAttempt: Date?
+    public var httpStatus: Int?
+    public var notificationId: String?
+    public var error: String?
+
+    public init(id: String = OutboxEntry.newID(), storyKey: String, kind: Kind = .push, origin: StoryRecord.Origin,
+                category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
+                freshUntil: Date, status: Status = .pending, attempts: Int = 0, lastAttempt: Date? = nil,
+                httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil) {
+        self.id = id
+        self.storyKey = storyKey
+        self.kind = kind
+        self.origin = origin
+        self.category = category
+        self.format = format
+        self.tags = tags
+        self.properties = properties
+        self.createdAt = createdAt
+        self.freshUntil = freshUntil
+        self.status = status
+        self.attempts = attempts
+        self.lastAttempt = lastAttempt
+        self.httpStatus = httpStatus
+        self.notificationId = notificationId
+        self.error = error
+    }
+
+    public static func newID() -> String { UUID().uuidString.lowercased() }
+}
+
+/// What became of one outbox entry when it was sent.
+public struct OutboxOutcome: Sendable, Equatable {
+    public var entryID: String
+    public var storyKey: String
+    public var status: OutboxEntry.Status
+    public var at: Date
+    public var httpStatus: Int?
+    public var notificationId: String?
+    public var error: String?
+
+    public init(entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
+                notificationId: String? = nil, error: String? = nil) {
+        self.entryID = entryID
+        self.storyKey = storyKey
+        self.status = status
+        self.at = at
+        self.httpStatus = httpStatus
+        self.notificationId = notificationId
+        self.error = error
+    }
+}
+
+/// Everything one run writes after planning, in one transaction: feeds' fetch results, new
+/// stories, what each read feed lists now, and the outbox entries the policy selected.
+public struct RunRecord: Sendable {
+    public var at: Date
+    /// The feeds fetched this run, as they are now.
+    public var feeds: [FeedRecord] = []
+    public var newStories: [StoryRecord] = []
+    /// Feed URL → the keys of every item its document lists now (read feeds only).
+    public var listings: [String: [String]] = [:]
+    public var outbox: [OutboxEntry] = []
+    /// Pending entries that aged out this run.
+    public var expired: [String] = []
+
+    public init(at: Date) {
+        self.at = at
+    }
+}

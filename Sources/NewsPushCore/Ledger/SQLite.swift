@@ -1,0 +1,213 @@
+internal import CSQLite
+import Foundation
+
+// The only file that talks to SQLite's C API. Everything else sees `SQLiteDatabase`, `SQLValue`
+// and `SQLRow`, and writes SQL that PostgreSQL reads as well.
+
+/// A value bound to, or read from, a statement.
+enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    init(_ number: Int?) { self = number.map { .integer(Int64($0)) } ?? .null }
+    /// Dates are stored as whole milliseconds since 1970 (portable, and ordered as numbers).
+    init(_ date: Date?) { self = date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null }
+}
+
+/// One result row.
+struct SQLRow {
+    let values: [SQLValue]
+
+    func text(_ i: Int) -> String? {
+        switch values[i] {
+        case .text(let s): return s
+        case .integer(let n): return String(n)
+        case .real(let d): return String(d)
+        case .null: return nil
+        }
+    }
+
+    func int(_ i: Int) -> Int? {
+        switch values[i] {
+        case .integer(let n): return Int(n)
+        case .real(let d): return Int(d)
+        case .text(let s): return Int(s)
+        case .null: return nil
+        }
+    }
+
+    func date(_ i: Int) -> Date? {
+        int(i).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+}
+
+/// What SQLite said went wrong, with the primary result code for the caller to act on.
+struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    enum Kind: Sendable { case diskFull, corrupt, busy, readOnly, cannotOpen, io, constraint, other }
+    let code: Int32
+    let message: String
+
+    var kind: Kind {
+        switch code & 0xFF {
+        case SQLITE_FULL: return .diskFull
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt
+        case SQLITE_BUSY, SQLITE_LOCKED: return .busy
+        case SQLITE_READONLY: return .readOnly
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH: return .cannotOpen
+        case SQLITE_IOERR: return .io
+        case SQLITE_CONSTRAINT: return .constraint
+        default: return .other
+        }
+    }
+
+    var description: String { message }
+}
+
+/// One SQLite connection, owned by one object: statements are prepared once and cached, every
+/// return code goes through `check`, and everything is finalized and closed in `deinit`.
+/// Not `Sendable`: one run uses it from one thread.
+final class SQLiteDatabase {
+    enum Mode { case readOnly, readWrite, create }
+
+    let path: String
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens `path` (`:memory:` for a private in-memory database).
+    init(path: String, mode: Mode) throws(SQLiteError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags: Int32
+        switch mode {
+        case .readOnly: flags = SQLITE_OPEN_READONLY
+        case .readWrite: flags = SQLITE_OPEN_READWRITE
+        case .create: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        }
+        let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: code, message: message)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // Another process (a dry run reading while a run writes) may hold a lock for a moment.
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements without parameters (schema, pragmas).
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        if code != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_free(message)
+            throw SQLiteError(code: code, message: text)
+        }
+    }
+
+    /// Runs a statement that returns no rows; returns how many rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> Int {
+        let statement = try prepared(sql, arguments)
+        defer { sqlite3_reset(statement) }
+        var code = sqlite3_step(statement)
+        while code == SQLITE_ROW { code = sqlite3_step(statement) }
+        try check(code, done: true)
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> [SQLRow] {
+        let statement = try prepared(sql, arguments)
+        defer { sqlite3_reset(statement) }
+        var rows: [SQLRow] = []
+        let columns = sqlite3_column_count(statement)
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { try check(code, done: true); break }
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(columns))
+            for column in 0..<columns {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_NULL: values.append(.null)
+                default:
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    if let text = sqlite3_column_text(statement, column) {
+                        values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)))
+                    } else {
+                        values.append(.text(""))
+                    }
+                }
+            }
+            rows.append(SQLRow(values: values))
+        }
+        return rows
+    }
+
+    /// Runs `body` in one transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so a
+    /// reader never upgrades into a deadlock. Rolled back when `body` throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The prepared statement for `sql`, reset and bound to `arguments`.
+    private func prepared(_ sql: String, _ arguments: [SQLValue]) throws(SQLiteError) -> OpaquePointer {
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+            sqlite3_reset(cached)
+            sqlite3_clear_bindings(cached)
+        } else {
+            var made: OpaquePointer?
+            let code = sqlite3_prepare_v2(handle, sql, -1, &made, nil)
+            guard code == SQLITE_OK, let made else { throw error(code) }
+            statements[sql] = made
+            statement = made
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch argument {
+            case .null: code = sqlite3_bind_null(statement, index)
+            case .integer(let n): code = sqlite3_bind_int64(statement, index, n)
+            case .real(let d): code = sqlite3_bind_double(statement, index, d)
+            case .text(let s):
+                code = s.withCString { np_sqlite3_bind_text_transient(statement, index, $0, Int32(s.utf8.count)) }
+            }
+            guard code == SQLITE_OK else { throw error(code) }
+        }
+        return statement
+    }
+
+    private func check(_ code: Int32, done: Bool) throws(SQLiteError) {
+        if code == SQLITE_OK || (done && code == SQLITE_DONE) { return }
+        throw error(code)
+    }
+
+    private func error(_ code: Int32) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// The library's version, for `state check`.
+    static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// A fetched feed and what the parser made of it: the one fetch → parse step shared by `run`,
+/// `check --fetch` and `parse`.
+public struct FeedRead: Sendable {
+    public var fetched: FetchedFeed
+    /// The parsed document, when the fetch brought one and it is a feed.
+    public var feed: ParsedFeed?
+    /// Why the feed cannot be used this time (fetch or parse), naming its URL.
+    public var error: String?
+
+    /// ok (read), not-modified (304, or paused), or error.
+    public var status: FetchedFeed.Status {
+        if error != nil { return .error }
+        return feed == nil ? .notModified : .ok
+    }
+
+    /// Parses what `fetched` brought; relative links resolve against `base` (the URL the
+    /// document came from; nil leaves them relative).
+    public static func read(_ fetched: FetchedFeed, base: String?) -> FeedRead {
+        guard fetched.status == .ok else {
+            return FeedRead(fetched: fetched, feed: nil, error: fetched.status == .error ? fetched.error ?? "\(fetched.url): fetch failed" : nil)
+        }
+        do {
+            return FeedRead(fetched: fetched, feed: try FeedParser.parse(fetched.body, url: base, contentType: fetched.contentType), error: nil)
+        } catch {
+            return FeedRead(fetched: fetched, feed: nil, error: "\(fetched.url): \(error)")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Everything the report stage reads.
+struct RunFacts {
+    var dryRun: Bool
+    var startedAt: Date
+    var reads: [(settings: FeedSettings, read: FeedRead)]
+    var candidates: [Candidate]
+    var plan: RunPlan
+    /// What the send stage did (nil in a dry run).
+    var sent: SendResult?
+    /// The ledger's stories of the outbox entries handled, for those no feed listed this run.
+    var outboxStories: [String: StoryRecord]
+}
+
+extension RunReport {
+    /// The report stage: every feed, every item with the one decision it got (after sending),
+    /// every push with what became of it, and the outbox left for the next run.
+    static func make(_ facts: RunFacts, finishedAt: Date) -> RunReport {
+        var report = RunReport(dryRun: facts.dryRun, startedAt: facts.startedAt, finishedAt: finishedAt)
+        report.stop = facts.sent?.stop
+        let outcomes = Dictionary((facts.sent?.outcomes ?? []).map { ($0.entryID, $0) }, uniquingKeysWith: { _, last in last })
+
+        // What each push came to; entries never attempted because sending stopped stay pending.
+        var final: [String: ItemDecision] = [:]
+        var stillPending: [OutboxEntry] = facts.plan.held
+        for entry in facts.plan.toSend {
+            let status = outcomes[entry.id]?.status ?? .pending
+            final[entry.storyKey] = facts.dryRun ? .wouldPush : itemDecision(status)
+            if !facts.dryRun && status == .pending { stillPending.append(entry) }
+            report.pushes.append(push(entry, outcome: outcomes[entry.id], dryRun: facts.dryRun))
+        }
+        for entry in facts.plan.expired { final[entry.storyKey] = .expired }
+        for entry in facts.plan.held { final[entry.storyKey] = .pending }
+
+        for (settings, read) in facts.reads {
+            let name = settings.name ?? read.feed?.title ?? settings.url
+            let items = facts.candidates.filter { $0.feedURL == settings.url }
+            report.feeds.append(FeedReport(name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
+                                           items: read.feed?.items.count ?? 0, new: items.filter(\.isNew).count, error: read.error,
+                                           movedTo: read.fetched.movedTo))
+        }
+        var listed = Set<String>()
+        for (candidate, decision) in zip(facts.candidates, facts.plan.decisions) {
+            listed.insert(candidate.key)
+            let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
+            report.items.append(ItemReport(key: candidate.key, feed: candidate.feedName, title: candidate.item.title, link: candidate.item.link,
+                                           category: candidate.classification.category, confidence: candidate.classification.confidence,
+                                           decision: outcome ?? decision))
+        }
+        // Pushes of earlier runs that no feed listed this run (304, errors, publishes).
+        for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted {
+            let story = facts.outboxStories[entry.storyKey]
+            report.items.append(ItemReport(key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
+                                           title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
+                                           category: entry.category, confidence: 1,
+                                           decision: final[entry.storyKey] ?? .pending))
+        }
+
+        report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
+        report.summary.feedsFailed = report.feeds.count - report.summary.feedsOk
+        report.summary.itemsNew = Set(facts.candidates.filter(\.isNew).map(\.key)).count
+        report.summary.pushesSent = outcomes.values.filter { $0.status == .sent }.count
+        report.summary.pushesFailed = outcomes.values.filter { $0.status == .failed || $0.status == .unknown }.count
+        report.summary.pushesPending = stillPending.count
+        report.summary.pendingUntil = stillPending.map(\.freshUntil).max()
+        return report
+    }
+
+    private static func push(_ entry: OutboxEntry, outcome: OutboxOutcome?, dryRun: Bool) -> PushReport {
+        var push = PushReport(category: entry.category, tags: entry.tags, properties: entry.properties, itemKey: entry.storyKey,
+                              status: dryRun ? .wouldSend : .pending)
+        guard let outcome else {
+            if !dryRun { push.error = "not sent: sending stopped before it" }
+            return push
+        }
+        switch outcome.status {
+        case .sent: push.status = .sent
+        case .failed: push.status = .failed
+        case .unknown, .sending: push.status = .unknown
+        case .pending, .expired: push.status = .pending
+        }
+        push.httpStatus = outcome.httpStatus
+        push.notificationId = outcome.notificationId
+        push.error = outcome.error
+        return push
+    }
+
+    private static func itemDecision(_ status: OutboxEntry.Status) -> ItemDecision {
+        switch status {
+        case .sent: return .pushed
+        case .failed, .unknown, .sending: return .failed
+        case .pending: return .pending
+        case .expired: return .expired
+        }
+    }
+}
+
+extension Candidate {
+    /// Neither the ledger nor a tombstone knew its story.
+    var isNew: Bool { previous == nil && !tombstoned }
+}

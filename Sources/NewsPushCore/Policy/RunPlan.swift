@@ -1,0 +1,62 @@
+import Foundation
+
+/// The plan stage's answer: a decision for every item, an outbox entry for each item selected,
+/// and what becomes of the pushes already waiting in the outbox.
+public struct RunPlan: Sendable {
+    public var decisions: [ItemDecision]
+    /// New outbox entries, one per item decided `would-push`, in send order.
+    public var newEntries: [OutboxEntry]
+    /// Entries of earlier runs (or publishes) still fresh: sent first, whatever their feed said.
+    public var due: [OutboxEntry]
+    /// Entries of earlier runs that are no longer fresh: they expire unsent.
+    public var expired: [OutboxEntry]
+    /// Entries of earlier runs held back by quiet hours: they stay pending.
+    public var held: [OutboxEntry]
+
+    /// Everything to send, in order: the waiting entries first, then this run's.
+    public var toSend: [OutboxEntry] { due + newEntries }
+}
+
+/// Plans a run: the policy's decisions over the items, and the outbox.
+public enum RunPlanner {
+    /// - `waiting`: the ledger's pending outbox entries.
+    /// - `sentInWindow`: pushes per category that went out in the current budget window.
+    public static func plan(_ candidates: [Candidate], matches: [StoryMatch], waiting: [OutboxEntry],
+                            sentInWindow: [NewsCategory: Int], sendInitial: Int?, config: NewsPushConfig, now: Date) -> RunPlan {
+        let quiet = config.policy.quietHours?.contains(now) ?? false
+        var due: [OutboxEntry] = [], expired: [OutboxEntry] = [], held: [OutboxEntry] = []
+        for entry in waiting {
+            if entry.freshUntil < now {
+                expired.append(entry)
+            } else if quiet && entry.origin == .run {
+                // An editor's publish goes out when the hub is back; the run's pushes keep quiet hours.
+                held.append(entry)
+            } else {
+                due.append(entry)
+            }
+        }
+        var budgetUsed = sentInWindow
+        for entry in due + held where entry.kind != .correction { budgetUsed[entry.category, default: 0] += 1 }
+        let decisions = PushPolicy(settings: config.policy).decide(candidates, matches: matches, budgetUsed: budgetUsed,
+                                                                   sendInitial: sendInitial, now: now)
+        // Newest first within each category.
+        let selected = decisions.indices.filter { decisions[$0] == .wouldPush }.sorted {
+            (candidates[$0].classification.category!, candidates[$1].effectiveDate) < (candidates[$1].classification.category!, candidates[$0].effectiveDate)
+        }
+        let newEntries = selected.map { entry(for: candidates[$0], config: config, now: now) }
+        return RunPlan(decisions: decisions, newEntries: newEntries, due: due, expired: expired, held: held)
+    }
+
+    /// The outbox entry for a selected item: its category's format, tags and properties, fresh
+    /// until the item is `policy.max_age` old.
+    static func entry(for candidate: Candidate, config: NewsPushConfig, now: Date) -> OutboxEntry {
+        let category = candidate.classification.category!
+        let settings = config.categories[category]!
+        let item = candidate.item
+        let content = PushContent(category: category, title: item.title ?? item.link ?? "(untitled)", url: item.link ?? "",
+                                  source: candidate.feedName, id: candidate.key, summary: item.summary ?? "")
+        return OutboxEntry(storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
+                           properties: PushRequests.properties(content, settings: settings), createdAt: now,
+                           freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge))
+    }
+}
