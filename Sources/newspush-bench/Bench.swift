@@ -11,7 +11,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, ClassifyItems.self])
+        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, ClassifyItems.self, PlanItems.self, LedgerIdleRun.self, JSONStoreIdle.self])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
@@ -137,31 +137,6 @@ struct FetchFeeds: AsyncParsableCommand {
         print("\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  \(describe(notModified))")
         print(String(format: "(baseline run that stored the validators: %.3f s)", baseline.0))
     }
-
-    /// Runs a command, returning wall seconds and peak RSS in KB (from wait4's rusage).
-    func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async throws -> (Double, Int) {
-        try await offThePool { () -> Result<(Double, Int), any Error> in
-            var pid: pid_t = 0
-            let argv = ([path] + arguments).map { strdup($0) } + [nil]
-            let envp = environment.map { strdup($0) } + [nil]
-            defer { (argv + envp).forEach { free($0) } }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            var status: Int32 = 0
-            var usage = rusage()
-            var started = true
-            let elapsed = seconds {
-                started = posix_spawn(&pid, path, &actions, nil, argv, envp) == 0
-                if started { wait4(pid, &status, 0, &usage) }
-            }
-            guard started else { return .failure(ValidationError("cannot start \(path)")) }
-            let code = (status >> 8) & 0xFF
-            guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
-            return .success((elapsed, Int(usage.ru_maxrss)))
-        }.get()
-    }
 }
 
 /// `newspush-bench parse`: parse a folder of feeds N times with the feed parser and, in the same
@@ -263,4 +238,29 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now()
     try body()
     return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+/// Runs a command, returning wall seconds and peak RSS in KB (from wait4's rusage).
+func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async throws -> (Double, Int) {
+    try await offThePool { () -> Result<(Double, Int), any Error> in
+        var pid: pid_t = 0
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var status: Int32 = 0
+        var usage = rusage()
+        var started = true
+        let elapsed = seconds {
+            started = posix_spawn(&pid, path, &actions, nil, argv, envp) == 0
+            if started { wait4(pid, &status, 0, &usage) }
+        }
+        guard started else { return .failure(ValidationError("cannot start \(path)")) }
+        let code = (status >> 8) & 0xFF
+        guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
+        return .success((elapsed, Int(usage.ru_maxrss)))
+    }.get()
 }

@@ -5,6 +5,11 @@ public struct Classification: Sendable, Equatable {
     public var category: NewsCategory?
     public var confidence: Double
 
+    public init(category: NewsCategory?, confidence: Double) {
+        self.category = category
+        self.confidence = confidence
+    }
+
     public static let unclassified = Classification(category: nil, confidence: 0)
 }
 

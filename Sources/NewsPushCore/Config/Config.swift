@@ -75,6 +75,8 @@ public struct PolicySettings: Sendable {
     public var firstRun: FirstRun = .baseline
     /// Below this classification confidence an item is unclassified and not pushed.
     public var minConfidence = 0.5
+
+    public init() {}
 }
 
 /// A daily window in a time zone during which nothing is pushed.

@@ -158,21 +158,26 @@ struct SimilarTitleIndex {
         }
         let t = TitleFingerprint.threshold
         for (i, own) in tokens.enumerated() {
-            let ordered = own.sorted { (frequency[$0]!, $0) < (frequency[$1]!, $1) }
+            // Rarest first (ties by value, so every title orders the same shingles the same way).
+            let ordered = own.map { (frequency[$0]!, $0) }.sorted { $0 < $1 }
             let length = ordered.count - Int((t * Double(ordered.count)).rounded(.up)) + 1
-            let prefix = Array(ordered.prefix(max(0, length)))
+            let prefix = ordered.prefix(max(0, length)).map(\.1)
             prefixes.append(prefix)
             for token in prefix { postings[token, default: []].append(i) }
         }
     }
 
-    /// The other entries sharing a prefix shingle with entry `i`, each once.
+    /// The other entries sharing a prefix shingle with entry `i`, each once, in order.
     func similar(to i: Int) -> [Int] {
-        var seen = Set<Int>()
+        var found: [Int] = []
         for token in prefixes[i] {
-            for j in postings[token] ?? [] where j != i { seen.insert(j) }
+            for j in postings[token] ?? [] where j != i { found.append(j) }
         }
-        return seen.sorted()
+        found.sort()
+        var unique: [Int] = []
+        unique.reserveCapacity(found.count)
+        for j in found where unique.last != j { unique.append(j) }
+        return unique
     }
 }
 

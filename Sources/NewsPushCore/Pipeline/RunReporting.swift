@@ -33,11 +33,12 @@ extension RunReport {
         for entry in facts.plan.expired { final[entry.storyKey] = .expired }
         for entry in facts.plan.held { final[entry.storyKey] = .pending }
 
+        var newPerFeed: [String: Int] = [:]
+        for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
         for (settings, read) in facts.reads {
             let name = settings.name ?? read.feed?.title ?? settings.url
-            let items = facts.candidates.filter { $0.feedURL == settings.url }
             report.feeds.append(FeedReport(name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
-                                           items: read.feed?.items.count ?? 0, new: items.filter(\.isNew).count, error: read.error,
+                                           items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
                                            movedTo: read.fetched.movedTo))
         }
         var listed = Set<String>()

@@ -58,7 +58,8 @@ public struct PushPolicy: Sendable {
             case .tombstoned:
                 decisions[index] = .seen
             case .known(let record):
-                decisions[index] = record.status == .pending ? .pending : .seen
+                // Its push waits in the outbox (under this key; a copy found by link is seen).
+                decisions[index] = record.status == .pending && record.key == candidate.key ? .pending : .seen
             case .sameStory:
                 decisions[index] = .sameStory
             case .new:
