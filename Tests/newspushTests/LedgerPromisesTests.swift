@@ -175,6 +175,7 @@ struct LedgerPromisesTests {
         #expect(added.status == 0)
         #expect(added.stderr.contains("is read for the first time: 3 item(s), recording every item as a baseline"), "\(added.stderr)")
         #expect(added.stdout.contains("(baseline: first read of its feed"))
+        #expect(added.stdout.contains("Feeds read for the first time"))
         #expect(await hub.emulator.allDeliveries().isEmpty)
         // From then on the feed's new stories are news.
         await sport.set([("s4", "Late winner sends the champions through", 1), ("s1", "Cup final goes to extra time", 4)])

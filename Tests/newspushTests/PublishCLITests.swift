@@ -2,6 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("publish, hub test-send and the emulator binary")
 struct PublishCLITests {
@@ -95,6 +98,63 @@ struct PublishCLITests {
         #expect(badTags.status == 64)
         let both = try await newspush(["publish", "--config", config, "--category", "World", "--title", "a", "--message", "b"], environment: hubEnvironment)
         #expect(both.status == 64)
+    }
+
+    @Test func aRepeatIsRecognisedByItsHeadlineAndOnlyForcedOnPurpose() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub)
+        let first = try await newspush(["publish", "--config", config, "--category", "World", "--title",
+                                         "Parliament passes the emergency budget after all-night session", "--yes"], environment: hubEnvironment)
+        #expect(first.status == 0, "\(first.stderr)")
+        // Another desk's wording of the same story, with a link of its own.
+        let copy = ["publish", "--config", config, "--category", "World", "--title", "Parliament passes emergency budget after all-night session",
+                    "--url", "https://other.example.org/budget"]
+        let dry = try await newspush(copy + ["--dry-run"], environment: hubEnvironment)
+        #expect(dry.status == 1)
+        #expect(dry.stdout.contains("dry run: the real command would refuse"))
+        #expect(dry.stderr.contains("near-identical headline was pushed in a publish"), "\(dry.stderr)")
+        let refused = try await newspush(copy + ["--yes"], environment: hubEnvironment)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("--force"))
+        #expect(await hub.emulator.allDeliveries().count == 2)
+        let forced = try await newspush(copy + ["--yes", "--force"], environment: hubEnvironment)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 4)
+        let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
+        #expect(show.stdout.contains("[outbox: repeat sent"), "\(show.stdout)")
+        // Blank text is a usage error.
+        let blank = try await newspush(["publish", "--config", config, "--category", "World", "--title", "   ", "--yes"], environment: hubEnvironment)
+        #expect(blank.status == 64)
+        let emptyMessage = try await newspush(["publish", "--config", config, "--category", "World", "--message", "", "--yes"], environment: hubEnvironment)
+        #expect(emptyMessage.status == 64)
+    }
+
+    @Test func theLockIsTakenBeforeThePromptAndCanBeWaitedFor() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try config(folder, hub: hub)
+        let fd = open(folder.file("newspush-state.db.lock"), O_RDWR | O_CREAT, 0o644)
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let args = ["publish", "--config", config, "--category", "World", "--message", "Polls have closed"]
+        let locked = try await newspush(args, environment: hubEnvironment, input: "y\n")
+        #expect(locked.status == 75)
+        #expect(!locked.stderr.contains("Send it?"), "nobody is asked to confirm a push that cannot go out")
+        #expect(locked.stderr.contains("--wait"))
+        let started = Date()
+        let waited = try await newspush(args + ["--yes", "--wait", "1s"], environment: hubEnvironment)
+        #expect(waited.status == 75)
+        #expect(Date().timeIntervalSince(started) >= 1)
+        // The running job finishes half a second in: a publish waiting for it goes out.
+        let release = Task { try await Task.sleep(nanoseconds: 500_000_000); flock(fd, LOCK_UN); close(fd) }
+        let after = try await newspush(args + ["--yes", "--wait", "10s"], environment: hubEnvironment)
+        _ = try await release.value
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 2)
     }
 
     @Test func hubTestSendPrintsPerDeviceOutcomes() async throws {

@@ -57,9 +57,11 @@ public struct FeedReport: Encodable, Sendable {
     public var error: String?
     /// The feed's new address when it answered with a permanent redirect: update the config.
     public var movedTo: String?
+    /// Read for the first time this run: its items are a baseline, not pushed.
+    public var baseline = false
 
     enum CodingKeys: String, CodingKey {
-        case name, url, status, httpStatus = "http_status", items, new, error, movedTo = "moved_to"
+        case name, url, status, httpStatus = "http_status", items, new, error, movedTo = "moved_to", baseline
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -72,6 +74,7 @@ public struct FeedReport: Encodable, Sendable {
         try c.encode(new, forKey: .new)
         try c.encode(error, forKey: .error)
         if let movedTo { try c.encode(movedTo, forKey: .movedTo) }
+        if baseline { try c.encode(baseline, forKey: .baseline) }
     }
 }
 
@@ -211,6 +214,12 @@ extension RunReport {
             lines.append("")
             lines.append("Feeds that failed")
             for feed in failedFeeds { lines.append("  \(feed.name): \(feed.error ?? "error")") }
+        }
+        let firstRead = feeds.filter(\.baseline)
+        if !firstRead.isEmpty {
+            lines.append("")
+            lines.append("Feeds read for the first time (their items are a baseline, nothing of theirs is pushed; first_run: send pushes them)")
+            for feed in firstRead { lines.append("  \(feed.name): \(feed.items) item\(feed.items == 1 ? "" : "s") recorded") }
         }
         let moved = feeds.filter { $0.movedTo != nil }
         if !moved.isEmpty {

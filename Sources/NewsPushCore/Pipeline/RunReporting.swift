@@ -35,11 +35,12 @@ extension RunReport {
 
         var newPerFeed: [String: Int] = [:]
         for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
+        let baselineFeeds = Set(zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
         for (settings, read) in facts.reads {
             let name = settings.name ?? read.feed?.title ?? settings.url
             report.feeds.append(FeedReport(name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
                                            items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
-                                           movedTo: read.fetched.movedTo))
+                                           movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url)))
         }
         var listed = Set<String>()
         for (candidate, decision) in zip(facts.candidates, facts.plan.decisions) {
