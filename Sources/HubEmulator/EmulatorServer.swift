@@ -29,8 +29,14 @@ public enum EmulatorServer {
             // Read at most a little over the service's 64 KB limit: enough to answer 413.
             let buffer = try await request.body.collect(upTo: 1 << 20)
             let (path, query) = EmulatorRequest.splitURI(request.uri.description)
-            let answer = await emulator.handle(EmulatorRequest(method: request.method.rawValue, path: path, query: query,
-                                                               headers: headers, body: Data(buffer.readableBytesView)))
+            let received = EmulatorRequest(method: request.method.rawValue, path: path, query: query, headers: headers,
+                                           body: Data(buffer.readableBytesView))
+            let fault = await emulator.nextFault(for: received)
+            // A delay before delivery: a client that gives up first leaves nothing delivered.
+            if let delay = fault?.delaySeconds, fault?.delayAfterDelivery != true {
+                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            }
+            let answer = await emulator.handle(received, fault: fault)
             if answer.delay > 0 { try await Task.sleep(nanoseconds: UInt64(answer.delay * 1e9)) }
             if answer.drop {
                 try await context.channel.close()

@@ -16,22 +16,28 @@ public struct Delivery: Codable, Sendable, Equatable {
     }
 }
 
-/// A fault the emulator injects into the next `count` send requests.
+/// A fault the emulator injects into the next `count` send requests (default 1).
 public struct Fault: Codable, Sendable, Equatable {
     /// Answer with this status (and an error body) instead of handling the send.
     public var status: Int?
     /// `Retry-After` header value to add.
     public var retryAfter: String?
-    /// Wait this long before handling (or failing) the request.
+    /// Wait this long before handling the request, so a client that times out first finds it
+    /// not delivered; with `delayAfterDelivery`, deliver first and then wait (a hub that
+    /// accepted the send but answers too late).
     public var delaySeconds: Double?
-    /// Close the connection without answering.
+    public var delayAfterDelivery: Bool?
+    /// Close the connection without answering (after delivering, as a hub that took the send
+    /// and then lost the connection).
     public var drop: Bool?
     public var count: Int
 
-    public init(status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, drop: Bool? = nil, count: Int = 1) {
+    public init(status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
+                drop: Bool? = nil, count: Int = 1) {
         self.status = status
         self.retryAfter = retryAfter
         self.delaySeconds = delaySeconds
+        self.delayAfterDelivery = delayAfterDelivery
         self.drop = drop
         self.count = count
     }
@@ -40,6 +46,18 @@ public struct Fault: Codable, Sendable, Equatable {
         case status, drop, count
         case retryAfter = "retry_after"
         case delaySeconds = "delay_seconds"
+        case delayAfterDelivery = "delay_after_delivery"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        status = try c.decodeIfPresent(Int.self, forKey: .status)
+        retryAfter = try c.decodeIfPresent(String.self, forKey: .retryAfter)
+        delaySeconds = try c.decodeIfPresent(Double.self, forKey: .delaySeconds)
+        delayAfterDelivery = try c.decodeIfPresent(Bool.self, forKey: .delayAfterDelivery)
+        drop = try c.decodeIfPresent(Bool.self, forKey: .drop)
+        count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 1
+        if count < 1 { throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more") }
     }
 }
 
@@ -81,6 +99,7 @@ public struct EmulatorResponse: Sendable {
     public var body: Data
     /// Close the connection instead of answering.
     public var drop = false
+    /// Seconds to wait before answering (the send, if any, is already delivered).
     public var delay: Double = 0
 
     static func xmlError(_ status: Int, _ detail: String, trackingId: String) -> EmulatorResponse {
@@ -148,6 +167,11 @@ public actor HubEmulator {
 
     public func clearFaults() { faults.removeAll() }
 
+    /// Takes the fault for the next send request, if one is queued (control requests take none).
+    public func nextFault(for request: EmulatorRequest) -> Fault? {
+        request.path.hasPrefix("/_emulator/") ? nil : nextFault()
+    }
+
     private func nextFault() -> Fault? {
         guard !faults.isEmpty else { return nil }
         let fault = faults[0]
@@ -156,25 +180,23 @@ public actor HubEmulator {
         return fault
     }
 
-    /// Handles one HTTP request.
-    public func handle(_ request: EmulatorRequest, now: Date = Date()) -> EmulatorResponse {
+    /// Handles one HTTP request, with the fault taken for it (a delay before delivery has
+    /// already been waited by the server).
+    public func handle(_ request: EmulatorRequest, fault: Fault? = nil, now: Date = Date()) -> EmulatorResponse {
         let trackingId = request.headers["trackingid"] ?? UUID().uuidString.lowercased()
         // Control endpoints for tests and demos.
         if request.path.hasPrefix("/_emulator/") { return control(request) }
-
-        if let fault = nextFault() {
-            var response: EmulatorResponse
-            if let status = fault.status {
-                response = .xmlError(status, "Injected fault \(status)", trackingId: trackingId)
-            } else {
-                response = handleSend(request, trackingId: trackingId, now: now)
-            }
-            if let retryAfter = fault.retryAfter { response.headers.append(("Retry-After", retryAfter)) }
-            response.delay = fault.delaySeconds ?? 0
-            response.drop = fault.drop ?? false
-            return response
+        guard let fault else { return handleSend(request, trackingId: trackingId, now: now) }
+        var response: EmulatorResponse
+        if let status = fault.status {
+            response = .xmlError(status, "Injected fault \(status)", trackingId: trackingId)
+        } else {
+            response = handleSend(request, trackingId: trackingId, now: now)
         }
-        return handleSend(request, trackingId: trackingId, now: now)
+        if let retryAfter = fault.retryAfter { response.headers.append(("Retry-After", retryAfter)) }
+        if fault.delayAfterDelivery == true { response.delay = fault.delaySeconds ?? 0 }
+        response.drop = fault.drop ?? false
+        return response
     }
 
     private func control(_ request: EmulatorRequest) -> EmulatorResponse {

@@ -14,16 +14,21 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
 
     /// Parses a connection string. Each `;`-separated part is split on its *first* `=`, because
     /// base64 keys end in `=`.
+    /// Errors name the part that is wrong (by position or name), never a value: a connection
+    /// string holds the key.
     public init(parsing text: String) throws(HubError) {
         var parts: [String: String] = [:]
-        for rawPart in text.split(separator: ";", omittingEmptySubsequences: true) {
-            let part = rawPart.trimmingWhitespace()
-            if part.isEmpty { continue }
+        let pieces = text.split(separator: ";", omittingEmptySubsequences: true).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+        for (index, part) in pieces.enumerated() {
             guard let eq = part.firstIndex(of: "=") else {
-                throw .invalidConnectionString("part '\(part.prefix(40))' has no '='")
+                throw .invalidConnectionString("part \(index + 1) of \(pieces.count) has no '=' (expected Name=value; parts are separated by ';')")
             }
             let name = String(part[..<eq]).trimmingWhitespace()
-            parts[name.lowercased()] = String(part[part.index(after: eq)...])
+            let known = ["endpoint", "sharedaccesskeyname", "sharedaccesskey", "entitypath"]
+            guard known.contains(name.lowercased()) else {
+                throw .invalidConnectionString("part \(index + 1) of \(pieces.count) has an unknown name (expected Endpoint, SharedAccessKeyName, SharedAccessKey)")
+            }
+            parts[name.lowercased()] = String(part[part.index(after: eq)...]).trimmingWhitespace()
         }
         var missing: [String] = []
         let endpoint = parts["endpoint"] ?? ""
@@ -36,7 +41,7 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
             throw .invalidConnectionString("missing \(missing.joined(separator: ", "))")
         }
         guard let host = Self.host(of: endpoint) else {
-            throw .invalidConnectionString("Endpoint '\(endpoint)' has no host (expected sb://NAMESPACE.servicebus.windows.net/)")
+            throw .invalidConnectionString("Endpoint has no host (expected sb://NAMESPACE.servicebus.windows.net/)")
         }
         self.endpoint = endpoint
         self.host = host

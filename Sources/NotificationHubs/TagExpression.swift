@@ -26,12 +26,25 @@ public enum TagExpression {
         _ = try parse(expression)
     }
 
+    /// The longest expression accepted: 20 tags of 120 characters with their operators fit.
+    public static let maxLength = 3000
+    /// The deepest nesting of parentheses and `!` accepted. The service allows 20 tags at most,
+    /// so deeper nesting is never useful; bounding it keeps parsing and matching (both recursive)
+    /// from exhausting the stack on hostile input.
+    public static let maxDepth = 32
+
     /// Parses and checks an expression (see `validate`).
     public static func parse(_ expression: String) throws(HubError) -> Node {
-        func fail(_ reason: String) -> HubError { .invalidTagExpression(expression, reason: reason) }
+        // The message never repeats a huge expression: its start is enough to find it.
+        let shown = expression.utf8.count <= 200 ? expression : String(expression.prefix(60)) + "…"
+        func fail(_ reason: String) -> HubError { .invalidTagExpression(shown, reason: reason) }
+        if expression.utf8.count > maxLength {
+            throw fail("it is \(expression.utf8.count) characters long; at most \(maxLength) are accepted")
+        }
         if expression.contains("\r") || expression.contains("\n") {
             throw fail("line breaks are not allowed")
         }
+        try checkDepth(expression, fail: fail)
         let tokens = try tokenize(expression, fail: fail)
         if tokens.isEmpty { throw fail("it is empty") }
         var parser = Parser(tokens: tokens, fail: fail)
@@ -44,6 +57,22 @@ public enum TagExpression {
             throw fail("\(tagCount) tags; the hub allows at most \(limit) \(onlyOr ? "in an OR-only expression" : "when && or ! is used")")
         }
         return node
+    }
+
+    /// Nesting measured with a counter before anything recursive runs: open parentheses plus
+    /// the `!` in front of the current operand.
+    static func checkDepth(_ expression: String, fail: (String) -> HubError) throws(HubError) {
+        var open = 0, nots = 0
+        for byte in expression.utf8 {
+            switch byte {
+            case UInt8(ascii: "("): open += 1
+            case UInt8(ascii: ")"): open -= 1; nots = 0
+            case UInt8(ascii: "!"): nots += 1
+            case UInt8(ascii: " "), UInt8(ascii: "\t"): continue
+            default: nots = 0
+            }
+            if open + nots > maxDepth { throw fail("it nests deeper than \(maxDepth) levels of parentheses and '!'") }
+        }
     }
 
     enum Token: Equatable { case tag(String), and, or, not, open, close }

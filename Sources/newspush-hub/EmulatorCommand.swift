@@ -12,7 +12,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         discussion: """
             Listens on 127.0.0.1. Sends: POST /{hub}/messages/?api-version=2020-06 as the service \
             takes them (template, apple, fcmv1; &test). Control: POST /_emulator/faults with \
-            {"status":503,"count":2,"retry_after":"1"} or {"delay_seconds":2} or {"drop":true}; \
+            {"status":503,"count":2,"retry_after":"1"}, {"delay_seconds":2} (before delivery; add \
+            "delay_after_delivery":true for after) or {"drop":true}; count defaults to 1. \
             DELETE /_emulator/faults; GET /_emulator/deliveries.
             """,
         version: "0.1.0")

@@ -39,7 +39,7 @@ struct StateCommand: ParsableCommand {
             do {
                 let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: path).databasePath)
                 return (lock, try Ledger.open(configured: path, access: .write))
-            } catch let error as LedgerError {
+            } catch {
                 throw ExitStatus.failing(error)
             }
         }

@@ -96,6 +96,10 @@ struct PublishCLITests {
 
         let badTags = try await newspush(base + ["--tags", "$InstallationId:{x}", "--yes"], environment: hubEnvironment)
         #expect(badTags.status == 64)
+        // Deep nesting used to overflow the stack (exit 139): now a usage error like any bad expression.
+        let deep = try await newspush(base + ["--tags", String(repeating: "!", count: 100_000) + "World", "--yes"], environment: hubEnvironment)
+        #expect(deep.status == 64, "\(deep.stderr.prefix(300))")
+        #expect(deep.stderr.count < 1000, "the error does not repeat the whole expression")
         let both = try await newspush(["publish", "--config", config, "--category", "World", "--title", "a", "--message", "b"], environment: hubEnvironment)
         #expect(both.status == 64)
     }

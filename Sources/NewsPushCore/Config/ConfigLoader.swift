@@ -52,28 +52,15 @@ public struct ConfigLoader: Sendable {
         // hub
         var hub: HubSettings?
         if let hubNode = top["hub"] {
-            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "endpoint", "api_version", "concurrency",
-                                                                   "timeout", "retries", "retry_delay"])
+            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "connection_string_file", "endpoint",
+                                                                   "api_version", "concurrency", "timeout", "retries", "retry_delay"])
             let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
-            let connection = m["connection_string"].flatMap { reader.string($0, path: "hub.connection_string") }
+            let connection = m.present ? connectionString(m, hubNode: hubNode, reader: reader) : nil
             let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
             let apiVersion = m["api_version"].flatMap { reader.string($0, path: "hub.api_version") } ?? "2020-06"
             if m.present, m["name"] == nil { reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)") }
-            if m.present, m["connection_string"] == nil {
-                reader.report(hubNode, "hub.connection_string", "is required; use ${NEWSPUSH_HUB_CONNECTION_STRING}")
-            }
             if let name, !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty {
                 reader.report(m["name"]!, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
-            }
-            if let connection, let node = m["connection_string"] {
-                if reader.isLiteralSecret(node) {
-                    reader.report(node, "hub.connection_string", "secrets never live in the file: use a ${VAR} reference")
-                }
-                do {
-                    _ = try HubConnectionString(parsing: connection)
-                } catch {
-                    reader.report(node, "hub.connection_string", error.description)
-                }
             }
             let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
             if let name, let connection {
@@ -217,6 +204,54 @@ public struct ConfigLoader: Sendable {
         guard let hub else { return nil }
         return NewsPushConfig(file: file, hub: hub, statePath: statePath, stateRetention: retention, fetch: fetch,
                               policy: policy, categories: categories, feeds: feeds)
+    }
+
+    /// The hub's connection string, from `connection_string: ${VAR}` (the whole value one
+    /// reference) or `connection_string_file: ${VAR}/name` (a file named through a reference,
+    /// such as systemd's `$CREDENTIALS_DIRECTORY`). Anything else is refused, however the key is
+    /// spelt: a key written into the file, or glued to other text around a reference, is never
+    /// used. Problems name the key and the part that is wrong, never the value.
+    private func connectionString(_ m: NodeReader.MappingView, hubNode: Node, reader: NodeReader) -> String? {
+        let reference = #/\$\{[A-Za-z_][A-Za-z0-9_]*\}/#
+        switch (m["connection_string"], m["connection_string_file"]) {
+        case (nil, nil):
+            reader.report(hubNode, "hub.connection_string", "is required; use ${NEWSPUSH_HUB_CONNECTION_STRING}")
+            return nil
+        case (.some(let node), .some):
+            reader.report(node, "hub", "give connection_string or connection_string_file, not both")
+            return nil
+        case (.some(let node), nil):
+            let raw = (node.scalar?.string ?? "").trimmingCharacters(in: .whitespaces)
+            guard (try? reference.wholeMatch(in: raw)) != nil else {
+                reader.report(node, "hub.connection_string", "must be one ${VAR} reference and nothing else: secrets never live in the file (the value was not used)")
+                return nil
+            }
+            return reader.string(node, path: "hub.connection_string").flatMap { validated($0, node: node, key: "hub.connection_string", reader: reader) }
+        case (nil, .some(let node)):
+            let raw = (node.scalar?.string ?? "").trimmingCharacters(in: .whitespaces)
+            guard (try? reference.prefixMatch(in: raw)) != nil, let path = reader.string(node, path: "hub.connection_string_file") else {
+                if node.scalar != nil {
+                    reader.report(node, "hub.connection_string_file", "must start with a ${VAR} reference, e.g. ${CREDENTIALS_DIRECTORY}/hub-connection")
+                }
+                return nil
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                reader.report(node, "hub.connection_string_file", "cannot read \(path)")
+                return nil
+            }
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return validated(text, node: node, key: "hub.connection_string_file", reader: reader)
+        }
+    }
+
+    private func validated(_ connection: String, node: Node, key: String, reader: NodeReader) -> String? {
+        do {
+            _ = try HubConnectionString(parsing: connection)
+            return connection
+        } catch {
+            reader.report(node, key, error.description)
+            return nil
+        }
     }
 
     static func problem(from error: YamlError, file: String) -> ConfigProblem {

@@ -81,12 +81,6 @@ final class NodeReader {
         return expand(scalar.string, node: node, path: path)
     }
 
-    /// Whether a scalar holds a literal connection string rather than a reference.
-    func isLiteralSecret(_ node: Node) -> Bool {
-        guard let text = node.scalar?.string else { return false }
-        return text.contains("SharedAccessKey=") && !text.contains("${")
-    }
-
     private func expand(_ text: String, node: Node, path: String) -> String? {
         guard text.contains("${") else { return text }
         var out = ""

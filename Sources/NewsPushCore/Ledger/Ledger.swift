@@ -212,24 +212,16 @@ public final class Ledger {
     /// The records of these feeds (feeds never fetched have none).
     public func feeds(_ urls: [String]) throws(LedgerError) -> [String: FeedRecord] {
         try reading {
-            var records: [String: FeedRecord] = [:]
-            for chunk in urls.chunked(500) {
-                let rows = try db.query("SELECT \(Self.feedColumns) FROM feeds WHERE url IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
-                for row in rows { let r = Self.feed(row); records[r.url] = r }
-            }
-            return records
+            let records = try rows("SELECT \(Self.feedColumns) FROM feeds WHERE url IN", urls).map(Self.feed)
+            return Dictionary(records.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
         }
     }
 
     /// Stories by key.
     public func stories(keys: some Collection<String>) throws(LedgerError) -> [String: StoryRecord] {
         try reading {
-            var records: [String: StoryRecord] = [:]
-            for chunk in Array(keys).chunked(500) {
-                let rows = try db.query("SELECT \(Self.storyColumns) FROM stories WHERE key IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
-                for row in rows { let r = Self.story(row); records[r.key] = r }
-            }
-            return records
+            let records = try rows("SELECT \(Self.storyColumns) FROM stories WHERE key IN", keys).map(Self.story)
+            return Dictionary(records.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
         }
     }
 
@@ -237,13 +229,9 @@ public final class Ledger {
     public func stories(linkKeys: some Collection<String>) throws(LedgerError) -> [String: StoryRecord] {
         try reading {
             var records: [String: StoryRecord] = [:]
-            for chunk in Array(linkKeys).chunked(500) {
-                let rows = try db.query("SELECT \(Self.storyColumns) FROM stories WHERE link_key IN (\(Self.marks(chunk.count))) ORDER BY first_seen",
-                                        chunk.map(SQLValue.init))
-                for row in rows {
-                    let r = Self.story(row)
-                    if let link = r.linkKey, records[link] == nil { records[link] = r }
-                }
+            for record in try rows("SELECT \(Self.storyColumns) FROM stories WHERE link_key IN", linkKeys).map(Self.story)
+                .sorted(by: { $0.firstSeen < $1.firstSeen }) {
+                if let link = record.linkKey, records[link] == nil { records[link] = record }
             }
             return records
         }
@@ -251,15 +239,16 @@ public final class Ledger {
 
     /// The keys among `keys` that were pruned (old news even though no record is left).
     public func tombstoned(_ keys: some Collection<String>) throws(LedgerError) -> Set<String> {
-        try reading {
-            var found = Set<String>()
-            for chunk in Array(keys).chunked(500) {
-                for row in try db.query("SELECT key FROM tombstones WHERE key IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init)) {
-                    if let key = row.text(0) { found.insert(key) }
-                }
-            }
-            return found
+        try reading { Set(try rows("SELECT key FROM tombstones WHERE key IN", keys).compactMap { $0.text(0) }) }
+    }
+
+    /// The rows of `sql`, which ends in `IN`, for every value of `values`: 500 values a query.
+    private func rows(_ sql: String, _ values: some Collection<String>) throws -> [SQLRow] {
+        var rows: [SQLRow] = []
+        for chunk in Array(values).chunked(500) {
+            rows += try db.query("\(sql) (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
         }
+        return rows
     }
 
     /// Stories pushed (or about to be) since `since`: a new item with a near-identical title is

@@ -197,17 +197,78 @@ struct ConfigLoaderTests {
         #expect(description.hasPrefix("configuration error (10 problems):"))
     }
 
-    @Test func literalSecretsAreRefused() {
+    /// Only a whole `${VAR}` reference (or a file named through one) may give the connection
+    /// string; a key in the file is refused however it is spelt, and never repeated.
+    @Test(arguments: [
+        "\"\(testConnectionString)\"",
+        "\"\(testConnectionString.replacingOccurrences(of: "SharedAccessKey=", with: "sharedaccesskey="))\"",
+        "\"\(testConnectionString.replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey ="))\"",
+        "\"Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=${NAME};SharedAccessKey=\(testKey)\"",
+        "\"${NEWSPUSH_HUB_CONNECTION_STRING};SharedAccessKey=\(testKey)\"",
+        "\"prefix ${NEWSPUSH_HUB_CONNECTION_STRING}\"",
+    ])
+    func literalSecretsAreRefused(value: String) {
         let found = problems("""
             hub:
               name: news
-              connection_string: "\(testConnectionString)"
+              connection_string: \(value)
+            feeds: []
+            """, environment: ["NAME": "Send", "NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString])
+        #expect(found.count == 1)
+        #expect(found.first?.key == "hub.connection_string")
+        #expect(found.first?.message.contains("must be one ${VAR} reference") == true)
+        // The problem text must not repeat the key, or any 12 characters of it.
+        let text = found.map(\.description).joined()
+        for start in 0...(testKey.count - 12) {
+            let piece = String(testKey.dropFirst(start).prefix(12))
+            #expect(!text.contains(piece), "the error repeats part of the key: \(piece)")
+        }
+    }
+
+    @Test func aDeeplyNestedCategoryTagExpressionIsAConfigProblem() {
+        let deep = String(repeating: "(", count: 100_000) + "World" + String(repeating: ")", count: 100_000)
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            categories:
+              World: {tags: "\(deep)"}
             feeds: []
             """)
+        #expect(found.map(\.key) == ["categories.World.tags"])
+    }
+
+    @Test func theConnectionStringMayComeFromAFileNamedByAVariable() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        try folder.write("hub-connection", testConnectionString + "\n")
+        let config = try ConfigLoader(environment: ["CREDENTIALS_DIRECTORY": folder.path]).parse("""
+            hub: {name: news, connection_string_file: "${CREDENTIALS_DIRECTORY}/hub-connection"}
+            feeds: []
+            """, file: "feeds.yaml")
+        #expect(config.hub.connectionString == testConnectionString)
+        let literalPath = problems("""
+            hub: {name: news, connection_string_file: "\(folder.path)/hub-connection"}
+            feeds: []
+            """)
+        #expect(literalPath.first?.message.contains("must start with a ${VAR} reference") == true)
+    }
+
+    /// A malformed connection string is explained by the part that is wrong, never its value.
+    @Test(arguments: [
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Send;SharedAccessKey:\(testKey)",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Send;SharedAccesKey=\(testKey)",
+        "Endpoint=;SharedAccessKeyName=Send;SharedAccessKey=\(testKey)",
+        "\(testKey)",
+    ])
+    func malformedConnectionStringsNeverEchoTheKey(value: String) {
+        let found = problems("""
+            hub: {name: news, connection_string: "${CS}"}
+            feeds: []
+            """, environment: ["CS": value])
         #expect(found.count == 1)
-        #expect(found[0].message.contains("use a ${VAR} reference"))
-        // The problem text must not repeat the key.
-        #expect(!found[0].description.contains(testKey))
+        let text = found.map(\.description).joined()
+        for start in 0...(testKey.count - 12) {
+            #expect(!text.contains(String(testKey.dropFirst(start).prefix(12))), "the error repeats part of the key: \(text)")
+        }
     }
 
     @Test func badConnectionStringIsExplained() {

@@ -104,7 +104,8 @@ struct EmulatorTests {
         var headers = ["Content-Type": "application/json;charset=utf-8", "ServiceBusNotification-Format": format]
         if let token { headers["Authorization"] = token }
         if let tags { headers["ServiceBusNotification-Tags"] = tags }
-        return await emulator.handle(EmulatorRequest(method: "POST", path: "/\(hub)/messages/", query: query, headers: headers, body: Data(body.utf8)))
+        let request = EmulatorRequest(method: "POST", path: "/\(hub)/messages/", query: query, headers: headers, body: Data(body.utf8))
+        return await emulator.handle(request, fault: await emulator.nextFault(for: request))
     }
 
     func token(_ resource: String = "https://contoso-news.servicebus.windows.net/breaking-news", keyName: String = "DefaultFullSharedAccessSignature",
@@ -183,6 +184,13 @@ struct EmulatorTests {
         #expect(Set(outcome.results.map(\.registrationId)) == ["phone-1", "phone-2"])
         let none = await send(hub, token: token(), tags: "Nobody", query: ["test": "true"])
         #expect(TestSendOutcome(xml: none.body)?.results.isEmpty == true)
+    }
+
+    @Test func aDeepTagExpressionIsA400NotACrash() async throws {
+        let emulator = try emulator()
+        let deep = String(repeating: "(", count: 30_000) + "World" + String(repeating: ")", count: 30_000)
+        let response = await send(emulator, token: token(), tags: deep)
+        #expect(response.status == 400)
     }
 
     @Test func injectedFaultsApplyToTheNextSends() async throws {

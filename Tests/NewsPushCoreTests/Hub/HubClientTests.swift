@@ -177,6 +177,44 @@ struct HubClientTests {
         #expect(reason.contains("timed out"))
     }
 
+    @Test func theFaultAPITakesOneByDefaultAndDelaysBeforeOrAfterDelivery() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let control = CurlHubTransport(userAgent: "test", timeout: 5)
+        for fault in [#"{"drop": true}"#, #"{"delay_seconds": 2}"#, #"{"status": 504, "delay_seconds": 2}"#,
+                      #"{"delay_seconds": 2, "delay_after_delivery": true}"#] {
+            let answer = await offThePool {
+                control.perform(HubRequest(method: "POST", url: "\(hub.endpoint)_emulator/faults", headers: [("Content-Type", "application/json")],
+                                           body: Data(fault.utf8)))
+            }
+            #expect((try? answer.get().status) == 204, "\(fault) was refused")
+        }
+        let client = try client(hub, timeout: 1)
+        let request = try client.templateRequest(properties: properties, tags: "user:alice")   // one device
+        // Dropped after delivery: delivered, and the client cannot know.
+        guard case .unknown = await send(client, request) else { Issue.record("drop: expected unknown"); return }
+        #expect(await hub.emulator.allDeliveries().count == 1)
+        // Delayed before delivery past the client's timeout: given up after ~1 s (hub.timeout,
+        // not curl's 10 s low-speed limit), with nothing delivered yet.
+        var started = Date()
+        guard case .unknown = await send(client, request) else { Issue.record("delay: expected unknown"); return }
+        #expect(Date().timeIntervalSince(started) < 1.9)
+        #expect(await hub.emulator.allDeliveries().count == 1, "a delayed send was delivered before its delay")
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // A hub that times out before accepting: 504 after the delay, never delivered.
+        started = Date()
+        guard case .unknown = await send(client, request) else { Issue.record("504 after delay: expected unknown"); return }
+        #expect(Date().timeIntervalSince(started) < 1.9)
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let afterTimeouts = await hub.emulator.allDeliveries().count
+        // Delayed after delivery: delivered at once, answered too late.
+        guard case .unknown = await send(client, request) else { Issue.record("late answer: expected unknown"); return }
+        #expect(await hub.emulator.allDeliveries().count == afterTimeouts + 1)
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        // Each fault took one request: the next send is normal.
+        guard case .accepted = await send(client, request) else { Issue.record("expected accepted"); return }
+    }
+
     @Test func noHubListeningIsNotAccepted() async throws {
         let client = NotificationHubClient(connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
                                            endpoint: "http://127.0.0.1:1/", transport: CurlHubTransport(userAgent: "t", timeout: 2),

@@ -85,6 +85,29 @@ struct SharedAccessSignatureTests {
         #expect(throws: HubError.self) { try TagExpression.validate(expression) }
     }
 
+    /// Hostile nesting is refused by a counter before anything recursive runs (100,000 levels
+    /// crashed the parser with a stack overflow), quickly, with a short message.
+    @Test(arguments: [String(repeating: "(", count: 100_000) + "a" + String(repeating: ")", count: 100_000),
+                      String(repeating: "!", count: 100_000) + "a",
+                      String(repeating: "(!", count: 50_000) + "a" + String(repeating: ")", count: 50_000),
+                      String(repeating: "(", count: 33) + "a" + String(repeating: ")", count: 33),
+                      String(repeating: "a || ", count: 1000) + "a"])
+    func deepOrHugeExpressionsAreRefusedWithoutRecursion(_ expression: String) {
+        let started = Date()
+        #expect {
+            try TagExpression.validate(expression)
+        } throws: { error in
+            guard case .invalidTagExpression(let shown, _) = error as? HubError else { return false }
+            return shown.count <= 200
+        }
+        #expect(Date().timeIntervalSince(started) < 1)
+    }
+
+    @Test func reasonableNestingIsStillAccepted() throws {
+        try TagExpression.validate(String(repeating: "(", count: 10) + "a && !b" + String(repeating: ")", count: 10))
+        try TagExpression.validate("!!!!a")
+    }
+
     @Test func twentyOrTagsAreAllowed() throws {
         try TagExpression.validate((1...20).map { "t\($0)" }.joined(separator: " || "))
         try TagExpression.validate((1...6).map { "t\($0)" }.joined(separator: " && "))
