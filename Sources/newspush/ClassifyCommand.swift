@@ -23,6 +23,7 @@ struct Classify: ParsableCommand {
     func validate() throws {
         if train != nil && output == nil { throw ValidationError("--train needs --output") }
         if train == nil && (text == nil) == (input == nil) { throw ValidationError("give a TEXT or --input FILE") }
+        if let text, text.allSatisfy(\.isWhitespace) { throw ValidationError("the TEXT to classify is blank") }
     }
 
     func run() throws {
@@ -59,12 +60,19 @@ struct Classify: ParsableCommand {
             Terminal.error("\(input!): cannot read the file")
             throw ExitCode(1)
         }
+        // One output line per input line, in order: a line that is not an item gets an error
+        // object in its place, so the answers still line up with the questions.
+        var lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }   // the newline that ends the file
         var outputs: [String] = []
-        for (number, line) in data.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            if line.isEmpty { continue }
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], let title = object["title"] as? String else {
-                Terminal.error("\(input!):\(number + 1): not a JSON object with a title")
-                throw ExitCode(1)
+        var bad = 0
+        for (number, line) in lines.enumerated() {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                  let title = object["title"] as? String, !title.allSatisfy(\.isWhitespace) else {
+                bad += 1
+                let what = line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) ? "an empty line" : "not a JSON object with a title"
+                outputs.append(Self.errorJSON("\(input!):\(number + 1): \(what)", line: number + 1))
+                continue
             }
             var item = FeedItem(title: title, link: object["link"] as? String, summary: object["summary"] as? String,
                                 categories: object["categories"] as? [String] ?? [])
@@ -73,6 +81,20 @@ struct Classify: ParsableCommand {
             outputs.append(Self.json(classifier.classify(item, feedCategory: feedCategory)))
         }
         Terminal.output(format == .json ? "[" + outputs.joined(separator: ",\n") + "]" : outputs.joined(separator: "\n"))
+        if bad > 0 {
+            Terminal.error("\(bad) of \(lines.count) line\(lines.count == 1 ? "" : "s") of \(input!) could not be classified (an error object stands in their place)")
+            throw ExitCode(2)
+        }
+    }
+
+    /// `{"error": "…", "line": 3}` in place of a line that is not an item.
+    static func errorJSON(_ message: String, line: Int) -> String {
+        JSONText.encode(ErrorLine(error: message, line: line), pretty: false)
+    }
+
+    struct ErrorLine: Encodable {
+        var error: String
+        var line: Int
     }
 
     /// `{"category": "World", "confidence": 0.87}`; the category is always one of the six.

@@ -21,13 +21,13 @@ struct NewsPush: ParsableCommand {
 
 /// Options every command accepts.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "The config file.")
+    @Option(name: .long, help: "The config file.", completion: .file(extensions: ["yaml", "yml"]))
     var config: String = "feeds.yaml"
 
     @Flag(name: .shortAndLong, help: "Log more (to stderr).")
     var verbose = false
 
-    @Flag(name: .shortAndLong, help: "Log only errors (to stderr).")
+    @Flag(name: .shortAndLong, help: "Quiet: log only errors; `run` prints only failures.")
     var quiet = false
 
     func validate() throws {
@@ -45,6 +45,11 @@ struct GlobalOptions: ParsableArguments {
 
     /// Loads the config or exits 78 with every problem listed.
     func loadConfig() throws -> NewsPushConfig {
+        guard FileManager.default.fileExists(atPath: config) else {
+            let tried = URL(fileURLWithPath: config).standardizedFileURL.path
+            Terminal.error("no config file at \(tried) (\(config == "feeds.yaml" ? "the default: feeds.yaml in the working directory" : "given by --config")); give the path of yours with --config PATH")
+            throw ExitCode(78)
+        }
         do {
             return try ConfigLoader().load(path: config)
         } catch {
@@ -74,8 +79,35 @@ enum Terminal {
     }
 
     static func error(_ text: String) {
-        let useColor = isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        // https://no-color.org: NO_COLOR set to anything but the empty string turns colour off.
+        let noColor = ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+        let useColor = isatty(STDERR_FILENO) == 1 && !noColor
         let line = useColor ? "\u{1B}[31merror:\u{1B}[0m \(text)\n" : "error: \(text)\n"
         FileHandle.standardError.write(Data(line.utf8))
+    }
+}
+
+/// A progress line on the terminal while a run fetches and sends: only when stderr is a terminal
+/// (never in a pipe or a cron mail), rewritten in place and cleared at the end.
+final class ProgressLine: Sendable {
+    let enabled: Bool
+
+    init(enabled: Bool) {
+        self.enabled = enabled && isatty(STDERR_FILENO) == 1
+    }
+
+    func show(_ progress: RunProgress) {
+        guard enabled else { return }
+        let text: String
+        switch progress {
+        case .fetching(let done, let total): text = "fetching feeds \(done)/\(total)"
+        case .sending(let done, let total): text = "sending pushes \(done)/\(total)"
+        }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    }
+
+    func clear() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
     }
 }

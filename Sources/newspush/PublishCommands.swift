@@ -49,6 +49,9 @@ struct Publish: ParsableCommand {
     @Flag(help: "Do not ask for confirmation.")
     var yes = false
 
+    @Option(help: "text or json (one object on stdout).")
+    var format: OutputFormat = .text
+
     func validate() throws {
         if (title == nil) == (message == nil) { throw ValidationError("give exactly one of --title and --message") }
         if let text = title ?? message, text.allSatisfy(\.isWhitespace) {
@@ -63,7 +66,7 @@ struct Publish: ParsableCommand {
         let config = try global.loadConfig()
         let publisher = Publisher(config: config, logger: logger)
         let push = ManualPush(category: category, title: title, message: message, url: url, tags: tags, test: test, force: force)
-        try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes, wait: wait.flatMap(Durations.parse))
+        try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes, wait: wait.flatMap(Durations.parse), format: format)
     }
 }
 
@@ -81,72 +84,125 @@ extension Hub {
         @Option(help: "The headline.")
         var title: String
 
+        @Option(help: "text or json (one object on stdout).")
+        var format: OutputFormat = .text
+
         func run() throws {
             let logger = global.bootstrapLogging()
             let config = try global.loadConfig()
             let publisher = Publisher(config: config, logger: logger)
             try PublishFlow.execute(ManualPush(category: category, title: title, test: true), publisher: publisher,
-                                    dryRun: false, confirm: false)
+                                    dryRun: false, confirm: false, format: format)
         }
     }
 }
 
+/// What `publish` and `hub test-send` print with `--format json`: one object.
+struct PublishOutput: Encodable {
+    struct Device: Encodable {
+        var platform: String
+        var registrationId: String
+        var outcome: String
+        enum CodingKeys: String, CodingKey { case platform, outcome, registrationId = "registration_id" }
+    }
+
+    var test: Bool
+    var dryRun: Bool
+    var category: String
+    var tags: String
+    var format: String
+    var properties: [String: String]
+    var storyKey: String
+    /// push, or repeat (`--force` on a story already pushed).
+    var kind: String
+    /// would-send, refused, sent, failed, pending, unknown.
+    var status: String
+    var refusal: String?
+    var httpStatus: Int?
+    var notificationId: String?
+    var error: String?
+    /// The request as it would go out (dry runs), signature redacted.
+    var request: RequestReport?
+    /// Per-device outcomes of a test send.
+    var devices: [Device]?
+
+    enum CodingKeys: String, CodingKey {
+        case test, category, tags, format, properties, kind, status, refusal, error, request, devices
+        case dryRun = "dry_run", storyKey = "story_key", httpStatus = "http_status", notificationId = "notification_id"
+    }
+
+    init(_ plan: PublishPlan, dryRun: Bool) {
+        test = plan.push.test
+        self.dryRun = dryRun
+        category = plan.entry.category.rawValue
+        tags = plan.entry.tags
+        format = plan.entry.format.rawValue
+        properties = plan.entry.properties
+        storyKey = plan.entry.storyKey
+        kind = plan.entry.kind.rawValue
+        status = "would-send"
+        refusal = plan.refusal?.description
+        request = dryRun ? RequestReport(plan.request) : nil
+    }
+}
+
 /// The shared steps of `publish` and `hub test-send`: plan, show, refuse a repeat, lock,
-/// confirm, send, report.
+/// confirm, send, report (as text, or one JSON object).
 enum PublishFlow {
-    static func execute(_ push: ManualPush, publisher: Publisher, dryRun: Bool, confirm: Bool, wait: Double? = nil) throws {
+    static func execute(_ push: ManualPush, publisher: Publisher, dryRun: Bool, confirm: Bool, wait: Double? = nil,
+                        format: OutputFormat = .text) throws {
         // Planned against the ledger as it is now (read only: a dry run writes nothing).
-        let preview: PublishPlan
-        do {
-            let ledger = try Ledger.open(configured: publisher.config.statePath, access: .read)
-            preview = try publisher.plan(push, ledger: ledger)
-        } catch let error as LedgerError {
-            throw ExitStatus.failing(error)
-        } catch let error as RunError {
-            throw ExitStatus.failing(error)
-        }
+        let preview = try call { try publisher.plan(push, ledger: try Ledger.open(configured: publisher.config.statePath, access: .read)) }
+        var output = PublishOutput(preview, dryRun: dryRun)
         let text = preview.entry.properties["messageParam"] ?? preview.entry.properties["url"] ?? ""
-        Terminal.output("\(push.test ? "test push" : "push") to [\(preview.entry.tags)] (\(preview.entry.format.rawValue)): \(text)")
+        if format == .text {
+            Terminal.output("\(push.test ? "test push" : "push") to [\(preview.entry.tags)] (\(preview.entry.format.rawValue)): \(text)")
+        }
         if let refusal = preview.refusal {
-            if dryRun { Terminal.output("dry run: the real command would refuse to send this") }
+            output.status = "refused"
+            if format == .json { Terminal.output(JSONText.encode(output)) }
+            if dryRun && format == .text { Terminal.output("dry run: the real command would refuse to send this") }
             Terminal.error(refusal.description)
             throw ExitCode(1)
         }
         if dryRun {
+            if format == .json { return Terminal.output(JSONText.encode(output)) }
             Terminal.output(preview.request.redactedDescription())
             Terminal.output("dry run: nothing sent, nothing recorded\(preview.entry.kind == .repeat ? " (it would be recorded as a deliberate repeat)" : "")")
             return
         }
         if push.isTrial {
             if confirm { try ask() }
-            let result: PublishResult
-            do { result = try publisher.sendTrial(preview) } catch { throw ExitStatus.failing(error) }
-            try report(result, push: push)
-            return
+            let result = try call { try publisher.sendTrial(preview) }
+            return try report(result, push: push, output: output, format: format)
         }
         // The lock first, so a running job is reported before anyone is asked to confirm.
-        let lock: LedgerLock
-        let ledger: Ledger
-        let plan: PublishPlan
-        do {
-            lock = try LedgerLock(ledgerPath: LedgerLocation(configured: publisher.config.statePath).databasePath, wait: wait)
-            ledger = try Ledger.open(configured: publisher.config.statePath, access: .write)
+        let (lock, ledger, plan) = try call { () throws -> (LedgerLock, Ledger, PublishPlan) in
+            let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: publisher.config.statePath).databasePath, wait: wait)
+            let ledger = try Ledger.open(configured: publisher.config.statePath, access: .write)
             // Planned again under the lock: a run may have pushed the story meanwhile.
-            plan = try publisher.plan(push, ledger: ledger)
-        } catch let error as LedgerError {
-            throw ExitStatus.failing(error)
-        } catch let error as RunError {
-            throw ExitStatus.failing(error)
+            return (lock, ledger, try publisher.plan(push, ledger: ledger))
         }
         if let refusal = plan.refusal {
+            output.status = "refused"
+            output.refusal = refusal.description
+            if format == .json { Terminal.output(JSONText.encode(output)) }
             Terminal.error(refusal.description)
             throw ExitCode(1)
         }
         if confirm { try ask() }
-        let result: PublishResult
-        do { result = try publisher.send(plan, ledger: ledger) } catch { throw ExitStatus.failing(error) }
+        let result = try call { try publisher.send(plan, ledger: ledger) }
         withExtendedLifetime(lock) {}
-        try report(result, push: push)
+        try report(result, push: push, output: PublishOutput(plan, dryRun: false), format: format)
+    }
+
+    /// Runs a ledger or publisher call; its error is printed and becomes the exit status.
+    private static func call<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as LedgerError {
+            throw ExitStatus.failing(error)
+        } catch let error as RunError {
+            throw ExitStatus.failing(error)
+        }
     }
 
     private static func ask() throws {
@@ -158,11 +214,19 @@ enum PublishFlow {
         }
     }
 
-    private static func report(_ result: PublishResult, push: ManualPush) throws {
+    private static func report(_ result: PublishResult, push: ManualPush, output: PublishOutput, format: OutputFormat) throws {
         let outcome = result.outcome
+        var output = output
+        output.status = outcome.status == .sent ? "sent" : outcome.status == .pending ? "pending" : outcome.status == .unknown ? "unknown" : "failed"
+        output.httpStatus = outcome.httpStatus
+        output.notificationId = outcome.notificationId
+        output.error = outcome.error
+        output.devices = result.testOutcome?.results.map { .init(platform: $0.platform, registrationId: $0.registrationId, outcome: $0.outcome) }
         switch outcome.status {
         case .sent:
-            Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
+            if format == .text {
+                Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
+            }
         case .pending:
             let kept = push.isTrial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
             Terminal.error("not sent: \(outcome.error ?? "the hub did not take it")\(kept)")
@@ -171,7 +235,9 @@ enum PublishFlow {
         case .unknown, .sending:
             Terminal.error("outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
         }
-        if let testOutcome = result.testOutcome {
+        if format == .json {
+            Terminal.output(JSONText.encode(output))
+        } else if let testOutcome = result.testOutcome {
             Terminal.output("\(testOutcome.success) succeeded, \(testOutcome.failure) failed")
             for device in testOutcome.results {
                 Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")

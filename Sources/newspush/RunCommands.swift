@@ -8,15 +8,26 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case text, json
 }
 
+/// How much of a run's report is printed in text form.
+enum ReportMode: String, ExpressibleByArgument, CaseIterable {
+    /// Every item and its decision, per category (what `preview` shows).
+    case full
+    /// A line per push sent and per failure, and a summary; nothing at all for a quiet run (cron).
+    case changes
+}
+
 /// The options `run` and `preview` share.
 struct RunArguments: ParsableArguments {
-    @Option(help: "The ledger (default: `state` from the config).")
+    @Option(help: "The ledger (default: `state` from the config).", completion: .file())
     var state: String?
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: "Output format: text or json (one JSON document on stdout).")
     var format: OutputFormat = .text
 
-    @Flag(help: "Print each hub request as it would go out (signature redacted).")
+    @Option(name: .customLong("report"), help: "Text report: changes (default for run: a line per push and per failure, nothing when nothing happened) or full (default for previews: every item and why).")
+    var reportMode: ReportMode?
+
+    @Flag(help: "Print each hub request as it would go out (signature redacted); with --format json, inside the report.")
     var showRequests = false
 
     @Option(name: .customLong("feed"), help: "Only this feed (its name or URL); repeatable.")
@@ -25,35 +36,63 @@ struct RunArguments: ParsableArguments {
     @Option(help: "Feeds read for the first time (all of them on a first run) push their N newest eligible items instead of a silent baseline.")
     var sendInitial: Int?
 
+    @Option(help: "Write Prometheus metrics of the run here (atomically), for node exporter's textfile collector.", completion: .file())
+    var metricsFile: String?
+
     func validate() throws {
         if let sendInitial, sendInitial < 0 { throw ValidationError("--send-initial must be 0 or more") }
     }
 
     func execute(dryRun: Bool, global: GlobalOptions) throws {
+        let started = Date()
         let logger = global.bootstrapLogging()
-        var config = try global.loadConfig()
-        if let state { config.statePath = state }
-        let pipeline = RunPipeline(config: config, logger: logger)
+        let config: NewsPushConfig
+        do { config = try global.loadConfig() } catch {
+            writeMetrics(nil, started: started)
+            throw error
+        }
+        var pipeline = RunPipeline(config: config, logger: logger)
+        if let state { pipeline.config.statePath = state }
+        let progress = ProgressLine(enabled: format == .text && !global.quiet)
+        pipeline.progress = progress.show
         let result: RunResult
         do {
             result = try pipeline.run(RunOptions(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial,
                                                  keepRequests: showRequests))
         } catch {
+            progress.clear()
+            writeMetrics(nil, started: started)
             throw ExitStatus.failing(error)
         }
-        if showRequests {
-            for request in result.requests {
-                Terminal.output(request.redactedDescription())
-                Terminal.output("")
-            }
-        }
+        progress.clear()
+        var report = result.report
         switch format {
-        case .json: Terminal.output(result.report.jsonText())
-        case .text: Terminal.output(result.report.text(verbose: global.verbose))
+        case .json:
+            if showRequests { report.requests = result.requests.map(RequestReport.init) }
+            Terminal.output(report.jsonText())
+        case .text:
+            if showRequests {
+                for request in result.requests { Terminal.output(request.redactedDescription() + "\n") }
+            }
+            let text: String?
+            switch reportMode ?? (dryRun ? .full : .changes) {
+            case .full: text = global.quiet ? report.changesText(failuresOnly: true) : report.text(verbose: global.verbose)
+            case .changes: text = report.changesText(failuresOnly: global.quiet)
+            }
+            if let text { Terminal.output(text) }
         }
-        if let stop = result.report.stop { Terminal.error(stop.description) }
-        let status = ExitStatus.code(for: result.report.outcome)
+        if !dryRun { writeMetrics(report, started: started) }
+        let status = ExitStatus.code(for: report.outcome)
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// The metrics file, when asked for; a run that could not report writes its failure.
+    private func writeMetrics(_ report: RunReport?, started: Date) {
+        guard let metricsFile else { return }
+        let now = Date()
+        let text = RunMetrics.text(report: report, failure: report == nil, duration: now.timeIntervalSince(started), now: now,
+                                   previousFile: metricsFile)
+        do { try RunMetrics.write(text, to: metricsFile) } catch { Terminal.error("\(metricsFile): \(error.localizedDescription)") }
     }
 }
 
@@ -91,8 +130,13 @@ struct Parse: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Feed files or http(s) URLs.")
+    @Argument(help: "Feed files, http(s) URLs, or - for standard input.", completion: .file())
     var sources: [String]
+
+    func validate() throws {
+        if sources.isEmpty { throw ValidationError("give at least one feed file, URL or -") }
+        if sources.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
+    }
 
     @Option(help: "json (one object, an array for several sources) or jsonl (one line per source).")
     var format: ParseFormat = .json
@@ -102,10 +146,13 @@ struct Parse: ParsableCommand {
     func run() throws {
         _ = global.bootstrapLogging()
         let fetcher = FeedFetcher(settings: FetchSettings(), baseFolder: FileManager.default.currentDirectoryPath)
-        let fetched = fetcher.fetch(sources)
+        var fetched = fetcher.fetch(sources.map { $0 == "-" ? "" : $0 })
+        if let stdin = sources.firstIndex(of: "-") {
+            fetched[stdin] = FetchedFeed(url: "-", status: .ok, body: FileHandle.standardInput.readDataToEndOfFile(), finalURL: "-")
+        }
         var outputs: [ParseOutput] = []
         for (source, fetched) in zip(sources, fetched) {
-            let base = source.contains("://") ? fetched.finalURL : URL(fileURLWithPath: fetcher.localPath(source)).absoluteString
+            let base = source.contains("://") ? fetched.finalURL : source == "-" ? nil : URL(fileURLWithPath: fetcher.localPath(source)).absoluteString
             let read = FeedRead.read(fetched, base: base)
             outputs.append(ParseOutput(source: source, feed: read.feed, error: read.feed == nil ? read.error ?? "not read" : nil))
         }
@@ -121,37 +168,5 @@ struct Parse: ParsableCommand {
             }
         }
         if failed { throw ExitCode(2) }
-    }
-}
-
-struct Check: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Validate the config and report every problem found (with --fetch, also fetch and parse every feed once).")
-
-    @OptionGroup var global: GlobalOptions
-
-    @Flag(help: "Also fetch and parse every feed once.")
-    var fetch = false
-
-    func run() throws {
-        _ = global.bootstrapLogging()
-        let config = try global.loadConfig()
-        Terminal.output("\(config.file): ok (\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s"), hub '\(config.hub.name)')")
-        guard fetch else { return }
-        let fetcher = FeedFetcher(settings: config.fetch, baseFolder: (config.file as NSString).deletingLastPathComponent)
-        let results = fetcher.fetch(config.feeds.map(\.url))
-        var failures = 0
-        for (feed, fetched) in zip(config.feeds, results) {
-            let name = feed.name ?? feed.url
-            let read = FeedRead.read(fetched, base: fetched.finalURL)
-            guard let parsed = read.feed else {
-                failures += 1
-                Terminal.output("FAIL \(name): \(read.error ?? "\(feed.url): not read")")
-                continue
-            }
-            let notes = parsed.problems.isEmpty ? "" : " (\(parsed.problems.joined(separator: "; ")))"
-            Terminal.output("ok   \(name): \(parsed.format.rawValue), \(parsed.items.count) items\(notes)")
-        }
-        if failures > 0 { throw ExitCode(2) }
     }
 }

@@ -121,14 +121,40 @@ struct StateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check", abstract: "Check that the ledger can be read and is consistent; exit 1 if not.")
         @OptionGroup var options: Options
+        @Option(help: "text or json") var format: OutputFormat = .text
+
+        struct Output: Encodable {
+            var ledger: String
+            var ok: Bool
+            var schemaVersion: Int
+            var summary: String
+            var problems: [String]
+            enum CodingKeys: String, CodingKey { case ledger, ok, summary, problems, schemaVersion = "schema_version" }
+        }
 
         func run() throws {
             _ = options.global.bootstrapLogging()
-            let ledger = try options.reading()
+            let ledger: Ledger
+            do {
+                ledger = try Ledger.open(configured: try options.path(), access: .read)
+                if ledger.isNew { throw LedgerError.noLedger(path: ledger.path) }
+            } catch let error as LedgerError {
+                // An unusable ledger is the answer to the check, in either form.
+                if format == .json {
+                    Terminal.output(JSONText.encode(Output(ledger: LedgerLocation(configured: try options.path()).databasePath, ok: false,
+                                                           schemaVersion: Ledger.schemaVersion, summary: "", problems: [error.description])))
+                }
+                throw ExitStatus.failing(error)
+            }
             let problems = try options.call { try ledger.problems() }
             let view = try options.call { try LedgerView.read(ledger) }
-            for problem in problems { Terminal.output("problem: \(problem)") }
-            Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(view.summary)\(problems.isEmpty ? ": ok" : "")")
+            if format == .json {
+                Terminal.output(JSONText.encode(Output(ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
+                                                       summary: view.summary, problems: problems)))
+            } else {
+                for problem in problems { Terminal.output("problem: \(problem)") }
+                Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(view.summary)\(problems.isEmpty ? ": ok" : "")")
+            }
             if !problems.isEmpty { throw ExitCode(1) }
         }
     }

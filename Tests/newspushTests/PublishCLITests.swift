@@ -196,10 +196,10 @@ struct PublishCLITests {
         #expect(firstLine.hasPrefix("newspush-hub listening on http://127.0.0.1:"))
         let port = try #require(firstLine.split(separator: ":").dropFirst(2).first.flatMap { Int($0.prefix { $0.isNumber }) })
         let config = try String(contentsOf: root.appendingPathComponent("Examples/feeds.yaml"), encoding: .utf8)
-            .replacingOccurrences(of: "http://127.0.0.1:9090/", with: "http://127.0.0.1:\(port)/")
             .replacingOccurrences(of: "url: feeds/", with: "url: \(root.path)/Examples/feeds/")
         let configPath = try folder.write("feeds.yaml", config)
-        let run = try await newspush(["run", "--config", configPath], environment: hubEnvironment)
+        let run = try await newspush(["run", "--config", configPath],
+                                     environment: hubEnvironment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:\(port)/"]) { $1 })
         #expect(run.status == 0, "stderr: \(run.stderr)")
         // Five section-feed stories and the wire's sports story, which the text model files under Sports.
         #expect(run.stdout.contains("sent 6 pushes, 0 failed"))

@@ -86,6 +86,19 @@ public struct QuietHours: Sendable {
     public var to: Int
     public var timeZone: TimeZone
 
+    /// The time zone as the config names it (`UTC` stays `UTC`, not Foundation's `GMT`).
+    public var zoneName: String
+
+    public init(from: Int, to: Int, timeZone: TimeZone, zoneName: String? = nil) {
+        self.from = from
+        self.to = to
+        self.timeZone = timeZone
+        self.zoneName = zoneName ?? timeZone.identifier
+    }
+
+    /// When the window ends, as HH:MM local time.
+    public var endText: String { String(format: "%02d:%02d", to / 60, to % 60) }
+
     /// Whether `date` falls inside the window (which may span midnight).
     public func contains(_ date: Date) -> Bool {
         var calendar = Calendar(identifier: .gregorian)

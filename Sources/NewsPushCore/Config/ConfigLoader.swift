@@ -112,14 +112,16 @@ public struct ConfigLoader: Sendable {
                 let from = q["from"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.from") }
                 let to = q["to"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.to") }
                 var zone: TimeZone? = TimeZone(identifier: "UTC")
+                var zoneName = "UTC"
                 if let z = q["timezone"], let name = reader.string(z, path: "policy.quiet_hours.timezone") {
                     zone = TimeZone(identifier: name)
+                    zoneName = name
                     if zone == nil { reader.report(z, "policy.quiet_hours.timezone", "unknown time zone '\(name)' (use an IANA name such as Europe/London)") }
                 }
                 if q.present, q["from"] == nil || q["to"] == nil {
                     reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
                 }
-                if let from, let to, let zone { policy.quietHours = QuietHours(from: from, to: to, timeZone: zone) }
+                if let from, let to, let zone { policy.quietHours = QuietHours(from: from, to: to, timeZone: zone, zoneName: zoneName) }
             }
             if let n = m["min_confidence"], let text = reader.string(n, path: "policy.min_confidence") {
                 if let v = Double(text), (0...1).contains(v) { policy.minConfidence = v }
@@ -171,6 +173,7 @@ public struct ConfigLoader: Sendable {
         var feeds: [FeedSettings] = []
         if let node = top["feeds"] {
             var seenURLs: [String: Int] = [:]
+            var seenNames: [String: Int] = [:]
             for (index, item) in reader.elements(node, path: "feeds").enumerated() {
                 let path = "feeds[\(index)]"
                 let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run"])
@@ -180,12 +183,18 @@ public struct ConfigLoader: Sendable {
                     reader.report(item, "\(path).url", "is required")
                     continue
                 }
+                let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
+                if let name, let nameNode = m["name"] {
+                    if let first = seenNames[name] {
+                        reader.report(nameNode, "\(path).name", "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
+                    }
+                    seenNames[name] = line
+                }
                 guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else { continue }
                 if let first = seenURLs[url] {
                     reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
                 }
                 seenURLs[url] = line
-                let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
                 var category: NewsCategory?
                 if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
                     category = reader.category(n, name: value, path: "\(path).category")
@@ -254,12 +263,19 @@ public struct ConfigLoader: Sendable {
         }
     }
 
+    /// A YAML error at the line where the problem starts: libyaml notices an unclosed `[` or
+    /// quote only where the text runs out, and names the opening in its context.
     static func problem(from error: YamlError, file: String) -> ConfigProblem {
         switch error {
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            if let context, context.mark.line > 0, context.mark.line < mark.line {
+                return ConfigProblem(file: file, line: context.mark.line, key: "",
+                                     message: "not valid YAML: \(context.text) that starts here: \(problem) (noticed at line \(mark.line))")
+            }
             return ConfigProblem(file: file, line: mark.line, key: "", message: "not valid YAML: \(problem)")
-        case .duplicatedKeysInMapping(let duplicates, _):
-            return ConfigProblem(file: file, line: 0, key: duplicates.joined(separator: ", "), message: "key given twice")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return ConfigProblem(file: file, line: context.mark.line, key: duplicates.joined(separator: ", "), message: "key given twice")
         default:
             return ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")
         }

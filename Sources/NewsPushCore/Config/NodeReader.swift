@@ -180,7 +180,8 @@ final class NodeReader {
     func url(_ node: Node, path: String, schemes: Set<String>) -> String? {
         guard let text = string(node, path: path) else { return nil }
         let scheme = text.range(of: "://").map { text[..<$0.lowerBound].lowercased() } ?? ""
-        if !schemes.contains(scheme) || text.isEmpty || (scheme != "" && URLComponents(string: text)?.host == nil && scheme != "file") {
+        let host = URLComponents(string: text)?.host ?? ""
+        if !schemes.contains(scheme) || text.isEmpty || (scheme != "" && host.isEmpty && scheme != "file") {
             report(node, path, "'\(text)' is not a usable URL (\(schemes.filter { !$0.isEmpty }.sorted().joined(separator: ", ")))")
             return nil
         }

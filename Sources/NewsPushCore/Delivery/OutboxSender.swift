@@ -34,12 +34,15 @@ public struct SendResult: Sendable {
 /// time (the first alone), and their outcomes recorded right after. A push counts as sent only after a 2xx; a
 /// refusal that concerns this push (400, 413) is `failed`; a failure that concerns the hub stops
 /// the drain and leaves that push and the rest `pending`; a push whose outcome is unknown is
-/// never sent again.
+/// never sent again. Every outcome is in the result (and the run's report); the log repeats them
+/// at info level only.
 public struct OutboxSender {
     public var client: NotificationHubClient
     public var concurrency: Int
     public var logger: Logger
     public var now: @Sendable () -> Date
+    /// Told after each chunk how many of the entries have been attempted.
+    public var progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
 
     public init(client: NotificationHubClient, concurrency: Int, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
@@ -63,7 +66,7 @@ public struct OutboxSender {
                 try ledger.record(refused)
                 try ledger.markSending(ready.map(\.entry), at: now())
             } catch {
-                logger.error("\(error.description)")
+                logger.info("\(error.description)")
                 result.outcomes += refused
                 result.stop = .ledger(error)
                 return result
@@ -72,12 +75,13 @@ public struct OutboxSender {
             let (outcomes, stop) = sendAll(ready, pool: pool)
             do { try ledger.record(outcomes) } catch {
                 // The entries stay `sending`: the next run settles them as unknown, never re-sent.
-                logger.error("\(error.description)")
+                logger.info("\(error.description)")
                 result.outcomes += outcomes
                 result.stop = .ledger(error)
                 return result
             }
             result.outcomes += outcomes
+            progress(result.outcomes.count, entries.count)
             if let stop {
                 result.stop = stop
                 return result
@@ -101,7 +105,7 @@ public struct OutboxSender {
             do {
                 ready.append((entry, try PushRequests.request(entry, client: client, now: now())))
             } catch {
-                logger.error("push of \(entry.storyKey) not built: \(error.description)")
+                logger.info("push of \(entry.storyKey) not built: \(error.description)")
                 refused.append(OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now(), error: error.description))
             }
         }
@@ -142,14 +146,14 @@ public struct OutboxSender {
                 "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .sent, at: at, httpStatus: status, notificationId: id)
         case .refused(let status, let reason) where !answer.concernsHub:
-            logger.error("push of \(entry.storyKey) refused: \(reason)")
+            logger.info("push of \(entry.storyKey) refused: \(reason)")
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)
         case .refused, .notAccepted:
             let reason = answer.failureReason ?? ""
-            logger.error("push of \(entry.storyKey) not accepted; it stays pending: \(reason)")
+            logger.info("push of \(entry.storyKey) not accepted; it stays pending: \(reason)")
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: at, httpStatus: answer.httpStatus, error: reason)
         case .unknown(let status, let reason):
-            logger.error("push of \(entry.storyKey) has an unknown outcome; it will not be sent again: \(reason)")
+            logger.info("push of \(entry.storyKey) has an unknown outcome; it will not be sent again: \(reason)")
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .unknown, at: at, httpStatus: status,
                                  error: "outcome unknown, not retried: \(reason)")
         }

@@ -252,13 +252,15 @@ final class CurlMultiRunner {
 
     deinit { curl_multi_cleanup(multi) }
 
-    /// Performs every transfer and returns their results in the same order. Blocks the caller.
-    func run(_ transfers: [HTTPTransfer]) -> [HTTPTransferResult] {
+    /// Performs every transfer and returns their results in the same order. Blocks the caller;
+    /// `finished` is told how many are done after each one.
+    func run(_ transfers: [HTTPTransfer], finished: (Int) -> Void = { _ in }) -> [HTTPTransferResult] {
         var results = [HTTPTransferResult?](repeating: nil, count: transfers.count)
         var waiting = Array(transfers.indices)
         var active: [UnsafeMutableRawPointer: (index: Int, host: String, easy: CurlEasyHandle)] = [:]
         var perHostActive: [String: Int] = [:]
         var idle: [CurlEasyHandle] = []
+        var finishedCount = 0
 
         func admit() {
             var i = 0
@@ -289,6 +291,8 @@ final class CurlMultiRunner {
                 results[entry.index] = entry.easy.result
                 perHostActive[entry.host, default: 1] -= 1
                 idle.append(entry.easy)
+                finishedCount += 1
+                finished(finishedCount)
             }
             admit()
             if !active.isEmpty {

@@ -85,14 +85,17 @@ public struct FeedFetcher: Sendable {
 
     /// The fetch stage of a run: every feed, with the validators the ledger holds, except those
     /// whose server asked for a pause (429/503 Retry-After) that has not ended; results in order.
-    public func fetch(_ feeds: [FeedSettings], records: [String: FeedRecord], now: Date) -> [FetchedFeed] {
+    public func fetch(_ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
+                      progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) -> [FetchedFeed] {
         let paused = Dictionary(uniqueKeysWithValues: feeds.compactMap { feed -> (String, Date)? in
             guard let until = records[feed.url]?.retryAfter, until > now else { return nil }
             return (feed.url, until)
         })
         let urls = feeds.map(\.url).filter { paused[$0] == nil }
         let validators = records.compactMapValues(\.validators)
-        var byURL = Dictionary(zip(urls, fetch(urls, validators: validators)), uniquingKeysWith: { a, _ in a })
+        let pausedCount = paused.count
+        let fetched = fetch(urls, validators: validators) { progress(pausedCount + $0, feeds.count) }
+        var byURL = Dictionary(zip(urls, fetched), uniquingKeysWith: { a, _ in a })
         for (url, until) in paused {
             byURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, paused: true,
                                      error: "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))")
@@ -102,7 +105,8 @@ public struct FeedFetcher: Sendable {
 
     /// Fetches every URL, sending each one's validators; results in the same order.
     /// One failing feed never affects the others.
-    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:]) -> [FetchedFeed] {
+    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:],
+                      finished: (Int) -> Void = { _ in }) -> [FetchedFeed] {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)
         var transfers: [HTTPTransfer] = []
         var transferIndex: [Int] = []
@@ -123,7 +127,8 @@ public struct FeedFetcher: Sendable {
         }
         if !transfers.isEmpty {
             let runner = CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
-            for (position, result) in runner.run(transfers).enumerated() {
+            let local = urls.count - transfers.count
+            for (position, result) in runner.run(transfers, finished: { finished(local + $0) }).enumerated() {
                 results[transferIndex[position]] = feed(from: result, url: transfers[position].url)
             }
         }

@@ -38,6 +38,12 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// How far a run has got, for a progress line.
+public enum RunProgress: Sendable, Equatable {
+    case fetching(done: Int, total: Int)
+    case sending(done: Int, total: Int)
+}
+
 /// What a run produced.
 public struct RunResult: Sendable {
     public var report: RunReport
@@ -55,6 +61,8 @@ public struct RunPipeline: Sendable {
     /// Replaces the wait between retries (tests record instead of sleeping).
     public var retrySleep: (@Sendable (Double) -> Void)?
     public var now: @Sendable () -> Date = { Date() }
+    /// Told how fetching and sending advance (the command line shows it on a terminal).
+    public var progress: (@Sendable (RunProgress) -> Void)?
 
     public init(config: NewsPushConfig, logger: Logger) {
         self.config = config
@@ -75,7 +83,9 @@ public struct RunPipeline: Sendable {
         if !options.dryRun { try ledger.settleInterruptedSends(at: now()) }
         let records = try ledger.feeds(feeds.map(\.url))
 
-        let fetched = FeedFetcher(settings: config.fetch, baseFolder: config.folder).fetch(feeds, records: records, now: now())
+        let fetched = FeedFetcher(settings: config.fetch, baseFolder: config.folder).fetch(feeds, records: records, now: now()) {
+            progress?(.fetching(done: $0, total: $1))
+        }
         let reads = read(feeds, fetched)
         let identified = try StoryIdentifier.identify(reads, records: records, policy: config.policy, ledger: ledger, now: now())
         announceBaselines(identified, ledger: ledger, options: options)
@@ -89,13 +99,15 @@ public struct RunPipeline: Sendable {
         var sent: SendResult?
         if !options.dryRun {
             try ledger.record(RunRecord.make(reads: reads, records: records, candidates: candidates, plan: plan, at: now()))
-            sent = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now).send(plan.toSend, ledger: ledger)
+            var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
+            sender.progress = { progress?(.sending(done: $0, total: $1)) }
+            sent = sender.send(plan.toSend, ledger: ledger)
             try ledger.prune(retention: config.stateRetention, now: now())
         }
         let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
         let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(candidates.map(\.key)))
         let facts = RunFacts(dryRun: options.dryRun, startedAt: startedAt, reads: reads, candidates: candidates, plan: plan,
-                             sent: sent, outboxStories: outboxStories)
+                             matches: matches, policy: config.policy, now: now(), sent: sent, outboxStories: outboxStories)
         return RunResult(report: RunReport.make(facts, finishedAt: now()), requests: requests)
     }
 
@@ -113,15 +125,16 @@ public struct RunPipeline: Sendable {
         return selected
     }
 
-    /// The parse stage: each fetched document read as a feed; problems logged, failures named.
+    /// The parse stage: each fetched document read as a feed; failures are named in the report
+    /// (and logged at info level, for `-v`).
     private func read(_ feeds: [FeedSettings], _ fetched: [FetchedFeed]) -> [(settings: FeedSettings, read: FeedRead)] {
         zip(feeds, fetched).map { settings, fetched in
             let read = FeedRead.read(fetched, base: fetched.finalURL)
             let name = settings.name ?? read.feed?.title ?? settings.url
-            for problem in read.feed?.problems ?? [] { logger.warning("\(name) (\(settings.url)): \(problem)") }
-            if let movedTo = fetched.movedTo { logger.warning("feed \(settings.url) moved permanently to \(movedTo): update the config") }
-            if fetched.httpStatus == 410 { logger.error("feed \(settings.url) is GONE (410): the publisher removed it; take it out of the config") }
-            if let error = read.error { logger.error("feed \(name) failed: \(error)") }
+            for problem in read.feed?.problems ?? [] { logger.info("\(name) (\(settings.url)): \(problem)") }
+            if let movedTo = fetched.movedTo { logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config") }
+            if fetched.httpStatus == 410 { logger.info("feed \(settings.url) is GONE (410): the publisher removed it; take it out of the config") }
+            if let error = read.error { logger.info("feed \(name) failed: \(error)") }
             return (settings, read)
         }
     }
@@ -132,11 +145,11 @@ public struct RunPipeline: Sendable {
         guard !baseline.isEmpty else { return }
         let what = options.sendInitial.map { "sending at most \($0) eligible item(s) of them" } ?? "recording every item as a baseline and sending nothing"
         if ledger.isNew {
-            logger.notice("no ledger at \(ledger.path): first run, \(what)")
+            logger.info("no ledger at \(ledger.path): first run, \(what)")
             return
         }
         for (url, items) in baseline.sorted(by: { $0.key < $1.key }) {
-            logger.notice("feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), \(what) (first_run: send on the feed pushes them)")
+            logger.info("feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), \(what) (first_run: send on the feed pushes them)")
         }
     }
 

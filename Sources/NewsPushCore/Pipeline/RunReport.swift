@@ -1,4 +1,5 @@
 import Foundation
+import NotificationHubs
 
 /// The report of one run: SPEC §3's `run --format json` object.
 public struct RunReport: Encodable, Sendable {
@@ -12,7 +13,7 @@ public struct RunReport: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case dryRun = "dry_run", startedAt = "started_at", finishedAt = "finished_at", feeds, items, pushes, summary
-        case sendingStopped = "sending_stopped"
+        case sendingStopped = "sending_stopped", requests
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -25,6 +26,7 @@ public struct RunReport: Encodable, Sendable {
         try c.encode(pushes, forKey: .pushes)
         try c.encode(summary, forKey: .summary)
         if let stop { try c.encode(stop.reason, forKey: .sendingStopped) }
+        if let requests { try c.encode(requests, forKey: .requests) }
     }
 
     /// Whether anything failed (exit status 2).
@@ -32,6 +34,8 @@ public struct RunReport: Encodable, Sendable {
 
     /// Why sending stopped before the outbox was empty (exit status 1), when it did.
     public var stop: SendStop?
+    /// The hub requests (signature redacted), when `--show-requests` asks for them in the JSON.
+    public var requests: [RequestReport]?
 
     /// How the run ended, for the exit status.
     public var outcome: RunOutcome {
@@ -45,6 +49,22 @@ public enum RunOutcome: Sendable {
     case complete
     case partial
     case stopped
+}
+
+/// A hub request as `--show-requests` prints it: the signature of its token redacted.
+public struct RequestReport: Encodable, Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [String: String]
+    public var body: String
+
+    public init(_ request: HubRequest) {
+        method = request.method
+        url = request.url
+        headers = Dictionary(request.headers.map { ($0.name, $0.name.lowercased() == "authorization" ? HubRequest.redactSignature($0.value) : $0.value) },
+                             uniquingKeysWith: { a, _ in a })
+        body = String(decoding: request.body, as: UTF8.self)
+    }
 }
 
 public struct FeedReport: Encodable, Sendable {
@@ -86,8 +106,11 @@ public struct ItemReport: Encodable, Sendable {
     public var category: NewsCategory?
     public var confidence: Double
     public var decision: ItemDecision
+    /// Why, in more words than the decision: the story it repeats and where, when quiet hours
+    /// end, the best guess below `min_confidence`, what the hub said.
+    public var reason: String?
 
-    enum CodingKeys: String, CodingKey { case key, feed, title, link, category, confidence, decision }
+    enum CodingKeys: String, CodingKey { case key, feed, title, link, category, confidence, decision, reason }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -98,6 +121,7 @@ public struct ItemReport: Encodable, Sendable {
         try c.encode(category, forKey: .category)
         try c.encode((confidence * 1000).rounded() / 1000, forKey: .confidence)
         try c.encode(decision, forKey: .decision)
+        try c.encode(reason, forKey: .reason)
     }
 }
 
@@ -175,6 +199,48 @@ extension RunReport {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// The cron view (`--report changes`): one line per push sent, one per failure (a feed that
+    /// failed, a push refused, of unknown outcome, still pending or expired), one per feed read
+    /// for the first time, and a summary. Nil when nothing was pushed, failed or recorded as a
+    /// baseline: a quiet run prints nothing. `failuresOnly` (`-q`) keeps the failures.
+    public func changesText(failuresOnly: Bool = false) -> String? {
+        var pushed: [String] = [], failures: [String] = [], notes: [String] = []
+        for push in pushes {
+            let text = "[\(push.tags)] \(push.properties["messageParam"] ?? push.properties["url"] ?? push.itemKey)"
+            switch push.status {
+            case .sent: pushed.append("pushed \(text)")
+            case .wouldSend: pushed.append("would push \(text)")
+            case .failed: failures.append("FAILED \(text): \(push.error ?? "refused")")
+            case .unknown: failures.append("UNKNOWN \(text): \(push.error ?? "no answer")")
+            case .pending: failures.append("PENDING \(text): \(push.error ?? "not sent")")
+            }
+        }
+        for item in items where item.decision == .expired {
+            failures.append("EXPIRED \(item.title ?? item.key): \(item.reason ?? item.decision.explanation)")
+        }
+        for feed in feeds where feed.status == .error {
+            failures.append("FEED FAILED \(feed.name): \(feed.error ?? "error")")
+        }
+        if let stop { failures.append("SENDING STOPPED: \(stop.reason)") }
+        for feed in feeds where feed.baseline {
+            notes.append("baseline: \(feed.name) read for the first time: \(feed.items) item\(feed.items == 1 ? "" : "s") recorded as already known, none pushed (first_run: send on the feed pushes them)")
+        }
+        if failuresOnly { return failures.isEmpty ? nil : failures.joined(separator: "\n") }
+        guard !(pushed.isEmpty && failures.isEmpty && notes.isEmpty) else { return nil }
+        return (pushed + failures + notes + [summaryLine]).joined(separator: "\n")
+    }
+
+    /// "3 feeds ok, 0 failed; 7 new items; sent 6 pushes, 0 failed, 0 pending" (with when the
+    /// pending ones stop being retried).
+    public var summaryLine: String {
+        let s = summary
+        let verbSent = dryRun ? "would send" : "sent"
+        let sentCount = dryRun ? pushes.filter { $0.status == .wouldSend }.count : s.pushesSent
+        var line = "\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed, \(s.pushesPending) pending"
+        if s.pushesPending > 0, let until = s.pendingUntil { line += " (retried each run until \(FeedDates.format(until)) at the latest)" }
+        return line
+    }
+
     /// The human form: per category the pushes (tag expression and message), then each item
     /// that was not pushed with its reason; feed problems, the outbox and a summary last.
     public func text(verbose: Bool = false) -> String {
@@ -182,8 +248,10 @@ extension RunReport {
         let mode = dryRun ? "Preview (dry run: nothing sent, nothing written)" : "Run"
         lines.append("\(mode) at \(FeedDates.format(startedAt))")
         let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { _, b in b })
-        let groups: [(String, [ItemReport])] = NewsCategory.allCases.map { c in (c.rawValue, items.filter { $0.category == c }) }
-            + [("Unclassified", items.filter { $0.category == nil })]
+        // Items without a confident category get a block of their own, with the best guess.
+        let groups: [(String, [ItemReport])] = NewsCategory.allCases.map { c in
+            (c.rawValue, items.filter { $0.category == c && $0.decision != .unclassified })
+        } + [("Unclassified", items.filter { $0.category == nil || $0.decision == .unclassified })]
         let withPush: Set<ItemDecision> = [.pushed, .wouldPush, .failed, .pending]
         for (name, group) in groups where !group.isEmpty {
             let shown = group.filter { verbose || $0.decision != .seen }
@@ -205,7 +273,7 @@ extension RunReport {
                 lines.append(line)
             }
             for item in shown where !withPush.contains(item.decision) || pushesByKey[item.key] == nil {
-                lines.append("  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): \(item.decision.explanation))")
+                lines.append("  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): \(item.reason ?? item.decision.explanation))")
             }
             if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
         }
@@ -237,9 +305,7 @@ extension RunReport {
             lines.append("\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") \(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until \(FeedDates.format(until)) at the latest, when the last one is no longer fresh")
         }
         lines.append("")
-        let verbSent = dryRun ? "would send" : "sent"
-        let sentCount = dryRun ? pushes.filter { $0.status == .wouldSend }.count : s.pushesSent
-        lines.append("\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed, \(s.pushesPending) pending")
+        lines.append(summaryLine)
         return lines.joined(separator: "\n")
     }
 }

@@ -7,6 +7,9 @@ struct RunFacts {
     var reads: [(settings: FeedSettings, read: FeedRead)]
     var candidates: [Candidate]
     var plan: RunPlan
+    var matches: [StoryMatch]
+    var policy: PolicySettings
+    var now: Date
     /// What the send stage did (nil in a dry run).
     var sent: SendResult?
     /// The ledger's stories of the outbox entries handled, for those no feed listed this run.
@@ -42,13 +45,17 @@ extension RunReport {
                                            items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
                                            movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url)))
         }
+        var errors: [String: String] = [:]
+        for push in report.pushes { if let error = push.error { errors[push.itemKey] = error } }
         var listed = Set<String>()
-        for (candidate, decision) in zip(facts.candidates, facts.plan.decisions) {
+        for (index, (candidate, decision)) in zip(facts.candidates, facts.plan.decisions).enumerated() {
             listed.insert(candidate.key)
             let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
+            let decided = outcome ?? decision
             report.items.append(ItemReport(key: candidate.key, feed: candidate.feedName, title: candidate.item.title, link: candidate.item.link,
                                            category: candidate.classification.category, confidence: candidate.classification.confidence,
-                                           decision: outcome ?? decision))
+                                           decision: decided,
+                                           reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
         }
         // Pushes of earlier runs that no feed listed this run (304, errors, publishes).
         for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted {
@@ -56,7 +63,7 @@ extension RunReport {
             report.items.append(ItemReport(key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
                                            title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
                                            category: entry.category, confidence: 1,
-                                           decision: final[entry.storyKey] ?? .pending))
+                                           decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
         }
 
         report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
@@ -67,6 +74,40 @@ extension RunReport {
         report.summary.pushesPending = stillPending.count
         report.summary.pendingUntil = stillPending.map(\.freshUntil).max()
         return report
+    }
+
+    /// The reason beyond the decision's name, where there is more to say.
+    private static func reason(_ decision: ItemDecision, _ candidate: Candidate, _ match: StoryMatch, _ facts: RunFacts,
+                               error: String?) -> String? {
+        let policy = facts.policy
+        switch decision {
+        case .sameStory:
+            guard case .sameStory(let same) = match else { return nil }
+            return "same story as \"\(same.title ?? same.key)\" [\(same.key)] from \(same.place.rawValue)"
+        case .seen:
+            guard case .known(let record) = match else { return "pruned earlier: old news" }
+            if record.wasPushed { return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]" }
+            return "already seen on \(FeedDates.format(record.firstSeen)) (\(record.status.rawValue)) [\(record.key)]"
+        case .quietHours:
+            guard let quiet = policy.quietHours else { return nil }
+            return "quiet hours until \(quiet.endText) \(quiet.zoneName)"
+        case .unclassified:
+            guard let guess = candidate.classification.category else { return "no evidence for any category" }
+            return String(format: "best guess %@ at %.2f, below policy.min_confidence %.2f", guess.rawValue,
+                          candidate.classification.confidence, policy.minConfidence)
+        case .stale:
+            let hours = facts.now.timeIntervalSince(candidate.effectiveDate) / 3600
+            return String(format: "%.1f h old, older than policy.max_age (%.1f h)", hours, policy.maxAge / 3600)
+        case .overBudget:
+            let budget = policy.budgetPerCategory
+            return "the \(candidate.classification.category?.rawValue ?? "") budget of \(budget) push\(budget == 1 ? "" : "es") per \(Int(policy.budgetWindow / 60)) min is used up"
+        case .baseline:
+            return "first read of \(candidate.feedName): recorded as already known"
+        case .failed, .pending, .expired:
+            return error
+        case .pushed, .wouldPush:
+            return nil
+        }
     }
 
     private static func push(_ entry: OutboxEntry, outcome: OutboxOutcome?, dryRun: Bool) -> PushReport {

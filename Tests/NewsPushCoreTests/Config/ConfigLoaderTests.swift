@@ -318,7 +318,8 @@ struct ConfigLoaderTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
         for name in ["feeds.yaml", "Examples/feeds.yaml"] {
-            let config = try ConfigLoader(environment: environment).load(path: root.appendingPathComponent(name).path)
+            let config = try ConfigLoader(environment: environment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:9/"]) { $1 })
+                .load(path: root.appendingPathComponent(name).path)
             #expect(!config.feeds.isEmpty, "\(name) has no feeds")
         }
         let newsroom = try ConfigLoader(environment: environment).load(path: root.appendingPathComponent("feeds.yaml").path)

@@ -353,7 +353,7 @@ struct RunPipelineTests {
         let feed = try #require((object["feeds"] as? [[String: Any]])?.first)
         #expect(Set(feed.keys) == ["name", "url", "status", "http_status", "items", "new", "error"])
         let item = try #require((object["items"] as? [[String: Any]])?.first)
-        #expect(Set(item.keys) == ["key", "feed", "title", "link", "category", "confidence", "decision"])
+        #expect(Set(item.keys) == ["key", "feed", "title", "link", "category", "confidence", "decision", "reason"])
         let push = try #require((object["pushes"] as? [[String: Any]])?.first)
         #expect(Set(push.keys) == ["category", "tags", "properties", "item_key", "status", "http_status", "notification_id", "error"])
         let summary = try #require(object["summary"] as? [String: Any])

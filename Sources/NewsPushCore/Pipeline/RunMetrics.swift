@@ -1,0 +1,75 @@
+import Foundation
+import Prometheus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `--metrics-file` of a run: Prometheus text format for node exporter's textfile
+/// collector, replaced atomically so the collector never reads half a file.
+public enum RunMetrics {
+    /// The metrics of a run that produced a report (`report`), or of one that stopped before it
+    /// could (`report` nil, `failure` set). The last success is carried over from the previous
+    /// file when this run was not one.
+    public static func text(report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?) -> String {
+        let registry = PrometheusCollectorRegistry()
+        func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
+            registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "newspush", metricName: name, unitName: unit, helpText: help),
+                               labels: labels)
+        }
+        let outcome: String = report.map { report in
+            switch report.outcome {
+            case .complete: return "complete"
+            case .partial: return "partial"
+            case .stopped: return "stopped"
+            }
+        } ?? "error"
+        for name in ["complete", "partial", "stopped", "error"] {
+            gauge("run_outcome", "1 for how the last run ended (error: it stopped before reporting)", [("outcome", name)])
+                .set(name == outcome ? 1.0 : 0.0)
+        }
+        gauge("run_duration", unit: "seconds", "How long the last run took").set(duration)
+        gauge("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(now.timeIntervalSince1970)
+        let lastSuccess = outcome == "complete" ? now.timeIntervalSince1970 : previousFile.flatMap(Self.lastSuccess(in:))
+        if let lastSuccess {
+            gauge("last_success_timestamp", unit: "seconds", "When a run last fetched every feed and sent every push (Unix time)").set(lastSuccess)
+        }
+        guard let report else { return registry.emitToString() }
+        let s = report.summary
+        gauge("feeds", "Feeds of the last run by outcome", [("status", "ok")]).set(Double(s.feedsOk))
+        gauge("feeds", "Feeds of the last run by outcome", [("status", "failed")]).set(Double(s.feedsFailed))
+        gauge("items_new", "Items of the last run that no earlier run had seen").set(Double(s.itemsNew))
+        for category in NewsCategory.allCases {
+            let pushes = report.pushes.filter { $0.category == category }
+            let counts: [(String, Int)] = [
+                ("sent", pushes.filter { $0.status == .sent }.count),
+                ("failed", pushes.filter { $0.status == .failed || $0.status == .unknown }.count),
+                ("pending", report.items.filter { $0.category == category && $0.decision == .pending }.count),
+            ]
+            for (status, count) in counts {
+                gauge("pushes", "Pushes of the last run by category and outcome (pending: waiting in the outbox)",
+                      [("category", category.rawValue), ("status", status)]).set(Double(count))
+            }
+        }
+        return registry.emitToString()
+    }
+
+    /// Writes `text` to `path` through a temporary file in the same folder and a rename.
+    public static func write(_ text: String, to path: String) throws {
+        let temporary = "\(path).tmp-\(getpid())"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot replace \(path): \(reason)"])
+        }
+    }
+
+    /// The last-success timestamp of an earlier metrics file.
+    static func lastSuccess(in path: String) -> Double? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("newspush_last_success_timestamp_seconds ") {
+            return Double(line.split(separator: " ").last ?? "")
+        }
+        return nil
+    }
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages newspush builds against (and, with --tests, what its test
+# suite uses), as root without sudo or as a user with sudo. Installs nothing already present.
+set -euo pipefail
+
+packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates)
+if [ "${1:-}" = "--tests" ]; then
+    # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils): a terminal for progress tests.
+    packages+=(sqlite3 prometheus bsdutils)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        as_root=()
+    elif command -v sudo >/dev/null 2>&1; then
+        as_root=(sudo)
+    else
+        echo "setup: ${missing[*]} must be installed, and that needs root or sudo" >&2
+        exit 1
+    fi
+    echo "setup: installing ${missing[*]}" >&2
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    echo "setup: swift is not on PATH; install a Swift 6 toolchain first (https://www.swift.org/install/linux/)" >&2
+    exit 1
+fi
