@@ -305,6 +305,20 @@ struct RunPipelineTests {
         #expect(await setup.hub.requests().count == 4)
     }
 
+    /// Every failure that concerns the hub rather than one push stops sending and keeps the
+    /// pushes pending: 401, 403 without Retry-After (no Send right), 404 (no such hub).
+    @Test(arguments: [401, 403, 404])
+    func hubWideRefusalsStopSending(status: Int) async throws {
+        let setup = try await Self.setUp(hubAnswer: { _ in CannedResponse(status: status) })
+        defer { setup.stop() }
+        let result = try await setup.run(RunOptions())
+        #expect(result.report.outcome == .stopped)
+        #expect(result.report.summary.pushesPending == 3)
+        #expect(result.report.summary.pushesFailed == 0)
+        #expect(await setup.hub.requests().count == 1)
+        #expect(try setup.ledger().outbox().count == 3)
+    }
+
     @Test func throttledPushStaysPendingAndIsRetriedNextRun() async throws {
         let counter = Counter()
         let setup = try await Self.setUp(hubAnswer: { request in
