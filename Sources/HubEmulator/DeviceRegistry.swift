@@ -11,6 +11,25 @@ public struct VirtualDevice: Sendable, Equatable {
     public var tags: [String]
     /// The body template; nil for a native registration.
     public var template: String?
+    /// A template registration's push headers (`apns-priority`, `apns-collapse-id`…), values
+    /// literal or expressions such as `$(collapseId)`.
+    public var headers: [String: String] = [:]
+    /// A template registration's `Expiry`: a W3C date-time or an expression such as `$(expiry)`.
+    public var expiry: String?
+    /// The device is off and comes online this many seconds after each send: a notification
+    /// that expired meanwhile is dropped, as the push service drops it.
+    public var offlineSeconds: Double?
+
+    public init(id: String, platform: Platform, tags: [String], template: String?, headers: [String: String] = [:],
+                expiry: String? = nil, offlineSeconds: Double? = nil) {
+        self.id = id
+        self.platform = platform
+        self.tags = tags
+        self.template = template
+        self.headers = headers
+        self.expiry = expiry
+        self.offlineSeconds = offlineSeconds
+    }
 }
 
 /// An extra access policy of the emulated namespace (for example a Listen-only one, to which
@@ -22,18 +41,25 @@ public struct AccessPolicy: Sendable, Equatable {
 }
 
 /// The devices file of `newspush-hub --devices FILE`:
-/// `devices: [{id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}]`,
-/// optionally `hub: NAME` (other hub paths answer 404) and
+/// `devices: [{id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}]`
+/// (a template registration may add `headers: {apns-collapse-id: "$(collapseId)"}` and
+/// `expiry: "$(expiry)"`; `offline_seconds: N` has a device come online N seconds after a send),
+/// optionally `hub: NAME` (other hub paths answer 404), `tier: standard|basic|free` and
 /// `policies: [{name: ListenOnly, key: …, rights: [Listen]}]`.
 public struct DeviceRegistry: Sendable {
+    /// Standard has scheduled sends and per-message telemetry; basic and free answer 403 to them.
+    public enum Tier: String, Sendable { case free, basic, standard }
+
     public var hub: String?
     public var devices: [VirtualDevice]
     public var policies: [AccessPolicy]
+    public var tier: Tier
 
-    public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = []) {
+    public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = [], tier: Tier = .standard) {
         self.hub = hub
         self.devices = devices
         self.policies = policies
+        self.tier = tier
     }
 
     public struct LoadError: Error, CustomStringConvertible {
@@ -58,6 +84,10 @@ public struct DeviceRegistry: Sendable {
             LoadError(description: "\(file):\(node?.mark?.line ?? 0): \(message)")
         }
         var registry = DeviceRegistry(hub: mapping["hub"]?.string, devices: [])
+        if let tier = mapping["tier"]?.string {
+            guard let value = Tier(rawValue: tier) else { throw fail(mapping["tier"], "tier must be free, basic or standard, not '\(tier)'") }
+            registry.tier = value
+        }
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()
         for (index, node) in list.enumerated() {
@@ -79,7 +109,19 @@ public struct DeviceRegistry: Sendable {
                     throw fail(node, "devices[\(index)].template: \(error)")
                 }
             }
-            registry.devices.append(VirtualDevice(id: id, platform: platform, tags: tags, template: template))
+            var headers: [String: String] = [:]
+            if let headerNode = device["headers"] {
+                guard let pairs = headerNode.mapping else { throw fail(headerNode, "devices[\(index)].headers must be a mapping") }
+                for (name, value) in pairs {
+                    guard let key = name.string, key.lowercased().hasPrefix("apns-"), let text = value.string else {
+                        throw fail(name, "devices[\(index)].headers: keys must start with apns- (as in an Apple template registration)")
+                    }
+                    headers[key.lowercased()] = text
+                }
+            }
+            let offline = device["offline_seconds"].flatMap { $0.string }.flatMap(Double.init)
+            registry.devices.append(VirtualDevice(id: id, platform: platform, tags: tags, template: template, headers: headers,
+                                                  expiry: device["expiry"]?.string, offlineSeconds: offline))
         }
         for node in mapping["policies"]?.sequence ?? [] {
             guard let policy = node.mapping, let name = policy["name"]?.string, let key = policy["key"]?.string else {

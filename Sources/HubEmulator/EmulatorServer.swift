@@ -52,7 +52,11 @@ public enum EmulatorServer {
         let app = Application(
             responder: responder,
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port), serverName: nil),
-            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                await emulator.listening(on: bound)
+                await onReady(bound)
+            },
             logger: logger)
         try await app.run()
     }

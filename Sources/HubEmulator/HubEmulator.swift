@@ -9,10 +9,25 @@ public struct Delivery: Codable, Sendable, Equatable {
     public var tags: [String]
     public var payload: String
     public var notificationId: String
+    /// The collapse id the push service got (`apns-collapse-id`, FCM's `collapse_key`), if any.
+    public var collapseId: String?
+    /// The push-service headers of the delivery (`apns-priority`, `apns-expiration`…), if any.
+    public var headers: [String: String]?
+
+    public init(device: String, platform: String, tags: [String], payload: String, notificationId: String,
+                collapseId: String? = nil, headers: [String: String]? = nil) {
+        self.device = device
+        self.platform = platform
+        self.tags = tags
+        self.payload = payload
+        self.notificationId = notificationId
+        self.collapseId = collapseId
+        self.headers = headers
+    }
 
     enum CodingKeys: String, CodingKey {
-        case device, platform, tags, payload
-        case notificationId = "notification_id"
+        case device, platform, tags, payload, headers
+        case notificationId = "notification_id", collapseId = "collapse_id"
     }
 }
 
@@ -121,13 +136,19 @@ enum ErrorTimestamp {
 }
 
 /// The emulated hub: verifies SAS tokens like the service, routes sends by tag expression to
-/// virtual devices, renders templates, logs deliveries and injects faults on request.
+/// virtual devices, renders templates and registration headers, honours expiry, holds
+/// scheduled sends until their time, answers telemetry from its deliveries, logs every
+/// delivery and injects faults on request.
 public actor HubEmulator {
     public let connection: HubConnectionString
     public let registry: DeviceRegistry
     private var faults: [Fault] = []
     private var deliveries: [Delivery] = []
+    private var notifications: [String: NotificationRecord] = [:]
+    private var scheduled: [String: Task<Void, Never>] = [:]
     private var sendCount = 0
+    /// The address the server listens on (`127.0.0.1:PORT`): a token signed for it is good too.
+    private var ownAddress: String?
     private let log: FileHandle?
     private let encoder: JSONEncoder
     /// The time part of notification ids, made once rather than per send.
@@ -162,6 +183,12 @@ public actor HubEmulator {
     /// Every delivery so far.
     public func allDeliveries() -> [Delivery] { deliveries }
 
+    /// What the hub knows about a notification (or a scheduled one), as telemetry reports it.
+    public func notification(_ id: String) -> NotificationRecord? { notifications[id] }
+
+    /// Tells the emulator the port it listens on.
+    public func listening(on port: Int) { ownAddress = "127.0.0.1:\(port)" }
+
     /// Queues a fault for the next send requests.
     public func inject(_ fault: Fault) { faults.append(fault) }
 
@@ -186,12 +213,12 @@ public actor HubEmulator {
         let trackingId = request.headers["trackingid"] ?? UUID().uuidString.lowercased()
         // Control endpoints for tests and demos.
         if request.path.hasPrefix("/_emulator/") { return control(request) }
-        guard let fault else { return handleSend(request, trackingId: trackingId, now: now) }
+        guard let fault else { return route(request, trackingId: trackingId, now: now) }
         var response: EmulatorResponse
         if let status = fault.status {
             response = .xmlError(status, "Injected fault \(status)", trackingId: trackingId)
         } else {
-            response = handleSend(request, trackingId: trackingId, now: now)
+            response = route(request, trackingId: trackingId, now: now)
         }
         if let retryAfter = fault.retryAfter { response.headers.append(("Retry-After", retryAfter)) }
         if fault.delayAfterDelivery == true { response.delay = fault.delaySeconds ?? 0 }
@@ -220,107 +247,152 @@ public actor HubEmulator {
         }
     }
 
-    private func handleSend(_ request: EmulatorRequest, trackingId: String, now: Date) -> EmulatorResponse {
-        // /{hub}/messages or /{hub}/messages/
+    /// The service's resources: `POST {hub}/messages`, `POST {hub}/schedulednotifications`,
+    /// `DELETE {hub}/schedulednotifications/{id}`, `GET {hub}/messages/{id}` (telemetry).
+    private func route(_ request: EmulatorRequest, trackingId: String, now: Date) -> EmulatorResponse {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard request.method == "POST", segments.count == 2, segments[1] == "messages" else {
-            return .xmlError(404, "The requested resource \(request.path) was not found", trackingId: trackingId)
-        }
+        let notFound = EmulatorResponse.xmlError(404, "The requested resource \(request.path) was not found", trackingId: trackingId)
+        guard segments.count >= 2, ["messages", "schedulednotifications"].contains(segments[1]) else { return notFound }
         let hub = segments[0]
         // Authentication, as the service: token present, signature, expiry, audience.
-        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: now, trackingId: trackingId) {
-            return failure
-        }
+        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: now, trackingId: trackingId) { return failure }
         if let expected = registry.hub, expected.lowercased() != hub.lowercased() {
             return .xmlError(404, "No hub named '\(hub)' in this namespace", trackingId: trackingId)
         }
-        if request.query["direct"] != nil {
-            return .xmlError(400, "Direct sends are not emulated", trackingId: trackingId)
-        }
-        if request.body.count > 64 * 1024 {
-            return .xmlError(413, "The message size cannot be over 64 KB", trackingId: trackingId)
-        }
-        let format = (request.headers["servicebusnotification-format"] ?? "template").lowercased()
-        let contentType = (request.headers["content-type"] ?? "").lowercased()
-        var predicate: TagPredicate?
-        if let tags = request.headers["servicebusnotification-tags"] {
-            do {
-                predicate = try TagPredicate(parsing: tags)
-            } catch {
-                return .xmlError(400, "\(error)", trackingId: trackingId)
+        switch (request.method, segments[1], segments.count) {
+        case ("POST", "messages", 2):
+            return send(request, hub: hub, trackingId: trackingId, now: now)
+        case ("POST", "schedulednotifications", 2), ("DELETE", "schedulednotifications", 3), ("GET", "messages", 3):
+            guard registry.tier == .standard else {
+                return .xmlError(403, "This feature requires the Standard tier; this hub is \(registry.tier.rawValue)", trackingId: trackingId)
             }
-        }
-        let matching = registry.devices.filter { predicate?.matches(Set($0.tags)) ?? true }
-        let isTest = request.query["test"].map { $0.lowercased() != "false" } ?? false
-        let notificationId = "NH-\(idTimeFormatter.string(from: now))-\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())-\(String(format: "%02d", (sendCount % 99) + 1))"
-        sendCount += 1
-
-        var targets: [(VirtualDevice, String)] = []
-        switch format {
-        case "template":
-            guard contentType.hasPrefix("application/json") else {
-                return .xmlError(400, "Content-Type must be application/json for template notifications", trackingId: trackingId)
-            }
-            guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-                  object.values.allSatisfy({ $0 is String }) else {
-                return .xmlError(400, "The template notification body must be a flat JSON object of string properties", trackingId: trackingId)
-            }
-            let properties = object.compactMapValues { $0 as? String }
-            if let bad = properties.keys.first(where: { !NotificationHubClient.isValidPropertyName($0) }) {
-                return .xmlError(400, "Invalid property name '\(bad)'", trackingId: trackingId)
-            }
-            for device in matching {
-                guard let template = device.template else { continue }   // native registrations skip template sends
-                let payload: String
-                if device.platform == .windows {
-                    payload = TemplateRenderer.renderXML(template, properties: properties)
-                } else {
-                    payload = (try? TemplateRenderer.renderJSON(template, properties: properties)) ?? template
-                }
-                targets.append((device, payload))
-            }
-        case "apple", "fcmv1", "windows":
-            let platform = VirtualDevice.Platform(rawValue: format)!
-            let text = String(decoding: request.body, as: UTF8.self)
-            if platform != .windows {
-                guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
-                    return .xmlError(400, "The \(format) notification body must be a JSON object", trackingId: trackingId)
-                }
-                if platform == .fcmv1, !(object["message"] is [String: Any]) {
-                    return .xmlError(400, "An fcmv1 notification must be a complete FCM v1 message: {\"message\":{…}}", trackingId: trackingId)
-                }
-            }
-            for device in matching where device.platform == platform && device.template == nil {
-                targets.append((device, text))
-            }
+            if request.method == "POST" { return schedule(request, hub: hub, trackingId: trackingId, now: now) }
+            if request.method == "DELETE" { return cancel(segments[2], trackingId: trackingId, now: now) }
+            return telemetry(segments[2], hub: hub, trackingId: trackingId)
         default:
-            return .xmlError(400, "The notification format '\(format)' is not supported by this emulator", trackingId: trackingId)
+            return notFound
         }
-        // The test flag limits a send to 10 registrations.
-        if isTest { targets = Array(targets.prefix(10)) }
-        for (device, payload) in targets {
-            let delivery = Delivery(device: device.id, platform: device.platform.rawValue, tags: device.tags, payload: payload,
-                                    notificationId: notificationId)
-            deliveries.append(delivery)
-            if let log, var line = try? encoder.encode(delivery) {
-                line.append(0x0A)
-                log.write(line)
-            }
+    }
+
+    private func newNotificationId(_ now: Date) -> String {
+        sendCount += 1
+        return "NH-\(idTimeFormatter.string(from: now))-\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())-\(String(format: "%02d", (sendCount % 99) + 1))"
+    }
+
+    private func send(_ request: EmulatorRequest, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
+        let prepared: PreparedSend
+        switch registry.prepare(request, trackingId: trackingId) {
+        case .failure(let refusal): return refusal.response
+        case .success(let value): prepared = value
         }
+        let id = newNotificationId(now)
+        let isTest = request.query["test"].map { $0.lowercased() != "false" } ?? false
+        notifications[id] = NotificationRecord(id: id, hub: hub, host: connection.host, state: "Enqueued", enqueued: now, body: prepared.body,
+                                               tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
+        deliver(prepared.targets, id: id, at: now, ignoringOffline: isTest)
         let apiVersion = request.query["api-version"] ?? "2020-06"
         var headers: [(String, String)] = [
-            ("Location", "https://\(connection.host)/\(hub)/messages/\(notificationId)?api-version=\(apiVersion)"),
+            ("Location", "https://\(connection.host)/\(hub)/messages/\(id)?api-version=\(apiVersion)"),
             ("TrackingId", trackingId),
             ("X-Powered-By", "newspush-hub (Azure Notification Hubs emulator)"),
         ]
         if isTest {
             headers.append(("Content-Type", "application/xml; charset=utf-8"))
-            return EmulatorResponse(status: 201, headers: headers, body: Data(Self.outcomeXML(targets.map(\.0)).utf8))
+            return EmulatorResponse(status: 201, headers: headers, body: Data(Self.outcomeXML(prepared.targets.map(\.device)).utf8))
         }
         return EmulatorResponse(status: 201, headers: headers, body: Data())
     }
 
-    /// The 401/403 the service would answer, or nil when the token is good for this send.
+    /// A scheduled send: checked like a send, held until `ServiceBusNotification-ScheduleTime`
+    /// (UTC, `yyyy-MM-ddTHH:mm:ss`), then delivered unless cancelled.
+    private func schedule(_ request: EmulatorRequest, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
+        guard let text = request.headers["servicebusnotification-scheduletime"], let time = Self.scheduleTime(text) else {
+            return .xmlError(400, "ServiceBusNotification-ScheduleTime is missing or not yyyy-MM-ddTHH:mm:ss", trackingId: trackingId)
+        }
+        guard time <= now.addingTimeInterval(7 * 86400 + 60) else {
+            return .xmlError(400, "Scheduled notifications can be at most 7 days ahead", trackingId: trackingId)
+        }
+        let prepared: PreparedSend
+        switch registry.prepare(request, trackingId: trackingId) {
+        case .failure(let refusal): return refusal.response
+        case .success(let value): prepared = value
+        }
+        let id = newNotificationId(now)
+        notifications[id] = NotificationRecord(id: id, hub: hub, host: connection.host, state: "Scheduled", enqueued: now, body: prepared.body,
+                                               tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
+        let delay = max(0, time.timeIntervalSince(now))
+        scheduled[id] = Task { [weak self] in
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            guard !Task.isCancelled else { return }
+            await self?.fire(id, targets: prepared.targets)
+        }
+        let apiVersion = request.query["api-version"] ?? "2020-06"
+        return EmulatorResponse(status: 201, headers: [
+            ("Location", "https://\(connection.host)/\(hub)/schedulednotifications/\(id)?api-version=\(apiVersion)"),
+            ("TrackingId", trackingId),
+        ], body: Data())
+    }
+
+    private func fire(_ id: String, targets: [SendTarget]) {
+        scheduled[id] = nil
+        guard notifications[id]?.state == "Scheduled" else { return }
+        deliver(targets, id: id, at: Date(), ignoringOffline: false)
+    }
+
+    private func cancel(_ id: String, trackingId: String, now: Date) -> EmulatorResponse {
+        guard let task = scheduled.removeValue(forKey: id) else {
+            return .xmlError(404, "No scheduled notification '\(id)' (delivered, cancelled, or never scheduled)", trackingId: trackingId)
+        }
+        task.cancel()
+        notifications[id]?.state = "Cancelled"
+        notifications[id]?.ended = now
+        return EmulatorResponse(status: 200, headers: [("TrackingId", trackingId)], body: Data())
+    }
+
+    private func telemetry(_ id: String, hub: String, trackingId: String) -> EmulatorResponse {
+        guard let record = notifications[id] else {
+            return .xmlError(404, "No notification '\(id)' in this hub", trackingId: trackingId)
+        }
+        return EmulatorResponse(status: 200, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
+                                body: Data(record.detailsXML().utf8))
+    }
+
+    /// Hands a notification to its devices now; a device that is off gets it when it comes
+    /// online, unless it expired meanwhile (the push service drops it, as APNs and FCM do).
+    private func deliver(_ targets: [SendTarget], id: String, at now: Date, ignoringOffline: Bool) {
+        notifications[id]?.state = targets.isEmpty ? "NoTargetFound" : "Processing"
+        notifications[id]?.started = now
+        notifications[id]?.waiting = targets.count
+        if targets.isEmpty { notifications[id]?.ended = now }
+        for target in targets {
+            if let offline = target.device.offlineSeconds, offline > 0, !ignoringOffline {
+                Task { [weak self] in
+                    try? await Task.sleep(nanoseconds: UInt64(offline * 1e9))
+                    await self?.arrive(target, id: id, at: Date())
+                }
+            } else {
+                arrive(target, id: id, at: now)
+            }
+        }
+    }
+
+    private func arrive(_ target: SendTarget, id: String, at now: Date) {
+        let platform = target.device.platform
+        if let expiry = target.expiry, expiry < now {
+            notifications[id]?.count(platform, "Dropped", at: now)
+            return
+        }
+        let delivery = Delivery(device: target.device.id, platform: platform.rawValue, tags: target.device.tags, payload: target.payload,
+                                notificationId: id, collapseId: target.collapseId, headers: target.headers.isEmpty ? nil : target.headers)
+        deliveries.append(delivery)
+        if let log, var line = try? encoder.encode(delivery) {
+            line.append(0x0A)
+            log.write(line)
+        }
+        notifications[id]?.count(platform, "Success", at: now)
+    }
+
+    /// The 401/403 the service would answer, or nil when the token is good for this hub.
     private func verifyToken(_ header: String?, hub: String, now: Date, trackingId: String) -> EmulatorResponse? {
         guard let header, !header.isEmpty else {
             return .xmlError(401, "MissingToken: The authorization header was not provided", trackingId: trackingId)
@@ -345,7 +417,8 @@ public actor HubEmulator {
         guard Double(se) > now.timeIntervalSince1970 else {
             return .xmlError(401, "ExpiredToken: The token is expired. Expiration time: '\(se)'", trackingId: trackingId)
         }
-        guard Self.audienceCovers(sr: sr, host: connection.host, hub: hub) else {
+        let hosts = [connection.host] + (ownAddress.map { [$0, $0.replacingOccurrences(of: "127.0.0.1", with: "localhost")] } ?? [])
+        guard hosts.contains(where: { Self.audienceCovers(sr: sr, host: $0, hub: hub) }) else {
             return .xmlError(401, "InvalidAudience: The token audience '\(SharedAccessSignature.percentDecode(sr))' does not cover this hub's messages", trackingId: trackingId)
         }
         guard policy.canSend else {
@@ -356,7 +429,7 @@ public actor HubEmulator {
     }
 
     /// Whether a token's resource (namespace, hub, or the hub's messages, http or https, with or
-    /// without a query) scopes a send to `hub`.
+    /// without a query) scopes a send to `hub` on `host`.
     static func audienceCovers(sr: String, host: String, hub: String) -> Bool {
         var resource = SharedAccessSignature.percentDecode(sr).lowercased()
         if let query = resource.firstIndex(of: "?") { resource = String(resource[..<query]) }
@@ -366,6 +439,15 @@ public actor HubEmulator {
         while resource.hasSuffix("/") { resource.removeLast() }
         let target = "\(host.lowercased())/\(hub.lowercased())/messages"
         return target == resource || target.hasPrefix(resource + "/")
+    }
+
+    /// `yyyy-MM-ddTHH:mm:ss` in UTC.
+    static func scheduleTime(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
     }
 
     /// The `NotificationOutcome` XML a test send answers with.
@@ -382,5 +464,59 @@ public actor HubEmulator {
             xml += "</Results>"
         }
         return xml + "</NotificationOutcome>"
+    }
+}
+
+/// What the emulated hub remembers of a notification, for per-message telemetry.
+public struct NotificationRecord: Sendable {
+    public var id: String
+    public var hub: String
+    public var host: String
+    /// Enqueued, Processing, Completed, NoTargetFound, Scheduled or Cancelled.
+    public var state: String
+    public var enqueued: Date
+    public var started: Date?
+    public var ended: Date?
+    public var body: String
+    public var tags: String?
+    public var platforms: Set<String>
+    /// Platform → outcome (Success, Dropped) → devices.
+    public var outcomes: [String: [String: Int]] = [:]
+    /// Devices not reached yet (off, and not expired so far).
+    var waiting = 0
+
+    mutating func count(_ platform: VirtualDevice.Platform, _ outcome: String, at now: Date) {
+        outcomes[platform.rawValue, default: [:]][outcome, default: 0] += 1
+        waiting -= 1
+        if waiting <= 0 {
+            state = "Completed"
+            ended = now
+        }
+    }
+
+    /// The service's `NotificationDetails` XML.
+    func detailsXML() -> String {
+        func date(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "" }
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let element = ["apple": "Apns", "fcmv1": "FcmV1", "windows": "Wns"]
+        var xml = "<NotificationDetails xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
+        xml += "<NotificationId>\(escape(id))</NotificationId><Location>sb://\(host)/\(hub)/messages/\(escape(id))?api-version=2016-07</Location>"
+        xml += "<State>\(state)</State><EnqueueTime>\(date(enqueued))</EnqueueTime>"
+        if let started { xml += "<StartTime>\(date(started))</StartTime>" }
+        if let ended { xml += "<EndTime>\(date(ended))</EndTime>" }
+        xml += "<NotificationBody>\(escape(body))</NotificationBody>"
+        if let tags { xml += "<Tags>\(escape(tags))</Tags>" }
+        xml += "<TargetPlatforms>\(platforms.sorted().joined(separator: ","))</TargetPlatforms>"
+        for (platform, counts) in outcomes.sorted(by: { $0.key < $1.key }) {
+            let name = element[platform] ?? platform.capitalized
+            xml += "<\(name)OutcomeCounts>"
+            for (outcome, count) in counts.sorted(by: { $0.key < $1.key }) {
+                xml += "<Outcome><Name>\(outcome)</Name><Count>\(count)</Count></Outcome>"
+            }
+            xml += "</\(name)OutcomeCounts>"
+        }
+        return xml + "</NotificationDetails>"
     }
 }

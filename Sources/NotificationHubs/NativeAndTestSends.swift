@@ -15,8 +15,11 @@ public enum NativeFormat: String, Sendable, CaseIterable {
 extension NotificationHubClient {
     /// A native send: `payload` is the platform's own JSON (an APNs payload, or an FCM v1
     /// `{"message":{…}}`), delivered to native registrations of that platform matching `tags`.
-    public func nativeRequest(_ format: NativeFormat, payload: [String: Any], tags: String?, test: Bool = false,
-                              now: Date = Date()) throws(HubError) -> HubRequest {
+    /// `headers` carries the platform's own fields (`apns-priority`, `apns-expiration`,
+    /// `apns-collapse-id`…); an apple send gets `apns-push-type: alert` and `apns-priority: 10`
+    /// unless they are given.
+    public func nativeRequest(_ format: NativeFormat, payload: [String: Any], tags: String?, headers extra: [(name: String, value: String)] = [],
+                              test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
         if let tags { try TagExpression.validate(tags) }
         guard JSONSerialization.isValidJSONObject(payload),
               let body = try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]) else {
@@ -33,9 +36,12 @@ extension NotificationHubClient {
             ("ServiceBusNotification-Format", format.rawValue),
         ]
         if let tags { headers.append(("ServiceBusNotification-Tags", tags)) }
+        for (name, value) in extra where name.lowercased().hasPrefix("apns-") == false || format == .apple {
+            headers.append((name, value))
+        }
         if format == .apple {
-            headers.append(("apns-push-type", "alert"))
-            headers.append(("apns-priority", "10"))
+            if !extra.contains(where: { $0.name.lowercased() == "apns-push-type" }) { headers.append(("apns-push-type", "alert")) }
+            if !extra.contains(where: { $0.name.lowercased() == "apns-priority" }) { headers.append(("apns-priority", "10")) }
         }
         headers.append(("x-ms-version", apiVersion))
         return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
@@ -98,6 +104,146 @@ public struct TestSendOutcome: Sendable, Equatable {
             default: break
             }
             text = ""
+        }
+    }
+}
+
+extension NotificationHubClient {
+    /// The same send, scheduled by the hub for `time` (Standard tier; at most 7 days ahead):
+    /// `POST {hub}/schedulednotifications` with `ServiceBusNotification-ScheduleTime` in UTC.
+    /// The id in the answer's `Location` names the scheduled notification.
+    public func scheduled(_ request: HubRequest, at time: Date) -> HubRequest {
+        var scheduled = request
+        scheduled.url = "\(baseURL)\(hubName)/schedulednotifications?api-version=\(apiVersion)"
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        scheduled.headers.append(("ServiceBusNotification-ScheduleTime", formatter.string(from: time)))
+        return scheduled
+    }
+
+    /// Cancels a scheduled notification: `DELETE {hub}/schedulednotifications/{id}` (200).
+    public func cancelScheduledRequest(id: String, now: Date = Date()) -> HubRequest {
+        HubRequest(method: "DELETE", url: "\(baseURL)\(hubName)/schedulednotifications/\(Self.pathSegment(id))?api-version=\(apiVersion)",
+                   headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
+    }
+
+    /// Per-message telemetry (Standard tier): `GET {hub}/messages/{id}?api-version=2016-07`.
+    public func telemetryRequest(id: String, now: Date = Date()) -> HubRequest {
+        HubRequest(method: "GET", url: "\(baseURL)\(hubName)/messages/\(Self.pathSegment(id))?api-version=2016-07",
+                   headers: [("Authorization", authorization(now: now)), ("x-ms-version", "2016-07")], body: Data())
+    }
+
+    /// Asks for the telemetry of notification `id` and says what came back.
+    public func telemetry(id: String) -> TelemetryOutcome {
+        switch perform(telemetryRequest(id: id)) {
+        case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
+            return .unreachable("could not reach the hub at \(baseURL): \(why)")
+        case .success(let response):
+            switch response.status {
+            case 200:
+                guard let details = NotificationDetails(xml: response.body) else { return .failed(status: 200, reason: "the hub's answer is not NotificationDetails XML") }
+                return .details(details)
+            case 403:
+                return .failed(status: 403, reason: "per-message telemetry needs the Standard tier (or the policy '\(connection.keyName)' lacks the right): the hub answered 403")
+            case 404:
+                return .failed(status: 404, reason: "the hub knows no notification '\(id)' (ids come from the Location of a Standard-tier send)")
+            case 401:
+                return .failed(status: 401, reason: "hub rejected the token (401): check the connection string's key and the clock")
+            default:
+                return .failed(status: response.status, reason: "unexpected hub answer \(response.status)")
+            }
+        }
+    }
+
+    /// An id made safe as one path segment.
+    static func pathSegment(_ id: String) -> String {
+        id.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")) ?? id
+    }
+}
+
+/// What a telemetry request came to.
+public enum TelemetryOutcome: Sendable, Equatable {
+    case details(NotificationDetails)
+    case failed(status: Int, reason: String)
+    case unreachable(String)
+}
+
+/// The hub's per-message telemetry (`NotificationDetails`): state, times, and how many devices
+/// of each platform each outcome reached.
+public struct NotificationDetails: Sendable, Equatable, Codable {
+    public var notificationId: String?
+    public var state: String?
+    public var enqueueTime: String?
+    public var startTime: String?
+    public var endTime: String?
+    public var targetPlatforms: String?
+    /// Platform (`Apns`, `FcmV1`, `Wns`, …) → outcome name (`Success`, …) → count.
+    public var outcomeCounts: [String: [String: Int]]
+
+    enum CodingKeys: String, CodingKey {
+        case state, notificationId = "notification_id", enqueueTime = "enqueue_time", startTime = "start_time", endTime = "end_time"
+        case targetPlatforms = "target_platforms", outcomeCounts = "outcome_counts"
+    }
+
+    public init(notificationId: String?, state: String?, enqueueTime: String?, startTime: String?, endTime: String?,
+                targetPlatforms: String?, outcomeCounts: [String: [String: Int]]) {
+        self.notificationId = notificationId
+        self.state = state
+        self.enqueueTime = enqueueTime
+        self.startTime = startTime
+        self.endTime = endTime
+        self.targetPlatforms = targetPlatforms
+        self.outcomeCounts = outcomeCounts
+    }
+
+    /// Parses the XML body of a telemetry answer.
+    public init?(xml: Data) {
+        let delegate = DetailsParser()
+        let parser = XMLParser(data: xml)
+        parser.delegate = delegate
+        guard parser.parse(), delegate.sawDetails else { return nil }
+        notificationId = delegate.fields["NotificationId"]
+        state = delegate.fields["State"]
+        enqueueTime = delegate.fields["EnqueueTime"]
+        startTime = delegate.fields["StartTime"]
+        endTime = delegate.fields["EndTime"]
+        targetPlatforms = delegate.fields["TargetPlatforms"]
+        outcomeCounts = delegate.counts
+    }
+
+    private final class DetailsParser: NSObject, XMLParserDelegate {
+        var sawDetails = false
+        var fields: [String: String] = [:]
+        var counts: [String: [String: Int]] = [:]
+        private var platform: String?
+        private var outcomeName: String?
+        private var outcomeCount: Int?
+        private var text = ""
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            text = ""
+            if name == "NotificationDetails" { sawDetails = true }
+            if name.hasSuffix("OutcomeCounts") { platform = String(name.dropLast("OutcomeCounts".count)) }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            text = ""
+            switch name {
+            case "Name": outcomeName = value
+            case "Count": outcomeCount = Int(value)
+            case "Outcome":
+                if let platform, let outcomeName { counts[platform, default: [:]][outcomeName] = outcomeCount ?? 0 }
+                outcomeName = nil
+                outcomeCount = nil
+            default:
+                if name.hasSuffix("OutcomeCounts") { platform = nil } else if platform == nil { fields[name] = value }
+            }
         }
     }
 }

@@ -130,6 +130,11 @@ public struct NotificationHubClient: Sendable {
         return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
     }
 
+    /// One request, once, through the transport (for reads such as telemetry).
+    public func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
+        transport.perform(request)
+    }
+
     /// Sends a request, retrying as the official SDKs do, and says what became of it.
     public func send(_ request: HubRequest) -> SendOutcome {
         var attempt = 0

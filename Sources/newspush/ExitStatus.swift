@@ -18,8 +18,9 @@ enum ExitStatus {
     static func code(for status: OutboxEntry.Status, stopped: Bool) -> Int32 {
         switch status {
         case .sent: return 0
+        case .scheduled: return 0
         case .pending: return stopped ? 1 : 2
-        case .failed, .unknown, .sending, .expired: return 2
+        case .failed, .unknown, .sending, .expired, .cancelled: return 2
         }
     }
 
@@ -31,7 +32,7 @@ enum ExitStatus {
             switch error {
             case .ledger(let ledger): return code(for: ledger)
             case .connectionString: return 78
-            case .request, .unknownFeed: return 64
+            case .request, .unknownFeed, .unknownStory: return 64
             }
         default: return 1
         }

@@ -19,8 +19,8 @@ struct Publish: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(help: "World, Politics, Business, Technology, Science or Sports.")
-    var category: NewsCategory
+    @Option(help: "World, Politics, Business, Technology, Science or Sports (with --replace: the corrected story's, unless given).")
+    var category: NewsCategory?
 
     @Option(help: "The headline; the message is the category's template with it.")
     var title: String?
@@ -36,6 +36,18 @@ struct Publish: ParsableCommand {
 
     @Flag(help: "Push the story even if it was pushed before (recorded as a deliberate repeat).")
     var force = false
+
+    @Option(help: "major (time-sensitive, with sound) or minor (silent); default: the category's, or an importance rule's.")
+    var importance: Importance?
+
+    @Option(help: "Have the hub deliver it at this time: an RFC 3339 time (2026-11-23T18:00:00Z) or +DURATION (+2h); at most 7 days ahead (Standard tier).")
+    var at: String?
+
+    @Option(name: .customLong("replace"), help: "Correct the alert of this story (its key, as `state show` prints it): same collapse id, new text.")
+    var replacing: String?
+
+    @Option(help: "The language of the text: picks the category's message template for it (default en).")
+    var language: String = "en"
 
     @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
     var wait: String?
@@ -59,14 +71,55 @@ struct Publish: ParsableCommand {
         }
         if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) { throw ValidationError("--url must be an http(s) URL") }
         if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)") }
+        if category == nil && replacing == nil { throw ValidationError("give --category (or --replace KEY to correct a story)") }
+        if replacing != nil && force { throw ValidationError("--replace sends a correction; --force is for repeats") }
+        if let at { _ = try ScheduleTime.parse(at, now: Date()) }
     }
 
     func run() throws {
         let logger = global.bootstrapLogging()
         let config = try global.loadConfig()
         let publisher = Publisher(config: config, logger: logger)
-        let push = ManualPush(category: category, title: title, message: message, url: url, tags: tags, test: test, force: force)
+        let push = ManualPush(category: try category ?? correctedCategory(config), title: title, message: message, url: url, tags: tags,
+                              test: test, force: force, importance: importance, at: try at.map { try ScheduleTime.parse($0, now: Date()) },
+                              replacing: replacing, language: Languages.normalized(language))
         try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes, wait: wait.flatMap(Durations.parse), format: format)
+    }
+
+    /// The category of the story `--replace` corrects.
+    private func correctedCategory(_ config: NewsPushConfig) throws -> NewsCategory {
+        guard let replacing else { throw ValidationError("give --category") }
+        do {
+            let story = try Ledger.open(configured: config.statePath, access: .read).stories(keys: [replacing])[replacing]
+            guard let category = story?.category.flatMap(NewsCategory.init(rawValue:)) else {
+                throw ExitStatus.failing(RunError.unknownStory(replacing, reason: story == nil ? "the ledger has no story with this key" : "it has no category: give --category"))
+            }
+            return category
+        } catch let error as LedgerError {
+            throw ExitStatus.failing(error)
+        }
+    }
+}
+
+extension Importance: ExpressibleByArgument {}
+
+/// `publish --at`: an RFC 3339 time or `+DURATION`, in the future and at most 7 days ahead (the
+/// hub's limit for scheduled sends).
+enum ScheduleTime {
+    static func parse(_ text: String, now: Date) throws -> Date {
+        let time: Date
+        if text.hasPrefix("+") {
+            guard let seconds = Durations.parse(String(text.dropFirst())) else { throw ValidationError("--at '\(text)' is not +DURATION (e.g. +2h)") }
+            time = now.addingTimeInterval(seconds)
+        } else {
+            guard let date = FeedDates.parseISO8601(text) else {
+                throw ValidationError("--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION")
+            }
+            time = date
+        }
+        guard time > now.addingTimeInterval(5) else { throw ValidationError("--at \(FeedDates.format(time)) is not in the future") }
+        guard time <= now.addingTimeInterval(7 * 86400) else { throw ValidationError("--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week") }
+        return time
     }
 }
 
@@ -227,6 +280,14 @@ enum PublishFlow {
             if format == .text {
                 Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
             }
+        case .scheduled:
+            output.status = "scheduled"
+            if format == .text {
+                let when = push.at.map(FeedDates.format) ?? ""
+                Terminal.output("scheduled for \(when)\(outcome.notificationId.map { ", scheduled notification id \($0) (newspush hub cancel \($0) cancels it)" } ?? "")")
+            }
+        case .cancelled:
+            Terminal.error("not sent: cancelled")
         case .pending:
             let kept = push.isTrial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
             Terminal.error("not sent: \(outcome.error ?? "the hub did not take it")\(kept)")

@@ -119,6 +119,8 @@ struct StateCLITests {
         #expect(show.status == 0)
         #expect(show.stdout.contains("2 stories (1 pushed, 1 seen)"))
         #expect(show.stdout.contains("guid:a  Pushed story pushed"))
+        let newer = try #require(show.stdout.range(of: "guid:a")), older = try #require(show.stdout.range(of: "guid:b"))
+        #expect(newer.lowerBound < older.lowerBound, "newest first: \(show.stdout)")
         let check = try await newspush(["state", "check", "--state", path])
         #expect(check.status == 0)
         #expect(check.stdout.contains("2 stories") && check.stdout.contains(": ok"))

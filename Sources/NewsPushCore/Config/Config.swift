@@ -29,6 +29,36 @@ public struct NewsPushConfig: Sendable {
     /// Settings for every category (defaults for those the file does not mention).
     public var categories: [NewsCategory: CategorySettings]
     public var feeds: [FeedSettings]
+    /// Rules that make matching items major (or minor), first match wins (`importance_rules`).
+    public var importanceRules: [ImportanceRule] = []
+    /// Query parameters added to every pushed URL (`link_params`), in order; `{category}` in a
+    /// value becomes the push's category.
+    public var linkParams: [(name: String, value: String)] = []
+}
+
+/// How loudly an alert arrives: major alerts are time-sensitive with sound, minor ones arrive
+/// silently at normal priority.
+public enum Importance: String, Sendable, CaseIterable, Codable {
+    case major, minor
+
+    /// APNs priority: 10 delivers at once, 5 when the device sees fit.
+    public var priority: String { self == .major ? "10" : "5" }
+    /// iOS interruption level.
+    public var interruptionLevel: String { self == .major ? "time-sensitive" : "active" }
+}
+
+/// `importance_rules` entry: items whose title matches `title` (a regular expression) and/or
+/// whose feed is `feed` (name or URL) get `importance`.
+public struct ImportanceRule: Sendable {
+    public var title: String?
+    public var feed: String?
+    public var importance: Importance
+
+    public init(title: String? = nil, feed: String? = nil, importance: Importance = .major) {
+        self.title = title
+        self.feed = feed
+        self.importance = importance
+    }
 }
 
 /// Where and how to reach the Notification Hub.
@@ -118,6 +148,17 @@ public struct CategorySettings: Sendable {
     public var message: String
     /// How the push is sent (`template`, the default, works with the seed app's registrations).
     public var format: PushFormat = .template
+    /// Seconds a device may still show the alert after it is sent (`expiry`, default 1h).
+    public var expiry: Double = 3600
+    /// `major` (default) or `minor`.
+    public var importance: Importance = .major
+    /// Language → message template, sent as `messageParam_<lang>` (and as `messageParam` for
+    /// items of a feed in that language).
+    public var messages: [String: String] = [:]
+    /// Language → the category's display name, for `{category}` in that language's message.
+    public var names: [String: String] = [:]
+    /// The most characters `messageParam` may have (default 178), cut at a word with "…".
+    public var maxLength = 178
 
     public init(tags: String, message: String, format: PushFormat = .template) {
         self.tags = tags
@@ -151,6 +192,23 @@ public struct FeedSettings: Sendable {
     public var category: NewsCategory?
     /// What the first read of this feed does (default: `policy.first_run`).
     public var firstRun: PolicySettings.FirstRun?
+    /// The language of its items (`language`; default: the feed's own `<language>`, else en).
+    public var language: String?
     /// Where it is declared in the config file.
     public var line: Int
+}
+
+/// Language tags as newspush keys them: lower case, `_` between subtags (`pt_br`).
+public enum Languages {
+    public static func normalized(_ tag: String) -> String {
+        tag.trimmingCharacters(in: .whitespaces).lowercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The configured language that fits `tag`: itself, else its primary subtag (`fr_ca` → `fr`).
+    public static func match(_ tag: String, in available: some Collection<String>) -> String? {
+        let tag = normalized(tag)
+        if available.contains(tag) { return tag }
+        let primary = String(tag.prefix { $0 != "_" })
+        return available.contains(primary) ? primary : nil
+    }
 }

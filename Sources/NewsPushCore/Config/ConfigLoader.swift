@@ -46,7 +46,8 @@ public struct ConfigLoader: Sendable {
     }
 
     private func readConfig(_ root: Node, reader: NodeReader, file: String) -> NewsPushConfig? {
-        let top = reader.mapping(root, path: "", allowed: ["hub", "state", "state_retention", "fetch", "policy", "categories", "feeds"])
+        let top = reader.mapping(root, path: "", allowed: ["hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
+                                                          "importance_rules", "link_params"])
         let folder = (file as NSString).deletingLastPathComponent
 
         // hub
@@ -144,7 +145,8 @@ public struct ConfigLoader: Sendable {
                 let path = "categories.\(name)"
                 guard let category = reader.category(keyNode, name: name, path: path) else { continue }
                 var settings = categories[category]!
-                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format"])
+                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format", "expiry", "importance", "messages",
+                                                                        "names", "max_length"])
                 if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
                     do {
                         try TagExpression.validate(tags)
@@ -165,6 +167,7 @@ public struct ConfigLoader: Sendable {
                     if let format = PushFormat(rawValue: value) { settings.format = format }
                     else { reader.report(n, "\(path).format", "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'") }
                 }
+                readAlertSettings(m, path: path, into: &settings, reader: reader)
                 categories[category] = settings
             }
         }
@@ -176,7 +179,7 @@ public struct ConfigLoader: Sendable {
             var seenNames: [String: Int] = [:]
             for (index, item) in reader.elements(node, path: "feeds").enumerated() {
                 let path = "feeds[\(index)]"
-                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run"])
+                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run", "language"])
                 guard m.present else { continue }
                 let line = item.mark?.line ?? 0
                 guard let urlNode = m["url"] else {
@@ -204,15 +207,75 @@ public struct ConfigLoader: Sendable {
                     firstRun = PolicySettings.FirstRun(rawValue: v)
                     if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
                 }
-                feeds.append(FeedSettings(url: url, name: name, category: category, firstRun: firstRun, line: line))
+                let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
+                feeds.append(FeedSettings(url: url, name: name, category: category, firstRun: firstRun, language: language, line: line))
             }
         } else {
             reader.report(root, "feeds", "is required: a list of feeds, each with a url")
         }
 
+        var config = NewsPushConfig(file: file, hub: HubSettings(name: "", connectionString: "", apiVersion: ""), statePath: statePath,
+                                    stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
+        if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
+        if let node = top["link_params"] {
+            for (keyNode, valueNode) in reader.pairs(node, path: "link_params") {
+                guard let name = reader.string(keyNode, path: "link_params"), let value = reader.string(valueNode, path: "link_params.\(name)") else { continue }
+                if name.isEmpty { reader.report(keyNode, "link_params", "a parameter needs a name") }
+                config.linkParams.append((name, value))
+            }
+        }
         guard let hub else { return nil }
-        return NewsPushConfig(file: file, hub: hub, statePath: statePath, stateRetention: retention, fetch: fetch,
-                              policy: policy, categories: categories, feeds: feeds)
+        config.hub = hub
+        return config
+    }
+
+    /// `expiry`, `importance`, `messages`, `names` and `max_length` of a category.
+    private func readAlertSettings(_ m: NodeReader.MappingView, path: String, into settings: inout CategorySettings, reader: NodeReader) {
+        if let n = m["expiry"], let v = reader.duration(n, path: "\(path).expiry") {
+            if v >= 1 && v <= 28 * 86400 { settings.expiry = v } else { reader.report(n, "\(path).expiry", "must be between 1s and 28d (APNs and FCM keep an alert at most four weeks)") }
+        }
+        if let n = m["importance"], let v = reader.string(n, path: "\(path).importance") {
+            if let importance = Importance(rawValue: v) { settings.importance = importance } else { reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'") }
+        }
+        if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) { settings.maxLength = v }
+        if let n = m["messages"] {
+            for (keyNode, valueNode) in reader.pairs(n, path: "\(path).messages") {
+                guard let language = reader.language(keyNode, path: "\(path).messages"),
+                      let template = reader.string(valueNode, path: "\(path).messages.\(language)") else { continue }
+                let unknown = MessageTemplate.placeholders(in: template).subtracting(CategorySettings.placeholders)
+                if unknown.isEmpty { settings.messages[language] = template }
+                else { reader.report(valueNode, "\(path).messages.\(language)", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", "))") }
+            }
+        }
+        if let n = m["names"] {
+            for (keyNode, valueNode) in reader.pairs(n, path: "\(path).names") {
+                guard let language = reader.language(keyNode, path: "\(path).names"),
+                      let name = reader.string(valueNode, path: "\(path).names.\(language)") else { continue }
+                settings.names[language] = name
+            }
+        }
+    }
+
+    /// `importance_rules: [{title: "^(BREAKING|LIVE):"}, {feed: "Wire", importance: minor}]`.
+    private func importanceRules(_ node: Node, reader: NodeReader) -> [ImportanceRule] {
+        var rules: [ImportanceRule] = []
+        for (index, item) in reader.elements(node, path: "importance_rules").enumerated() {
+            let path = "importance_rules[\(index)]"
+            let m = reader.mapping(item, path: path, allowed: ["title", "feed", "importance"])
+            guard m.present else { continue }
+            var rule = ImportanceRule()
+            if let n = m["title"], let pattern = reader.string(n, path: "\(path).title") {
+                if (try? NSRegularExpression(pattern: pattern)) == nil { reader.report(n, "\(path).title", "'\(pattern)' is not a regular expression") }
+                rule.title = pattern
+            }
+            if let n = m["feed"] { rule.feed = reader.string(n, path: "\(path).feed") }
+            if let n = m["importance"], let v = reader.string(n, path: "\(path).importance") {
+                if let importance = Importance(rawValue: v) { rule.importance = importance } else { reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'") }
+            }
+            if rule.title == nil && rule.feed == nil { reader.report(item, path, "needs title (a regular expression) or feed (a feed's name or URL)") }
+            rules.append(rule)
+        }
+        return rules
     }
 
     /// The hub's connection string, from `connection_string: ${VAR}` (the whole value one

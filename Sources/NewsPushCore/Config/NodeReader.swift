@@ -188,6 +188,17 @@ final class NodeReader {
         return text
     }
 
+    /// A language tag (`fr`, `pt-BR`), lower-cased, with `_` for `-` so it can end a template
+    /// property name (`messageParam_pt_br`).
+    func language(_ node: Node, path: String) -> String? {
+        guard let text = string(node, path: path) else { return nil }
+        guard (try? #/[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?/#.wholeMatch(in: text)) != nil else {
+            report(node, path, "'\(text)' is not a language code (examples: en, fr, pt-BR)")
+            return nil
+        }
+        return Languages.normalized(text)
+    }
+
     func category(_ node: Node, name: String, path: String) -> NewsCategory? {
         if let category = NewsCategory(rawValue: name) { return category }
         let names = NewsCategory.allCases.map(\.rawValue)

@@ -12,10 +12,13 @@ public enum StoryIdentifier {
             guard let feed = read.feed else { continue }
             let name = settings.name ?? feed.title ?? settings.url
             let baseline = records[settings.url]?.lastSuccess == nil && (settings.firstRun ?? policy.firstRun) == .baseline
+            let language = Languages.normalized(settings.language ?? feed.language ?? "en")
             for (item, key) in zip(feed.items, StoryKey.keys(for: feed.items, feedURL: settings.url)) {
-                candidates.append(Candidate(key: key, linkKey: item.link.flatMap(StoryKey.canonicalLink), feedName: name,
-                                            feedURL: settings.url, sectionCategory: settings.category, item: item, firstSeen: now,
-                                            inBaselineFeed: baseline))
+                var candidate = Candidate(key: key, linkKey: item.link.flatMap(StoryKey.canonicalLink), feedName: name,
+                                          feedURL: settings.url, sectionCategory: settings.category, item: item, firstSeen: now,
+                                          inBaselineFeed: baseline)
+                candidate.language = language
+                candidates.append(candidate)
             }
         }
         let byKey = try ledger.stories(keys: Set(candidates.map(\.key)))

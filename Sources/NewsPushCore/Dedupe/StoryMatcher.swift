@@ -19,6 +19,8 @@ public struct Candidate: Sendable {
     public var tombstoned = false
     /// Its feed has never been read before and records a baseline (its `first_run` is not `send`).
     public var inBaselineFeed = false
+    /// The language of its feed (`language:`, else the feed's `<language>`, else en).
+    public var language = "en"
 
     public init(key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil, item: FeedItem,
                 previous: StoryRecord? = nil, firstSeen: Date, tombstoned: Bool = false, inBaselineFeed: Bool = false) {

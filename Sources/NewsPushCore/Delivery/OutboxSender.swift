@@ -142,9 +142,10 @@ public struct OutboxSender {
         let at = now()
         switch answer {
         case .accepted(let status, let id, let trackingId, _):
-            logger.info("pushed \(entry.storyKey) to [\(entry.tags)]", metadata: [
+            logger.info("\(entry.scheduledAt == nil ? "pushed" : "scheduled") \(entry.storyKey) to [\(entry.tags)]", metadata: [
                 "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .sent, at: at, httpStatus: status, notificationId: id)
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: entry.scheduledAt == nil ? .sent : .scheduled, at: at,
+                                 httpStatus: status, notificationId: id)
         case .refused(let status, let reason) where !answer.concernsHub:
             logger.info("push of \(entry.storyKey) refused: \(reason)")
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)

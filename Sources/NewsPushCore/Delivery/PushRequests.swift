@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NotificationHubs
 
@@ -12,9 +13,18 @@ public struct PushContent: Sendable {
     public var summary: String
     /// Replaces the rendered message template (manual publish with `--message`).
     public var message: String?
+    /// An https image for the alert, if the item has one.
+    public var image: String?
+    /// The language of the item (its feed's), which picks the message template.
+    public var language: String
+    public var importance: Importance
+    /// The story whose alert this one replaces on the lock screen: the story itself, or the
+    /// story a correction corrects.
+    public var collapseKey: String
 
     public init(category: NewsCategory, title: String, url: String, source: String, id: String, summary: String = "",
-                message: String? = nil) {
+                message: String? = nil, image: String? = nil, language: String = "en", importance: Importance = .major,
+                collapseKey: String? = nil) {
         self.category = category
         self.title = title
         self.url = url
@@ -22,49 +32,116 @@ public struct PushContent: Sendable {
         self.id = id
         self.summary = summary
         self.message = message
+        self.image = image
+        self.language = language
+        self.importance = importance
+        self.collapseKey = collapseKey ?? id
     }
 }
 
 /// Shapes pushes into hub requests (SPEC §5). The outbox keeps a push's format, tags and
-/// properties; the request is built from them when it is sent, with a fresh token.
+/// properties; the request is built from them when it is sent, with a fresh token and the
+/// expiry counted from then.
 public enum PushRequests {
-    /// The template properties: messageParam, title, category, url, source, id (or only id and
-    /// url for `id-only`).
-    public static func properties(_ content: PushContent, settings: CategorySettings) -> [String: String] {
-        let values = ["category": content.category.rawValue, "title": content.title, "source": content.source,
-                      "url": content.url, "summary": content.summary]
-        let message = content.message ?? MessageTemplate.render(settings.message, values)
-        if settings.format == .idOnly { return ["id": content.id, "url": content.url] }
-        return ["messageParam": message, "title": content.title, "category": content.category.rawValue,
-                "url": content.url, "source": content.source, "id": content.id]
+    /// The template properties (SPEC §5): messageParam and one messageParam_<lang> per language
+    /// of the category's `messages`, title, category, url (with `link_params`), source, id,
+    /// image, collapseId, importance, priority, interruptionLevel; `expiry` is added when the
+    /// push is sent. `id-only` pushes carry only id and url.
+    public static func properties(_ content: PushContent, settings: CategorySettings,
+                                  linkParams: [(name: String, value: String)] = []) -> [String: String] {
+        let url = Tracking.link(content.url, params: linkParams, category: content.category)
+        if settings.format == .idOnly { return ["id": content.id, "url": url] }
+        func message(in language: String?) -> String {
+            if let message = content.message { return AlertText.fit(message, limit: settings.maxLength) }
+            let template = language.flatMap { settings.messages[$0] } ?? settings.message
+            let values = ["category": language.flatMap { settings.names[$0] } ?? content.category.rawValue, "title": content.title,
+                          "source": content.source, "url": url, "summary": content.summary]
+            return AlertText.fit(MessageTemplate.render(template, values), limit: settings.maxLength)
+        }
+        var properties = [
+            "messageParam": message(in: Languages.match(content.language, in: settings.messages.keys)),
+            "title": content.title, "category": content.category.rawValue, "url": url, "source": content.source, "id": content.id,
+            "image": content.image ?? "", "collapseId": CollapseID.of(content.collapseKey),
+            "importance": content.importance.rawValue, "priority": content.importance.priority,
+            "interruptionLevel": content.importance.interruptionLevel,
+        ]
+        for language in settings.messages.keys { properties["messageParam_\(language)"] = message(in: language) }
+        return properties
     }
 
-    /// The request for a push of `format` to `tags` with `properties`.
-    public static func request(format: PushFormat, tags: String, properties: [String: String], client: NotificationHubClient,
-                               test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+    /// The request for an outbox entry at `now`: its properties, the expiry counted from when
+    /// it is delivered (now, or its scheduled time), as a scheduled send when it has a time.
+    public static func request(_ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false,
+                               now: Date = Date()) throws(HubError) -> HubRequest {
+        let expiry = (entry.scheduledAt ?? now).addingTimeInterval(entry.expiresAfter)
+        let request = try request(format: entry.format, tags: entry.tags, properties: entry.properties, expiry: expiry,
+                                  client: client, test: test, now: now)
+        return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
+    }
+
+    /// The request for a push of `format` to `tags` with `properties`, shown until `expiry`.
+    public static func request(format: PushFormat, tags: String, properties: [String: String], expiry: Date,
+                               client: NotificationHubClient, test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+        let p = properties
+        let major = p["importance"] != Importance.minor.rawValue
         switch format {
-        case .template, .idOnly:
-            return try client.templateRequest(properties: properties, tags: tags, test: test, now: now)
+        case .template:
+            var sent = p
+            sent["expiry"] = FeedDates.format(expiry)
+            return try client.templateRequest(properties: sent, tags: tags, test: test, now: now)
+        case .idOnly:
+            return try client.templateRequest(properties: p, tags: tags, test: test, now: now)
         case .apple:
-            let payload: [String: Any] = [
-                "aps": ["alert": properties["messageParam"] ?? properties["title"] ?? "", "sound": "default"],
-                "id": properties["id"] ?? "", "url": properties["url"] ?? "", "category": properties["category"] ?? "",
+            var aps: [String: Any] = ["alert": p["messageParam"] ?? p["title"] ?? "",
+                                      "interruption-level": p["interruptionLevel"] ?? Importance.major.interruptionLevel]
+            if major { aps["sound"] = "default" }   // minor alerts arrive silently
+            var payload: [String: Any] = ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? ""]
+            if let image = p["image"], !image.isEmpty {
+                aps["mutable-content"] = 1   // a notification service extension attaches the image
+                payload["image"] = image
+            }
+            payload["aps"] = aps
+            var headers: [(name: String, value: String)] = [
+                ("apns-push-type", "alert"), ("apns-priority", p["priority"] ?? Importance.major.priority),
+                ("apns-expiration", String(Int(expiry.timeIntervalSince1970))),
             ]
-            return try client.nativeRequest(.apple, payload: payload, tags: tags, test: test, now: now)
+            if let collapse = p["collapseId"], !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
+            return try client.nativeRequest(.apple, payload: payload, tags: tags, headers: headers, test: test, now: now)
         case .fcmv1:
+            var notification: [String: Any] = ["title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? ""]
+            if let image = p["image"], !image.isEmpty { notification["image"] = image }
+            var android: [String: Any] = ["ttl": "\(max(0, Int(expiry.timeIntervalSince(now).rounded())))s", "priority": major ? "high" : "normal"]
+            if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
             let payload: [String: Any] = [
                 "message": [
-                    "notification": ["title": properties["category"] ?? "", "body": properties["messageParam"] ?? properties["title"] ?? ""],
-                    "data": ["id": properties["id"] ?? "", "url": properties["url"] ?? "", "category": properties["category"] ?? "",
-                             "source": properties["source"] ?? ""],
+                    "notification": notification, "android": android,
+                    "data": ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "", "source": p["source"] ?? ""],
                 ] as [String: Any],
             ]
             return try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now)
         }
     }
+}
 
-    /// The request for an outbox entry.
-    public static func request(_ entry: OutboxEntry, client: NotificationHubClient, now: Date = Date()) throws(HubError) -> HubRequest {
-        try request(format: entry.format, tags: entry.tags, properties: entry.properties, client: client, now: now)
+/// The collapse id of a story's alerts: the same for every alert of the story, so a corrected
+/// alert replaces the first on the lock screen (APNs allows 64 bytes; this is 35).
+public enum CollapseID {
+    public static func of(_ storyKey: String) -> String {
+        "np-" + SHA256.hash(data: Data(storyKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// `link_params`: tracking parameters added to the pushed URL (the story key is taken from the
+/// feed's link before, so it never sees them).
+public enum Tracking {
+    public static func link(_ url: String, params: [(name: String, value: String)], category: NewsCategory) -> String {
+        guard !params.isEmpty, !url.isEmpty, var components = URLComponents(string: url), components.host != nil else { return url }
+        var items = components.queryItems ?? []
+        for (name, value) in params {
+            items.removeAll { $0.name == name }
+            items.append(URLQueryItem(name: name, value: MessageTemplate.render(value, ["category": category.rawValue])))
+        }
+        components.queryItems = items
+        return components.string ?? url
     }
 }

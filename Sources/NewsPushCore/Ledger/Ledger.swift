@@ -175,7 +175,8 @@ public final class Ledger {
             id TEXT PRIMARY KEY, story_key TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL,
             category TEXT NOT NULL, format TEXT NOT NULL, tags TEXT NOT NULL, properties TEXT NOT NULL,
             created_at BIGINT NOT NULL, fresh_until BIGINT NOT NULL, status TEXT NOT NULL,
-            attempts INTEGER NOT NULL, last_attempt BIGINT, http_status INTEGER, notification_id TEXT, error TEXT);
+            attempts INTEGER NOT NULL, last_attempt BIGINT, http_status INTEGER, notification_id TEXT, error TEXT,
+            expires_after BIGINT NOT NULL, scheduled_at BIGINT);
         CREATE INDEX outbox_status ON outbox (status);
         CREATE INDEX outbox_story ON outbox (story_key);
         CREATE INDEX outbox_last_attempt ON outbox (last_attempt);
@@ -257,7 +258,7 @@ public final class Ledger {
         try reading {
             try db.query("""
                 SELECT \(Self.storyColumns) FROM stories
-                WHERE status IN ('pushed', 'unknown', 'sending', 'pending') AND COALESCE(pushed_at, first_seen) >= ?
+                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled') AND COALESCE(pushed_at, first_seen) >= ?
                 """, [SQLValue(since)]).map(Self.story)
         }
     }
@@ -268,8 +269,10 @@ public final class Ledger {
             var used: [NewsCategory: Int] = [:]
             for row in try db.query("""
                 SELECT category, COUNT(*) FROM outbox
-                WHERE status IN ('sent', 'unknown', 'sending') AND last_attempt >= ? GROUP BY category
-                """, [SQLValue(since)]) {
+                WHERE (status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
+                   OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?)
+                GROUP BY category
+                """, [SQLValue(since), SQLValue(since)]) {
                 if let category = row.text(0).flatMap(NewsCategory.init(rawValue:)) { used[category] = row.int(1) ?? 0 }
             }
             return used
@@ -373,7 +376,7 @@ public final class Ledger {
     }
 
     private func insert(_ entry: OutboxEntry) throws {
-        try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(16)))", Self.values(entry))
+        try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(18)))", Self.values(entry))
         guard entry.kind == .push else { return }
         try db.run("UPDATE stories SET status = ?, error = NULL WHERE key = ?", [.text(entry.status.storyStatus.rawValue), .text(entry.storyKey)])
     }
@@ -399,7 +402,7 @@ public final class Ledger {
         return try writing {
             let keys = try db.query("""
                 SELECT key FROM stories s
-                WHERE s.last_seen < ? AND s.status NOT IN ('pending', 'sending')
+                WHERE s.last_seen < ? AND s.status NOT IN ('pending', 'sending', 'scheduled')
                   AND NOT EXISTS (SELECT 1 FROM feed_members m JOIN feeds f ON f.url = m.feed
                                   WHERE m.story_key = s.key AND f.listed_at >= ?)
                 """, [cutoff, cutoff]).compactMap { $0.text(0) }
@@ -508,7 +511,7 @@ public final class Ledger {
 
     static let feedColumns = "url, etag, last_modified, last_fetched, last_success, listed_at, retry_after, moved_to"
     static let storyColumns = "key, feed, title, link, link_key, category, first_seen, last_seen, published, status, pushed_at, notification_id, error, origin"
-    static let outboxColumns = "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, attempts, last_attempt, http_status, notification_id, error"
+    static let outboxColumns = "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at"
 
     static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
 
@@ -542,7 +545,7 @@ public final class Ledger {
                            origin: row.text(3).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run, category: category, format: format,
                            tags: row.text(6) ?? "", properties: properties, createdAt: created, freshUntil: fresh, status: status,
                            attempts: row.int(11) ?? 0, lastAttempt: row.date(12), httpStatus: row.int(13), notificationId: row.text(14),
-                           error: row.text(15))
+                           error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17))
     }
 
     static func values(_ e: OutboxEntry) -> [SQLValue] {
@@ -552,7 +555,7 @@ public final class Ledger {
         return [.text(e.id), .text(e.storyKey), .text(e.kind.rawValue), .text(e.origin.rawValue), .text(e.category.rawValue),
                 .text(e.format.rawValue), .text(e.tags), .text(properties), SQLValue(e.createdAt), SQLValue(e.freshUntil),
                 .text(e.status.rawValue), .integer(Int64(e.attempts)), SQLValue(e.lastAttempt), SQLValue(e.httpStatus),
-                SQLValue(e.notificationId), SQLValue(e.error)]
+                SQLValue(e.notificationId), SQLValue(e.error), .integer(Int64(e.expiresAfter.rounded())), SQLValue(e.scheduledAt)]
     }
 }
 

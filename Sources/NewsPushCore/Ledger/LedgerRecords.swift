@@ -18,6 +18,10 @@ public struct StoryRecord: Sendable, Equatable {
         case unknown
         /// Its outbox entry aged out (`policy.max_age`) before the hub took it.
         case expired
+        /// The hub holds a scheduled send of it (`publish --at`): the run never pushes it.
+        case scheduled
+        /// Its scheduled send was cancelled (`hub cancel`): not pushed, and not pushed by a run.
+        case cancelled
     }
 
     /// Who recorded the story first.
@@ -62,8 +66,9 @@ public struct StoryRecord: Sendable, Equatable {
     /// The canonical link the story is also known by.
     public var linkKey: String? { link.flatMap(StoryKey.canonicalLink) }
 
-    /// Whether a push of this story went out, or may have (it must never go out again by itself).
-    public var wasPushed: Bool { [.pushed, .sending, .unknown].contains(status) }
+    /// Whether a push of this story went out, may have, or is scheduled: it must never go out
+    /// again by itself.
+    public var wasPushed: Bool { [.pushed, .sending, .unknown, .scheduled].contains(status) }
 }
 
 /// What the ledger remembers about one feed.
@@ -99,6 +104,9 @@ public struct FeedRecord: Sendable, Equatable {
 public struct OutboxEntry: Sendable, Equatable {
     public enum Status: String, Sendable, CaseIterable {
         case pending, sending, sent, failed, unknown, expired
+        /// Accepted by the hub as a scheduled send (its notification id is the scheduled id).
+        case scheduled
+        case cancelled
 
         /// The status a story takes from its push in this status.
         var storyStatus: StoryRecord.Status {
@@ -109,6 +117,8 @@ public struct OutboxEntry: Sendable, Equatable {
             case .failed: return .failed
             case .unknown: return .unknown
             case .expired: return .expired
+            case .scheduled: return .scheduled
+            case .cancelled: return .cancelled
             }
         }
     }
@@ -138,11 +148,18 @@ public struct OutboxEntry: Sendable, Equatable {
     public var httpStatus: Int?
     public var notificationId: String?
     public var error: String?
+    /// Seconds a device may show the alert once it is delivered (the category's `expiry`).
+    public var expiresAfter: Double
+    /// When the hub is to deliver it (`publish --at`); nil: now.
+    public var scheduledAt: Date?
 
     public init(id: String = OutboxEntry.newID(), storyKey: String, kind: Kind = .push, origin: StoryRecord.Origin,
                 category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
                 freshUntil: Date, status: Status = .pending, attempts: Int = 0, lastAttempt: Date? = nil,
-                httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil) {
+                httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil, expiresAfter: Double = 3600,
+                scheduledAt: Date? = nil) {
+        self.expiresAfter = expiresAfter
+        self.scheduledAt = scheduledAt
         self.id = id
         self.storyKey = storyKey
         self.kind = kind

@@ -95,7 +95,7 @@ public enum FeedDates {
 
     // MARK: ISO 8601 / RFC 3339
 
-    static func parseISO8601(_ text: String) -> Date? {
+    public static func parseISO8601(_ text: String) -> Date? {
         let s = Array(text.utf8)
         var i = 0
         func digits(_ count: Int) -> Int? {

@@ -44,6 +44,10 @@ public struct FeedItem: Sendable, Equatable, Codable {
     public var categories: [String] = []
     /// Enclosure and media URLs, absolute.
     public var enclosures: [String] = []
+    /// The item's picture for an alert: the largest `media:content`/`media:thumbnail` image,
+    /// else an enclosure of an image type, else the first `<img>` of its HTML. Absolute https
+    /// URLs only (a push may only point devices at https).
+    public var image: String?
     /// The full content (`content:encoded`, Atom content) as plain text, when given; converted
     /// from the feed's markup when read.
     public var content: String? {

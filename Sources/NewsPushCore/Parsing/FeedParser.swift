@@ -160,6 +160,10 @@ final class FeedDocumentBuilder {
         var modified: String?
         var rssSummary: String?
         var summaryBeforeDescription = false
+        /// The largest media image so far (`media:content`, `media:thumbnail`) by pixel area.
+        var mediaImage: (url: String, area: Int)?
+        /// The first `<img>` of the item's HTML (description, summary, content).
+        var htmlImage: String?
 
         init(depth: Int) {
             self.depth = depth
@@ -210,6 +214,9 @@ final class FeedDocumentBuilder {
         }
         if capture != nil {
             // Markup inside a captured element (XHTML content, naked HTML in a description).
+            if name.local == "img", draft?.htmlImage == nil, let src = attribute("src", in: attributes) {
+                draft?.htmlImage = Self.resolve(src, against: base)
+            }
             if Self.blockLike.contains(name.local) || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } && Self.blockLike.contains(name.local.lowercased())) {
                 captured.append(0x20)
             }
@@ -223,6 +230,10 @@ final class FeedDocumentBuilder {
         if name.kind == .media, draft != nil, name.local == "content" || name.local == "thumbnail" {
             if let url = attribute("url", in: attributes), let resolved = Self.resolve(url, against: base) {
                 draft?.item.enclosures.append(resolved)
+                if name.local == "thumbnail" || Self.isImage(medium: attribute("medium", in: attributes), type: attribute("type", in: attributes), url: resolved) {
+                    let area = (Int(attribute("width", in: attributes) ?? "") ?? 0) * (Int(attribute("height", in: attributes) ?? "") ?? 0)
+                    if area > draft?.mediaImage?.area ?? -1 { draft?.mediaImage = (resolved, area) }
+                }
             }
             return
         }
@@ -489,6 +500,11 @@ final class FeedDocumentBuilder {
 
     private func finishCapture(_ capture: Capture) {
         rawTextObserver?(capture.kind, Array(captured.bytes))
+        if draft?.htmlImage == nil, capture.kind == .html || capture.kind == .maybeHTML,
+           [.description, .atomSummary, .contentEncoded, .atomContent, .rssSummary].contains(capture.field),
+           let src = ImageSource.firstImg(in: captured.bytes) {
+            draft?.htmlImage = Self.resolve(src, against: currentBase)
+        }
         if capture.field == .contentEncoded || capture.field == .atomContent {
             // Full content is converted to plain text only when asked for (see `FeedText`).
             draft?.content = FeedText(markup: Array(captured.bytes), kind: capture.kind)
@@ -589,7 +605,18 @@ final class FeedDocumentBuilder {
             (item.author, item.authorEmail) = Self.splitAuthor(author)
         }
         if item.links.isEmpty, let link = item.link { item.links = [FeedLink(href: link, rel: "alternate", type: "text/html")] }
+        let enclosedImage = item.links.first { $0.rel == "enclosure" && ($0.type?.lowercased().hasPrefix("image/") ?? false) }?.href
+        item.image = [draft.mediaImage?.url, enclosedImage, draft.htmlImage].lazy.compactMap { $0 }.first(where: ImageSource.isPushable)
         return item
+    }
+
+    /// Whether a media element names an image: `medium="image"`, an image type, or, with
+    /// neither, an image file name.
+    static func isImage(medium: String?, type: String?, url: String) -> Bool {
+        if let medium { return medium.lowercased() == "image" }
+        if let type { return type.lowercased().hasPrefix("image/") }
+        let path = url.split(separator: "?").first.map(String.init)?.lowercased() ?? ""
+        return [".jpg", ".jpeg", ".png", ".gif", ".webp", ".avif"].contains { path.hasSuffix($0) }
     }
 
     private func finishFeed() {

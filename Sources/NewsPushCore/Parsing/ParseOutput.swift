@@ -30,7 +30,7 @@ public struct ParseOutput: Encodable, Sendable {
 
     struct ItemOutput: Encodable {
         var item: FeedItem
-        enum CodingKeys: String, CodingKey { case id, title, link, summary, published, updated, author, categories, enclosures }
+        enum CodingKeys: String, CodingKey { case id, title, link, summary, published, updated, author, categories, enclosures, image }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(item.id, forKey: .id)
@@ -42,6 +42,7 @@ public struct ParseOutput: Encodable, Sendable {
             try c.encode(item.author, forKey: .author)
             try c.encode(item.categories, forKey: .categories)
             if !item.enclosures.isEmpty { try c.encode(item.enclosures, forKey: .enclosures) }
+            if let image = item.image { try c.encode(image, forKey: .image) }
         }
     }
 

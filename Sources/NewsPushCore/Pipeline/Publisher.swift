@@ -16,9 +16,18 @@ public struct ManualPush: Sendable {
     public var test: Bool
     /// Push the story even though it was pushed already (recorded as a deliberate repeat).
     public var force: Bool
+    /// Overrides the category's importance and the importance rules.
+    public var importance: Importance?
+    /// Have the hub deliver it at this time (a scheduled send; Standard tier, ≤ 7 days ahead).
+    public var at: Date?
+    /// Correct the alert of this story (its key): same collapse id, new text, recorded as a correction.
+    public var replacing: String?
+    /// The language of the text (picks the category's message template); default en.
+    public var language: String
 
     public init(category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
-                tags: String? = nil, test: Bool = false, force: Bool = false) {
+                tags: String? = nil, test: Bool = false, force: Bool = false, importance: Importance? = nil, at: Date? = nil,
+                replacing: String? = nil, language: String = "en") {
         self.category = category
         self.title = title
         self.message = message
@@ -26,6 +35,10 @@ public struct ManualPush: Sendable {
         self.tags = tags
         self.test = test
         self.force = force
+        self.importance = importance
+        self.at = at
+        self.replacing = replacing
+        self.language = language
     }
 
     /// A trial to a few devices (`--tags`, `--test`): never recorded as the story's push.
@@ -93,25 +106,43 @@ public struct Publisher: Sendable {
     }
 
     /// Plans the push and checks the ledger for the story: by key, by link and by the run's
-    /// near-identical-title rule.
+    /// near-identical-title rule. A correction (`replacing`) takes the corrected story's key and
+    /// collapse id and is never a repeat.
     public func plan(_ push: ManualPush, ledger: Ledger) throws(RunError) -> PublishPlan {
         let client = try pipeline.makeHubClient()
         let settings = config.categories[push.category]!
-        let key = Self.key(for: push)
         let at = now()
         let title = push.title ?? push.message ?? ""
-        let content = PushContent(category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key, message: push.message)
+        var key = Self.key(for: push)
+        var refusal: PublishRefusal?
+        var kind = OutboxEntry.Kind.push
+        if let corrected = push.replacing {
+            let record: StoryRecord?
+            do { record = try ledger.stories(keys: [corrected])[corrected] } catch { throw .ledger(error) }
+            guard let record, record.wasPushed else {
+                throw .unknownStory(corrected, reason: record == nil ? "the ledger has no story with this key (`newspush state show` lists them)"
+                                                                    : "it was never pushed (\(record!.status.rawValue)): publish it instead of correcting it")
+            }
+            key = corrected
+            kind = .correction
+        } else if !push.isTrial {
+            refusal = try repeatOf(StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
+                                               firstSeen: at, lastSeen: at, published: at, status: .seen, origin: .publish), ledger: ledger)
+            if refusal != nil { kind = .repeat }
+        }
+        let importance = push.importance ?? ImportanceRules(config.importanceRules)
+            .importance(title: title, feedName: nil, feedURL: nil, default: settings.importance)
+        let content = PushContent(category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key,
+                                  message: push.message, language: push.language, importance: importance)
         let story = StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
-                                firstSeen: at, lastSeen: at, published: at, status: .seen, origin: .publish)
-        let refusal = push.isTrial ? nil : try repeatOf(story, ledger: ledger)
-        let entry = OutboxEntry(storyKey: key, kind: refusal != nil ? .repeat : .push, origin: .publish, category: push.category,
-                                format: settings.format, tags: push.tags ?? settings.tags, properties: PushRequests.properties(content, settings: settings),
-                                createdAt: at, freshUntil: at.addingTimeInterval(config.policy.maxAge))
+                                firstSeen: at, lastSeen: at, published: push.at ?? at, status: .seen, origin: .publish)
+        let entry = OutboxEntry(storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
+                                tags: push.tags ?? settings.tags,
+                                properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
+                                createdAt: at, freshUntil: (push.at ?? at).addingTimeInterval(config.policy.maxAge),
+                                expiresAfter: settings.expiry, scheduledAt: push.at)
         let request: HubRequest
-        do {
-            request = try PushRequests.request(format: entry.format, tags: entry.tags, properties: entry.properties, client: client,
-                                               test: push.test, now: at)
-        } catch { throw .request(error) }
+        do { request = try PushRequests.request(entry, client: client, test: push.test, now: at) } catch { throw .request(error) }
         return PublishPlan(push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
     }
 

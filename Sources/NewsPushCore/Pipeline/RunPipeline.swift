@@ -27,6 +27,8 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
     /// A push that cannot be made into a request (a bad `--tags` expression, a message too large).
     case request(HubError)
     case unknownFeed(String, known: [String])
+    /// `publish --replace KEY` names no story that was pushed.
+    case unknownStory(String, reason: String)
 
     public var description: String {
         switch self {
@@ -34,6 +36,8 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
         case .connectionString(let error), .request(let error): return error.description
         case .unknownFeed(let name, let known):
             return "no feed named '\(name)' in the config; feeds: \(known.joined(separator: ", "))"
+        case .unknownStory(let key, let reason):
+            return "cannot correct '\(key)': \(reason)"
         }
     }
 }

@@ -105,6 +105,8 @@ extension RunReport {
             return "first read of \(candidate.feedName): recorded as already known"
         case .failed, .pending, .expired:
             return error
+        case .scheduled:
+            return "a scheduled send of this story waits at the hub (`newspush hub cancel ID` cancels it)"
         case .pushed, .wouldPush:
             return nil
         }
@@ -118,8 +120,8 @@ extension RunReport {
             return push
         }
         switch outcome.status {
-        case .sent: push.status = .sent
-        case .failed: push.status = .failed
+        case .sent, .scheduled: push.status = .sent
+        case .failed, .cancelled: push.status = .failed
         case .unknown, .sending: push.status = .unknown
         case .pending, .expired: push.status = .pending
         }
@@ -132,7 +134,8 @@ extension RunReport {
     private static func itemDecision(_ status: OutboxEntry.Status) -> ItemDecision {
         switch status {
         case .sent: return .pushed
-        case .failed, .unknown, .sending: return .failed
+        case .scheduled: return .scheduled
+        case .failed, .unknown, .sending, .cancelled: return .failed
         case .pending: return .pending
         case .expired: return .expired
         }

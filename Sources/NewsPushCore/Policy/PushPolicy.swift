@@ -14,6 +14,7 @@ public enum ItemDecision: String, Codable, Sendable {
     case failed
     case pending
     case expired
+    case scheduled
 
     /// A short explanation for the text report.
     public var explanation: String {
@@ -30,6 +31,7 @@ public enum ItemDecision: String, Codable, Sendable {
         case .failed: return "push failed"
         case .pending: return "push waits in the outbox; retried next run while fresh"
         case .expired: return "its push waited in the outbox until it was no longer fresh (policy.max_age)"
+        case .scheduled: return "a scheduled send of it waits at the hub"
         }
     }
 }
@@ -59,7 +61,8 @@ public struct PushPolicy: Sendable {
                 decisions[index] = .seen
             case .known(let record):
                 // Its push waits in the outbox (under this key; a copy found by link is seen).
-                decisions[index] = record.status == .pending && record.key == candidate.key ? .pending : .seen
+                decisions[index] = record.status == .scheduled ? .scheduled
+                    : record.status == .pending && record.key == candidate.key ? .pending : .seen
             case .sameStory:
                 decisions[index] = .sameStory
             case .new:

@@ -43,20 +43,23 @@ public enum RunPlanner {
         let selected = decisions.indices.filter { decisions[$0] == .wouldPush }.sorted {
             (candidates[$0].classification.category!, candidates[$1].effectiveDate) < (candidates[$1].classification.category!, candidates[$0].effectiveDate)
         }
-        let newEntries = selected.map { entry(for: candidates[$0], config: config, now: now) }
+        let rules = ImportanceRules(config.importanceRules)
+        let newEntries = selected.map { entry(for: candidates[$0], config: config, rules: rules, now: now) }
         return RunPlan(decisions: decisions, newEntries: newEntries, due: due, expired: expired, held: held)
     }
 
-    /// The outbox entry for a selected item: its category's format, tags and properties, fresh
-    /// until the item is `policy.max_age` old.
-    static func entry(for candidate: Candidate, config: NewsPushConfig, now: Date) -> OutboxEntry {
+    /// The outbox entry for a selected item: its category's format, tags, properties and
+    /// expiry, its importance, fresh until the item is `policy.max_age` old.
+    static func entry(for candidate: Candidate, config: NewsPushConfig, rules: ImportanceRules, now: Date) -> OutboxEntry {
         let category = candidate.classification.category!
         let settings = config.categories[category]!
         let item = candidate.item
-        let content = PushContent(category: category, title: item.title ?? item.link ?? "(untitled)", url: item.link ?? "",
-                                  source: candidate.feedName, id: candidate.key, summary: item.summary ?? "")
+        let title = item.title ?? item.link ?? "(untitled)"
+        let importance = rules.importance(title: item.title, feedName: candidate.feedName, feedURL: candidate.feedURL, default: settings.importance)
+        let content = PushContent(category: category, title: title, url: item.link ?? "", source: candidate.feedName, id: candidate.key,
+                                  summary: item.summary ?? "", image: item.image, language: candidate.language, importance: importance)
         return OutboxEntry(storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
-                           properties: PushRequests.properties(content, settings: settings), createdAt: now,
-                           freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge))
+                           properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams), createdAt: now,
+                           freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
     }
 }

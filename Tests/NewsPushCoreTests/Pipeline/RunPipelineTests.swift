@@ -112,7 +112,8 @@ struct RunPipelineTests {
             #expect(request.header("ServiceBusNotification-Format") == "template")
             try Self.verifySAS(request.header("Authorization"))
             let body = try #require(try JSONSerialization.jsonObject(with: request.body) as? [String: String])
-            #expect(Set(body.keys) == ["messageParam", "title", "category", "url", "source", "id"])
+            #expect(Set(body.keys) == ["messageParam", "title", "category", "url", "source", "id", "image", "expiry", "collapseId",
+                                       "importance", "priority", "interruptionLevel"], "SPEC §5's properties")
         }
         let bodies = try requests.map { try #require(try JSONSerialization.jsonObject(with: $0.body) as? [String: String]) }
         let storm = try #require(bodies.first { $0["title"] == "Storm barrier closes for the first time" })
