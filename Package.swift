@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "newspushTests",
-            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs"]
+            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore"]
         ),
     ]
 )

@@ -13,7 +13,16 @@ struct SendTarget: Sendable {
     /// After this the push service drops it instead of delivering it.
     var expiry: Date?
 
-    var collapseId: String? { headers["apns-collapse-id"] }
+    /// The collapse id the push service gets: `apns-collapse-id` for APNs, an FCM v1 message's
+    /// `android.collapse_key` (in the body, templated or native).
+    var collapseId: String? {
+        if device.platform == .fcmv1 {
+            let message = (try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["message"] as? [String: Any]
+            let key = (message?["android"] as? [String: Any])?["collapse_key"] as? String
+            return key?.isEmpty == false ? key : nil
+        }
+        return headers["apns-collapse-id"]
+    }
 }
 
 /// The service's answer to a request it refuses.
@@ -108,14 +117,9 @@ extension DeviceRegistry {
         return SendTarget(device: device, payload: payload, headers: headers, expiry: expiry)
     }
 
-    /// The push-service fields of a native send: the request's `apns-*` headers, or an FCM v1
-    /// message's `android.collapse_key` (shown as the collapse id).
+    /// The push-service headers of a native send: the request's `apns-*` headers (APNs only).
     static func nativeHeaders(_ requestHeaders: [String: String], object: [String: Any], platform: VirtualDevice.Platform) -> [String: String] {
-        var headers = requestHeaders.filter { $0.key.hasPrefix("apns-") }
-        if platform == .fcmv1, let android = (object["message"] as? [String: Any])?["android"] as? [String: Any] {
-            if let key = android["collapse_key"] as? String { headers["apns-collapse-id"] = key }
-        }
-        return headers
+        platform == .apple ? requestHeaders.filter { $0.key.hasPrefix("apns-") } : [:]
     }
 
     /// An `Expiry` value: a W3C date-time, or `0` (none).

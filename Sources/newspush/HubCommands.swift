@@ -6,7 +6,7 @@ import NotificationHubs
 struct Hub: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Talk to the configured Notification Hub directly.",
-        subcommands: [Token.self, TestSend.self])
+        subcommands: [Token.self, TestSend.self, Status.self, Cancel.self])
 
     struct Token: ParsableCommand {
         static let configuration = CommandConfiguration(

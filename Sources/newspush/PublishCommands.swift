@@ -117,7 +117,7 @@ enum ScheduleTime {
             }
             time = date
         }
-        guard time > now.addingTimeInterval(5) else { throw ValidationError("--at \(FeedDates.format(time)) is not in the future") }
+        guard time > now.addingTimeInterval(1) else { throw ValidationError("--at \(FeedDates.format(time)) is not in the future") }
         guard time <= now.addingTimeInterval(7 * 86400) else { throw ValidationError("--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week") }
         return time
     }

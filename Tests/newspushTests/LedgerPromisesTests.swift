@@ -255,7 +255,7 @@ struct LedgerPromisesTests {
         let after = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(summary(try json(after))["pushes_sent"] as? Int == 0)
         let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
-        #expect(show.stdout.contains("failed   Politics"), "\(show.stdout)")
+        #expect(show.stdout.contains("failed    Politics"), "\(show.stdout)")
         #expect(show.stdout.contains("reason: hub rejected the request as malformed (400)"))
     }
 

@@ -51,7 +51,7 @@ public struct ConfigCheck: Sendable, Encodable {
 
     static func ledger(_ configured: String) -> [ConfigCheck] {
         let path = LedgerLocation(configured: configured).databasePath
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
             return [ConfigCheck(check: "ledger folder", severity: .config, detail: "\(folder) does not exist (state: in the config)")]

@@ -120,12 +120,13 @@ public struct OutboxSender {
         pool.run(count: ready.count) { index in
             let outcome = client.send(ready[index].request)
             answers.withLock { $0[index] = outcome }
-            if outcome.concernsHub { pool.stop() }
+            if Self.stopsSending(ready[index].entry, outcome) { pool.stop() }
         }
         let results = answers.withLock { $0 }
-        let stop = results.lazy.compactMap { $0 }.first(where: \.concernsHub).map {
-            SendStop.hub(status: $0.httpStatus, reason: $0.failureReason ?? "hub failure")
-        }
+        let stop = zip(ready, results).lazy.compactMap { item, answer -> SendStop? in
+            guard let answer, Self.stopsSending(item.entry, answer) else { return nil }
+            return SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "hub failure")
+        }.first
         let outcomes = zip(ready, results).map { item, answer in
             let entry = item.entry
             guard let answer else {
@@ -137,6 +138,12 @@ public struct OutboxSender {
         return (outcomes, stop)
     }
 
+    /// Whether an answer concerns the hub, so nothing more is sent now. A 403 to a scheduled
+    /// send concerns that send only (the tier lacks scheduled sends; immediate sends still work).
+    static func stopsSending(_ entry: OutboxEntry, _ answer: SendOutcome) -> Bool {
+        answer.concernsHub && !(entry.scheduledAt != nil && answer.httpStatus == 403)
+    }
+
     /// How an answer is recorded (SPEC §6), and logged.
     private func outcome(of entry: OutboxEntry, _ answer: SendOutcome) -> OutboxOutcome {
         let at = now()
@@ -146,6 +153,11 @@ public struct OutboxSender {
                 "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: entry.scheduledAt == nil ? .sent : .scheduled, at: at,
                                  httpStatus: status, notificationId: id)
+        case .refused(403, let reason) where entry.scheduledAt != nil:
+            // Scheduled sends need the Standard tier: a refusal of this push, not of every send.
+            let why = "the hub refused the scheduled send (403): scheduled sends need the Standard tier, or the policy lacks Send (\(reason))"
+            logger.info("push of \(entry.storyKey) refused: \(why)")
+            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: 403, error: why)
         case .refused(let status, let reason) where !answer.concernsHub:
             logger.info("push of \(entry.storyKey) refused: \(reason)")
             return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)

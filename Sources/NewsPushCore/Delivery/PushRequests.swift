@@ -73,15 +73,18 @@ public enum PushRequests {
     /// it is delivered (now, or its scheduled time), as a scheduled send when it has a time.
     public static func request(_ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false,
                                now: Date = Date()) throws(HubError) -> HubRequest {
-        let expiry = (entry.scheduledAt ?? now).addingTimeInterval(entry.expiresAfter)
-        let request = try request(format: entry.format, tags: entry.tags, properties: entry.properties, expiry: expiry,
-                                  client: client, test: test, now: now)
+        let request = try request(format: entry.format, tags: entry.tags, properties: entry.properties, expiresAfter: entry.expiresAfter,
+                                  deliveredAt: entry.scheduledAt ?? now, client: client, test: test, now: now)
         return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
     }
 
-    /// The request for a push of `format` to `tags` with `properties`, shown until `expiry`.
-    public static func request(format: PushFormat, tags: String, properties: [String: String], expiry: Date,
-                               client: NotificationHubClient, test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+    /// The request for a push of `format` to `tags` with `properties`, delivered at
+    /// `deliveredAt` and shown for `expiresAfter` seconds from then.
+    public static func request(format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
+                               deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+        // Whole seconds, rounded up: the W3C date and apns-expiration have no fractions, and
+        // rounding down could end an alert's life before it starts.
+        let expiry = Date(timeIntervalSince1970: deliveredAt.addingTimeInterval(expiresAfter).timeIntervalSince1970.rounded(.up))
         let p = properties
         let major = p["importance"] != Importance.minor.rawValue
         switch format {
@@ -110,7 +113,7 @@ public enum PushRequests {
         case .fcmv1:
             var notification: [String: Any] = ["title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? ""]
             if let image = p["image"], !image.isEmpty { notification["image"] = image }
-            var android: [String: Any] = ["ttl": "\(max(0, Int(expiry.timeIntervalSince(now).rounded())))s", "priority": major ? "high" : "normal"]
+            var android: [String: Any] = ["ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal"]
             if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
             let payload: [String: Any] = [
                 "message": [

@@ -300,6 +300,20 @@ public final class Ledger {
         return interrupted
     }
 
+    /// Scheduled sends whose time has passed were delivered by the hub: they count as sent
+    /// from then on (pushed at their scheduled time).
+    public func settleScheduledSends(at time: Date) throws(LedgerError) {
+        try writing {
+            let due = try db.query("SELECT id, story_key, scheduled_at FROM outbox WHERE status = 'scheduled' AND scheduled_at <= ?", [SQLValue(time)])
+            for row in due {
+                guard let id = row.text(0), let key = row.text(1) else { continue }
+                try db.run("UPDATE outbox SET status = 'sent', last_attempt = scheduled_at WHERE id = ?", [.text(id)])
+                try db.run("UPDATE stories SET status = 'pushed', pushed_at = ? WHERE key = ? AND status = 'scheduled'",
+                           [SQLValue(row.date(2)), .text(key)])
+            }
+        }
+    }
+
     /// Writes what a run learnt and planned, in one transaction.
     public func record(_ run: RunRecord) throws(LedgerError) {
         try writing {
@@ -389,6 +403,29 @@ public final class Ledger {
                 retry_after = excluded.retry_after, moved_to = excluded.moved_to
             """, [.text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified), SQLValue(feed.lastFetched),
                   SQLValue(feed.lastSuccess), SQLValue(feed.listedAt), SQLValue(feed.retryAfter), SQLValue(feed.movedTo)])
+    }
+
+    /// Records that the scheduled send with this notification id was cancelled at the hub;
+    /// false when the ledger holds no such scheduled send.
+    public func cancelScheduled(notificationId: String, at time: Date) throws(LedgerError) -> Bool {
+        let entries = try reading {
+            try db.query("SELECT id, story_key FROM outbox WHERE notification_id = ? AND status = 'scheduled'", [.text(notificationId)])
+        }
+        guard let row = entries.first, let id = row.text(0), let key = row.text(1) else { return false }
+        try record([OutboxOutcome(entryID: id, storyKey: key, status: .cancelled, at: time, notificationId: notificationId,
+                                  error: "scheduled send cancelled (newspush hub cancel)")])
+        return true
+    }
+
+    /// The latest pushes the hub took (sent or scheduled), newest first, for `hub status --last N`.
+    public func latestNotifications(_ count: Int) throws(LedgerError) -> [OutboxEntry] {
+        try reading {
+            try db.query("""
+                SELECT \(Self.outboxColumns) FROM outbox
+                WHERE status IN ('sent', 'scheduled', 'cancelled') AND notification_id IS NOT NULL
+                ORDER BY COALESCE(last_attempt, created_at) DESC, id LIMIT ?
+                """, [.integer(Int64(count))]).compactMap(Self.outboxEntry)
+        }
     }
 
     // MARK: Maintenance

@@ -30,7 +30,7 @@ public struct LedgerView: Sendable {
         let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var lines = ["\(path): \(summary)"]
         for (record, _) in stories {
-            var line = "\(record.status.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(record.category ?? "-") \(record.key)  \(record.title ?? "")"
+            var line = "\(record.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.category ?? "-") \(record.key)  \(record.title ?? "")"
             if let pushedAt = record.pushedAt { line += " pushed \(FeedDates.format(pushedAt))" }
             if let push = latest[record.key] {
                 line += "  [outbox: \(push.kind == .push ? "" : "\(push.kind.rawValue) ")\(push.status.rawValue), \(push.attempts) attempt\(push.attempts == 1 ? "" : "s")"

@@ -84,7 +84,10 @@ public struct RunPipeline: Sendable {
         let lock = options.dryRun ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
         defer { withExtendedLifetime(lock) {} }
         let ledger = try Ledger.open(configured: config.statePath, access: options.dryRun ? .read : .write)
-        if !options.dryRun { try ledger.settleInterruptedSends(at: now()) }
+        if !options.dryRun {
+            try ledger.settleInterruptedSends(at: now())
+            try ledger.settleScheduledSends(at: now())
+        }
         let records = try ledger.feeds(feeds.map(\.url))
 
         let fetched = FeedFetcher(settings: config.fetch, baseFolder: config.folder).fetch(feeds, records: records, now: now()) {

@@ -243,11 +243,11 @@ struct HubClientTests {
         let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .apple)
         let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
         let properties = PushRequests.properties(content, settings: settings)
-        let apple = try PushRequests.request(format: .apple, tags: "World", properties: properties, expiry: Date().addingTimeInterval(3600), client: client)
+        let apple = try PushRequests.request(format: .apple, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(), client: client)
         #expect(apple.header("ServiceBusNotification-Format") == "apple")
         #expect(apple.header("apns-push-type") == "alert")
         guard case .accepted = await send(client, apple) else { Issue.record("apple not accepted"); return }
-        guard case .accepted = await send(client, try PushRequests.request(format: .fcmv1, tags: "World", properties: properties, expiry: Date().addingTimeInterval(3600), client: client)) else {
+        guard case .accepted = await send(client, try PushRequests.request(format: .fcmv1, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(), client: client)) else {
             Issue.record("fcmv1 not accepted"); return
         }
         let deliveries = await hub.emulator.allDeliveries()

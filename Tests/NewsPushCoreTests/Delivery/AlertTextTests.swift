@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+@Suite("Alert text and push properties")
+struct AlertTextTests {
+    @Test func longTextIsCutAfterAWordWithAnEllipsis() {
+        let text = "Parliament passes the emergency budget after an all-night session that ran into the morning"
+        let cut = AlertText.fit(text, limit: 40)
+        #expect(cut == "Parliament passes the emergency budget…")
+        #expect(cut.count <= 40)
+        #expect(AlertText.fit("Short enough", limit: 40) == "Short enough")
+    }
+
+    @Test func neverInsideAGraphemeCluster() {
+        // Flags and family emoji are several scalars each; a cut must not split them.
+        let text = String(repeating: "🇫🇷👨‍👩‍👧", count: 30)
+        let cut = AlertText.fit(text, limit: 11)
+        #expect(cut.count == 11)
+        #expect(cut.hasSuffix("…"))
+        #expect(cut.dropLast().allSatisfy { $0 == "🇫🇷" || $0 == "👨‍👩‍👧" })
+    }
+
+    @Test func controlCharactersGoAndTextIsNFC() {
+        let decomposed = "Cafe\u{301} \u{0007}opens\n\n\tin  Ze\u{301}rich\u{0085}"
+        #expect(AlertText.fit(decomposed, limit: 178) == "Café opens in Zérich")
+        #expect(AlertText.fit(decomposed, limit: 178).unicodeScalars.contains("\u{E9}"))
+    }
+
+    @Test func propertiesCarryEverySpecField() {
+        var settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage)
+        settings.messages = ["fr": "Dernière minute ({category}) : {title}"]
+        settings.names = ["fr": "Monde"]
+        settings.importance = .minor
+        let content = PushContent(category: .world, title: "Storm closes the harbour", url: "https://news.example.org/s?x=1",
+                                  source: "Desk", id: "guid:storm", image: "https://img.example.org/s.jpg", language: "fr-CA",
+                                  importance: .minor)
+        let p = PushRequests.properties(content, settings: settings, linkParams: [("utm_source", "newspush"), ("utm_campaign", "{category}")])
+        #expect(p["messageParam"] == "Dernière minute (Monde) : Storm closes the harbour", "a French feed's items use the fr template")
+        #expect(p["messageParam_fr"] == "Dernière minute (Monde) : Storm closes the harbour")
+        #expect(p["url"] == "https://news.example.org/s?x=1&utm_source=newspush&utm_campaign=World")
+        #expect(p["image"] == "https://img.example.org/s.jpg")
+        #expect(p["collapseId"] == CollapseID.of("guid:storm") && p["collapseId"]!.utf8.count <= 64)
+        #expect(p["importance"] == "minor" && p["priority"] == "5" && p["interruptionLevel"] == "active")
+        #expect(p["id"] == "guid:storm", "the story key never carries tracking parameters")
+    }
+}
