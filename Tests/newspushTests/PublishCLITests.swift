@@ -205,8 +205,14 @@ struct PublishCLITests {
         #expect(run.stdout.contains("sent 6 pushes, 0 failed"))
         let log = try String(contentsOfFile: folder.file("deliveries.jsonl"), encoding: .utf8)
         let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        #expect(lines.count == 13)
-        #expect(lines.allSatisfy { Set($0.keys) == ["device", "platform", "tags", "payload", "notification_id"] })
+        #expect(lines.count == 16)
+        let required: Set<String> = ["device", "platform", "tags", "payload", "notification_id"]
+        #expect(lines.allSatisfy { required.isSubset(of: $0.keys) && Set($0.keys).subtracting(required).isSubset(of: ["collapse_id", "headers"]) })
+        // The recommended Apple registration shows its collapse id and priority (Technology is minor).
+        let tech = try #require(lines.first { $0["device"] as? String == "iphone-tech" })
+        #expect((tech["collapse_id"] as? String)?.hasPrefix("np-") == true)
+        #expect((tech["headers"] as? [String: String])?["apns-priority"] == "5")
+        #expect(lines.contains { $0["device"] as? String == "iphone-fr" && ($0["payload"] as? String)?.contains("Dernière minute (Monde)") == true })
         #expect(lines.contains { $0["device"] as? String == "iphone-world-politics" &&
             $0["payload"] as? String == #"{"aps":{"alert":"Breaking World News : Harbour city opens its new flood barrier ahead of storm season"}}"# })
         #expect(!lines.contains { $0["device"] as? String == "ipad-native" }, "native registrations do not get template sends")
