@@ -1,4 +1,5 @@
 #include "bytescan.h"
+#include <string.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -210,5 +211,54 @@ size_t bytescan_tag(const uint8_t *p, size_t n) {
     }
 #endif
     for (; i < n; i++) if (p[i] == '"' || p[i] == '\'' || p[i] == '<' || p[i] == '>') return i;
+    return n;
+}
+
+/* Passes over a section that starts at p[i] ("<!--", "<![CDATA[", "<?", "<!DOCTYPE…"): the index
+   after its end, or n. */
+static size_t skip_section(const uint8_t *p, size_t n, size_t i) {
+    const char *end;
+    if (i + 3 < n && p[i + 1] == '!' && p[i + 2] == '-' && p[i + 3] == '-') end = "-->";
+    else if (i + 8 < n && memcmp(p + i + 1, "![CDATA[", 8) == 0) end = "]]>";
+    else if (i + 1 < n && p[i + 1] == '?') end = "?>";
+    else end = ">";
+    size_t length = strlen(end);
+    for (size_t j = i + 2; j + length <= n;) {
+        const uint8_t *hit = memchr(p + j, end[0], n - j);
+        if (!hit) return n;
+        j = (size_t)(hit - p);
+        if (j + length <= n && memcmp(p + j, end, length) == 0) return j + length;
+        j += 1;
+    }
+    return n;
+}
+
+size_t bytescan_attribute_flood(const uint8_t *p, size_t n, size_t limit) {
+    size_t i = 0;
+    while (i < n) {
+        const uint8_t *open = memchr(p + i, '<', n - i);
+        if (!open) return n;
+        size_t start = (size_t)(open - p);
+        if (start + 1 < n && (p[start + 1] == '!' || p[start + 1] == '?')) {
+            i = skip_section(p, n, start);
+            continue;
+        }
+        size_t count = 0;
+        uint8_t quote = 0;
+        size_t j = start + 1;
+        for (; j < n; j++) {
+            uint8_t c = p[j];
+            if (quote) {
+                if (c == quote) quote = 0;
+            } else if (c == '"' || c == '\'') {
+                quote = c;
+            } else if (c == '=') {
+                if (++count > limit) return start;
+            } else if (c == '>' || c == '<') {
+                break;
+            }
+        }
+        i = j < n && p[j] == '>' ? j + 1 : j;
+    }
     return n;
 }

@@ -89,6 +89,8 @@ public struct FetchSettings: Sendable {
     public var maxBytes = 10 * 1024 * 1024
     /// A URL or address where publishers can reach the operator, sent in the User-Agent.
     public var contact: String?
+    /// Seconds one feed's parse may take before that feed fails alone (`parse_budget`).
+    public var parseBudget: Double = FeedParser.defaultBudget
 
     public init() {}
 }

@@ -88,7 +88,10 @@ public struct ConfigLoader: Sendable {
         // fetch
         var fetch = FetchSettings()
         if let node = top["fetch"] {
-            let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact"])
+            let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact", "parse_budget"])
+            if let n = m["parse_budget"], let v = reader.duration(n, path: "fetch.parse_budget") {
+                if v > 0 { fetch.parseBudget = v } else { reader.report(n, "fetch.parse_budget", "must be more than 0") }
+            }
             if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) { fetch.concurrency = v }
             if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) { fetch.perHost = v }
             if let n = m["timeout"], let v = reader.duration(n, path: "fetch.timeout") { fetch.timeout = v }

@@ -112,6 +112,7 @@ public final class Ledger {
             if error.kind == .corrupt || error.message.contains("no such table") {
                 throw .corrupt(path: path, reason: error.kind == .corrupt ? "not a SQLite database" : "not a newspush ledger (\(error.message))")
             }
+            if error.kind == .diskFull { throw .diskFull(path: path) }
             throw .unreadable(path: path, reason: error.message)
         } catch let error as LedgerError {
             throw error

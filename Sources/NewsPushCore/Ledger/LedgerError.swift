@@ -22,7 +22,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .locked(let path):
             return "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits for it)"
         case .diskFull(let path):
-            return "the disk holding the ledger \(path) is full: nothing more was sent, and the pushes not yet sent stay pending for the next run. Free some space"
+            return "the disk holding the ledger \(path) is full: nothing was sent without its intent recorded, and the pushes not yet sent stay pending for the next run. Free some space"
         case .writeFailed(let path, let reason):
             return "cannot write the ledger \(path): \(reason); the pushes not yet sent stay pending"
         case .noLedger(let path):

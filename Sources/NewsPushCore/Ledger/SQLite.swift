@@ -1,5 +1,8 @@
 internal import CSQLite
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // The only file that talks to SQLite's C API. Everything else sees `SQLiteDatabase`, `SQLValue`
 // and `SQLRow`, and writes SQL that PostgreSQL reads as well.
@@ -49,8 +52,13 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
     enum Kind: Sendable { case diskFull, corrupt, busy, readOnly, cannotOpen, io, constraint, other }
     let code: Int32
     let message: String
+    /// The operating system's error behind an I/O failure (ENOSPC when the disk is full: SQLite
+    /// reports growing its shared-memory file on a full disk as an I/O error).
+    var systemErrno: Int32 = 0
 
     var kind: Kind {
+        if systemErrno == ENOSPC || systemErrno == EDQUOT { return .diskFull }
+        if systemErrno == EROFS { return .readOnly }
         switch code & 0xFF {
         case SQLITE_FULL: return .diskFull
         case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt
@@ -110,7 +118,7 @@ final class SQLiteDatabase {
         if code != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_free(message)
-            throw SQLiteError(code: code, message: text)
+            throw SQLiteError(code: code, message: text, systemErrno: sqlite3_system_errno(handle))
         }
     }
 
@@ -205,7 +213,7 @@ final class SQLiteDatabase {
     }
 
     private func error(_ code: Int32) -> SQLiteError {
-        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
     }
 
     /// The library's version, for `state check`.

@@ -117,12 +117,18 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
     case empty
     case notAFeed(String)
     case unreadable(String)
+    /// A document built to make the parser work for minutes (refused before parsing).
+    case hostile(String)
+    /// The parse took longer than its budget and was stopped.
+    case tooSlow(seconds: Double)
 
     public var description: String {
         switch self {
         case .empty: return "the document is empty"
         case .notAFeed(let what): return "not a feed: \(what)"
         case .unreadable(let why): return "cannot be parsed: \(why)"
+        case .hostile(let why): return "refused: \(why)"
+        case .tooSlow(let seconds): return String(format: "parsing stopped after %.1f s, its budget (fetch.parse_budget): the document is too costly to read", seconds)
         }
     }
 }

@@ -7,28 +7,42 @@ internal import CByteScan
 public enum FeedParser {
     /// Parses a feed document fetched from `url` (used to resolve relative links) with the
     /// HTTP `Content-Type` it came with, if any.
-    public static func parse(_ data: Data, url: String?, contentType: String? = nil) throws(FeedParseError) -> ParsedFeed {
-        try parse(data, url: url, contentType: contentType, alwaysRepair: false)
+    /// `budget`: seconds the parse may take before it is stopped (`fetch.parse_budget`).
+    public static func parse(_ data: Data, url: String?, contentType: String? = nil, budget: Double = defaultBudget) throws(FeedParseError) -> ParsedFeed {
+        try parse(data, url: url, contentType: contentType, alwaysRepair: false, budget: budget)
     }
 
+    /// The default parse budget: real feeds of several MB parse in a tenth of a second.
+    public static let defaultBudget: Double = 10
+    /// The most attributes a start tag may have (real feeds use fewer than twenty).
+    static let maxAttributes = 256
+
     /// `alwaysRepair` runs the markup repair even when the bytes do not need it (tests compare).
-    static func parse(_ data: Data, url: String?, contentType: String?, alwaysRepair: Bool) throws(FeedParseError) -> ParsedFeed {
+    static func parse(_ data: Data, url: String?, contentType: String?, alwaysRepair: Bool,
+                      budget: Double = defaultBudget) throws(FeedParseError) -> ParsedFeed {
         if data.isEmpty || data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw .empty
         }
         let prepared = FeedBytes.prepare(data, httpContentType: contentType, alwaysRepair: alwaysRepair)
         guard prepared.withBytes({ $0.contains(UInt8(ascii: "<")) }) else { throw .notAFeed("no markup in the document") }
+        let flood = prepared.withBytes { bytes in bytescan_attribute_flood(bytes.baseAddress!, bytes.count, maxAttributes) }
+        if flood < prepared.withBytes({ $0.count }) {
+            throw .hostile("an element at byte \(flood) has more than \(maxAttributes) attributes")
+        }
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(budget * 1000)))
 
         var builder = FeedDocumentBuilder(documentURL: url)
-        let strict = XMLSAXParser(sink: builder)
+        let strict = XMLSAXParser(sink: builder, deadline: deadline)
         prepared.withBytes { strict.parse($0, url: url, recover: false) }
+        if strict.outOfTime { throw .tooSlow(seconds: budget) }
         var problems = prepared.problems
         if !strict.wellFormed {
             builder = FeedDocumentBuilder(documentURL: url)
-            let recovering = XMLSAXParser(sink: builder)
+            let recovering = XMLSAXParser(sink: builder, deadline: deadline)
             // Recover mode drops every entity reference after the first error: it needs the
             // repaired bytes (all references numeric).
             prepared.withRepairedBytes { recovering.parse($0, url: url, recover: true) }
+            if recovering.outOfTime { throw .tooSlow(seconds: budget) }
             let first = strict.errors.first ?? "unknown error"
             problems.append("not well-formed XML (\(first)); recovered what could be read")
         }

@@ -17,12 +17,14 @@ public struct FeedRead: Sendable {
 
     /// Parses what `fetched` brought; relative links resolve against `base` (the URL the
     /// document came from; nil leaves them relative).
-    public static func read(_ fetched: FetchedFeed, base: String?) -> FeedRead {
+    /// `budget`: seconds the parse may take (`fetch.parse_budget`).
+    public static func read(_ fetched: FetchedFeed, base: String?, budget: Double = FeedParser.defaultBudget) -> FeedRead {
         guard fetched.status == .ok else {
             return FeedRead(fetched: fetched, feed: nil, error: fetched.status == .error ? fetched.error ?? "\(fetched.url): fetch failed" : nil)
         }
         do {
-            return FeedRead(fetched: fetched, feed: try FeedParser.parse(fetched.body, url: base, contentType: fetched.contentType), error: nil)
+            return FeedRead(fetched: fetched, feed: try FeedParser.parse(fetched.body, url: base, contentType: fetched.contentType, budget: budget),
+                            error: nil)
         } catch {
             return FeedRead(fetched: fetched, feed: nil, error: "\(fetched.url): \(error)")
         }

@@ -68,9 +68,28 @@ final class XMLSAXParser {
     private var names: [UnsafeRawPointer: (String, NamespaceKind)] = [:]
     private(set) var errors: [String] = []
     private(set) var wellFormed = true
+    /// The parse ran past `deadline` and was stopped.
+    private(set) var outOfTime = false
+    private let deadline: ContinuousClock.Instant?
+    private var context: xmlParserCtxtPtr?
+    private var eventsUntilClockCheck = 512
 
-    init(sink: FeedDocumentBuilder) {
+    init(sink: FeedDocumentBuilder, deadline: ContinuousClock.Instant? = nil) {
         self.sink = sink
+        self.deadline = deadline
+    }
+
+    /// Looks at the clock every 512 elements (a clock read per element would cost more than
+    /// the element) and stops libxml2 once the deadline has passed.
+    @inline(__always)
+    fileprivate func checkBudget() {
+        eventsUntilClockCheck -= 1
+        guard eventsUntilClockCheck <= 0, let deadline else { return }
+        eventsUntilClockCheck = 512
+        if ContinuousClock.now > deadline, let context {
+            outOfTime = true
+            xmlStopParser(context)
+        }
     }
 
     /// A direct-mapped cache in front of `names`: a feed has a few dozen distinct names, and a
@@ -121,7 +140,10 @@ final class XMLSAXParser {
             guard let context, let localName else { return }
             let list = XMLAttributes(pointers: attributes.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafePointer<UInt8>?.self) },
                                      count: Int(attributeCount))
-            XMLSAXParser.with(context) { $0.sink.startElement($0.name(uri, localName), attributes: list) }
+            XMLSAXParser.with(context) {
+                $0.checkBudget()
+                $0.sink.startElement($0.name(uri, localName), attributes: list)
+            }
         }
         handler.endElementNs = { context, localName, _, uri in
             guard let context, let localName else { return }
@@ -152,7 +174,9 @@ final class XMLSAXParser {
             wellFormed = false
             return
         }
+        self.context = context
         defer {
+            self.context = nil
             if let doc = context.pointee.myDoc { xmlFreeDoc(doc) }
             xmlFreeParserCtxt(context)
         }
@@ -168,12 +192,13 @@ final class XMLSAXParser {
             // Feed the document in chunks: the push parser then never needs it whole twice.
             let chunk = 1 << 20
             var offset = 0
-            while offset < chars.count {
+            while offset < chars.count, !outOfTime {
                 let length = min(chunk, chars.count - offset)
                 let status = xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
                 offset += length
                 if status != 0 && !recover { break }
                 if context.pointee.disableSAX != 0 && !recover { break }
+                if let deadline, ContinuousClock.now > deadline { outOfTime = true }
             }
             xmlParseChunk(context, nil, 0, 1)
         }

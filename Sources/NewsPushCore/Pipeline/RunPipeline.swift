@@ -136,7 +136,7 @@ public struct RunPipeline: Sendable {
     /// (and logged at info level, for `-v`).
     private func read(_ feeds: [FeedSettings], _ fetched: [FetchedFeed]) -> [(settings: FeedSettings, read: FeedRead)] {
         zip(feeds, fetched).map { settings, fetched in
-            let read = FeedRead.read(fetched, base: fetched.finalURL)
+            let read = FeedRead.read(fetched, base: fetched.finalURL, budget: config.fetch.parseBudget)
             let name = settings.name ?? read.feed?.title ?? settings.url
             for problem in read.feed?.problems ?? [] { logger.info("\(name) (\(settings.url)): \(problem)") }
             if let movedTo = fetched.movedTo { logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config") }
