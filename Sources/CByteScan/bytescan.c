@@ -233,7 +233,29 @@ static size_t skip_section(const uint8_t *p, size_t n, size_t i) {
     return n;
 }
 
-size_t bytescan_attribute_flood(const uint8_t *p, size_t n, size_t limit) {
+// The tag that starts at `start` (a '<' that is not a section) and how many '=' it holds
+// outside quoted values, up to its '>' or the next '<'.
+static size_t tag_attributes(const uint8_t *p, size_t n, size_t start) {
+    size_t count = 0;
+    for (size_t j = start + 1; j < n; j++) {
+        uint8_t c = p[j];
+        if (c == '"' || c == '\'') {
+            // A quoted value (often a long URL) is skipped in one search; libxml2 ends the
+            // tag at a '<' in it.
+            const uint8_t *close = memchr(p + j + 1, c, n - j - 1);
+            if (!close || memchr(p + j + 1, '<', (size_t)(close - p) - j - 1)) break;
+            j = (size_t)(close - p);
+        } else if (c == '=') {
+            count++;
+        } else if (c == '>' || c == '<') {
+            break;
+        }
+    }
+    return count;
+}
+
+// The exact rule, tag by tag in document order, passing over sections.
+size_t bytescan_attribute_flood_exact(const uint8_t *p, size_t n, size_t limit) {
     size_t i = 0;
     while (i < n) {
         const uint8_t *open = memchr(p + i, '<', n - i);
@@ -243,22 +265,88 @@ size_t bytescan_attribute_flood(const uint8_t *p, size_t n, size_t limit) {
             i = skip_section(p, n, start);
             continue;
         }
-        size_t count = 0;
-        uint8_t quote = 0;
-        size_t j = start + 1;
-        for (; j < n; j++) {
-            uint8_t c = p[j];
-            if (quote) {
-                if (c == quote) quote = 0;
-            } else if (c == '"' || c == '\'') {
-                quote = c;
-            } else if (c == '=') {
-                if (++count > limit) return start;
-            } else if (c == '>' || c == '<') {
-                break;
-            }
-        }
-        i = j < n && p[j] == '>' ? j + 1 : j;
+        if (tag_attributes(p, n, start) > limit) return start;
+        i = start + 1;
     }
+    return n;
+}
+
+// Every attribute libxml2 adds to an element lies between the element's '<' and the next '<'
+// (libxml2 ends a start tag at a '<', which no attribute value may hold). So the '=' are
+// counted first, sixteen bytes at a time and without reading quotes, from the sixteen-byte
+// block of each '<' to the block of the next: only a stretch with more than `limit` of them
+// (escaped HTML full of links, say) has its tag read, and only a tag that really has that many
+// attributes sends the whole document through the exact rule (which passes over sections).
+// Only the last '<' of each 64-byte step is followed: a tag followed by another '<' in the same
+// step has fewer than 64 '=', so `limit` must be at least 64.
+size_t bytescan_attribute_flood(const uint8_t *p, size_t n, size_t limit) {
+    size_t tag = n;             // the last '<' so far (n: none)
+    size_t equalsBefore = 0;    // '=' in the blocks before the current one
+    size_t equalsAtTag = 0;     // '=' in the blocks before the last '<''s block
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    // Sixty-four bytes a step: one branch per step instead of four.
+    const __m128i lt = _mm_set1_epi8('<'), eq = _mm_set1_epi8('=');
+    for (; i + 64 <= n; i += 64) {
+        uint64_t opens = 0, equals = 0;
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i + 16 * k));
+            opens |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, lt)) << (16 * k);
+            equals |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq)) << (16 * k);
+        }
+        size_t here = equals ? (size_t)__builtin_popcountll(equals) : 0;
+        if (opens) {
+            if (tag < n && equalsBefore + here - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) {
+                return bytescan_attribute_flood_exact(p, n, limit);
+            }
+            tag = i + 63 - (size_t)__builtin_clzll(opens);
+            equalsAtTag = equalsBefore;
+        }
+        equalsBefore += here;
+    }
+#endif
+    for (; i < n; i++) {
+        if (p[i] == '=') {
+            equalsBefore++;
+        } else if (p[i] == '<') {
+            if (tag < n && equalsBefore - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) return bytescan_attribute_flood_exact(p, n, limit);
+            tag = i;
+            equalsAtTag = equalsBefore;
+        }
+    }
+    if (tag < n && equalsBefore - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) return bytescan_attribute_flood_exact(p, n, limit);
+    return n;
+}
+
+static int img_tag_at(const uint8_t *p, size_t at, size_t n) {
+    if (at + 4 >= n) return 0;
+    uint8_t after = p[at + 4];
+    return p[at] == '<' && (p[at + 1] | 0x20) == 'i' && (p[at + 2] | 0x20) == 'm' && (p[at + 3] | 0x20) == 'g' &&
+           (after == ' ' || after == '\t' || after == '\n' || after == '\r' || after == '/');
+}
+
+size_t bytescan_img_tag(const uint8_t *p, size_t n) {
+    size_t i = 0;
+#ifdef BYTESCAN_SSE2
+    // Candidates: '<' followed by "img" in any case, 16 positions at a time; each is then
+    // checked in full (the byte after the name).
+    const __m128i lt = _mm_set1_epi8('<'), lower = _mm_set1_epi8(0x20);
+    const __m128i ci = _mm_set1_epi8('i'), cm = _mm_set1_epi8('m'), cg = _mm_set1_epi8('g');
+    for (; i + 20 <= n; i += 16) {
+        __m128i v0 = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i v1 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i + 1)), lower);
+        __m128i v2 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i + 2)), lower);
+        __m128i v3 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i + 3)), lower);
+        __m128i hit = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(v0, lt), _mm_cmpeq_epi8(v1, ci)),
+                                    _mm_and_si128(_mm_cmpeq_epi8(v2, cm), _mm_cmpeq_epi8(v3, cg)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        while (mask) {
+            size_t at = i + (size_t)__builtin_ctz(mask);
+            if (img_tag_at(p, at, n)) return at;
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i < n; i++) if (img_tag_at(p, i, n)) return i;
     return n;
 }

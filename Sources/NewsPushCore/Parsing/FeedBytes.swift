@@ -129,6 +129,10 @@ enum FeedBytes {
         static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_utf8_invalid) }
         static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_non_ascii) }
         static func tag(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_tag) }
+        static func imgTag(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_img_tag) }
+        static func attributeFlood(_ p: UnsafeBufferPointer<UInt8>, limit: Int, exact: Bool) -> Int {
+            run(p) { exact ? bytescan_attribute_flood_exact($0, $1, limit) : bytescan_attribute_flood($0, $1, limit) }
+        }
         static func textRun(_ p: UnsafeBufferPointer<UInt8>, markup: Bool) -> Int {
             run(p) { bytescan_text_run($0, $1, markup ? 1 : 0) }
         }

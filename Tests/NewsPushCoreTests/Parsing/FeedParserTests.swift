@@ -254,6 +254,34 @@ struct FeedParserTests {
         }
     }
 
+    /// The `<img` search finds the first `<img` tag a byte loop would, whatever the case, at
+    /// every position of the vector blocks and the tail, beside near misses.
+    @Test func imgTagSearchStopsWhereAByteLoopWould() {
+        func byteLoop(_ b: [UInt8]) -> Int {
+            b.indices.first { i in
+                i + 4 < b.count && b[i] == 0x3C && b[i + 1] | 0x20 == 0x69 && b[i + 2] | 0x20 == 0x6D && b[i + 3] | 0x20 == 0x67
+                    && [0x20, 0x09, 0x0A, 0x0D, 0x2F].contains(b[i + 4])
+            } ?? b.count
+        }
+        var failures: [String] = []
+        var generator = SystemRandomNumberGenerator()
+        let pieces = ["<img ", "<IMG/", "<Img\n", "<imgx", "<im", "<iMg\t", "<<img ", "<i", "img ", "<img"]
+        for length in [0, 3, 5, 15, 16, 17, 20, 21, 35, 36, 37, 64] {
+            for position in 0...length {
+                for piece in pieces {
+                    for filler in [UInt8(ascii: "a"), 0x3C, 0x20, 0xC3] {
+                        var bytes = [UInt8](repeating: filler, count: length)
+                        bytes.insert(contentsOf: Array(piece.utf8), at: position)
+                        if Bool.random(using: &generator) { bytes.insert(contentsOf: Array(pieces.randomElement(using: &generator)!.utf8), at: Int.random(in: 0...bytes.count, using: &generator)) }
+                        let found = bytes.withUnsafeBufferPointer { FeedBytes.Scan.imgTag($0) }
+                        if found != byteLoop(bytes) { failures.append("\(String(decoding: bytes, as: UTF8.self).debugDescription): \(found) ≠ \(byteLoop(bytes))") }
+                    }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(3))")
+    }
+
     /// The sixteen-byte searches stop exactly where a byte-by-byte reading would: every byte
     /// value at every position of the vector blocks and the scalar tail, among several
     /// neighbours, and random buffers.
