@@ -11,7 +11,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, ClassifyItems.self, PlanItems.self, LedgerIdleRun.self, JSONStoreIdle.self])
+        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, DumpFeeds.self, ClassifyItems.self, PlanItems.self, LedgerIdleRun.self, JSONStoreIdle.self])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
@@ -197,6 +197,34 @@ struct ParseFeeds: ParsableCommand {
                 let elapsed = seconds { _ = try? FeedParser.parse(document, url: nil) }
                 print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed, Double(document.count) / 1_048_576 / elapsed))
             }
+        }
+    }
+}
+
+/// `newspush-bench dump`: every field the parser reads from each file, one JSON line per file
+/// (sorted keys), so a change to the parser can be compared with the one before it
+/// (`diff` of two dumps).
+struct DumpFeeds: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump", abstract: "Print everything the parser reads from feed files, one JSON line per file.")
+
+    @Argument(help: "Feed files.") var files: [String]
+    @Option(help: "Resolve relative links against this URL.") var base: String?
+
+    func run() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        for file in files {
+            let data = try Data(contentsOf: URL(fileURLWithPath: file))
+            let line: String
+            do {
+                let feed = try FeedParser.parse(data, url: base)
+                line = String(decoding: try encoder.encode(feed), as: UTF8.self)
+            } catch {
+                line = "{\"error\":\"\(error)\"}"
+            }
+            print("\((file as NSString).lastPathComponent)\t\(line)")
         }
     }
 }

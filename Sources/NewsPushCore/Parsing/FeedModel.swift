@@ -89,7 +89,7 @@ public struct FeedItem: Sendable, Equatable, Codable {
 }
 
 /// A parsed feed document.
-public struct ParsedFeed: Sendable {
+public struct ParsedFeed: Sendable, Codable {
     public var format: FeedFormat
     public var title: String?
     public var link: String?
