@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "newspush-bench",
             dependencies: [
-                "NewsPushCore", "NotificationHubs", "NewsPushTesting",
+                "NewsPushCore", "NotificationHubs", "NewsPushTesting", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

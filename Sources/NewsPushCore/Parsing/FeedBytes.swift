@@ -1,5 +1,4 @@
 import Foundation
-internal import CByteScan
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -104,7 +103,7 @@ enum FeedBytes {
         while i < n {
             // Sixteen bytes at a time up to the first that may matter ('&', 0xC2, a control
             // character), past the references the repair keeps as written.
-            i += bytescan_attention_past_entities(base + i, n - i)
+            i += ByteScan.attentionPastEntities(base + i, n - i)
             guard i < n else { break }
             let b = p[i]
             if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
@@ -116,32 +115,6 @@ enum FeedBytes {
         return true
     }
 
-    /// The searches of `CByteScan` over a buffer (tests compare them with per-byte rules).
-    enum Scan {
-        /// `search` over `p`: the index it answers, `p.count` when there is nothing to find.
-        static func run(_ p: UnsafeBufferPointer<UInt8>, _ search: (UnsafePointer<UInt8>, Int) -> Int) -> Int {
-            p.baseAddress.map { search($0, p.count) } ?? 0
-        }
-        static func attention(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_attention) }
-        static func attentionPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_attention_past_entities) }
-        static func repair(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_repair) }
-        static func repairPastEntities(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_repair_past_entities) }
-        static func utf8Invalid(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_utf8_invalid) }
-        static func nonASCII(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_non_ascii) }
-        static func tag(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_tag) }
-        static func imgTag(_ p: UnsafeBufferPointer<UInt8>) -> Int { run(p, bytescan_img_tag) }
-        static func attributeFlood(_ p: UnsafeBufferPointer<UInt8>, limit: Int, exact: Bool) -> Int {
-            run(p) { exact ? bytescan_attribute_flood_exact($0, $1, limit) : bytescan_attribute_flood($0, $1, limit) }
-        }
-        static func textRun(_ p: UnsafeBufferPointer<UInt8>, markup: Bool) -> Int {
-            run(p) { bytescan_text_run($0, $1, markup ? 1 : 0) }
-        }
-    }
-
-    /// When `index` lies in a CDATA section, comment or processing instruction, the index
-    /// after its end (`p.count` if it never ends); else nil. `scanned` is a position outside
-    /// every section, at or before `index`; sections are found from there forward, exactly as
-    /// `repairMarkup` skips them, and `scanned` moves on so each byte is looked at once.
     private static func sectionEnd(_ p: UnsafeBufferPointer<UInt8>, containing index: Int, scannedFrom scanned: inout Int) -> Int? {
         let n = p.count
         guard let base = p.baseAddress else { return nil }
@@ -226,7 +199,7 @@ enum FeedBytes {
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/plain") || type.hasPrefix("text/html") {
             problems.append("served as \(type.split(separator: ";")[0]), not as a feed type")
         }
-        let ascii = { Scan.nonASCII(raw) == raw.count }
+        let ascii = { ByteScan.over(raw, ByteScan.nonASCII) == raw.count }
         // RFC 3023: text/*xml without a charset is us-ascii. Only the label follows the rule
         // when the bytes are ASCII anyway; other bytes are decoded as they are.
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/"), type.contains("xml"),
@@ -290,8 +263,8 @@ enum FeedBytes {
         var i = 0
         while i < n {
             // Well-formed UTF-8 is copied in runs; the byte that ends a run is Windows-1252.
-            let valid = bytescan_utf8_invalid(base + i, n - i)
-            if !keptUTF8, bytescan_non_ascii(base + i, valid) < valid { keptUTF8 = true }
+            let valid = ByteScan.utf8Invalid(base + i, n - i)
+            if !keptUTF8, ByteScan.nonASCII(base + i, valid) < valid { keptUTF8 = true }
             out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: valid))
             i += valid
             guard i < n else { break }
@@ -309,7 +282,7 @@ enum FeedBytes {
     /// Well-formed UTF-8 (Unicode Table 3-7), checked without copying the document into a
     /// String as the standard library's validating initialiser would.
     static func isValidUTF8(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-        Scan.utf8Invalid(buffer) == buffer.count
+        ByteScan.over(buffer, ByteScan.utf8Invalid) == buffer.count
     }
 
     /// Converts with glibc's iconv; undecodable bytes are skipped. Nil when iconv lacks the encoding.
@@ -417,7 +390,7 @@ enum FeedBytes {
         }
         while i < n {
             // References to XML's five entities, when kept, stay in the run.
-            i += keepingPredefined ? bytescan_repair_past_entities(p + i, n - i) : bytescan_repair(p + i, n - i)
+            i += keepingPredefined ? ByteScan.repairPastEntities(p + i, n - i) : ByteScan.repair(p + i, n - i)
             guard i < n else { break }
             let b = p[i]
             if b == UInt8(ascii: "<") {
@@ -493,7 +466,7 @@ enum FeedBytes {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: input[start...j]))
                 return j + 1
             }
-            if let value = predefinedEntity(name) ?? HTMLText.entityCodePoint(name) {
+            if let value = predefinedEntity(name) ?? HTMLEntities.codePoint(name) {
                 appendCharacterReference(value, to: &out)
                 return j + 1
             }

@@ -1,16 +1,9 @@
 internal import CLibXML2
 import Foundation
 
-// The only file that talks to libxml2: a SAX2 driver for feeds and the HTML parser used to
-// turn markup into plain text.
-
-/// An element name: the kind of its namespace and its local name.
-/// The URI itself is not kept: the builder needs only which of the namespaces feeds use it is,
-/// worked out once per distinct URI.
-struct XMLName: Equatable, Hashable {
-    var kind: NamespaceKind
-    var local: String
-}
+// The only file that talks to libxml2: the SAX layer under the feed builders (XMLSAXParser),
+// and libxml2's HTML parser and entity table for turning markup into text. Nothing here knows
+// what a feed element means.
 
 /// The attributes of the element being started, read from libxml2's array only when asked for
 /// (most elements' attributes are never needed). Valid only during `startElement`.
@@ -56,13 +49,29 @@ struct XMLAttributes {
     }
 }
 
+/// What a SAX consumer is told: start and end tags. Text is not handed up a run at a time
+/// (libxml2 calls back once per entity reference in escaped HTML, often for one byte): the
+/// SAX layer appends it to the consumer's `text` while the consumer has it switched on.
+protocol SAXHandler: AnyObject {
+    /// The text of the element being read, gathered by the SAX layer.
+    var text: CapturedText { get }
+    func startElement(_ name: XMLName, attributes: XMLAttributes)
+    func endElement(_ name: XMLName)
+}
+
+/// The text of the element a consumer reads: appended to while `isOn`.
+final class CapturedText {
+    var isOn = false
+    var buffer = ByteBuffer()
+}
+
 /// Runs libxml2's SAX2 parser over bytes already cleaned by `FeedBytes` (UTF-8, no declaration)
-/// and hands the parts of the document to a `FeedDocumentBuilder`: start and end tags (names
-/// and namespace URIs come from libxml2's dictionary, so each distinct name becomes a `String`
-/// once) and text. The builder is named, not a protocol: libxml2 calls back for every text run,
-/// and a direct call is measurably cheaper there than an existential one.
+/// and hands start and end tags to a `SAXHandler` (names and namespace URIs come from libxml2's
+/// dictionary, so each distinct name becomes a `String` once), gathering text into the
+/// handler's `CapturedText`.
 final class XMLSAXParser {
-    private let sink: FeedDocumentBuilder
+    private let handler: any SAXHandler
+    private let text: CapturedText
     /// libxml2 interns names in a dictionary: cache their Swift strings by address (with the
     /// namespace kind, for names that are namespace URIs).
     private var names: [UnsafeRawPointer: (String, NamespaceKind)] = [:]
@@ -74,8 +83,9 @@ final class XMLSAXParser {
     private var context: xmlParserCtxtPtr?
     private var eventsUntilClockCheck = 512
 
-    init(sink: FeedDocumentBuilder, deadline: ContinuousClock.Instant? = nil) {
-        self.sink = sink
+    init(handler: any SAXHandler, deadline: ContinuousClock.Instant? = nil) {
+        self.handler = handler
+        self.text = handler.text
         self.deadline = deadline
     }
 
@@ -127,7 +137,7 @@ final class XMLSAXParser {
     }
 
     fileprivate func name(_ uri: UnsafePointer<xmlChar>?, _ localName: UnsafePointer<xmlChar>) -> XMLName {
-        XMLName(kind: named(uri).1, local: string(localName))
+        XMLName(kind: named(uri).1, local: string(localName), namespace: uri.map(UnsafeRawPointer.init))
     }
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
@@ -142,16 +152,18 @@ final class XMLSAXParser {
                                      count: Int(attributeCount))
             XMLSAXParser.with(context) {
                 $0.checkBudget()
-                $0.sink.startElement($0.name(uri, localName), attributes: list)
+                $0.handler.startElement($0.name(uri, localName), attributes: list)
             }
         }
         handler.endElementNs = { context, localName, _, uri in
             guard let context, let localName else { return }
-            XMLSAXParser.with(context) { $0.sink.endElement($0.name(uri, localName)) }
+            XMLSAXParser.with(context) { $0.handler.endElement($0.name(uri, localName)) }
         }
         let characters: charactersSAXFunc = { context, bytes, length in
             guard let context, let bytes, length > 0 else { return }
-            XMLSAXParser.with(context) { $0.sink.characters(UnsafeBufferPointer(start: bytes, count: Int(length))) }
+            XMLSAXParser.with(context) { parser in
+                if parser.text.isOn { parser.text.buffer.append(UnsafeBufferPointer(start: bytes, count: Int(length))) }
+            }
         }
         handler.characters = characters
         handler.cdataBlock = characters
@@ -206,28 +218,18 @@ final class XMLSAXParser {
     }
 }
 
-/// HTML to plain text with libxml2's HTML parser: entities decoded, tags removed, block
-/// elements separated by spaces, scripts and styles dropped. White space is not yet collapsed.
-/// The parser runs in SAX mode, so no tree is built for the few characters kept.
-enum HTMLText {
+/// HTML to text with libxml2's HTML parser: entities decoded, tags removed, block elements
+/// separated by spaces, scripts and styles dropped; white space is left as it is (`PlainText`
+/// collapses it). The parser runs in SAX mode, so no tree is built for the few characters kept.
+enum HTMLParser {
     private final class Collector {
         var out: [UInt8] = []
         /// Depth inside `script`, `style` and similar elements, whose text is not shown.
         var skipped = 0
     }
 
-    static func text(fromHTML html: String) -> String {
-        Array(html.utf8).withUnsafeBufferPointer { plainText($0) }
-    }
-
-    /// The text of an HTML fragment, white space collapsed.
-    static func plainText(_ html: UnsafeBufferPointer<UInt8>) -> String {
-        if let simple = SimpleHTML.string(html) { return simple }
-        return FeedDocumentBuilder.collapse(parsedPlainBytes(Array(html)))
-    }
-
     /// The text of any HTML by libxml2's HTML parser (white space not yet collapsed).
-    static func parsedPlainBytes(_ html: [UInt8]) -> [UInt8] {
+    static func text(_ html: [UInt8]) -> [UInt8] {
         if html.isEmpty { return [] }
         let collector = Collector()
         collector.out.reserveCapacity(html.count)
@@ -235,7 +237,7 @@ enum HTMLText {
         handler.startElement = { context, name, _ in
             guard let context, let name else { return }
             let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
-            switch HTMLText.role(name) {
+            switch HTMLParser.role(name) {
             case .skipped: collector.skipped += 1
             case .block: collector.out.append(0x20)
             case .inline: break
@@ -244,7 +246,7 @@ enum HTMLText {
         handler.endElement = { context, name in
             guard let context, let name else { return }
             let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
-            switch HTMLText.role(name) {
+            switch HTMLParser.role(name) {
             case .skipped: collector.skipped = max(0, collector.skipped - 1)
             case .block: collector.out.append(0x20)
             case .inline: break
@@ -320,23 +322,26 @@ enum HTMLText {
         default: return .inline
         }
     }
+}
 
+/// HTML's named character references (`&nbsp;` → 160), as libxml2's HTML parser knows them.
+enum HTMLEntities {
     /// The code point of an HTML named entity (`nbsp` → 160), or nil when HTML has no such name.
-    static func entityCodePoint(_ name: String) -> UInt32? {
+    static func codePoint(_ name: String) -> UInt32? {
         var name = name
-        return name.withUTF8 { entityCodePoint($0) }
+        return name.withUTF8 { codePoint($0) }
     }
 
-    /// How many entities the table behind `entityCodePoint` holds (tests: libxml2 has 253).
-    static var entityCount: Int { entityTable.count }
+    /// How many entities the table behind `codePoint` holds (tests: libxml2 has 253).
+    static var count: Int { entityTable.count }
 
-    /// libxml2's own lookup, which `entityCodePoint` must agree with (tests).
-    static func libxml2EntityCodePoint(_ name: String) -> UInt32? {
+    /// libxml2's own lookup, which `codePoint` must agree with (tests).
+    static func libxml2CodePoint(_ name: String) -> UInt32? {
         htmlEntityLookup(name).map { $0.pointee.value }
     }
 
-    /// `entityCodePoint` for a name given as bytes.
-    static func entityCodePoint(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
+    /// `codePoint` for a name given as bytes.
+    static func codePoint(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
         // libxml2's htmlEntityLookup compares the name with each of its 253 entries in turn;
         // feeds are full of &nbsp; and &rsquo;, so the table is read once into a sorted array.
         guard let key = packedEntityName(name) else { return nil }
@@ -369,39 +374,4 @@ enum HTMLText {
         }
         return table.sorted { $0.name < $1.name }
     }()
-}
-
-/// The yardstick of the parse benchmark: libxml2's SAX2 tokenizer over the same bytes with
-/// callbacks that only count, so the cost of newspush's own work can be seen beside it.
-public enum BareSAXPass {
-    /// Parses `data` with libxml2 (recover mode) and returns the number of elements seen.
-    public static func run(_ data: Data) -> Int {
-        final class Counter { var elements = 0 }
-        let counter = Counter()
-        var handler = xmlSAXHandler()
-        handler.initialized = XML_SAX2_MAGIC
-        handler.startElementNs = { context, _, _, _, _, _, _, _, _ in
-            guard let context else { return }
-            Unmanaged<Counter>.fromOpaque(context).takeUnretainedValue().elements += 1
-        }
-        handler.characters = { _, _, _ in }
-        handler.cdataBlock = { _, _, _ in }
-        handler.serror = { _, _ in }
-        let me = Unmanaged.passUnretained(counter).toOpaque()
-        guard let context = xmlCreatePushParserCtxt(&handler, me, nil, 0, nil) else { return 0 }
-        defer { xmlFreeParserCtxt(context) }
-        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOERROR.rawValue
-                                         | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue))
-        data.withUnsafeBytes { raw in
-            let chars = raw.bindMemory(to: CChar.self)
-            var offset = 0
-            while offset < chars.count {
-                let length = min(1 << 20, chars.count - offset)
-                xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
-                offset += length
-            }
-            xmlParseChunk(context, nil, 0, 1)
-        }
-        return counter.elements
-    }
 }

@@ -1,7 +1,7 @@
 import Foundation
-internal import CByteScan
 
-/// A fast path for `HTMLText`: the text of the simple HTML most feed summaries are (paragraphs,
+
+/// A fast path for `HTMLParser.text`: the text of the simple HTML most feed summaries are (paragraphs,
 /// links, emphasis, images, lists, named and numeric references). libxml2's HTML parser reads
 /// a character at a time and was most of the parse time on real feeds; this loop gives the same
 /// text for such fragments and answers nil for anything else (comments, scripts, unknown tags,
@@ -32,7 +32,7 @@ enum SimpleHTML {
 
     /// `rawText`: script and style, whose content is never text and runs to their end tag.
     /// `document`: html, head and body, which libxml2 has already opened around the fragment
-    /// (see `HTMLText.parsedPlainBytes`) and so ignores when a fragment brings its own.
+    /// (see `HTMLParser.text`) and so ignores when a fragment brings its own.
     private enum Role { case block, inline, void, rawText, document }
 
     /// What the loop knows of an element: its role and its place in the nesting rules, so an
@@ -99,7 +99,7 @@ enum SimpleHTML {
         html.withUnsafeBufferPointer { string($0) }.map { Array($0.utf8) }
     }
 
-    /// The text with white space collapsed as `FeedDocumentBuilder.collapse` does (runs of
+    /// The text with white space collapsed as `PlainText.collapse` does (runs of
     /// ASCII white space become one space, none at the ends), or nil for libxml2. It is written
     /// straight into the string's storage: the text is never longer than the HTML (a tag or
     /// white space gives at most one space, a reference at most as many bytes as it is long).
@@ -181,7 +181,7 @@ enum SimpleHTML {
             let kind = classes[Int(b)]
             if kind == 0 {
                 // Text: on to the end of its run (single spaces between words belong to it).
-                i += 1 + bytescan_text_run(base + i + 1, n - i - 1, 1)
+                i += 1 + ByteScan.textRun(base + i + 1, n - i - 1, markup: true)
                 continue
             }
             if b == UInt8(ascii: "<") {
@@ -219,14 +219,14 @@ enum SimpleHTML {
                     // An element libxml2 does not know (SVG's svg and path, custom elements)
                     // opens and closes nothing by itself, so it reads like an inline element.
                     // Elements libxml2 knows but this loop does not list have rules of their own.
-                    guard !HTMLText.isKnownElement(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
+                    guard !HTMLParser.isKnownElement(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
                     tag = Tag(key: name, role: .inline)
                 }
                 let role = tag.role
                 // Attributes: skip to the '>' outside quotes (sixteen bytes at a time to the next
                 // quote or bracket; a quoted value, often a long URL, is skipped with memchr).
                 while j < n, html[j] != UInt8(ascii: ">") {
-                    j += bytescan_tag(base + j, n - j)
+                    j += ByteScan.tag(base + j, n - j)
                     guard j < n else { break }
                     let c = html[j]
                     if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
@@ -335,7 +335,7 @@ enum SimpleHTML {
                     let nameStart = j
                     while j < n, isLetter(html[j]) || isDigit(html[j]) { j += 1 }
                     guard j < n else { return nil }
-                    if html[j] == UInt8(ascii: ";"), let value = HTMLText.entityCodePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 {
+                    if html[j] == UInt8(ascii: ";"), let value = HTMLEntities.codePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 {
                         append(value)
                     } else {
                         // An entity HTML does not define, or one without its ';' ("AT&T",

@@ -64,7 +64,7 @@ struct HostileFeedTests {
             }
             let bytes = Array(document.utf8)
             let (fast, exact) = bytes.withUnsafeBufferPointer {
-                (FeedBytes.Scan.attributeFlood($0, limit: limit, exact: false), FeedBytes.Scan.attributeFlood($0, limit: limit, exact: true))
+                (ByteScan.attributeFlood($0, limit: limit, exact: false), ByteScan.attributeFlood($0, limit: limit, exact: true))
             }
             if fast != exact { disagreements.append("\(document.debugDescription): \(fast) ≠ \(exact)") }
             if exact < bytes.count { floods += 1 }

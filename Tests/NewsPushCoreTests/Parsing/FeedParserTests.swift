@@ -16,7 +16,7 @@ struct FeedParserTests {
             ("\u{A0}Jane Doe (Staff)\u{A0}", "Jane Doe (Staff)", nil), ("(jane@example.com)", nil, "jane@example.com"),
         ]
         for (text, name, email) in cases {
-            let split = FeedDocumentBuilder.splitAuthor(text)
+            let split = FeedAuthor.split(text)
             #expect(split.0 == name && split.1 == email, "\(text) → \(split)")
         }
     }
@@ -273,7 +273,7 @@ struct FeedParserTests {
                         var bytes = [UInt8](repeating: filler, count: length)
                         bytes.insert(contentsOf: Array(piece.utf8), at: position)
                         if Bool.random(using: &generator) { bytes.insert(contentsOf: Array(pieces.randomElement(using: &generator)!.utf8), at: Int.random(in: 0...bytes.count, using: &generator)) }
-                        let found = bytes.withUnsafeBufferPointer { FeedBytes.Scan.imgTag($0) }
+                        let found = bytes.withUnsafeBufferPointer { ByteScan.over($0, ByteScan.imgTag) }
                         if found != byteLoop(bytes) { failures.append("\(String(decoding: bytes, as: UTF8.self).debugDescription): \(found) ≠ \(byteLoop(bytes))") }
                     }
                 }
@@ -336,17 +336,17 @@ struct FeedParserTests {
         var failures: [String] = []
         func check(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
             bytes.withUnsafeBufferPointer { p in
-                if FeedBytes.Scan.attention(p) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
-                if FeedBytes.Scan.nonASCII(p) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
-                if FeedBytes.Scan.repair(p) != (bytes.firstIndex { matters($0) || $0 == 0x3C } ?? bytes.count) { failures.append("repair \(note())") }
-                if FeedBytes.Scan.attentionPastEntities(p) != pastEntities(bytes, lt: false) { failures.append("past entities \(note())") }
-                if FeedBytes.Scan.repairPastEntities(p) != pastEntities(bytes, lt: true) { failures.append("repair past entities \(note())") }
-                if FeedBytes.Scan.utf8Invalid(p) != firstInvalidUTF8(bytes) { failures.append("UTF-8 \(note())") }
-                if FeedBytes.Scan.tag(p) != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count) {
+                if ByteScan.over(p, ByteScan.attention) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
+                if ByteScan.over(p, ByteScan.nonASCII) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
+                if ByteScan.over(p, ByteScan.repair) != (bytes.firstIndex { matters($0) || $0 == 0x3C } ?? bytes.count) { failures.append("repair \(note())") }
+                if ByteScan.over(p, ByteScan.attentionPastEntities) != pastEntities(bytes, lt: false) { failures.append("past entities \(note())") }
+                if ByteScan.over(p, ByteScan.repairPastEntities) != pastEntities(bytes, lt: true) { failures.append("repair past entities \(note())") }
+                if ByteScan.over(p, ByteScan.utf8Invalid) != firstInvalidUTF8(bytes) { failures.append("UTF-8 \(note())") }
+                if ByteScan.over(p, ByteScan.tag) != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count) {
                     failures.append("tag \(note())")
                 }
                 for markup in [false, true]
-                where FeedBytes.Scan.textRun(p, markup: markup) != (bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count) {
+                where ByteScan.over(p) { ByteScan.textRun($0, $1, markup: markup) } != (bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count) {
                     failures.append("text run (markup \(markup)) \(note())")
                 }
             }

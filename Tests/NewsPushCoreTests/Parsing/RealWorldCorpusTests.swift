@@ -20,7 +20,7 @@ struct RealWorldCorpusTests {
     static func plain(_ text: String?) -> String {
         guard let text else { return "" }
         let noTags = text.replacingOccurrences(of: "<[^>]+>", with: "", options: .regularExpression)
-        return FeedDocumentBuilder.collapse(FeedDocumentBuilder.looksLikeHTML(noTags) ? HTMLText.text(fromHTML: noTags) : noTags)
+        return PlainText.collapse(PlainText.looksLikeHTML(noTags) ? PlainText.fromHTML(noTags) : noTags)
     }
 
     @Test func everyFeedParsesAndAgreesWithFeedparser() throws {
@@ -62,18 +62,18 @@ struct SimpleHTMLTests {
         for name in names.sorted() where name.hasSuffix(".xml") {
             let data = try Data(contentsOf: folder.appendingPathComponent(name))
             let prepared = FeedBytes.prepare(data)
-            let builder = FeedDocumentBuilder(documentURL: nil)
+            let builder = FeedDocumentReader(documentURL: nil)
             builder.rawTextObserver = { kind, bytes in
                 if kind == .html || kind == .maybeHTML, bytes.contains(UInt8(ascii: "<")) || bytes.contains(UInt8(ascii: "&")) { snippets.append(bytes) }
             }
-            prepared.withBytes { XMLSAXParser(sink: builder).parse($0, url: nil, recover: true) }
+            prepared.withBytes { XMLSAXParser(handler: builder).parse($0, url: nil, recover: true) }
         }
         var fast = 0, mismatches: [String] = []
         for snippet in snippets {
             guard let simple = SimpleHTML.text(snippet) else { continue }
             fast += 1
-            let expected = FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(snippet))
-            let actual = FeedDocumentBuilder.collapse(simple)
+            let expected = PlainText.collapse(HTMLParser.text(snippet))
+            let actual = PlainText.collapse(simple)
             if actual != expected, mismatches.count < 5 {
                 mismatches.append("\(String(decoding: snippet.prefix(300), as: UTF8.self))\n  libxml2: \(expected.prefix(200))\n  fast:    \(actual.prefix(200))")
             }
@@ -145,7 +145,7 @@ struct SimpleHTMLTests {
             let bytes = Array(html.utf8)
             guard let simple = SimpleHTML.text(bytes) else { continue }
             fast += 1
-            let expected = FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(bytes)), actual = FeedDocumentBuilder.collapse(simple)
+            let expected = PlainText.collapse(HTMLParser.text(bytes)), actual = PlainText.collapse(simple)
             if expected != actual, mismatches.count < 5 { mismatches.append("\(html)\n  libxml2: \(expected)\n  fast:    \(actual)") }
         }
         print("simple HTML fast path on random fragments: \(fast) of 6000 answered, \(mismatches.count) differ from libxml2")
@@ -166,7 +166,7 @@ struct SimpleHTMLTests {
             let bytes = Array(html.utf8)
             let simple = SimpleHTML.text(bytes).map { String(decoding: $0, as: UTF8.self) }
             #expect(simple != nil, "\(html)")
-            #expect(simple == FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(bytes)), "\(html)")
+            #expect(simple == PlainText.collapse(HTMLParser.text(bytes)), "\(html)")
         }
         #expect(SimpleHTML.text(Array("<p>Tom &amp; Jerry&#8217;s <a href=\"x?a=1&b=2\">page</a></p>&nbsp;&eacute;".utf8))
                 .map { String(decoding: $0, as: UTF8.self) } == "Tom & Jerry’s page \u{A0}é")
@@ -176,12 +176,12 @@ struct SimpleHTMLTests {
             #expect(SimpleHTML.text(Array("x<\(tag) class=\"a>b\" title='c\"d'>y".utf8)) != nil, "\(tag)")
         }
         // The entity table read back from libxml2 answers as libxml2's own lookup does.
-        #expect(HTMLText.entityCount == 253)
+        #expect(HTMLEntities.count == 253)
         for name in ["nbsp", "eacute", "rsquo", "hellip", "thetasym", "amp", "lt", "quot", "euro", "Eacute", "diams", "bogus", "NBSP", "nbspx"] {
-            #expect(HTMLText.entityCodePoint(name) == HTMLText.libxml2EntityCodePoint(name), "\(name)")
+            #expect(HTMLEntities.codePoint(name) == HTMLEntities.libxml2CodePoint(name), "\(name)")
         }
         let scripted = Array("a<script>if (x < 1) { y = '</p>' }</SCRIPT>b<style>p { }</style>c".utf8)
         #expect(SimpleHTML.text(scripted).map { String(decoding: $0, as: UTF8.self) } == "abc")
-        #expect(FeedDocumentBuilder.collapse(HTMLText.parsedPlainBytes(scripted)) == "abc")
+        #expect(PlainText.collapse(HTMLParser.text(scripted)) == "abc")
     }
 }

@@ -45,7 +45,7 @@ struct FeedparserConformanceTests {
     /// The plain-text form newspush gives every title and summary (SPEC §3): feedparser keeps
     /// sanitised HTML, so expected values are compared after the same markup-to-text step.
     static func plainText(_ text: String) -> String {
-        HTMLText.text(fromHTML: text)
+        PlainText.fromHTML(text)
     }
 
     /// feedparser's `author`, `author_detail` and `authors` from a name and an e-mail.

@@ -1,0 +1,106 @@
+import Foundation
+
+/// How an element's text is written: plain, HTML (escaped or CDATA), inline XHTML, plain that
+/// may carry escaped HTML anyway (RSS titles), or base64 (Atom binary content).
+enum TextKind: UInt8, Sendable, Codable {
+    case plain, html, xhtml, maybeHTML, base64
+}
+
+/// Text as the feed wrote it, made plain when read. Full article content is large and rarely
+/// needed, so it is kept as written and converted on demand rather than on every parse.
+struct FeedText: Sendable, Equatable, Codable {
+    var markup: [UInt8]
+    var kind: TextKind
+
+    /// The plain text: markup removed, entities decoded, white space collapsed.
+    var text: String { markup.withUnsafeBufferPointer { PlainText.of($0, kind: kind) } }
+}
+
+/// Feed text made plain: markup removed (the simple-HTML fast path, else libxml2's HTML
+/// parser), references decoded, white space collapsed.
+enum PlainText {
+    /// `bytes` written as `kind`, as plain text.
+    static func of(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> String {
+        switch kind {
+        case .plain, .xhtml:
+            return collapse(bytes)
+        case .html:
+            return fromHTML(bytes)
+        case .maybeHTML:
+            return looksLikeHTML(bytes) ? fromHTML(bytes) : collapse(bytes)
+        case .base64:
+            let encoded = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
+            let decoded = Data(base64Encoded: encoded).map { [UInt8]($0) } ?? Array(bytes)
+            return decoded.withUnsafeBufferPointer { fromHTML($0) }
+        }
+    }
+
+    /// The text of an HTML fragment, white space collapsed.
+    static func fromHTML(_ html: UnsafeBufferPointer<UInt8>) -> String {
+        if let simple = SimpleHTML.string(html) { return simple }
+        return collapse(HTMLParser.text(Array(html)))
+    }
+
+    static func fromHTML(_ html: String) -> String {
+        Array(html.utf8).withUnsafeBufferPointer { fromHTML($0) }
+    }
+
+    /// Collapses runs of ASCII white space into one space and trims the ends.
+    static func collapse(_ text: String) -> String {
+        var text = text
+        return text.withUTF8 { collapse($0) }
+    }
+
+    static func collapse(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBufferPointer { collapse($0) }
+    }
+
+    static func collapse(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { out in
+            guard let base = bytes.baseAddress, let target = out.baseAddress else { return 0 }
+            let n = bytes.count
+            var count = 0, i = 0
+            var pendingSpace = false
+            while i < n {
+                let byte = base[i]
+                if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0x0C {
+                    pendingSpace = count > 0
+                    i += 1
+                    continue
+                }
+                // A run of text, single spaces between words included, is copied whole.
+                let end = i + 1 + ByteScan.textRun(base + i + 1, n - i - 1, markup: false)
+                if pendingSpace { target[count] = 0x20; count += 1; pendingSpace = false }
+                (target + count).update(from: base + i, count: end - i)
+                count += end - i
+                i = end
+            }
+            return count
+        }
+    }
+
+    /// A real tag (`<b>`, `</p>`, `<br/>`) or entity (`&amp;`, `&#8217;`): RSS titles are
+    /// nominally plain text but publishers often escape HTML into them.
+    static func looksLikeHTML(_ text: String) -> Bool {
+        Array(text.utf8).withUnsafeBufferPointer { looksLikeHTML($0) }
+    }
+
+    static func looksLikeHTML(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "<"), i + 1 < bytes.count {
+                let next = bytes[i + 1]
+                if (next | 0x20) >= 0x61 && (next | 0x20) <= 0x7A || next == UInt8(ascii: "/") || next == UInt8(ascii: "!") {
+                    if UnsafeBufferPointer(rebasing: bytes[(i + 1)...]).contains(UInt8(ascii: ">")) { return true }
+                }
+            } else if b == UInt8(ascii: "&") {
+                var j = i + 1
+                while j < bytes.count, j - i < 12, bytes[j] == UInt8(ascii: "#") || (bytes[j] | 0x20) >= 0x61 && (bytes[j] | 0x20) <= 0x7A || bytes[j] >= 0x30 && bytes[j] <= 0x39 { j += 1 }
+                if j > i + 1, j < bytes.count, bytes[j] == UInt8(ascii: ";") { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+}
