@@ -25,8 +25,9 @@ final class FeedDocumentReader: SAXHandler {
         var kind: TextKind
     }
 
-    /// The open elements' names, outermost first.
-    private var stack: [XMLName] = []
+    /// For each open element, outermost first, whether it is an RSS `<channel>` (names are not
+    /// kept: a stack of strings cost a retain and a release per element).
+    private var stack: [Bool] = []
     /// The `xml:base` in force and the depth of the element that set it, only where one did
     /// (most documents have none: nothing to push per element).
     private var bases: [(depth: Int, base: String)] = []
@@ -50,7 +51,7 @@ final class FeedDocumentReader: SAXHandler {
 
     func startElement(_ name: XMLName, attributes: XMLAttributes) {
         if rejection != nil { return }
-        stack.append(name)
+        stack.append(name.local == "channel" && name.kind.isRSS)
         let depth = stack.count
         var base = currentBase
         if let xmlBase = attributes.value("base", namespace: FeedNamespace.xml) {
@@ -73,7 +74,7 @@ final class FeedDocumentReader: SAXHandler {
         }
     }
 
-    func endElement(_ name: XMLName) {
+    func endElement() {
         if rejection != nil { return }
         let depth = stack.count
         if let current = capture, current.depth == depth {
@@ -175,8 +176,7 @@ final class FeedDocumentReader: SAXHandler {
             }
             return
         }
-        let parent = stack[stack.count - 2]
-        guard (parent.local == "channel" && parent.kind.isRSS) || (depth == 2 && format == .atom10) else { return }
+        guard stack[stack.count - 2] || (depth == 2 && format == .atom10) else { return }
         if channel.language == nil, let lang = attributes.value("lang", namespace: FeedNamespace.xml) {
             channel.language = lang
         }

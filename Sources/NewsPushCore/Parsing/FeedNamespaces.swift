@@ -4,11 +4,11 @@ enum FeedNamespace {
     static let atom03 = "http://purl.org/atom/ns#"
     static let rss10 = "http://purl.org/rss/1.0/"
     static let rss090 = "http://my.netscape.com/rdf/simple/0.9/"
-    static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    static let rdf: StaticString = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
     static let dc = "http://purl.org/dc/elements/1.1/"
     static let content = "http://purl.org/rss/1.0/modules/content/"
     static let dcterms = "http://purl.org/dc/terms/"
-    static let xml = "http://www.w3.org/XML/1998/namespace"
+    static let xml: StaticString = "http://www.w3.org/XML/1998/namespace"
     static let userlandRSS2 = "http://backend.userland.com/rss2"
     static let userlandRSS = "http://backend.userland.com/rss"
     static let xhtml = "http://www.w3.org/1999/xhtml"
@@ -37,8 +37,8 @@ enum NamespaceKind: UInt8, Sendable {
         case FeedNamespace.dcterms: self = .dcterms
         case FeedNamespace.content: self = .content
         case FeedNamespace.xhtml: self = .xhtml
-        case FeedNamespace.rdf: self = .rdf
-        case FeedNamespace.xml: self = .xml
+        case FeedNamespace.rdf.description: self = .rdf
+        case FeedNamespace.xml.description: self = .xml
         default:
             if FeedNamespace.isMedia(uri) { self = .media }
             else if FeedNamespace.isRSS(uri) { self = .otherRSS }

@@ -13,18 +13,17 @@ struct XMLAttributes {
     let count: Int
 
     /// The value of the attribute `local` in `namespace` ("" for none), or nil.
-    func value(_ local: String, namespace: String = "") -> String? {
+    func value(_ local: StaticString, namespace: StaticString = "") -> String? {
         guard let pointers, count > 0 else { return nil }
-        // Names compared as C strings: most elements' attributes are looked at several times.
-        guard let index = local.withCString({ localName in
-            namespace.withCString { uri in
-                (0..<count).first { i in
-                    func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
-                    guard let name = pointers[i * 5], strcmp(cString(name), localName) == 0 else { return false }
-                    guard let attributeURI = pointers[i * 5 + 2] else { return uri[0] == 0 }
-                    return strcmp(cString(attributeURI), uri) == 0
-                }
-            }
+        // Names compared as C strings with the literals' own bytes (no bridging per lookup:
+        // most elements' attributes are looked at several times).
+        let localName = UnsafeRawPointer(local.utf8Start).assumingMemoryBound(to: CChar.self)
+        let uri = UnsafeRawPointer(namespace.utf8Start).assumingMemoryBound(to: CChar.self)
+        func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
+        guard let index = (0..<count).first(where: { i in
+            guard let name = pointers[i * 5], strcmp(cString(name), localName) == 0 else { return false }
+            guard let attributeURI = pointers[i * 5 + 2] else { return uri[0] == 0 }
+            return strcmp(cString(attributeURI), uri) == 0
         }) else { return nil }
         let base = index * 5
         guard let start = pointers[base + 3], let end = pointers[base + 4] else { return nil }
@@ -56,7 +55,9 @@ protocol SAXHandler: AnyObject {
     /// The text of the element being read, gathered by the SAX layer.
     var text: CapturedText { get }
     func startElement(_ name: XMLName, attributes: XMLAttributes)
-    func endElement(_ name: XMLName)
+    /// The innermost open element ended (its name is the one started last: libxml2 matches
+    /// end tags, so it is not looked up again).
+    func endElement()
 }
 
 /// The text of the element a consumer reads: appended to while `isOn`.
@@ -155,9 +156,9 @@ final class XMLSAXParser {
                 $0.handler.startElement($0.name(uri, localName), attributes: list)
             }
         }
-        handler.endElementNs = { context, localName, _, uri in
-            guard let context, let localName else { return }
-            XMLSAXParser.with(context) { $0.handler.endElement($0.name(uri, localName)) }
+        handler.endElementNs = { context, _, _, _ in
+            guard let context else { return }
+            XMLSAXParser.with(context) { $0.handler.endElement() }
         }
         let characters: charactersSAXFunc = { context, bytes, length in
             guard let context, let bytes, length > 0 else { return }
