@@ -34,3 +34,71 @@ public enum AlertText {
         return String(out)
     }
 }
+
+/// What an item's alert says, cleaned of what no lock screen should show: references left
+/// over from double escaping (`Q&amp;A` arriving as written), titles that are only markup or
+/// entities, summaries that repeat the headline.
+public enum AlertCopy {
+    /// The headline: the title with leftover markup and references decoded (at most three
+    /// rounds: `&amp;amp;` is two); when nothing readable remains (no letter or digit), the
+    /// first sentence of the summary; nil when neither has text.
+    public static func headline(title: String?, summary: String?) -> String? {
+        if let title = title.map(decodedLeftovers), isReadable(title) { return title }
+        guard let summary = summary.map(decodedLeftovers), isReadable(summary) else { return nil }
+        return firstSentence(summary)
+    }
+
+    /// The summary without the headline it starts with (feeds often repeat the title as the
+    /// summary's first line); empty when it says nothing more.
+    public static func summary(_ summary: String?, headline: String) -> String {
+        guard let summary = summary.map(decodedLeftovers), isReadable(summary) else { return "" }
+        let head = comparable(headline), body = comparable(summary)
+        guard !head.isEmpty else { return summary }
+        if body == head { return "" }
+        guard body.hasPrefix(head) else { return summary }
+        // Drop as many characters of the original as the comparable prefix covers.
+        var rest = Substring(summary)
+        var matched = 0
+        while matched < head.count, let first = rest.first {
+            if comparableCharacter(first) != nil { matched += 1 }
+            rest = rest.dropFirst()
+        }
+        let remainder = rest.drop { $0.isWhitespace || $0.isPunctuation || "-–—|:".contains($0) }
+        return isReadable(String(remainder)) ? String(remainder) : ""
+    }
+
+    static func decodedLeftovers(_ text: String) -> String {
+        var text = text
+        for _ in 0..<3 where PlainText.looksLikeHTML(text) {
+            text = PlainText.fromHTML(text)
+        }
+        return PlainText.collapse(text)
+    }
+
+    /// A letter or a digit somewhere.
+    static func isReadable(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+    }
+
+    private static func firstSentence(_ text: String) -> String {
+        var previous: Character?
+        for index in text.indices {
+            let character = text[index]
+            if character == " ", let previous, ".!?".contains(previous), text.distance(from: text.startIndex, to: index) >= 20 {
+                return String(text[..<index])
+            }
+            previous = character
+        }
+        return text
+    }
+
+    /// Letters and digits only, lower case: "Quake hits Chile." and "QUAKE HITS CHILE" compare equal.
+    private static func comparable(_ text: String) -> String {
+        String(text.compactMap(comparableCharacter))
+    }
+
+    private static func comparableCharacter(_ character: Character) -> Character? {
+        guard character.isLetter || character.isNumber else { return nil }
+        return Character(character.lowercased())
+    }
+}

@@ -49,7 +49,9 @@ public enum PushRequests {
     /// push is sent. `id-only` pushes carry only id and url.
     public static func properties(_ content: PushContent, settings: CategorySettings,
                                   linkParams: [(name: String, value: String)] = []) -> [String: String] {
-        let url = Tracking.link(content.url, params: linkParams, category: content.category)
+        // A push carries only an http(s) link: a relative one (a feed read from a file), a
+        // `javascript:` or `file:` one goes out as no link at all.
+        let url = FeedURL.isHTTP(content.url) ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
         if settings.format == .idOnly { return ["id": content.id, "url": url] }
         func message(in language: String?) -> String {
             if let message = content.message { return AlertText.fit(message, limit: settings.maxLength) }

@@ -41,7 +41,7 @@ enum AtomBuilder {
             return .person
         case "category":
             if let term = attributes.value("term") ?? attributes.value("label") {
-                let clean = PlainText.collapse(term)
+                let clean = Mojibake.repaired(PlainText.collapse(term))
                 if !clean.isEmpty {
                     item.item.categories.append(clean)
                     item.item.tags.append(FeedTag(term: clean, scheme: attributes.value("scheme"), label: attributes.value("label")))

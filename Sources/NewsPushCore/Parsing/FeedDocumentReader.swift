@@ -37,6 +37,13 @@ final class FeedDocumentReader: SAXHandler {
     private var itemAuthorDepth: Int?
     private var feedAuthorDepth: Int?
     private let documentURL: String?
+    /// A namespace the document puts its own elements in that is not the dialect's (an `<rss>`
+    /// root with `xmlns="https://cyber.harvard.edu/rss/rss.html"`, or even Atom's URI), and
+    /// the kind its elements are read as.
+    private var adopted: (namespace: UnsafeRawPointer, kind: NamespaceKind)?
+    /// Elements named `item` or `entry` outside text, in any namespace: a document with some
+    /// that yields no item is an error, not an empty feed.
+    private(set) var itemElementsSeen = 0
 
     init(documentURL: String?) {
         self.documentURL = documentURL
@@ -51,6 +58,15 @@ final class FeedDocumentReader: SAXHandler {
 
     func startElement(_ name: XMLName, attributes: XMLAttributes) {
         if rejection != nil { return }
+        var name = name
+        if let adopted, name.namespace == adopted.namespace { name.kind = adopted.kind }
+        if stack.count == 1, format == .rss10, adopted == nil, name.kind == .other, name.local == "channel" || name.local == "item",
+           let namespace = name.namespace {
+            // RSS 1.0 whose channel and items are in a namespace of their own
+            // ("http://purl.org/rss/1.0" without its slash, say): that namespace is RSS's here.
+            adopted = (namespace, .otherRSS)
+            name.kind = .otherRSS
+        }
         stack.append(name.local == "channel" && name.kind.isRSS)
         let depth = stack.count
         var base = currentBase
@@ -61,11 +77,13 @@ final class FeedDocumentReader: SAXHandler {
         }
         if depth == 1 {
             detectFormat(name, attributes: attributes)
+            adoptRootNamespace(name)
         } else if capture != nil {
             markupInText(name, attributes: attributes, base: base)
         } else if let item {
+            if name.local == "item" || name.local == "entry" { itemElementsSeen += 1 }
             startInItem(name, attributes: attributes, item: item, depth: depth, base: base)
-        } else if isItemElement(name) {
+        } else if name.local == "item" || name.local == "entry", countItemElement(name) {
             let draft = ItemDraft(depth: depth)
             draft.item.id = attributes.value("about", namespace: FeedNamespace.rdf)
             item = draft
@@ -123,6 +141,29 @@ final class FeedDocumentReader: SAXHandler {
             rejection = "an HTML page, not a feed"
         default:
             rejection = "the document's root element is <\(name.local)>, not rss, rdf:RDF or feed"
+        }
+    }
+
+    /// Counts an element named `item` or `entry` and answers whether it is one of the
+    /// document's items.
+    private func countItemElement(_ name: XMLName) -> Bool {
+        itemElementsSeen += 1
+        return isItemElement(name)
+    }
+
+    /// An `<rss>` root in a namespace that is not RSS's (RSS has none) puts every element of
+    /// the document in it by default: those elements are read as RSS. Likewise a `<feed>` root
+    /// in a namespace that is not Atom's is read as Atom. Namespaces declared further down
+    /// (`atom:link` in RSS) keep their meaning unless they are the root's.
+    private func adoptRootNamespace(_ name: XMLName) {
+        guard let namespace = name.namespace else { return }
+        switch (format, name.kind) {
+        case (.rss20, let kind), (.rss09x, let kind):
+            if !kind.isRSS { adopted = (namespace, .otherRSS) }
+        case (.atom10, let kind):
+            if !kind.isAtom { adopted = (namespace, .atom) }
+        default:
+            break
         }
     }
 
@@ -217,7 +258,7 @@ final class FeedDocumentReader: SAXHandler {
         rawTextObserver?(capture.kind, Array(bytes))
         switch capture.target {
         case .channel(let field):
-            channel.set(field, PlainText.of(bytes, kind: capture.kind))
+            channel.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))
         case .item(let field):
             guard let item else { return }
             if field.mayHoldImage, capture.kind == .html || capture.kind == .maybeHTML, item.htmlImage == nil,
@@ -228,7 +269,7 @@ final class FeedDocumentReader: SAXHandler {
                 // Full content is converted to plain text only when asked for (see `FeedText`).
                 item.content = FeedText(markup: Array(bytes), kind: capture.kind)
             } else {
-                item.set(field, PlainText.of(bytes, kind: capture.kind))
+                item.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))
             }
         }
     }

@@ -110,6 +110,24 @@ public struct ParsedFeed: Sendable, Codable {
     /// What was wrong with the document but did not stop the parse (not well-formed,
     /// wrong encoding label…), for the report.
     public var problems: [String]
+    /// How many elements named `item` or `entry` the document holds outside text, in any
+    /// namespace (more than `items.count` when some could not be read as items).
+    public var itemElements = 0
+
+    /// Never silently nothing: a document with `<item>` or `<entry>` elements that yields no
+    /// item, or only items with neither a title nor a link, cannot be used. (The parser
+    /// itself reads such documents: feedparser's conformance feeds are made of them.)
+    public var unusable: FeedParseError? {
+        if items.isEmpty, itemElements > 0 {
+            let element = format == .atom10 ? "<entry>" : "<item>"
+            return .noReadableItems("the document has \(itemElements) <item> or <entry> elements but none is an \(element) of its "
+                                    + "\(format.rawValue) feed (elements in a namespace the feed does not use?)")
+        }
+        if !items.isEmpty, items.allSatisfy({ $0.title == nil && $0.link == nil }) {
+            return .noReadableItems("none of its \(items.count) items has a title or a link")
+        }
+        return nil
+    }
 }
 
 /// Why a document yielded no feed at all.
@@ -121,6 +139,9 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
     case hostile(String)
     /// The parse took longer than its budget and was stopped.
     case tooSlow(seconds: Double)
+    /// The document holds items, but none that can be read (or none with a title or a link):
+    /// an error rather than a feed that silently has nothing.
+    case noReadableItems(String)
 
     public var description: String {
         switch self {
@@ -128,6 +149,7 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
         case .notAFeed(let what): return "not a feed: \(what)"
         case .unreadable(let why): return "cannot be parsed: \(why)"
         case .hostile(let why): return "refused: \(why)"
+        case .noReadableItems(let why): return "no usable items: \(why)"
         case .tooSlow(let seconds): return String(format: "parsing stopped after %.1f s, its budget (fetch.parse_budget): the document is too costly to read", seconds)
         }
     }

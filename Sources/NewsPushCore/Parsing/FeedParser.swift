@@ -59,6 +59,7 @@ public enum FeedParser {
         feed.updatedText = channel.updated
         feed.tags = channel.tags
         feed.id = channel.id
+        feed.itemElements = reader.itemElementsSeen
         return feed
     }
 }

@@ -16,15 +16,17 @@ public struct FeedRead: Sendable {
     }
 
     /// Parses what `fetched` brought; relative links resolve against `base` (the URL the
-    /// document came from; nil leaves them relative).
+    /// document came from) when it is an http(s) URL, and stay relative otherwise (a feed read
+    /// from a file or standard input has no address a reader could follow: never `file://`).
     /// `budget`: seconds the parse may take (`fetch.parse_budget`).
     public static func read(_ fetched: FetchedFeed, base: String?, budget: Double = FeedParser.defaultBudget) -> FeedRead {
         guard fetched.status == .ok else {
             return FeedRead(fetched: fetched, feed: nil, error: fetched.status == .error ? fetched.error ?? "\(fetched.url): fetch failed" : nil)
         }
         do {
-            return FeedRead(fetched: fetched, feed: try FeedParser.parse(fetched.body, url: base, contentType: fetched.contentType, budget: budget),
-                            error: nil)
+            let feed = try FeedParser.parse(fetched.body, url: base.flatMap { FeedURL.isHTTP($0) ? $0 : nil }, contentType: fetched.contentType, budget: budget)
+            if let unusable = feed.unusable { throw unusable }
+            return FeedRead(fetched: fetched, feed: feed, error: nil)
         } catch {
             return FeedRead(fetched: fetched, feed: nil, error: "\(fetched.url): \(error)")
         }

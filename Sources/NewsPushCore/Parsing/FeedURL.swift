@@ -16,4 +16,12 @@ enum FeedURL {
         }
         return resolved.absoluteString
     }
+
+    /// Whether `url` is an absolute http or https URL with a host: the only links relative
+    /// ones are resolved against, and the only ones a push may carry.
+    static func isHTTP(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return false }
+        return true
+    }
 }

@@ -10,7 +10,8 @@ enum ImageSource {
         let bytes = url.utf8
         guard bytes.count > 8, bytes.prefix(8).map({ $0 | 0x20 }).elementsEqual("https://".utf8) else { return false }
         let host = bytes.dropFirst(8).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-        return !host.isEmpty && !host.contains { $0 <= 0x20 }
+        // No white space or control character anywhere (an `&nbsp;` written into a URL).
+        return !host.isEmpty && !bytes.contains { $0 <= 0x20 || $0 == 0x7F } && !url.unicodeScalars.contains { $0.properties.isWhitespace }
     }
 
     /// Whether a media element names an image: `medium="image"`, an image type, or, with

@@ -51,9 +51,9 @@ final class ItemDraft {
     /// Keeps the plain text of a closed element.
     func set(_ field: ItemField, _ text: String) {
         switch field {
-        case .title: item.title = text
+        case .title: if !text.isEmpty || item.title == nil { item.title = text }   // a second, empty <title> says nothing
         case .dcTitle: dcTitle = text
-        case .link: rssLink = text
+        case .link: if !text.isEmpty { rssLink = text }   // an empty one (`<atom:link/>` read as RSS) says nothing
         case .description: description = text
         case .rssSummary: rssSummary = text
         case .content: content = FeedText(markup: Array(text.utf8), kind: .plain)
@@ -174,7 +174,7 @@ struct ChannelDraft {
     mutating func set(_ field: ChannelField, _ text: String) {
         switch field {
         case .title: title = text.isEmpty ? nil : text
-        case .link: rssLink = text.isEmpty ? nil : text
+        case .link: if !text.isEmpty { rssLink = text }
         case .subtitle: subtitle = text
         case .language: language = text.isEmpty ? nil : text
         case .author: if !text.isEmpty { author = FeedAuthor.split(text) }

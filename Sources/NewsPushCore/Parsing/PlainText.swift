@@ -12,8 +12,9 @@ struct FeedText: Sendable, Equatable, Codable {
     var markup: [UInt8]
     var kind: TextKind
 
-    /// The plain text: markup removed, entities decoded, white space collapsed.
-    var text: String { markup.withUnsafeBufferPointer { PlainText.of($0, kind: kind) } }
+    /// The plain text: markup removed, entities decoded, white space collapsed, double-encoded
+    /// UTF-8 repaired.
+    var text: String { Mojibake.repaired(markup.withUnsafeBufferPointer { PlainText.of($0, kind: kind) }) }
 }
 
 /// Feed text made plain: markup removed (the simple-HTML fast path, else libxml2's HTML
@@ -23,6 +24,7 @@ enum PlainText {
     static func of(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> String {
         switch kind {
         case .plain, .xhtml:
+            if let unwrapped = unwrappedCDATA(bytes) { return collapse(unwrapped) }
             return collapse(bytes)
         case .html:
             return fromHTML(bytes)
@@ -38,7 +40,32 @@ enum PlainText {
     /// The text of an HTML fragment, white space collapsed.
     static func fromHTML(_ html: UnsafeBufferPointer<UInt8>) -> String {
         if let simple = SimpleHTML.string(html) { return simple }
+        if let unwrapped = unwrappedCDATA(html) { return unwrapped.withUnsafeBufferPointer { fromHTML($0) } }
         return collapse(HTMLParser.text(Array(html)))
+    }
+
+    /// Text with CDATA markers written into it as text (`&lt;![CDATA[Title]]&gt;`, or a CDATA
+    /// section nested in another), without them; nil when it has none. An HTML parser would
+    /// take the markers for a comment and drop what they hold.
+    static func unwrappedCDATA(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard FeedBytes.indexAfter("<![CDATA[", in: text, from: 0) != nil else { return nil }
+        let open = Array("<![CDATA[".utf8), close = Array("]]>".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count)
+        var depth = 0, i = 0
+        while i < text.count {
+            if text[i] == UInt8(ascii: "<"), text[i...].starts(with: open) {
+                depth += 1
+                i += open.count
+            } else if depth > 0, text[i] == UInt8(ascii: "]"), text[i...].starts(with: close) {
+                depth -= 1
+                i += close.count
+            } else {
+                out.append(text[i])
+                i += 1
+            }
+        }
+        return out
     }
 
     static func fromHTML(_ html: String) -> String {

@@ -54,10 +54,11 @@ public enum RunPlanner {
         let category = candidate.classification.category!
         let settings = config.categories[category]!
         let item = candidate.item
-        let title = item.title ?? item.link ?? "(untitled)"
+        let title = AlertCopy.headline(title: item.title, summary: item.summary) ?? item.link ?? "(untitled)"
         let importance = rules.importance(title: item.title, feedName: candidate.feedName, feedURL: candidate.feedURL, default: settings.importance)
         let content = PushContent(category: category, title: title, url: item.link ?? "", source: candidate.feedName, id: candidate.key,
-                                  summary: item.summary ?? "", image: item.image, language: candidate.language, importance: importance)
+                                  summary: AlertCopy.summary(item.summary, headline: title), image: item.image,
+                                  language: candidate.language, importance: importance)
         return OutboxEntry(storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
                            properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams), createdAt: now,
                            freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
