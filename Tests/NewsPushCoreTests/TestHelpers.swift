@@ -13,3 +13,19 @@ enum Fixtures {
     }
 }
 
+
+/// The corpora of ../shared (beside the repository). Tests that read them are skipped, and
+/// reported as skipped, when they are absent.
+enum SharedCorpus {
+    static func folder(_ name: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("shared/corpus/\(name)")
+    }
+
+    static func has(_ name: String, file: String) -> Bool {
+        FileManager.default.fileExists(atPath: folder(name).appendingPathComponent(file).path)
+    }
+
+    static var realworld: Bool { has("realworld", file: "feedparser-ref.json") }
+    static var feedparser: Bool { has("feedparser", file: "INDEX.tsv") }
+}

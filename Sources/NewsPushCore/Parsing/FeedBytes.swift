@@ -247,6 +247,15 @@ enum FeedBytes {
         0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
     ]
 
+    /// The character Windows-1252 gives `byte` as the WHATWG Encoding Standard reads it: its
+    /// own character at 0x80–0x9F, the Latin-1 one elsewhere (also at its five unassigned
+    /// positions, so text double-encoded through them can still be repaired: see `Mojibake`).
+    static func windows1252(_ byte: UInt8) -> UInt32 {
+        guard byte >= 0x80, byte < 0xA0 else { return UInt32(byte) }
+        let mapped = cp1252High[Int(byte) - 0x80]
+        return mapped == 0xFFFD ? UInt32(byte) : mapped
+    }
+
     /// Text that mixes UTF-8 and Windows-1252 (a template in one, database text in the other):
     /// every valid UTF-8 sequence is kept, every other byte is read as Windows-1252. Neither
     /// iconv nor Foundation decodes such mixtures, hence this loop.
@@ -269,7 +278,7 @@ enum FeedBytes {
             i += valid
             guard i < n else { break }
             let b = base[i]
-            appendUTF8(b < 0xA0 ? cp1252High[Int(b) - 0x80] : UInt32(b), to: &out)
+            appendUTF8(windows1252(b), to: &out)
             i += 1
         }
         return (out, keptUTF8)
@@ -412,7 +421,7 @@ enum FeedBytes {
                 // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
                 if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F {
                     flush()
-                    appendUTF8(cp1252High[Int(p[i + 1]) - 0x80], to: &out)
+                    appendUTF8(windows1252(p[i + 1]), to: &out)
                     i += 2
                     runStart = i
                 } else {
@@ -446,7 +455,7 @@ enum FeedBytes {
             (value, j) = referenceDigits(input, from: digitsStart, hex: hex, maxDigits: 8)
             if j > digitsStart, j < n, input[j] == UInt8(ascii: ";") {
                 // References to 128–159 name Windows-1252 characters in practice (HTML5 does the same).
-                let mapped = (0x80...0x9F).contains(value) ? cp1252High[Int(value) - 0x80] : value
+                let mapped = (0x80...0x9F).contains(value) ? windows1252(UInt8(value)) : value
                 // Kept as written when XML reads it the same ("&#X41;" it does not).
                 if mapped == value, xmlAllowed(value), input[start + 2] != UInt8(ascii: "X") {
                     out.append(contentsOf: UnsafeBufferPointer(rebasing: input[start...j]))

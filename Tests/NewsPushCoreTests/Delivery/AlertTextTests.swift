@@ -44,4 +44,33 @@ struct AlertTextTests {
         #expect(p["importance"] == "minor" && p["priority"] == "5" && p["interruptionLevel"] == "active")
         #expect(p["id"] == "guid:storm", "the story key never carries tracking parameters")
     }
+
+    /// What no lock screen should show: references left over from double escaping, titles of
+    /// only markup or entities, summaries that repeat the headline.
+    @Test(arguments: [
+        ("AT&amp;T and T&#8209;Mobile merge", "AT&T and T‑Mobile merge"),
+        ("Q&amp;amp;A", "Q&A"),
+        ("<b>Live:</b> talks resume", "Live: talks resume"),
+        ("Plain headline", "Plain headline"),
+        ("Fish & chips < 5 £", "Fish & chips < 5 £"),
+    ])
+    func headlinesLoseLeftoverEscapes(title: String, expected: String) {
+        #expect(AlertCopy.headline(title: title, summary: nil) == expected)
+    }
+
+    @Test func aTitleWithNothingReadableGivesWayToTheSummary() {
+        let summary = "Rescue teams reached the village overnight. More to follow."
+        for title in ["\u{A0}", "<img src=\"x.png\">", "&nbsp;", "", "—", nil] as [String?] {
+            #expect(AlertCopy.headline(title: title, summary: summary) == "Rescue teams reached the village overnight.", "\(String(describing: title))")
+        }
+        #expect(AlertCopy.headline(title: "&nbsp;", summary: "<p></p>") == nil)
+    }
+
+    @Test func summariesDoNotRepeatTheHeadline() {
+        #expect(AlertCopy.summary("Quake hits Chile. Thousands flee the coast.", headline: "Quake hits Chile") == "Thousands flee the coast.")
+        #expect(AlertCopy.summary("QUAKE HITS CHILE — thousands flee", headline: "Quake hits Chile") == "thousands flee")
+        #expect(AlertCopy.summary("Quake hits Chile", headline: "Quake hits Chile.") == "")
+        #expect(AlertCopy.summary("Thousands flee the coast after a quake", headline: "Quake hits Chile") == "Thousands flee the coast after a quake")
+        #expect(AlertCopy.summary(nil, headline: "Quake hits Chile") == "")
+    }
 }

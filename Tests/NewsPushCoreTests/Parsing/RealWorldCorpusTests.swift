@@ -23,10 +23,9 @@ struct RealWorldCorpusTests {
         return PlainText.collapse(PlainText.looksLikeHTML(noTags) ? PlainText.fromHTML(noTags) : noTags)
     }
 
-    @Test func everyFeedParsesAndAgreesWithFeedparser() throws {
-        guard let data = FileManager.default.contents(atPath: Self.folder.appendingPathComponent("feedparser-ref.json").path) else {
-            return   // corpus not present
-        }
+    @Test(.enabled(if: SharedCorpus.realworld, "needs ../shared/corpus/realworld"))
+    func everyFeedParsesAndAgreesWithFeedparser() throws {
+        let data = try Data(contentsOf: Self.folder.appendingPathComponent("feedparser-ref.json"))
         let reference = try JSONDecoder().decode([String: Reference].self, from: data)
         var sameCount = 0, titles = 0, sameTitles = 0, sameLinks = 0
         var failures: [String] = []
@@ -40,7 +39,9 @@ struct RealWorldCorpusTests {
             if feed.items.count == expected.items.count { sameCount += 1 } else { failures.append("\(file): \(feed.items.count) items, feedparser \(expected.items.count)") }
             for (ours, theirs) in zip(feed.items, expected.items) {
                 titles += 1
-                if Self.plain(ours.title) == Self.plain(theirs.title) { sameTitles += 1 }
+                // This reference keeps double-encoded UTF-8 as it came (027_nytimes-us-mojibake);
+                // the feedparser that judges #14 repairs it, as newspush does.
+                if Self.plain(ours.title) == Mojibake.repaired(Self.plain(theirs.title)) { sameTitles += 1 }
                 if (ours.link ?? "") == (theirs.link ?? "") { sameLinks += 1 }
             }
         }
@@ -55,9 +56,10 @@ struct RealWorldCorpusTests {
 /// real-world corpus (summaries and full content) is converted both ways.
 @Suite("Simple HTML fast path against libxml2")
 struct SimpleHTMLTests {
-    @Test func agreesWithLibxml2OnEveryCorpusText() throws {
+    @Test(.enabled(if: SharedCorpus.realworld, "needs ../shared/corpus/realworld"))
+    func agreesWithLibxml2OnEveryCorpusText() throws {
         let folder = RealWorldCorpusTests.folder
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         var snippets: [[UInt8]] = []
         for name in names.sorted() where name.hasSuffix(".xml") {
             let data = try Data(contentsOf: folder.appendingPathComponent(name))
@@ -84,9 +86,10 @@ struct SimpleHTMLTests {
     }
 
     /// Bytes the pre-pass leaves unrepaired give the same feed as repaired ones.
-    @Test func skippingTheRepairChangesNothing() throws {
+    @Test(.enabled(if: SharedCorpus.realworld, "needs ../shared/corpus/realworld"))
+    func skippingTheRepairChangesNothing() throws {
         let folder = RealWorldCorpusTests.folder
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         var skipped = 0
         for name in names.sorted() where name.hasSuffix(".xml") {
             let data = try Data(contentsOf: folder.appendingPathComponent(name))
