@@ -1,7 +1,7 @@
 /// Atom 1.0 and 0.3 elements (and no namespace in an Atom document).
 enum AtomBuilder {
     /// A child of `<feed>`.
-    static func feedChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft, base: String?) -> ElementReading<ChannelField> {
+    static func feedChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft, base: @autoclosure () -> String?) -> ElementReading<ChannelField> {
         switch name.local {
         case "title": return .text(.title, TextKind.declared(by: attributes, atom: true))
         case "subtitle", "tagline": return .text(.subtitle, TextKind.declared(by: attributes, atom: true))
@@ -11,7 +11,7 @@ enum AtomBuilder {
         case "published": return .text(.published, .plain)
         case "updated": return .text(.updated, .plain)
         case "link":
-            if let (link, alternate) = link(attributes, base: base) {
+            if let (link, alternate) = link(attributes, base: base()) {
                 channel.atomLinks.append(alternate)
                 channel.links.append(link)
             }
@@ -21,7 +21,7 @@ enum AtomBuilder {
     }
 
     /// A child of `<entry>`.
-    static func entryChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: String?) -> ElementReading<ItemField> {
+    static func entryChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> ElementReading<ItemField> {
         switch name.local {
         case "title": return .text(.title, TextKind.declared(by: attributes, atom: true))
         case "summary": return .text(.atomSummary, TextKind.declared(by: attributes, atom: true))
@@ -49,7 +49,7 @@ enum AtomBuilder {
             }
             return .ignored
         case "link":
-            if let (link, alternate) = link(attributes, base: base) {
+            if let (link, alternate) = link(attributes, base: base()) {
                 if alternate.rel == "enclosure" { item.item.enclosures.append(link.href) }
                 item.atomLinks.append(alternate)
                 item.item.links.append(link)
@@ -71,8 +71,8 @@ enum AtomBuilder {
     enum PersonPart { case name, email }
 
     /// An Atom `<link>` with its `href` resolved; nil without one.
-    private static func link(_ attributes: XMLAttributes, base: String?) -> (FeedLink, AlternateLink)? {
-        guard let href = attributes.value("href"), let resolved = FeedURL.resolve(href.trimmedASCIIWhitespace(), against: base) else { return nil }
+    private static func link(_ attributes: XMLAttributes, base: @autoclosure () -> String?) -> (FeedLink, AlternateLink)? {
+        guard let href = attributes.value("href"), let resolved = FeedURL.resolve(href.trimmedASCIIWhitespace(), against: base()) else { return nil }
         let rel = attributes.value("rel") ?? "alternate"
         let link = FeedLink(href: resolved, rel: rel, type: attributes.value("type"), length: attributes.value("length"),
                             hreflang: attributes.value("hreflang"), title: attributes.value("title"))

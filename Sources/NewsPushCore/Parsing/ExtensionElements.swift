@@ -44,9 +44,9 @@ enum ExtensionElements {
     /// `media:content` or `media:thumbnail` anywhere in an item (also inside `media:group`):
     /// an enclosure, and the item's image when it is the largest image so far. False for any
     /// other element.
-    static func mediaObject(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: String?) -> Bool {
+    static func mediaObject(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> Bool {
         guard name.kind == .media, name.local == "content" || name.local == "thumbnail" else { return false }
-        guard let url = attributes.value("url"), let resolved = FeedURL.resolve(url, against: base) else { return true }
+        guard let url = attributes.value("url"), let resolved = FeedURL.resolve(url, against: base()) else { return true }
         item.item.enclosures.append(resolved)
         let area = (Int(attributes.value("width") ?? "") ?? 0) * (Int(attributes.value("height") ?? "") ?? 0)
         if area > item.mediaImage?.area ?? -1, name.local == "thumbnail"

@@ -41,8 +41,9 @@ final class FeedDocumentReader: SAXHandler {
     /// root with `xmlns="https://cyber.harvard.edu/rss/rss.html"`, or even Atom's URI), and
     /// the kind its elements are read as.
     private var adopted: (namespace: UnsafeRawPointer, kind: NamespaceKind)?
-    /// Elements named `item` or `entry` outside text, in any namespace: a document with some
-    /// that yields no item is an error, not an empty feed.
+    /// Elements named `item` or `entry` outside text and items, in any namespace: a document
+    /// with some that yields no item is an error, not an empty feed. (Inside an item they need
+    /// no counting: that item was read.)
     private(set) var itemElementsSeen = 0
 
     init(documentURL: String?) {
@@ -69,26 +70,22 @@ final class FeedDocumentReader: SAXHandler {
         }
         stack.append(name.local == "channel" && name.kind.isRSS)
         let depth = stack.count
-        var base = currentBase
         if let xmlBase = attributes.value("base", namespace: FeedNamespace.xml) {
-            let resolved = FeedURL.resolve(xmlBase, against: base) ?? xmlBase
-            bases.append((depth, resolved))
-            base = resolved
+            bases.append((depth, FeedURL.resolve(xmlBase, against: currentBase) ?? xmlBase))
         }
         if depth == 1 {
             detectFormat(name, attributes: attributes)
             adoptRootNamespace(name)
         } else if capture != nil {
-            markupInText(name, attributes: attributes, base: base)
+            markupInText(name, attributes: attributes)
         } else if let item {
-            if name.local == "item" || name.local == "entry" { itemElementsSeen += 1 }
-            startInItem(name, attributes: attributes, item: item, depth: depth, base: base)
+            startInItem(name, attributes: attributes, item: item, depth: depth)
         } else if name.local == "item" || name.local == "entry", countItemElement(name) {
             let draft = ItemDraft(depth: depth)
             draft.item.id = attributes.value("about", namespace: FeedNamespace.rdf)
             item = draft
         } else {
-            startInFeed(name, attributes: attributes, depth: depth, base: base)
+            startInFeed(name, attributes: attributes, depth: depth)
         }
     }
 
@@ -185,12 +182,12 @@ final class FeedDocumentReader: SAXHandler {
     }
 
     /// An element inside an item.
-    private func startInItem(_ name: XMLName, attributes: XMLAttributes, item: ItemDraft, depth: Int, base: String?) {
-        if ExtensionElements.mediaObject(name, attributes, item: item, base: base) { return }
+    private func startInItem(_ name: XMLName, attributes: XMLAttributes, item: ItemDraft, depth: Int) {
+        if ExtensionElements.mediaObject(name, attributes, item: item, base: self.currentBase) { return }
         if depth == item.depth + 1 {
             let reading: ElementReading<ItemField>
-            if isAtom(name) { reading = AtomBuilder.entryChild(name, attributes, item: item, base: base) }
-            else if name.kind.isRSS { reading = RSSBuilder.itemChild(name, attributes, item: item, base: base) }
+            if isAtom(name) { reading = AtomBuilder.entryChild(name, attributes, item: item, base: self.currentBase) }
+            else if name.kind.isRSS { reading = RSSBuilder.itemChild(name, attributes, item: item, base: self.currentBase) }
             else { reading = ExtensionElements.itemChild(name, attributes, item: item) }
             switch reading {
             case .text(let field, let kind): startCapture(.item(field), depth: depth, kind: kind)
@@ -208,7 +205,7 @@ final class FeedDocumentReader: SAXHandler {
 
     /// An element outside every item: the feed's own (children of RSS's `<channel>` or of
     /// Atom's `<feed>`), or their children.
-    private func startInFeed(_ name: XMLName, attributes: XMLAttributes, depth: Int, base: String?) {
+    private func startInFeed(_ name: XMLName, attributes: XMLAttributes, depth: Int) {
         if let authorDepth = feedAuthorDepth, depth == authorDepth + 1 {
             switch AtomBuilder.personChild(name) {
             case .name: startCapture(.channel(.authorName), depth: depth, kind: .plain)
@@ -222,7 +219,7 @@ final class FeedDocumentReader: SAXHandler {
             channel.language = lang
         }
         let reading: ElementReading<ChannelField>
-        if isAtom(name) { reading = AtomBuilder.feedChild(name, attributes, channel: &channel, base: base) }
+        if isAtom(name) { reading = AtomBuilder.feedChild(name, attributes, channel: &channel, base: self.currentBase) }
         else if name.kind.isRSS { reading = RSSBuilder.channelChild(name, attributes, channel: &channel) }
         else { reading = ExtensionElements.channelChild(name, attributes, channel: &channel) }
         switch reading {
@@ -244,9 +241,9 @@ final class FeedDocumentReader: SAXHandler {
 
     /// Markup inside a captured element (XHTML content, naked HTML in a description): its
     /// first image, and a space for a block.
-    private func markupInText(_ name: XMLName, attributes: XMLAttributes, base: String?) {
+    private func markupInText(_ name: XMLName, attributes: XMLAttributes) {
         if name.local == "img", let item, item.htmlImage == nil, let src = attributes.value("src") {
-            item.htmlImage = FeedURL.resolve(src, against: base)
+            item.htmlImage = FeedURL.resolve(src, against: currentBase)
         }
         if Self.blockLike.contains(name.local) || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } && Self.blockLike.contains(name.local.lowercased())) {
             text.buffer.append(0x20)
@@ -261,13 +258,19 @@ final class FeedDocumentReader: SAXHandler {
             channel.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))
         case .item(let field):
             guard let item else { return }
-            if field.mayHoldImage, capture.kind == .html || capture.kind == .maybeHTML, item.htmlImage == nil,
-               let src = ImageSource.firstImg(in: bytes) {
-                item.htmlImage = FeedURL.resolve(src, against: currentBase)
-            }
+            let wantsImage = field.mayHoldImage && item.htmlImage == nil && (capture.kind == .html || capture.kind == .maybeHTML)
             if field == .content {
                 // Full content is converted to plain text only when asked for (see `FeedText`).
                 item.content = FeedText(markup: Array(bytes), kind: capture.kind)
+                if wantsImage { item.htmlImage = ImageSource.firstImg(in: bytes).flatMap { FeedURL.resolve($0, against: currentBase) } }
+            } else if wantsImage {
+                let (text, image) = PlainText.ofHTML(bytes, kind: capture.kind)
+                item.set(field, Mojibake.repaired(text))
+                switch image {
+                case .none: break
+                case .at(let start): item.htmlImage = ImageSource.firstImg(in: bytes, from: start).flatMap { FeedURL.resolve($0, against: currentBase) }
+                case .unknown: item.htmlImage = ImageSource.firstImg(in: bytes).flatMap { FeedURL.resolve($0, against: currentBase) }
+                }
             } else {
                 item.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))
             }

@@ -4,14 +4,15 @@ import Foundation
 /// The first `<img src>` of an HTML text, and which image URLs a push may carry.
 enum ImageSource {
     /// Pushes point devices at https only (ATS on Apple devices refuses plain http): an
-    /// absolute `https://` URL with a host. (A prefix test: `URLComponents` per item was
+    /// absolute `https://` URL with a host, in printable ASCII. (A prefix test: `URLComponents` per item was
     /// measurable in the parse, and the URL has been resolved already.)
     static func isPushable(_ url: String) -> Bool {
         let bytes = url.utf8
         guard bytes.count > 8, bytes.prefix(8).map({ $0 | 0x20 }).elementsEqual("https://".utf8) else { return false }
         let host = bytes.dropFirst(8).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-        // No white space or control character anywhere (an `&nbsp;` written into a URL).
-        return !host.isEmpty && !bytes.contains { $0 <= 0x20 || $0 == 0x7F } && !url.unicodeScalars.contains { $0.properties.isWhitespace }
+        // Printable ASCII only: no white space, no control character (an `&nbsp;` written
+        // into a URL), no raw non-ASCII a device's URL parser would refuse.
+        return !host.isEmpty && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
     /// Whether a media element names an image: `medium="image"`, an image type, or, with
@@ -42,9 +43,9 @@ enum ImageSource {
     /// The `src` of the first `<img>` element in escaped or CDATA HTML, with HTML's character
     /// references in it decoded. The search for `<img` is `ByteScan.imgTag`; the attributes
     /// of the one tag found are read here.
-    static func firstImg(in bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    static func firstImg(in bytes: UnsafeBufferPointer<UInt8>, from start: Int = 0) -> String? {
         guard let base = bytes.baseAddress else { return nil }
-        var i = 0
+        var i = start
         while i < bytes.count {
             let at = i + ByteScan.imgTag(base + i, bytes.count - i)
             guard at < bytes.count else { return nil }

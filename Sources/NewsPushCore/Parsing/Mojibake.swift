@@ -1,3 +1,5 @@
+import Foundation
+
 /// Text that was UTF-8, read as Windows-1252 or Latin-1 by a publisher's system and encoded
 /// again ("ordenó" arriving as "ordenÃ³", "’" as "â€™", "£" as "Â£"), repaired one field at a
 /// time. No library undoes this (feedparser does it in Python), so the rule is written here:
@@ -19,24 +21,53 @@
 enum Mojibake {
     /// `text` decoded once more when it is double-encoded UTF-8 by the rule above, else as it is.
     static func repaired(_ text: String) -> String {
-        guard mayBeDoubleEncoded(text) else { return text }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            guard let byte = singleByte(scalar) else { return text }
-            bytes.append(byte)
-        }
-        guard let decoded = String(validating: bytes, as: UTF8.self),
-              decoded.unicodeScalars.allSatisfy(isPlausible) else { return text }
+        guard mayBeDoubleEncoded(text), readsAsUTF8Once(text) else { return text }
+        let bytes = text.unicodeScalars.compactMap(singleByte)
+        guard let decoded = String(validating: bytes, as: UTF8.self), decoded.unicodeScalars.allSatisfy(isPlausible) else { return text }
         return decoded
     }
 
-    /// Rule 1: a character U+00C2–U+00F4, which UTF-8 writes as C3 82 … C3 B4.
+    /// Rules 2 and 3 without building anything: every character has a single byte, and the
+    /// bytes follow UTF-8's lead and continuation pattern. Right text (an accented letter
+    /// followed by a space or a letter) is given up on at its first such character.
+    private static func readsAsUTF8Once(_ text: String) -> Bool {
+        var continuations = 0
+        for scalar in text.unicodeScalars {
+            guard let byte = singleByte(scalar) else { return false }
+            if continuations > 0 {
+                guard byte & 0xC0 == 0x80 else { return false }
+                continuations -= 1
+            } else if byte >= 0x80 {
+                switch byte {
+                case 0xC2...0xDF: continuations = 1
+                case 0xE0...0xEF: continuations = 2
+                case 0xF0...0xF4: continuations = 3
+                default: return false
+                }
+            }
+        }
+        return continuations == 0
+    }
+
+    /// Rule 1: a character U+00C2–U+00F4, which UTF-8 writes as C3 82 … C3 B4 (a byte search:
+    /// this runs on every field of every item).
     private static func mayBeDoubleEncoded(_ text: String) -> Bool {
-        var afterC3 = false
-        for byte in text.utf8 {
-            if afterC3, byte >= 0x82, byte <= 0xB4 { return true }
-            afterC3 = byte == 0xC3
+        // (Read in place: native strings are contiguous; a bridged one is searched as a copy.)
+        text.utf8.withContiguousStorageIfAvailable { bytes in contains(bytes) } ?? contains(Array(text.utf8))
+    }
+
+    private static func contains(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { contains($0) }
+    }
+
+    /// A C3 byte followed by 82…B4.
+    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        var i = 0
+        while i < bytes.count, let found = memchr(base + i, 0xC3, bytes.count - i) {
+            let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            if at + 1 < bytes.count, bytes[at + 1] >= 0x82, bytes[at + 1] <= 0xB4 { return true }
+            i = at + 1
         }
         return false
     }

@@ -37,6 +37,22 @@ enum PlainText {
         }
     }
 
+    /// Where an HTML text's first `<img` tag is, when the conversion found out.
+    enum ImageTag: Equatable {
+        case none
+        case at(Int)
+        /// libxml2 converted the text: it has to be searched.
+        case unknown
+    }
+
+    /// `of(_:kind:)` for an item's HTML text, and where its first `<img` tag starts.
+    static func ofHTML(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> (text: String, image: ImageTag) {
+        guard kind == .html || (kind == .maybeHTML && looksLikeHTML(bytes)) else { return (of(bytes, kind: kind), .none) }
+        var image: Int?
+        if let simple = SimpleHTML.string(bytes, firstImage: &image) { return (simple, image.map(ImageTag.at) ?? .none) }
+        return (fromHTML(bytes), .unknown)
+    }
+
     /// The text of an HTML fragment, white space collapsed.
     static func fromHTML(_ html: UnsafeBufferPointer<UInt8>) -> String {
         if let simple = SimpleHTML.string(html) { return simple }

@@ -21,7 +21,7 @@ enum RSSBuilder {
     }
 
     /// A child of `<item>`.
-    static func itemChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: String?) -> ElementReading<ItemField> {
+    static func itemChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> ElementReading<ItemField> {
         switch name.local {
         case "title": return .text(.title, .maybeHTML)
         case "link": return .text(.link, .plain)
@@ -41,7 +41,7 @@ enum RSSBuilder {
             item.pendingTag = FeedTag(term: "", scheme: attributes.value("domain"), label: nil)
             return .text(.category, .plain)
         case "enclosure":
-            if let url = attributes.value("url")?.trimmedASCIIWhitespace(), !url.isEmpty, let resolved = FeedURL.resolve(url, against: base) {
+            if let url = attributes.value("url")?.trimmedASCIIWhitespace(), !url.isEmpty, let resolved = FeedURL.resolve(url, against: base()) {
                 item.item.enclosures.append(resolved)
                 item.item.links.append(FeedLink(href: resolved, rel: "enclosure", type: attributes.value("type"), length: attributes.value("length")))
             }

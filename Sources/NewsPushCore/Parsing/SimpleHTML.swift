@@ -86,6 +86,7 @@ enum SimpleHTML {
         b == 0x3C ? 1 : b == 0x26 ? 2 : (b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C) ? 3 : 0
     }
     private static let liKey = key("li".utf8), brKey = key("br".utf8), hrKey = key("hr".utf8), headKey = key("head".utf8)
+    private static let imgKey = key("img".utf8)
 
     /// A tag name, lower-cased and hashed (FNV-1a), so a tag costs no String.
     private static func key<C: Collection>(_ name: C) -> UInt64 where C.Element == UInt8 {
@@ -104,15 +105,24 @@ enum SimpleHTML {
     /// straight into the string's storage: the text is never longer than the HTML (a tag or
     /// white space gives at most one space, a reference at most as many bytes as it is long).
     static func string(_ html: UnsafeBufferPointer<UInt8>) -> String? {
+        var image: Int?
+        return string(html, firstImage: &image)
+    }
+
+    /// `string(_:)`, and where the first `<img` tag starts (the loop reads every tag anyway,
+    /// so an item's picture costs no second search of its description).
+    static func string(_ html: UnsafeBufferPointer<UInt8>, firstImage: inout Int?) -> String? {
         guard html.count > 0 else { return "" }
         var answered = true
+        var image: Int?
         let text = String(unsafeUninitializedCapacity: html.count) { buffer in
-            guard let written = write(html, into: buffer) else {
+            guard let written = write(html, into: buffer, firstImage: &image) else {
                 answered = false
                 return 0
             }
             return written
         }
+        firstImage = image
         return answered ? text : nil
     }
 
@@ -136,13 +146,14 @@ enum SimpleHTML {
     }
 
     /// The text of `html` written into `out`; the number of bytes written, or nil for libxml2.
-    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, firstImage: inout Int?) -> Int? {
         withUnsafeTemporaryAllocation(of: Tag.self, capacity: 48) { storage in
-            write(html, into: out, open: OpenElements(storage: storage))
+            write(html, into: out, open: OpenElements(storage: storage), firstImage: &firstImage)
         }
     }
 
-    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, open: OpenElements) -> Int? {
+    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, open: OpenElements,
+                              firstImage: inout Int?) -> Int? {
         var open = open
         var count = 0
         // Never expected (see `string`), but a write past the end would corrupt memory.
@@ -256,6 +267,7 @@ enum SimpleHTML {
                         guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return nil }
                     } else if let top = open.last, top.tableOnly || (name == hrKey && !top.container) { return nil }
                     if name == brKey || name == hrKey { pendingSpace = true }
+                    if name == imgKey, firstImage == nil { firstImage = i }
                 case .rawText:
                     guard !closing else { return nil }
                 case .document:
