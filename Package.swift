@@ -98,6 +98,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // libFuzzer targets, one per input read from outside (README "Hostile input",
+        // scripts/fuzz.sh); the tests replay their seeds and every crashing input found.
+        .target(
+            name: "NewsPushFuzzing",
+            dependencies: ["NewsPushCore", "NotificationHubs"]
+        ),
+        .executableTarget(
+            name: "newspush-fuzz",
+            dependencies: ["NewsPushFuzzing"]
+        ),
         // Real HTTP servers on 127.0.0.1 for the tests (feed servers, a recording hub).
         .target(
             name: "NewsPushTesting",
@@ -110,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NewsPushCoreTests",
-            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting", "HubEmulator"],
+            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting", "HubEmulator", "NewsPushFuzzing"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -221,10 +221,16 @@ public struct NotificationHubClient: Sendable {
         return segment?.isEmpty == false ? segment : nil
     }
 
-    /// `Retry-After` as seconds: a whole number, or an HTTP date.
+    /// `Retry-After` as seconds: a number of seconds, or an HTTP date. Anything else (a
+    /// header is whatever a server or proxy sends) is nil: only ASCII digits and at most one
+    /// point count as seconds ("inf" and "1e9999" do not), and only short ASCII text reaches
+    /// the date formatter (Foundation's traps on some combining characters; found by fuzzing).
     public static func parseRetryAfter(_ value: String, now: Date = Date()) -> Double? {
         let trimmed = value.trimmingWhitespace()
-        if let seconds = Double(trimmed), seconds >= 0 { return seconds }
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        if trimmed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }), trimmed.utf8.filter({ $0 == 0x2E }).count <= 1 {
+            return Double(trimmed)
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

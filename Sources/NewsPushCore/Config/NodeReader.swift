@@ -21,7 +21,32 @@ final class NodeReader {
     }
 
     func report(_ node: Node, _ key: String, _ message: String) {
-        problems.append(ConfigProblem(file: file, line: node.mark?.line ?? 0, key: key, message: message))
+        problems.append(ConfigProblem(file: file, line: node.mark?.line ?? 0, key: key, message: Self.asWritten(message, node: node, environment: environment)))
+    }
+
+    /// A message about a value quotes it as the file writes it: what a `${VAR}` reference
+    /// expanded to may be a secret (fuzzing found the hub's connection string, key included,
+    /// quoted back from a feed URL that referenced it). The whole expansion is put back as
+    /// written, then any referenced variable's value still present (part of a value quoted).
+    static func asWritten(_ message: String, node: Node, environment: [String: String]) -> String {
+        guard case .scalar(let scalar) = node, scalar.string.contains("${") else { return message }
+        let raw = scalar.string
+        var names: [String] = []
+        var rest = Substring(raw)
+        var expanded = ""
+        while let start = rest.range(of: "${"), let end = rest[start.upperBound...].firstIndex(of: "}") {
+            let name = String(rest[start.upperBound..<end])
+            expanded += rest[..<start.lowerBound] + (environment[name] ?? "${\(name)}")
+            names.append(name)
+            rest = rest[rest.index(after: end)...]
+        }
+        expanded += rest
+        var out = expanded.isEmpty ? message : message.replacingOccurrences(of: expanded, with: raw)
+        for name in names {
+            guard let value = environment[name], value.count >= 4 else { continue }
+            out = out.replacingOccurrences(of: value, with: "${\(name)}")
+        }
+        return out
     }
 
     private func describe(_ node: Node) -> String {

@@ -57,9 +57,12 @@ public enum AlertCopy {
         if body == head { return "" }
         guard body.hasPrefix(head) else { return summary }
         // Drop as many characters of the original as the comparable prefix covers.
+        // (`head.count` walks the string: counted once, or this loop is quadratic; fuzzing
+        // found a 50 KB summary taking over a second.)
         var rest = Substring(summary)
         var matched = 0
-        while matched < head.count, let first = rest.first {
+        let wanted = head.count
+        while matched < wanted, let first = rest.first {
             if comparableCharacter(first) != nil { matched += 1 }
             rest = rest.dropFirst()
         }
@@ -82,12 +85,14 @@ public enum AlertCopy {
 
     private static func firstSentence(_ text: String) -> String {
         var previous: Character?
+        var offset = 0
         for index in text.indices {
             let character = text[index]
-            if character == " ", let previous, ".!?".contains(previous), text.distance(from: text.startIndex, to: index) >= 20 {
+            if character == " ", let previous, ".!?".contains(previous), offset >= 20 {
                 return String(text[..<index])
             }
             previous = character
+            offset += 1
         }
         return text
     }

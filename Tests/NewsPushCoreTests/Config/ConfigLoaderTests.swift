@@ -225,6 +225,27 @@ struct ConfigLoaderTests {
         }
     }
 
+    /// Fuzzing found it: a `${VAR}` used where it does not belong was quoted back expanded, so
+    /// the connection string's key appeared in the error. Values are quoted as written.
+    @Test func problemsQuoteValuesAsWrittenNotExpanded() {
+        let found = problems("""
+            hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            state: "postgres://news:${DB_PASSWORD}@db.example/news?sslmode=maybe"
+            policy: {max_age: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds:
+              - url: "https://example.org/${NEWSPUSH_HUB_CONNECTION_STRING}"
+              - url: "ftp://example.org/${DB_PASSWORD}/feed.xml"
+            """, environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "DB_PASSWORD": "pw-0123456789"])
+        #expect(found.count >= 2)
+        let text = found.map(\.description).joined(separator: "\n")
+        #expect(text.contains("'${NEWSPUSH_HUB_CONNECTION_STRING}' is not a duration"), "\(text)")
+        #expect(!text.contains("pw-0123456789"), "\(text)")
+        for start in 0...(testKey.count - 12) {
+            let piece = String(testKey.dropFirst(start).prefix(12))
+            #expect(!text.contains(piece), "the error repeats part of the key: \(piece)")
+        }
+    }
+
     @Test func aDeeplyNestedCategoryTagExpressionIsAConfigProblem() {
         let deep = String(repeating: "(", count: 100_000) + "World" + String(repeating: ")", count: 100_000)
         let found = problems("""

@@ -73,4 +73,16 @@ struct AlertTextTests {
         #expect(AlertCopy.summary("Thousands flee the coast after a quake", headline: "Quake hits Chile") == "Thousands flee the coast after a quake")
         #expect(AlertCopy.summary(nil, headline: "Quake hits Chile") == "")
     }
+
+    /// Fuzzing found it: a long summary that starts with a long headline took quadratic time
+    /// (the headline's length was counted again for every character dropped).
+    @Test func aLongSummaryRepeatingALongHeadlineIsLinear() {
+        let headline = String(repeating: "Storm update ", count: 4_000)
+        let summary = headline + ". The coast is evacuated."
+        let clock = ContinuousClock()
+        var result = ""
+        let elapsed = clock.measure { result = AlertCopy.summary(summary, headline: headline) }
+        #expect(result == "The coast is evacuated.")
+        #expect(elapsed < .milliseconds(500), "\(elapsed)")
+    }
 }

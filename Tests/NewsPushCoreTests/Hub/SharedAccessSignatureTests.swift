@@ -61,6 +61,38 @@ struct SharedAccessSignatureTests {
         #expect(throws: HubError.self) { try HubConnectionString(parsing: "garbage") }
     }
 
+    /// Fuzzing found it: with the ';' before the key part missing, the key became part of the
+    /// endpoint or key name, which `description` shows.
+    @Test func aMissingSeparatorDoesNotGlueTheKeyOntoAShownPart() {
+        for text in ["Endpoint=sb://ns.servicebus.windows.net/SharedAccessKey=\(testKey);SharedAccessKeyName=send",
+                     "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=sendSharedAccessKey=\(testKey)"] {
+            do {
+                let parsed = try HubConnectionString(parsing: text)
+                Issue.record("accepted: \(parsed.description)")
+            } catch {
+                #expect(!String(describing: error).contains(testKey.prefix(12)))
+                #expect(String(describing: error).contains("is a ';' missing"))
+            }
+        }
+    }
+
+    /// Fuzzing found it: Foundation's date formatter traps on some combining characters, and a
+    /// Retry-After header is whatever a server sends.
+    @Test func retryAfterTakesOnlySecondsOrAnHTTPDate() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(NotificationHubClient.parseRetryAfter("Su\u{033D}2t9:5M", now: now) == nil)
+        #expect(NotificationHubClient.parseRetryAfter("inf", now: now) == nil)
+        #expect(NotificationHubClient.parseRetryAfter("1e9999", now: now) == nil)
+        #expect(NotificationHubClient.parseRetryAfter(" 2 ", now: now) == 2)
+        #expect(NotificationHubClient.parseRetryAfter("1.5", now: now) == 1.5)
+        let date = now.addingTimeInterval(30)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        #expect(NotificationHubClient.parseRetryAfter(formatter.string(from: date), now: now) == 30)
+    }
+
     @Test func descriptionHidesTheKey() throws {
         let c = try HubConnectionString(parsing: cs1)
         #expect(!c.description.contains(testKey))
