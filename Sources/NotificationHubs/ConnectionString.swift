@@ -34,16 +34,16 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
         let endpoint = parts["endpoint"] ?? ""
         let keyName = parts["sharedaccesskeyname"] ?? ""
         let key = parts["sharedaccesskey"] ?? ""
+        // A missing ';' glues the next part, key included, onto a value that is shown
+        // (`Endpoint=sb://ns/SharedAccessKey=…`): no endpoint or key name holds a '='.
+        for (name, value) in [("Endpoint", endpoint), ("SharedAccessKeyName", keyName)] where value.contains("=") {
+            throw .invalidConnectionString("\(name) holds a '=' (is a ';' missing before the next part?)")
+        }
         if endpoint.isEmpty { missing.append("Endpoint") }
         if keyName.isEmpty { missing.append("SharedAccessKeyName") }
         if key.isEmpty { missing.append("SharedAccessKey") }
         if !missing.isEmpty {
             throw .invalidConnectionString("missing \(missing.joined(separator: ", "))")
-        }
-        // A missing ';' glues the next part, key included, onto a value that is shown
-        // (`Endpoint=sb://ns/SharedAccessKey=…`): no endpoint or key name holds a '='.
-        for (name, value) in [("Endpoint", endpoint), ("SharedAccessKeyName", keyName)] where value.contains("=") {
-            throw .invalidConnectionString("\(name) holds a '=' (is a ';' missing before the next part?)")
         }
         guard let host = Self.host(of: endpoint) else {
             throw .invalidConnectionString("Endpoint has no host (expected sb://NAMESPACE.servicebus.windows.net/)")
