@@ -19,9 +19,12 @@ struct Classify: ParsableCommand {
     @Option(help: "Train the text model from this labelled JSON Lines file.") var train: String?
     @Option(help: "Where --train writes the model.") var output: String?
     @Flag(help: "With --train, measure every training method, not only the chosen one.") var compare = false
+    @Option(help: "With --train: the distilled encoder's table (tools/classifier/distil.py writes it); trains its head too.") var table: String?
+    @Option(help: "With --table: where the encoder's head is written.") var headOutput: String?
 
     func validate() throws {
         if train != nil && output == nil { throw ValidationError("--train needs --output") }
+        if (table == nil) != (headOutput == nil) { throw ValidationError("--table and --head-output go together") }
         if train == nil && (text == nil) == (input == nil) { throw ValidationError("give a TEXT or --input FILE") }
         if let text, text.allSatisfy(\.isWhitespace) { throw ValidationError("the TEXT to classify is blank") }
     }
@@ -40,16 +43,35 @@ struct Classify: ParsableCommand {
                 Terminal.output("== \(method.name)")
                 for evaluation in ClassifierTraining.measurements(examples, method: method) { Terminal.output(evaluation.description) }
             }
+            if let table, let headOutput {
+                let tokenTable: TokenTable
+                do { tokenTable = try TokenTable(serialized: try Data(contentsOf: URL(fileURLWithPath: table))) } catch {
+                    Terminal.error("\(table): \(error)")
+                    throw ExitCode(1)
+                }
+                Terminal.output("== bag of words + distilled encoder")
+                for evaluation in ClassifierTraining.measurements(examples, table: tokenTable) { Terminal.output(evaluation.description) }
+                let combined = ClassifierTraining.trainCombined(examples, table: tokenTable)
+                try combined.textModel.serialized().write(to: URL(fileURLWithPath: output))
+                try combined.encoder!.head.serialized().write(to: URL(fileURLWithPath: headOutput))
+                Terminal.output(String(format: "models trained on %d examples written to %@ and %@ (weights: bag of words %.2f, encoder %.2f)",
+                                       examples.count, output, headOutput, combined.encoder!.head.textWeight, combined.encoder!.head.encoderWeight))
+                return
+            }
             try ClassifierTraining.train(examples).serialized().write(to: URL(fileURLWithPath: output))
             Terminal.output("model (\(ClassifierTraining.Method.chosen.name)) trained on \(examples.count) examples written to \(output)")
             return
         }
-        let model: TextModel
-        do { model = try TextModel.bundled() } catch {
+        let textClassifier: TextClassifier
+        do {
+            let (bundled, warning) = try TextClassifier.bundled()
+            if let warning { Terminal.error("warning: \(warning)") }
+            textClassifier = bundled
+        } catch {
             Terminal.error("\(error)")
             throw ExitCode(1)
         }
-        let classifier = ItemClassifier(textModel: model)
+        let classifier = ItemClassifier(text: textClassifier)
         if let text {
             let result = classifier.classify(FeedItem(title: text), feedCategory: nil)
             Terminal.output(Self.json(result))

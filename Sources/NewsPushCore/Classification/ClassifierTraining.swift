@@ -48,10 +48,15 @@ public enum ClassifierTraining {
         /// accuracy among them: what a run without section evidence would push, and how well.
         public var confident: Double
         public var confidentAccuracy: Double
+        /// Reliability of `confidence`: per band (lower bound), items and how many were right.
+        public var bands: [(from: Double, items: Int, correct: Int)] = []
 
         public var description: String {
             var lines = [String(format: "%@ (%d items): accuracy %.3f, macro-F1 %.3f; confidence >= 0.5 for %.1f%% of items, accuracy %.3f among them",
                                 name, count, accuracy, macroF1, confident * 100, confidentAccuracy)]
+            lines.append("  reliability: " + bands.map { band in
+                String(format: "confidence ≥ %.1f: %d items, accuracy %.3f", band.from, band.items, band.items > 0 ? Double(band.correct) / Double(band.items) : 0)
+            }.joined(separator: "; "))
             lines.append("  F1: " + NewsCategory.allCases.compactMap { c in f1[c].map { String(format: "%@ %.2f", c.rawValue, $0) } }.joined(separator: ", "))
             lines.append("  confusion (rows true, columns predicted):")
             lines.append("  " + "".padding(toLength: 11, withPad: " ", startingAt: 0)
@@ -88,12 +93,20 @@ public enum ClassifierTraining {
     }
 
     public static func evaluate(_ model: TextModel, on examples: [Example], name: String) -> Evaluation {
+        evaluate(TextClassifier(textModel: model), on: examples, name: name)
+    }
+
+    public static func evaluate(_ model: TextClassifier, on examples: [Example], name: String) -> Evaluation {
         let classes = NewsCategory.allCases
         var confusion = Array(repeating: Array(repeating: 0, count: classes.count), count: classes.count)
         var confident = 0, confidentCorrect = 0
+        var bands: [(from: Double, items: Int, correct: Int)] = [(0, 0, 0), (0.5, 0, 0), (0.7, 0, 0), (0.9, 0, 0)]
         for example in examples {
             let result = model.classify(title: example.title, summary: example.summary)
             confusion[classes.firstIndex(of: example.category)!][classes.firstIndex(of: result.category)!] += 1
+            let band = bands.lastIndex { result.confidence >= $0.from } ?? 0
+            bands[band].items += 1
+            if result.category == example.category { bands[band].correct += 1 }
             if result.confidence >= 0.5 {
                 confident += 1
                 if result.category == example.category { confidentCorrect += 1 }
@@ -111,7 +124,7 @@ public enum ClassifierTraining {
         return Evaluation(name: name, count: examples.count, accuracy: Double(correct) / Double(max(1, examples.count)),
                           macroF1: f1.values.reduce(0, +) / Double(max(1, f1.count)), f1: f1, confusion: confusion,
                           confident: Double(confident) / Double(max(1, examples.count)),
-                          confidentAccuracy: Double(confidentCorrect) / Double(max(1, confident)))
+                          confidentAccuracy: Double(confidentCorrect) / Double(max(1, confident)), bands: bands)
     }
 
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
@@ -124,6 +137,58 @@ public enum ClassifierTraining {
         for source in Set(examples.map(\.source)).sorted() {
             let held = examples.filter { $0.source == source }
             results.append(evaluate(train(examples.filter { $0.source != source }, method: method), on: held, name: "held-out source \(source)"))
+        }
+        return results
+    }
+
+    // MARK: With the distilled encoder
+
+    /// Trains the bag-of-words model and the encoder's head, and fits the weights with which
+    /// their scores are added (which also calibrates the confidence): both are trained on 90 %
+    /// of `examples` and the weights chosen by the log-loss on the other 10 %; then both are
+    /// trained again on everything.
+    public static func trainCombined(_ examples: [Example], table: TokenTable, method: Method = .chosen) -> TextClassifier {
+        var generator = SplitMix(seed: 20261123)
+        let shuffled = examples.shuffled(using: &generator)
+        let cut = shuffled.count / 10
+        let fit = Array(shuffled[cut...]), check = Array(shuffled[..<cut])
+        let textModel = train(fit, method: method)
+        let head = trainHead(fit, table: table)
+        let textScores = check.map { textModel.classify(title: $0.title, summary: $0.summary).scores.map(Float.init) }
+        let encodedScores = check.map { head.scores(table.unitVector($0.title + " " + $0.summary)) }
+        let labels = check.map { NewsCategory.allCases.firstIndex(of: $0.category)! }
+        var best = (loss: Float.infinity, text: Float(1), encoder: Float(0))
+        for a in stride(from: Float(0.25), through: 3, by: 0.25) {
+            for b in stride(from: Float(0), through: 6, by: 0.25) {
+                var loss: Float = 0
+                for i in check.indices {
+                    let scores = (0..<textScores[i].count).map { a * textScores[i][$0] + b * encodedScores[i][$0] }
+                    let top = scores.max() ?? 0
+                    loss -= scores[labels[i]] - top - log(scores.reduce(0) { $0 + exp($1 - top) })
+                }
+                if loss < best.loss { best = (loss, a, b) }
+            }
+        }
+        var finalHead = trainHead(examples, table: table)
+        finalHead.textWeight = best.text
+        finalHead.encoderWeight = best.encoder
+        return TextClassifier(textModel: train(examples, method: method), encoder: (table, finalHead))
+    }
+
+    static func trainHead(_ examples: [Example], table: TokenTable) -> EncoderHead {
+        EncoderHead.train(examples.map { table.unitVector($0.title + " " + $0.summary) },
+                          labels: examples.map { NewsCategory.allCases.firstIndex(of: $0.category)! })
+    }
+
+    /// `measurements` for the bag-of-words model with the encoder beside it.
+    public static func measurements(_ examples: [Example], table: TokenTable) -> [Evaluation] {
+        var generator = SplitMix(seed: 20261122)
+        let shuffled = examples.shuffled(using: &generator)
+        let cut = shuffled.count / 10
+        var results = [evaluate(trainCombined(Array(shuffled[cut...]), table: table), on: Array(shuffled[..<cut]), name: "random 10% split")]
+        for source in Set(examples.map(\.source)).sorted() {
+            let held = examples.filter { $0.source == source }
+            results.append(evaluate(trainCombined(examples.filter { $0.source != source }, table: table), on: held, name: "held-out source \(source)"))
         }
         return results
     }

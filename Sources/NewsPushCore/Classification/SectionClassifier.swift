@@ -16,12 +16,16 @@ public struct Classification: Sendable, Equatable {
 /// Files items under one of the six categories from the evidence, strongest first: the feed's
 /// `category:` (a section feed), then the item's own categories and the sections of its link
 /// (through a table of synonyms in several languages), then the text model over title and
-/// summary. A weaker signal never overrides a stronger one.
+/// summary (bag of words and the distilled encoder, `TextClassifier`). A weaker signal never overrides a stronger one.
 public struct ItemClassifier: Sendable {
-    public var textModel: TextModel?
+    public var text: TextClassifier?
 
-    public init(textModel: TextModel? = nil) {
-        self.textModel = textModel
+    public init(text: TextClassifier? = nil) {
+        self.text = text
+    }
+
+    public init(textModel: TextModel?) {
+        self.text = textModel.map { TextClassifier(textModel: $0) }
     }
 
     /// Section words (item categories, URL path segments) and the category each means.
@@ -65,10 +69,10 @@ public struct ItemClassifier: Sendable {
     public func classify(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification {
         if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
         if let section = Self.sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
-        guard let textModel else { return .unclassified }
+        guard let text else { return .unclassified }
         let title = item.title ?? ""
         guard !title.isEmpty || item.summary?.isEmpty == false else { return .unclassified }
-        let result = textModel.classify(title: title, summary: item.summary)
+        let result = text.classify(title: title, summary: item.summary)
         return Classification(category: result.category, confidence: result.confidence)
     }
 }

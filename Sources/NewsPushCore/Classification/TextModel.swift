@@ -354,12 +354,14 @@ public struct TextModel: Sendable {
         case notAModel
         case wrongSize(Int, Int)
         case missing
+        case missingTable
 
         public var description: String {
             switch self {
             case .notAModel: return "not a newspush text model"
             case .wrongSize(let got, let expected): return "model file has \(got) bytes, expected \(expected)"
             case .missing: return "the built-in text model is missing from the bundle"
+            case .missingTable: return "the encoder's table or head is missing (tools/classifier/build-model.sh makes them)"
             }
         }
     }

@@ -96,7 +96,7 @@ public struct RunPipeline: Sendable {
         let reads = read(feeds, fetched)
         let identified = try StoryIdentifier.identify(reads, records: records, policy: config.policy, ledger: ledger, now: now())
         announceBaselines(identified, ledger: ledger, options: options)
-        let candidates = ItemClassifier(textModel: Self.loadTextModel(logger)).classified(identified)
+        let candidates = ItemClassifier(text: Self.loadTextClassifier(logger)).classified(identified)
         let matches = StoryMatcher.match(candidates, recentPushes: try ledger.recentPushes(since: now().addingTimeInterval(-TitleFingerprint.window)))
         let plan = RunPlanner.plan(candidates, matches: matches, waiting: try ledger.outbox(),
                                    sentInWindow: try ledger.pushesSent(since: now().addingTimeInterval(-config.policy.budgetWindow)),
@@ -172,9 +172,13 @@ public struct RunPipeline: Sendable {
                                      apiVersion: config.hub.apiVersion, transport: transport, retryPolicy: retry)
     }
 
-    /// The bundled text model, or none (items of feeds without a category stay unclassified).
-    static func loadTextModel(_ logger: Logger) -> TextModel? {
-        do { return try TextModel.bundled() } catch {
+    /// The bundled text models, or none (items of feeds without a category stay unclassified).
+    static func loadTextClassifier(_ logger: Logger) -> TextClassifier? {
+        do {
+            let (classifier, warning) = try TextClassifier.bundled()
+            if let warning { logger.warning("\(warning)") }
+            return classifier
+        } catch {
             logger.warning("text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
             return nil
         }

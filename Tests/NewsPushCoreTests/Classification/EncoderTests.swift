@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+@testable import NewsPushCore
+
+/// The distilled encoder (README "The classifier"): the Swift tokenizer and table against the
+/// offline tool's reference (tools/classifier/distil.py wrote Fixtures/classifier), determinism,
+/// and the fallback to the bag-of-words model without the encoder's files.
+@Suite("Distilled encoder")
+struct EncoderTests {
+    struct Reference: Decodable {
+        struct Sample: Decodable { var text: String; var tokens: [String]; var vector: [Float] }
+        var dimensions: Int
+        var samples: [Sample]
+    }
+
+    let table: TokenTable
+    let reference: Reference
+
+    init() throws {
+        table = try TokenTable.bundled()
+        reference = try JSONDecoder().decode(Reference.self, from: try Fixtures.data("classifier/encoder-reference.json"))
+    }
+
+    @Test func tokensMatchTheOfflineTool() {
+        #expect(reference.samples.count >= 6)
+        for sample in reference.samples {
+            #expect(table.tokenizer.tokens(sample.text, vocabulary: table.vocabulary) == sample.tokens, "\(sample.text)")
+        }
+    }
+
+    @Test func knownWordPieceSplits() {
+        func tokens(_ text: String) -> [String] { table.tokenizer.tokens(text, vocabulary: table.vocabulary) }
+        #expect(tokens("Café RÉSUMÉ") == ["cafe", "resume"], "accents stripped, lower case")
+        #expect(tokens("U.S.-led talks") == ["u", ".", "s", ".", "-", "led", "talks"], "punctuation split off")
+        #expect(tokens("tokenization") == ["token", "##ization"])
+        #expect(tokens(String(repeating: "x", count: 101)) == ["[UNK]"], "over 100 characters")
+        #expect(tokens("") == [])
+    }
+
+    @Test func vectorsMatchTheOfflineTool() {
+        #expect(table.dimensions == reference.dimensions)
+        for sample in reference.samples {
+            let vector = table.vector(sample.text)
+            let dot = zip(vector, sample.vector).reduce(Float(0)) { $0 + $1.0 * $1.1 }
+            let norms = vector.reduce(Float(0)) { $0 + $1 * $1 }.squareRoot() * sample.vector.reduce(Float(0)) { $0 + $1 * $1 }.squareRoot()
+            #expect(norms > 0 && dot / norms >= 0.999, "\(sample.text): cosine \(dot / norms)")
+        }
+    }
+
+    @Test func theSameTextGivesTheSameVectorAndTrainingIsDeterministic() throws {
+        #expect(table.vector("Markets fall as rates rise") == table.vector("Markets fall as rates rise"))
+        let vectors = ["Markets fall as rates rise", "Striker scores twice", "Parliament votes on the budget", "New chip for phones"].map(table.unitVector)
+        let first = EncoderHead.train(vectors, labels: [2, 5, 1, 3], epochs: 20).serialized()
+        let second = EncoderHead.train(vectors, labels: [2, 5, 1, 3], epochs: 20).serialized()
+        #expect(first == second)
+        #expect(try EncoderHead(serialized: first).serialized() == first)
+    }
+
+    @Test func withoutTheEncoderFilesTheBagOfWordsModelAloneClassifiesWithAWarning() throws {
+        let textModel = try TextModel.bundled()
+        for (tableData, headData) in [(nil, nil), (Data("not a table".utf8), Data()), (try Data(contentsOf: #require(Bundle.module.url(forResource: "Fixtures/classifier/encoder-reference", withExtension: "json"))), nil)] as [(Data?, Data?)] {
+            let (classifier, warning) = TextClassifier.load(textModel: textModel, table: tableData, head: headData)
+            #expect(classifier.encoder == nil)
+            #expect(warning?.contains("bag-of-words model alone") == true)
+            let alone = textModel.classify(title: "Central bank raises rates", summary: nil)
+            #expect(classifier.classify(title: "Central bank raises rates", summary: nil).category == alone.category)
+        }
+    }
+
+    @Test func theBundledClassifierUsesTheEncoder() throws {
+        let (classifier, warning) = try TextClassifier.bundled()
+        #expect(warning == nil)
+        #expect(classifier.encoder != nil)
+        let result = classifier.classify(title: "Striker scores twice as United win the cup final", summary: nil)
+        #expect(result.category == .sports)
+        #expect(result.confidence > 0.5 && result.confidence <= 1)
+    }
+}
