@@ -30,7 +30,8 @@ public struct TokenTable: Sendable {
         (weights, scales, codes) = data.withUnsafeBytes { raw in
             let floats = { (start: Int) in (0..<count).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 4 * $0, as: UInt32.self))) } }
             let codeStart = floatsStart + count * 8
-            return (floats(floatsStart), floats(floatsStart + count * 4), Array(raw[codeStart..<codeStart + count * dimensions]).map { Int8(bitPattern: $0) })
+            let codes = Array(UnsafeRawBufferPointer(rebasing: raw[codeStart..<codeStart + count * dimensions]).bindMemory(to: Int8.self))
+            return (floats(floatsStart), floats(floatsStart + count * 4), codes)
         }
         tokenizer = WordPieceTokenizer(vocabulary: vocabulary)
     }

@@ -16,8 +16,11 @@ struct EncoderTests {
     let table: TokenTable
     let reference: Reference
 
+    /// Loaded once for the suite (a debug build takes a while to read 8 MB of table).
+    static let bundledTable = Result { try TokenTable.bundled() }
+
     init() throws {
-        table = try TokenTable.bundled()
+        table = try Self.bundledTable.get()
         reference = try JSONDecoder().decode(Reference.self, from: try Fixtures.data("classifier/encoder-reference.json"))
     }
 
