@@ -299,15 +299,18 @@ struct LedgerPromisesTests {
     @Test func aHubDownForTwoRunsThenBackSendsFreshStoriesOnceAndExpiresStaleOnes() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        // max_age 20 s: "aging" (15 s old) is stale once the hub is back, "fresh" (1 s old) is not.
-        let desk = FeedDesk([("aging", "Story published a while ago already", 0.25), ("fresh", "Story published a second ago", 0.02)])
+        // max_age 40 s: "aging" (30 s old at the first fetch) is stale once the hub is back 12 s
+        // later, "fresh" (1 s old) is not. The two runs while the hub is down have 10 s before
+        // "aging" goes stale (they take one or two seconds each, more on a loaded machine).
+        let desk = FeedDesk([("aging", "Story published a while ago already", 0.5), ("fresh", "Story published a second ago", 0.02)])
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let down = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [("\(feeds.baseURL)/world.xml", "World")])
-        try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(of: "policy: {", with: "policy: {max_age: 20s, ")
+        try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(of: "policy: {", with: "policy: {max_age: 40s, ")
             .write(toFile: down, atomically: true, encoding: .utf8)
+        let firstFetch = ContinuousClock.now
         for _ in 0..<2 {
             let run = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
             #expect(run.status == 1)
@@ -315,7 +318,7 @@ struct LedgerPromisesTests {
             let stopped = try json(run)["sending_stopped"] as? String ?? ""
             #expect(stopped.contains("connection refused") && stopped.contains("could not reach the hub"), "\(stopped)")
         }
-        try await Task.sleep(nanoseconds: 6_000_000_000)
+        try await Task.sleep(until: firstFetch + .seconds(12))
         let up = try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(of: "http://127.0.0.1:1/", with: hub.endpoint)
         try up.write(toFile: down, atomically: true, encoding: .utf8)
         let back = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
