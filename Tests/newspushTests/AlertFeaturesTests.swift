@@ -207,8 +207,11 @@ struct AlertFeaturesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        // Twelve seconds ahead: the publish and the run before it must finish first, which
+        // takes longer on a loaded machine.
+        let published = ContinuousClock.now
         let scheduled = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Results are in",
-                                            "--url", "https://news.example.org/results", "--at", "+5s", "--yes", "--format", "json"],
+                                            "--url", "https://news.example.org/results", "--at", "+12s", "--yes", "--format", "json"],
                                            environment: hubEnvironment)
         #expect(scheduled.status == 0, "\(scheduled.stderr)")
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(scheduled.stdout.utf8)) as? [String: Any])
@@ -221,7 +224,7 @@ struct AlertFeaturesTests {
         let items = report["items"] as? [[String: Any]]
         #expect(items?.first?["decision"] as? String == "scheduled")
         #expect(await hub.emulator.allDeliveries().isEmpty)
-        try await Task.sleep(nanoseconds: 5_600_000_000)
+        try await Task.sleep(until: published + .milliseconds(13_500))
         #expect(await hub.emulator.allDeliveries().filter { $0.device == "iphone" }.count == 1, "delivered at its time")
 
         let second = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Embargo two",

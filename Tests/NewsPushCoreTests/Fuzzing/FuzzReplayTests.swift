@@ -5,7 +5,7 @@ import Testing
 /// Every fuzz target's seeds and every input libFuzzer found crashing or hanging
 /// (Fixtures/fuzz/TARGET/crashers, README "Hostile input") replayed through the same code the
 /// fuzzer ran: each must finish, without a trap, well inside the fuzzer's one-second limit.
-@Suite struct FuzzReplayTests {
+@Suite(.serialized) struct FuzzReplayTests {
     static func inputs(_ target: FuzzTarget) throws -> [URL] {
         let root = try Fixtures.url("fuzz/\(target.rawValue)")
         let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])?
