@@ -122,12 +122,23 @@ final class XMLSAXParser {
             value = cached
         } else {
             let string = String(cString: pointer)
-            value = (string, NamespaceKind(string))
+            value = (Self.canonical(string), NamespaceKind(string))
             names[key] = value
         }
         recent[slot] = (key, value.0, value.1)
         return value
     }
+
+    /// Element names are matched without regard to case, as feedparser does (`<ITEM>`,
+    /// `<pubdate>` and `<PubDate>` are read): a name is lower-cased, or given the spelling the
+    /// builders use for the few that have capitals. Done once per distinct name (the cache
+    /// above), not per element.
+    static func canonical(_ name: String) -> String {
+        let lower = name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? name.lowercased() : name
+        return mixedCase[lower] ?? lower
+    }
+
+    private static let mixedCase = ["pubdate": "pubDate", "lastbuilddate": "lastBuildDate", "managingeditor": "managingEditor", "rdf": "RDF"]
 
     /// The parser behind a callback's context pointer, borrowed: `parse` keeps it alive while
     /// libxml2 calls back, and a retain and release on every text run cost more than the

@@ -81,6 +81,18 @@ struct BrokenFeedKindsTests {
         #expect(atom.items.map(\.link) == ["https://news.example.org/1"])
     }
 
+    /// Element names in capitals or mixed case (`<ITEM>`, `<pubdate>`): feedparser reads them,
+    /// newspush read none of them and reported an empty feed.
+    @Test func elementNamesAreMatchedWithoutRegardToCase() throws {
+        let feed = try parse("element-case.xml")
+        #expect(feed.title == "Upper Desk")
+        #expect(feed.link == "https://news.example.org/")
+        #expect(feed.items.map(\.title) == ["Upper-case story", "Mixed-case story"])
+        #expect(feed.items.map(\.link) == ["https://news.example.org/upper", "https://news.example.org/mixed"])
+        #expect(feed.items.map(\.published) == [Date(timeIntervalSince1970: 1_795_428_000), Date(timeIntervalSince1970: 1_795_431_600)])
+        #expect(feed.items.last?.summary == "Summary in a capitalised element")
+    }
+
     // MARK: Never silently nothing
 
     @Test func itemsThatCannotBeReadAreAnError() throws {
