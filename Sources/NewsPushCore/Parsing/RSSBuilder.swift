@@ -24,7 +24,14 @@ enum RSSBuilder {
     static func itemChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> ElementReading<ItemField> {
         switch name.local {
         case "title": return .text(.title, .maybeHTML)
-        case "link": return .text(.link, .plain)
+        case "link":
+            // `<link href="…"/>` written Atom-style without Atom's namespace: feedparser reads
+            // the href as the item's link.
+            if let href = attributes.value("href")?.trimmedASCIIWhitespace(), !href.isEmpty {
+                if attributes.value("rel").map({ $0 == "alternate" }) ?? true, item.rssLink?.isEmpty ?? true { item.rssLink = href }
+                return .ignored
+            }
+            return .text(.link, .plain)
         case "description": return .text(.description, .html)
         case "guid":
             item.item.guidIsPermaLink = attributes.value("isPermaLink").map { $0.lowercased() != "false" } ?? true

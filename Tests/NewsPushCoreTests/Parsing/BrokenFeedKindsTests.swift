@@ -93,6 +93,13 @@ struct BrokenFeedKindsTests {
         #expect(feed.items.last?.summary == "Summary in a capitalised element")
     }
 
+    /// `<link href="…"/>` in an RSS item (Atom's form without Atom's namespace): feedparser
+    /// reads the href; newspush read no link.
+    @Test func anRSSLinkWrittenWithAnHrefIsTheItemsLink() throws {
+        let items = try FeedParser.parse(try Fixtures.data("feeds/broken/rss-link-href.xml"), url: "https://news.example.org/feed.xml").items
+        #expect(items.map(\.link) == ["https://news.example.org/2026/11/href-story", nil, "https://news.example.org/text-story"])
+    }
+
     // MARK: Never silently nothing
 
     @Test func itemsThatCannotBeReadAreAnError() throws {
