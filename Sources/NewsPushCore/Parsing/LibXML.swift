@@ -12,7 +12,8 @@ struct XMLAttributes {
     fileprivate let pointers: UnsafeMutablePointer<UnsafePointer<UInt8>?>?
     let count: Int
 
-    /// The value of the attribute `local` in `namespace` ("" for none), or nil.
+    /// The value of the attribute `local` in `namespace` ("" for none), or nil. The name is
+    /// matched without regard to ASCII case (`ispermalink`, `URL`), as feedparser does.
     func value(_ local: StaticString, namespace: StaticString = "") -> String? {
         guard let pointers, count > 0 else { return nil }
         // Names compared as C strings with the literals' own bytes (no bridging per lookup:
@@ -21,7 +22,7 @@ struct XMLAttributes {
         let uri = UnsafeRawPointer(namespace.utf8Start).assumingMemoryBound(to: CChar.self)
         func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
         guard let index = (0..<count).first(where: { i in
-            guard let name = pointers[i * 5], strcmp(cString(name), localName) == 0 else { return false }
+            guard let name = pointers[i * 5], strcasecmp(cString(name), localName) == 0 else { return false }
             guard let attributeURI = pointers[i * 5 + 2] else { return uri[0] == 0 }
             return strcmp(cString(attributeURI), uri) == 0
         }) else { return nil }

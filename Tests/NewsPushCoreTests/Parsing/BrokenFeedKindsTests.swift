@@ -100,6 +100,16 @@ struct BrokenFeedKindsTests {
         #expect(items.map(\.link) == ["https://news.example.org/2026/11/href-story", nil, "https://news.example.org/text-story"])
     }
 
+    /// Attribute names in other cases (`ISPERMALINK`, `isPermalink`, `URL`): feedparser reads
+    /// them; newspush took a guid marked "not a permalink" for the link and lost the image.
+    @Test func attributeNamesAreMatchedWithoutRegardToCase() throws {
+        let items = try parse("attribute-case.xml").items
+        #expect(items.map(\.link) == ["https://news.example.org/the-link", nil, "https://news.example.org/pic"])
+        #expect(items[1].guidIsPermaLink == false)
+        #expect(items[2].enclosures == ["https://img.example.org/p.jpg"])
+        #expect(items[2].image == "https://img.example.org/p.jpg")
+    }
+
     // MARK: Never silently nothing
 
     @Test func itemsThatCannotBeReadAreAnError() throws {
