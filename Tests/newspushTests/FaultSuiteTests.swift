@@ -124,6 +124,8 @@ struct FaultSuiteTests {
         (#"{"drop": true}"#, "failed", Int32(2), false),
         (#"{"delay_seconds": 4}"#, "failed", Int32(2), false),
     ])
+    // hub.timeout 3 s: long enough for an answer while the whole suite runs on two cores,
+    // shorter than the 4 s delay that models a hub timing out before it accepts.
     func everyHubErrorClassDecidesAndRetriesAsPromised(fault: String, decision: String, status: Int32, retried: Bool) async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
@@ -132,7 +134,7 @@ struct FaultSuiteTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", timeout: 1s, retries: 1, retry_delay: 10ms}
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", timeout: 3s, retries: 1, retry_delay: 10ms}
             policy: {first_run: send}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
