@@ -130,13 +130,18 @@ public enum ClassifierTraining {
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
     /// other three): the by-source split stands in for tomorrow's news from a new publisher.
     public static func measurements(_ examples: [Example], method: Method = .chosen) -> [Evaluation] {
+        measurements(examples) { TextClassifier(textModel: train($0, method: method)) }
+    }
+
+    /// The splits of `measurements`, each trained with `train`.
+    static func measurements(_ examples: [Example], train: ([Example]) -> TextClassifier) -> [Evaluation] {
         var generator = SplitMix(seed: 20261122)
         let shuffled = examples.shuffled(using: &generator)
         let cut = shuffled.count / 10
-        var results = [evaluate(train(Array(shuffled[cut...]), method: method), on: Array(shuffled[..<cut]), name: "random 10% split")]
+        var results = [evaluate(train(Array(shuffled[cut...])), on: Array(shuffled[..<cut]), name: "random 10% split")]
         for source in Set(examples.map(\.source)).sorted() {
             let held = examples.filter { $0.source == source }
-            results.append(evaluate(train(examples.filter { $0.source != source }, method: method), on: held, name: "held-out source \(source)"))
+            results.append(evaluate(train(examples.filter { $0.source != source }), on: held, name: "held-out source \(source)"))
         }
         return results
     }
@@ -182,15 +187,7 @@ public enum ClassifierTraining {
 
     /// `measurements` for the bag-of-words model with the encoder beside it.
     public static func measurements(_ examples: [Example], table: TokenTable) -> [Evaluation] {
-        var generator = SplitMix(seed: 20261122)
-        let shuffled = examples.shuffled(using: &generator)
-        let cut = shuffled.count / 10
-        var results = [evaluate(trainCombined(Array(shuffled[cut...]), table: table), on: Array(shuffled[..<cut]), name: "random 10% split")]
-        for source in Set(examples.map(\.source)).sorted() {
-            let held = examples.filter { $0.source == source }
-            results.append(evaluate(trainCombined(examples.filter { $0.source != source }, table: table), on: held, name: "held-out source \(source)"))
-        }
-        return results
+        measurements(examples) { trainCombined($0, table: table) }
     }
 
     struct SplitMix: RandomNumberGenerator {

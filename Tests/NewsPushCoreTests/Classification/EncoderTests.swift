@@ -78,4 +78,30 @@ struct EncoderTests {
         #expect(result.category == .sports)
         #expect(result.confidence > 0.5 && result.confidence <= 1)
     }
+
+    /// Training with the encoder, and the split measurements, on a small made-up set.
+    @Test func trainingWithTheEncoderAndItsMeasurements() {
+        let texts: [(NewsCategory, [String])] = [
+            (.world, ["Earthquake strikes coastal towns abroad", "Foreign ministers meet over border dispute", "Refugees cross the frontier after floods"]),
+            (.politics, ["Parliament votes on the budget bill", "Senator resigns after election defeat", "Prime minister faces party revolt"]),
+            (.business, ["Shares fall as bank profits drop", "Retailer cuts jobs after weak sales", "Oil prices rise on supply fears"]),
+            (.technology, ["New smartphone chip speeds up apps", "Software update fixes security flaw", "Startup launches cloud computing service"]),
+            (.science, ["Astronomers find water on distant planet", "Researchers map the human genome", "Fossil reveals new dinosaur species"]),
+            (.sports, ["Striker scores twice in cup final", "Champion wins the tennis open", "Team clinches league title in overtime"]),
+        ]
+        var examples: [ClassifierTraining.Example] = []
+        for (category, titles) in texts {
+            for (i, title) in titles.enumerated() {
+                examples.append(.init(title: title, summary: "", category: category, source: i == 0 ? "desk-a" : "desk-b"))
+            }
+        }
+        let classifier = ClassifierTraining.trainCombined(examples, table: table)
+        #expect(classifier.encoder != nil)
+        let right = examples.filter { classifier.classify(title: $0.title, summary: nil).category == $0.category }.count
+        #expect(right >= 15, "\(right) of 18 training items")
+        let evaluations = ClassifierTraining.measurements(examples, table: table)
+        #expect(evaluations.map(\.name) == ["random 10% split", "held-out source desk-a", "held-out source desk-b"])
+        #expect(evaluations.map(\.count) == [1, 6, 12])
+        #expect(evaluations.allSatisfy { $0.bands.reduce(0) { $0 + $1.items } == $0.count })
+    }
 }
