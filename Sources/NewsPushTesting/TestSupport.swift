@@ -56,3 +56,20 @@ public func rssFeed(title: String, items: [(guid: String, title: String, minutes
     }.joined(separator: "\n")
     return "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>\(title)</title><link>https://news.example.org/</link>\n\(body)\n</channel></rss>"
 }
+
+/// `data` gzipped by the system's gzip tool (tests only). The input is written from another
+/// thread: a large body would otherwise fill the pipe while gzip waits for its output to be read.
+public func gzipped(_ data: Data) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-c"]
+    let input = Pipe(), output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    let writer = Thread { input.fileHandleForWriting.write(data); try? input.fileHandleForWriting.close() }
+    writer.start()
+    let result = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return result
+}

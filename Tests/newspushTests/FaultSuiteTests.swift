@@ -17,21 +17,6 @@ struct FaultSuiteTests {
           - {id: phone, platform: apple, tags: [World, Sports], template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
         """
 
-    static func gzip(_ data: Data) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-c"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let writer = Thread { input.fileHandleForWriting.write(data); try? input.fileHandleForWriting.close() }
-        writer.start()
-        let result = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return result
-    }
-
     /// Hostile documents, each under every size limit or cut by one, served beside a good feed.
     static func hostileDocuments(peer: String) throws -> [String: CannedResponse] {
         let item = "<item><title>Hostile</title><link>https://h.example/1</link><pubDate>\(rfc822(minutesAgo: 1))</pubDate></item>"
@@ -48,7 +33,7 @@ struct FaultSuiteTests {
             "/laughs.xml": rss("<!DOCTYPE rss [<!ENTITY a \"ha\">" + (1...9).map { "<!ENTITY \(Character(UnicodeScalar(97 + $0)!)) \"" + String(repeating: "&\(Character(UnicodeScalar(96 + $0)!));", count: 10) + "\">" }.joined() + "]>", "&j;"),
             "/deep.xml": CannedResponse(text: "<rss version=\"2.0\"><channel><title>Deep</title>" + String(repeating: "<x>", count: 100_000) + "</channel></rss>"),
             "/attributes.xml": CannedResponse(text: "<rss version=\"2.0\"><channel><title>Attrs</title>\(attributes)><title>x</title></item></channel></rss>"),
-            "/bomb.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzip(Data(count: 64 << 20))),
+            "/bomb.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(count: 64 << 20))),
         ]
     }
 

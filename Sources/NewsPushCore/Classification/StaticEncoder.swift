@@ -38,8 +38,7 @@ public struct TokenTable: Sendable {
 
     /// The table shipped with newspush.
     public static func bundled() throws(TextModel.ModelError) -> TokenTable {
-        guard let url = Bundle.module.url(forResource: "token-table", withExtension: "bin"),
-              let data = try? Data(contentsOf: url) else { throw .missingTable }
+        guard let data = bundledResource("token-table") else { throw .missingTable }
         return try TokenTable(serialized: data)
     }
 
@@ -154,12 +153,6 @@ public struct EncoderHead: Sendable {
         self.encoderWeight = encoderWeight
     }
 
-    /// The head shipped with newspush.
-    public static func bundled() throws(TextModel.ModelError) -> EncoderHead {
-        guard let url = Bundle.module.url(forResource: "encoder-head", withExtension: "bin"),
-              let data = try? Data(contentsOf: url) else { throw .missingTable }
-        return try EncoderHead(serialized: data)
-    }
 }
 
 /// The text model the classifier uses: the bag-of-words model, with the distilled encoder
@@ -191,8 +184,7 @@ public struct TextClassifier: Sendable {
     /// The shipped models; without the encoder's files, the bag-of-words model alone and the
     /// reason in `warning`.
     public static func bundled() throws -> (classifier: TextClassifier, warning: String?) {
-        let resource = { (name: String) in Bundle.module.url(forResource: name, withExtension: "bin").flatMap { try? Data(contentsOf: $0) } }
-        return load(textModel: try TextModel.bundled(), table: resource("token-table"), head: resource("encoder-head"))
+        load(textModel: try TextModel.bundled(), table: bundledResource("token-table"), head: bundledResource("encoder-head"))
     }
 
     /// The classifier from the encoder's files when both are there and readable, else the
@@ -205,4 +197,9 @@ public struct TextClassifier: Sendable {
             return (TextClassifier(textModel: textModel), "the distilled encoder is not usable (\(error)); classifying with the bag-of-words model alone")
         }
     }
+}
+
+/// A `.bin` resource of this module, or nil when it is missing or unreadable.
+private func bundledResource(_ name: String) -> Data? {
+    Bundle.module.url(forResource: name, withExtension: "bin").flatMap { try? Data(contentsOf: $0) }
 }

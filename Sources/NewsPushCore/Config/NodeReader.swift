@@ -30,23 +30,45 @@ final class NodeReader {
     /// written, then any referenced variable's value still present (part of a value quoted).
     static func asWritten(_ message: String, node: Node, environment: [String: String]) -> String {
         guard case .scalar(let scalar) = node, scalar.string.contains("${") else { return message }
-        let raw = scalar.string
-        var names: [String] = []
-        var rest = Substring(raw)
-        var expanded = ""
-        while let start = rest.range(of: "${"), let end = rest[start.upperBound...].firstIndex(of: "}") {
-            let name = String(rest[start.upperBound..<end])
-            expanded += rest[..<start.lowerBound] + (environment[name] ?? "${\(name)}")
-            names.append(name)
-            rest = rest[rest.index(after: end)...]
+        var expanded = "", names: [String] = []
+        for piece in references(in: scalar.string).pieces {
+            switch piece {
+            case .text(let text): expanded += text
+            case .reference(let name):
+                expanded += environment[name] ?? "${\(name)}"
+                names.append(name)
+            }
         }
-        expanded += rest
-        var out = expanded.isEmpty ? message : message.replacingOccurrences(of: expanded, with: raw)
+        guard !names.isEmpty else { return message }
+        var out = expanded.isEmpty ? message : message.replacingOccurrences(of: expanded, with: scalar.string)
         for name in names {
             guard let value = environment[name], value.count >= 4 else { continue }
             out = out.replacingOccurrences(of: value, with: "${\(name)}")
         }
         return out
+    }
+
+    enum Piece {
+        case text(Substring)
+        case reference(String)
+    }
+
+    /// `text` as literal runs and `${NAME}` references (names as written, not yet checked);
+    /// `unterminated` when a `${` is never closed (what follows it is the last literal run).
+    static func references(in text: String) -> (pieces: [Piece], unterminated: Bool) {
+        var pieces: [Piece] = []
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                pieces.append(.text(rest))
+                return (pieces, true)
+            }
+            pieces.append(.text(rest[..<start.lowerBound]))
+            pieces.append(.reference(String(rest[start.upperBound..<end])))
+            rest = rest[rest.index(after: end)...]
+        }
+        pieces.append(.text(rest))
+        return (pieces, false)
     }
 
     private func describe(_ node: Node) -> String {
@@ -108,29 +130,27 @@ final class NodeReader {
 
     private func expand(_ text: String, node: Node, path: String) -> String? {
         guard text.contains("${") else { return text }
+        let (pieces, unterminated) = Self.references(in: text)
         var out = ""
-        var rest = Substring(text)
         var ok = true
-        while let start = rest.range(of: "${") {
-            out += rest[..<start.lowerBound]
-            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
-                report(node, path, "unterminated ${ reference")
-                return nil
-            }
-            let name = String(rest[start.upperBound..<end])
-            if name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) {
+        for piece in pieces {
+            switch piece {
+            case .text(let literal):
+                out += literal
+            case .reference(let name) where name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }):
                 report(node, path, "'${\(name)}' is not a valid variable reference")
                 ok = false
-            } else if let value = environment[name] {
-                out += value
-            } else {
-                report(node, path, "environment variable \(name) is not set")
-                ok = false
+            case .reference(let name):
+                if let value = environment[name] {
+                    out += value
+                } else {
+                    report(node, path, "environment variable \(name) is not set")
+                    ok = false
+                }
             }
-            rest = rest[rest.index(after: end)...]
         }
-        out += rest
-        return ok ? out : nil
+        if unterminated { report(node, path, "unterminated ${ reference") }
+        return ok && !unterminated ? out : nil
     }
 
     func integer(_ node: Node, path: String, range: ClosedRange<Int>) -> Int? {

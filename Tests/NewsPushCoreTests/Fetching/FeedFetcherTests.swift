@@ -134,7 +134,7 @@ struct FeedFetcherTests {
         #expect(result.status == .error)
         #expect(result.error?.contains("response larger than 4194304 bytes") == true)
         // A small gzip body decodes.
-        let small = try await LocalHTTPServer.serving(["/ok.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzip(Data(body.utf8)))])
+        let small = try await LocalHTTPServer.serving(["/ok.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(body.utf8)))])
         defer { small.stop() }
         let ok = await fetch(fetcher(), ["\(small.baseURL)/ok.xml"])[0]
         #expect(ok.status == .ok)
@@ -176,22 +176,6 @@ struct FeedFetcherTests {
         #expect(total == 3, "at most fetch.concurrency in flight")
         #expect(perHost.values.allSatisfy { $0 <= 2 }, "at most fetch.per_host per host: \(perHost)")
         #expect(perHost.values.contains(2))
-    }
-
-    /// gzip with the system's gzip tool (tests only).
-    func gzip(_ data: Data) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-c"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(data)
-        try input.fileHandleForWriting.close()
-        let result = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return result
     }
 }
 
