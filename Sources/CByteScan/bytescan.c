@@ -1,3 +1,4 @@
+#define _GNU_SOURCE   // memrchr
 #include "bytescan.h"
 #include <string.h>
 
@@ -25,6 +26,13 @@ static inline int ends_run(const uint8_t *p, size_t i, size_t n, int markup) {
 size_t bytescan_non_ascii(const uint8_t *p, size_t n) {
     size_t i = 0;
 #ifdef BYTESCAN_SSE2
+    // Sixty-four bytes a step while they are all ASCII (one branch instead of four), then
+    // sixteen at a time to the byte.
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i)), _mm_loadu_si128((const __m128i *)(p + i + 16)));
+        __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i + 32)), _mm_loadu_si128((const __m128i *)(p + i + 48)));
+        if (_mm_movemask_epi8(_mm_or_si128(a, b))) break;
+    }
     for (; i + 16 <= n; i += 16) {
         int mask = _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(p + i)));
         if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
@@ -81,7 +89,11 @@ static inline size_t utf8_sequence_length(const uint8_t *p, size_t i, size_t n) 
 size_t bytescan_utf8_invalid(const uint8_t *p, size_t n) {
     size_t i = 0;
     while (i < n) {
-        i += bytescan_non_ascii(p + i, n - i);
+        // Text in other scripts has a few ASCII bytes (a space, punctuation) between its
+        // sequences: those are stepped over here, longer runs searched for in blocks.
+        size_t near = i + 8 < n ? i + 8 : n;
+        while (i < near && p[i] < 0x80) i++;
+        if (i == near) i += bytescan_non_ascii(p + i, n - i);
         if (i >= n) break;
         size_t length = utf8_sequence_length(p, i, n);
         if (length == 0) return i;
@@ -149,6 +161,17 @@ static inline size_t scan_past_entities(const uint8_t *p, size_t n, int lt) {
 #ifdef BYTESCAN_SSE2
     // The bytes of each block are looked at in turn from its mask: escaped HTML has a
     // reference every few bytes, and starting a new search after each one was most of the cost.
+    // Sixty-four bytes a step (one branch for a block with nothing in it), then sixteen.
+    for (; i + 64 <= n; i += 64) {
+        uint64_t mask = (uint64_t)attention_mask(p + i, lt) | (uint64_t)attention_mask(p + i + 16, lt) << 16 |
+                        (uint64_t)attention_mask(p + i + 32, lt) << 32 | (uint64_t)attention_mask(p + i + 48, lt) << 48;
+        while (mask) {
+            size_t k = i + (size_t)__builtin_ctzll(mask);
+            mask &= mask - 1;
+            if (k < resume) continue;
+            if (!passable(p, k, n, lt, &resume)) return k;
+        }
+    }
     for (; i + 16 <= n; i += 16) {
         unsigned mask = attention_mask(p + i, lt);
         while (mask) {
@@ -233,10 +256,12 @@ static size_t skip_section(const uint8_t *p, size_t n, size_t i) {
     return n;
 }
 
-// The tag that starts at `start` (a '<' that is not a section) and how many '=' it holds
-// outside quoted values, up to its '>' or the next '<'.
+// The tag that starts at `start` (a '<' that is not a section) and how many attributes it may
+// have: quoted values after a '=' (white space between them allowed), up to its '>' or the
+// next '<'. Every attribute libxml2 accepts has one, so this is never fewer.
 static size_t tag_attributes(const uint8_t *p, size_t n, size_t start) {
     size_t count = 0;
+    int afterEquals = 0;
     for (size_t j = start + 1; j < n; j++) {
         uint8_t c = p[j];
         if (c == '"' || c == '\'') {
@@ -244,11 +269,15 @@ static size_t tag_attributes(const uint8_t *p, size_t n, size_t start) {
             // tag at a '<' in it.
             const uint8_t *close = memchr(p + j + 1, c, n - j - 1);
             if (!close || memchr(p + j + 1, '<', (size_t)(close - p) - j - 1)) break;
+            count += (size_t)afterEquals;
+            afterEquals = 0;
             j = (size_t)(close - p);
         } else if (c == '=') {
-            count++;
+            afterEquals = 1;
         } else if (c == '>' || c == '<') {
             break;
+        } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            afterEquals = 0;
         }
     }
     return count;
@@ -271,51 +300,34 @@ size_t bytescan_attribute_flood_exact(const uint8_t *p, size_t n, size_t limit) 
     return n;
 }
 
-// Every attribute libxml2 adds to an element lies between the element's '<' and the next '<'
-// (libxml2 ends a start tag at a '<', which no attribute value may hold). So the '=' are
-// counted first, sixteen bytes at a time and without reading quotes, from the sixteen-byte
-// block of each '<' to the block of the next: only a stretch with more than `limit` of them
-// (escaped HTML full of links, say) has its tag read, and only a tag that really has that many
-// attributes sends the whole document through the exact rule (which passes over sections).
-// Only the last '<' of each 64-byte step is followed: a tag followed by another '<' in the same
-// step has fewer than 64 '=', so `limit` must be at least 64.
+// Each attribute a tag's count includes takes at least three bytes ('=' and two quotes)
+// before the next '<'. So a tag followed by another '<' within 3 × (`limit` + 1) bytes is no
+// flood, and the search jumps: from a '<', the last '<' in the next 3 × (`limit` + 1) bytes
+// is found searching backwards (in markup, a few bytes from the window's end), and every '<'
+// passed over has that one within reach too. Most bytes of a feed are never read; only a '<'
+// with no other in reach (escaped HTML full of links, say) has its tag read, and only a tag
+// that really has more than `limit` sends the whole document through the exact rule (which
+// passes over sections).
 size_t bytescan_attribute_flood(const uint8_t *p, size_t n, size_t limit) {
-    size_t tag = n;             // the last '<' so far (n: none)
-    size_t equalsBefore = 0;    // '=' in the blocks before the current one
-    size_t equalsAtTag = 0;     // '=' in the blocks before the last '<''s block
-    size_t i = 0;
-#ifdef BYTESCAN_SSE2
-    // Sixty-four bytes a step: one branch per step instead of four.
-    const __m128i lt = _mm_set1_epi8('<'), eq = _mm_set1_epi8('=');
-    for (; i + 64 <= n; i += 64) {
-        uint64_t opens = 0, equals = 0;
-        for (int k = 0; k < 4; k++) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + i + 16 * k));
-            opens |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, lt)) << (16 * k);
-            equals |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq)) << (16 * k);
+    const size_t reach = 3 * (limit + 1);
+    const uint8_t *first = memchr(p, '<', n);
+    if (!first) return n;
+    size_t at = (size_t)(first - p);
+    for (;;) {
+        size_t window = n - at - 1 < reach ? n - at - 1 : reach;
+        const uint8_t *later = window ? memrchr(p + at + 1, '<', window) : NULL;
+        if (later) {
+            at = (size_t)(later - p);
+            continue;
         }
-        size_t here = equals ? (size_t)__builtin_popcountll(equals) : 0;
-        if (opens) {
-            if (tag < n && equalsBefore + here - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) {
-                return bytescan_attribute_flood_exact(p, n, limit);
-            }
-            tag = i + 63 - (size_t)__builtin_clzll(opens);
-            equalsAtTag = equalsBefore;
-        }
-        equalsBefore += here;
+        // (A section's '<' never starts a tag: the long text of a CDATA section is not read.)
+        int section = at + 1 < n && (p[at + 1] == '!' || p[at + 1] == '?');
+        if (!section && tag_attributes(p, n, at) > limit) return bytescan_attribute_flood_exact(p, n, limit);
+        size_t from = at + 1 + window;
+        const uint8_t *next = from < n ? memchr(p + from, '<', n - from) : NULL;
+        if (!next) return n;
+        at = (size_t)(next - p);
     }
-#endif
-    for (; i < n; i++) {
-        if (p[i] == '=') {
-            equalsBefore++;
-        } else if (p[i] == '<') {
-            if (tag < n && equalsBefore - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) return bytescan_attribute_flood_exact(p, n, limit);
-            tag = i;
-            equalsAtTag = equalsBefore;
-        }
-    }
-    if (tag < n && equalsBefore - equalsAtTag > limit && tag_attributes(p, n, tag) > limit) return bytescan_attribute_flood_exact(p, n, limit);
-    return n;
 }
 
 static int img_tag_at(const uint8_t *p, size_t at, size_t n) {

@@ -40,8 +40,8 @@ size_t bytescan_text_run(const uint8_t *p, size_t n, int markup);
 /// The first '"', '\'', '<' or '>': where the attributes of an HTML tag need a look.
 size_t bytescan_tag(const uint8_t *p, size_t n);
 
-/// The offset of the first start tag with more than `limit` attributes (counted as '=' outside
-/// quoted values), or `n` when there is none. Comments, CDATA sections, processing
+/// The offset of the first start tag with more than `limit` attributes (counted as quoted
+/// values after a '='), or `n` when there is none. Comments, CDATA sections, processing
 /// instructions and declarations are passed over. libxml2 2.9 checks an element's attributes
 /// for duplicates pairwise, so a tag with 200,000 of them takes half a minute to parse: the
 /// pre-pass refuses such a document before libxml2 sees it.

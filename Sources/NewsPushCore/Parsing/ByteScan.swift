@@ -36,8 +36,8 @@ enum ByteScan {
     /// The '<' of the first `<img` start tag, in any case.
     @inline(__always) static func imgTag(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_img_tag(p, n) }
 
-    /// The first start tag with more than `limit` attributes (`limit` ≥ 64); `exact` reads tag
-    /// by tag (the rule the fast search must agree with).
+    /// The first start tag with more than `limit` attributes; `exact` reads tag by tag (the
+    /// rule the fast search must agree with).
     static func attributeFlood(_ p: UnsafeBufferPointer<UInt8>, limit: Int, exact: Bool = false) -> Int {
         guard let base = p.baseAddress else { return 0 }
         return exact ? bytescan_attribute_flood_exact(base, p.count, limit) : bytescan_attribute_flood(base, p.count, limit)

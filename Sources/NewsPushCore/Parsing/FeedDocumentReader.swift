@@ -288,7 +288,7 @@ extension TextKind {
         if mode == "escaped" { return .html }
         if mode == "base64" { return .base64 }
         // (Byte searches: Foundation's `contains` goes through NSString, 1 % of a parse.)
-        if atom, type.utf8.contains(UInt8(ascii: "/")), !type.hasPrefix("text/"), type.utf8.firstRange(of: "xml".utf8) == nil {
+        if atom, type.utf8.contains(UInt8(ascii: "/")), !type.hasPrefix("text/"), !type.containsASCII("xml") {
             return .base64
         }
         switch type {

@@ -167,4 +167,31 @@ extension String {
         let last = bytes.lastIndex(where: { !isSpace($0) })!
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
+
+    /// Whether the text holds `needle` (ASCII), as bytes. (The generic `firstRange(of:)` on
+    /// `utf8` cost more than a percent of a parse, choosing each Atom entry's link.)
+    func containsASCII(_ needle: StaticString) -> Bool {
+        var text = self
+        return text.withUTF8 { bytes in
+            let count = needle.utf8CodeUnitCount, first = needle.utf8Start[0]
+            guard bytes.count >= count else { return false }
+            return (0...(bytes.count - count)).contains { at in
+                bytes[at] == first && (1..<count).allSatisfy { bytes[at + $0] == needle.utf8Start[$0] }
+            }
+        }
+    }
+
+    /// Whether the text starts with `prefix` (lower-case ASCII) in any ASCII case, without
+    /// building anything.
+    func hasASCIIPrefixIgnoringCase(_ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        var index = 0
+        for byte in utf8 {
+            guard index < count else { return true }
+            let lower = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            guard lower == prefix.utf8Start[index] else { return false }
+            index += 1
+        }
+        return index == count
+    }
 }

@@ -8,7 +8,7 @@ enum ImageSource {
     /// measurable in the parse, and the URL has been resolved already.)
     static func isPushable(_ url: String) -> Bool {
         let bytes = url.utf8
-        guard bytes.count > 8, bytes.prefix(8).map({ $0 | 0x20 }).elementsEqual("https://".utf8) else { return false }
+        guard bytes.count > 8, url.hasASCIIPrefixIgnoringCase("https://") else { return false }
         let host = bytes.dropFirst(8).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
         // Printable ASCII only: no white space, no control character (an `&nbsp;` written
         // into a URL), no raw non-ASCII a device's URL parser would refuse.
@@ -37,7 +37,7 @@ enum ImageSource {
     /// Whether a media type names an image (`image/jpeg`, `Image/PNG`).
     static func isImageType(_ type: String?) -> Bool {
         guard let type else { return false }
-        return type.utf8.count > 6 && type.utf8.prefix(6).map { $0 | 0x20 }.elementsEqual("image/".utf8)
+        return type.utf8.count > 6 && type.hasASCIIPrefixIgnoringCase("image/")
     }
 
     /// The `src` of the first `<img>` element in escaped or CDATA HTML, with HTML's character

@@ -203,8 +203,12 @@ struct AlternateLink {
 
     /// The first `alternate` link of an HTML type, else the first `alternate` link.
     static func preferred(_ links: [AlternateLink]) -> String? {
-        let alternates = links.filter { $0.rel == "alternate" }
-        return (alternates.first { $0.type.utf8.firstRange(of: "html".utf8) != nil } ?? alternates.first)?.href
+        var first: String?
+        for link in links where link.rel == "alternate" {
+            if link.type.containsASCII("html") { return link.href }
+            if first == nil { first = link.href }
+        }
+        return first
     }
 }
 

@@ -18,15 +18,17 @@ struct XMLAttributes {
         guard let pointers, count > 0 else { return nil }
         // Names compared as C strings with the literals' own bytes (no bridging per lookup:
         // most elements' attributes are looked at several times).
-        let localName = UnsafeRawPointer(local.utf8Start).assumingMemoryBound(to: CChar.self)
         let uri = UnsafeRawPointer(namespace.utf8Start).assumingMemoryBound(to: CChar.self)
         func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
-        guard let index = (0..<count).first(where: { i in
-            guard let name = pointers[i * 5], strcasecmp(cString(name), localName) == 0 else { return false }
-            guard let attributeURI = pointers[i * 5 + 2] else { return uri[0] == 0 }
-            return strcmp(cString(attributeURI), uri) == 0
-        }) else { return nil }
-        let base = index * 5
+        var base = 0
+        while true {
+            guard base < count * 5 else { return nil }
+            if let name = pointers[base], Self.sameIgnoringASCIICase(name, local) {
+                if let attributeURI = pointers[base + 2] { if strcmp(cString(attributeURI), uri) == 0 { break } }
+                else if uri[0] == 0 { break }
+            }
+            base += 5
+        }
         guard let start = pointers[base + 3], let end = pointers[base + 4] else { return nil }
         let bytes = UnsafeBufferPointer(start: start, count: end - start)
         // Without entity substitution libxml2 keeps a referenced '&' in attribute values as
@@ -46,6 +48,19 @@ struct XMLAttributes {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether the C string `name` is `literal` in any ASCII case. (`strcasecmp` goes through
+    /// the locale: half a percent of a parse, with `xml:base` looked up on every element.)
+    @inline(__always)
+    private static func sameIgnoringASCIICase(_ name: UnsafePointer<UInt8>, _ literal: StaticString) -> Bool {
+        let expected = literal.utf8Start
+        for i in 0..<literal.utf8CodeUnitCount where name[i] != expected[i] {
+            // Only letters may differ, by their case bit (a name ending early stops at its NUL).
+            let lower = name[i] | 0x20
+            guard lower == expected[i] | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
+        }
+        return name[literal.utf8CodeUnitCount] == 0
     }
 }
 

@@ -33,7 +33,21 @@ struct HostileFeedTests {
         #expect(try FeedParser.parse(Data(document.utf8), url: nil).items.count == 1)
     }
 
-    /// The fast pre-pass (counting '=' between '<' 64 bytes at a time) answers what the
+    /// Only quoted values after a '=' count as attributes (every attribute libxml2 accepts has
+    /// one): a tag of bare '=' is no flood, one of `a='1'` and `b = "2"` is.
+    @Test func anAttributeIsAQuotedValueAfterAnEqualsSign() {
+        let bare = "<e " + String(repeating: "= ", count: 400) + ">"
+        let quoted = "<e " + (0..<300).map { $0 % 2 == 0 ? "a\($0)='1'" : "b\($0) = \"2\"" }.joined(separator: " ") + ">"
+        for (document, flood) in [(bare, false), (quoted, true), ("<x/>" + quoted, true), ("<!-- " + quoted + " -->", false)] {
+            let bytes = Array(document.utf8)
+            for exact in [false, true] {
+                let found = bytes.withUnsafeBufferPointer { ByteScan.attributeFlood($0, limit: 256, exact: exact) }
+                #expect((found < bytes.count) == flood, "\(document.prefix(40)) exact: \(exact)")
+            }
+        }
+    }
+
+    /// The fast pre-pass (jumping from '<' to the last '<' within reach) answers what the
     /// tag-by-tag rule answers, on documents mixing tags near the limit, quoted '<', '>' and
     /// '=', sections and text full of '='.
     @Test func theFastPrePassAgreesWithTheTagByTagRule() {

@@ -65,4 +65,13 @@ struct FeedImageTests {
             <media:thumbnail url="http://img.example.org/plain.jpg"/><enclosure url="https://img.example.org/e.jpg" type="image/jpeg"/>
             """) == "https://img.example.org/e.jpg")
     }
+
+    /// Schemes and media types in any case; a control character is not a letter in another case.
+    @Test func schemeAndTypeInAnyCase() throws {
+        #expect(try image(#"<enclosure url="HTTPS://img.example.org/U.jpg" type="Image/JPEG"/>"#) == "HTTPS://img.example.org/U.jpg")
+        #expect(try image(#"<enclosure url="HTTPS://img.example.org/U.jpg" type="video/mp4"/>"#) == nil)
+        #expect(!ImageSource.isPushable("https\u{1A}//img.example.org/x.jpg"))
+        #expect(!ImageSource.isImageType("image\u{0F}png"))
+        #expect(ImageSource.isImageType("IMAGE/png"))
+    }
 }

@@ -66,6 +66,22 @@ struct FeedParserTests {
         #expect(feed.items[1].link == "https://example.org/news/2")
     }
 
+    /// An Atom entry's link: the first alternate of an HTML type, else the first alternate.
+    @Test func atomEntryLinkIsTheFirstHTMLAlternate() throws {
+        func link(_ links: String) throws -> String? {
+            try parse("""
+                <feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><entry><title>T</title><id>urn:1</id>\(links)</entry></feed>
+                """).items.first?.link
+        }
+        #expect(try link("""
+            <link rel="self" type="text/html" href="https://a.example/self"/><link type="application/pdf" href="https://a.example/x.pdf"/>
+            <link rel="alternate" type="application/xhtml+xml" href="https://a.example/page"/>
+            """) == "https://a.example/page")
+        #expect(try link(#"<link rel="alternate" type="application/pdf" href="https://a.example/x.pdf"/><link rel="self" href="https://a.example/s"/>"#)
+                == "https://a.example/x.pdf")
+        #expect(try link(#"<link rel="self" href="https://a.example/s"/>"#) == nil)
+    }
+
     @Test func atomWithXmlBaseAndTextTypes() throws {
         let feed = try parse("""
             <feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://example.net/blog/">
