@@ -54,12 +54,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            exclude: ["Classification/Resources/token-table-NOTICE.md"],
+            exclude: ["Classification/Resources/MODELS-NOTICE.md"],
             resources: [
                 .copy("Classification/Resources/text-model.bin"),
                 // all-MiniLM-L6-v2 distilled (tools/classifier; licence and attribution beside it)
                 .copy("Classification/Resources/token-table.bin"),
                 .copy("Classification/Resources/encoder-head.bin"),
+                // all-MiniLM-L6-v2 itself, eight-bit (tools/classifier/export_encoder.py)
+                .copy("Classification/Resources/encoder.bin"),
+                .copy("Classification/Resources/transformer-head.bin"),
             ],
             // The feed parser appends to buffers held by classes on every libxml2 callback; the
             // run-time exclusivity checks on those accesses were 5 % of a release parse. Debug

@@ -239,32 +239,44 @@ struct ClassifyItems: ParsableCommand {
     @Argument(help: "Items with title and summary (e.g. ../shared/classify/train.jsonl).") var file: String
     @Option(help: "Passes over the items; the best is reported.") var passes = 5
 
+    @Option(help: "Items the full encoder classifies per pass (it is a hundred times slower).") var encoderItems = 1000
+    @Flag(help: "The full encoder on the portable loops, not OpenBLAS.") var portable = false
+
     func run() throws {
+        if portable { SentenceEncoder.usePortableLoops() }
         var model: TextModel?
         var combined: TextClassifier?
+        var full: TextClassifier?
         let loads = try (0..<10).map { _ in try seconds { model = try TextModel.bundled() } }
-        let combinedLoads = try (0..<10).map { _ in try seconds { combined = try TextClassifier.bundled().classifier } }
+        let combinedLoads = try (0..<10).map { _ in try seconds { combined = try TextClassifier.bundled(.table).classifier } }
+        let fullLoads = try (0..<5).map { _ in try seconds { full = try TextClassifier.bundled(.full).classifier } }
         guard combined?.encoder != nil else { throw ValidationError("the distilled encoder's files are not in the bundle") }
+        guard full?.encoder?.encoder is SentenceEncoder else { throw ValidationError("the full encoder's files are not in the bundle") }
         let examples = try ClassifierTraining.load(path: file)
         var counts = [Int](repeating: 0, count: NewsCategory.allCases.count)
-        func best(_ classify: (String, String) -> NewsCategory) -> Double {
+        func best(_ items: ArraySlice<ClassifierTraining.Example>, _ classify: (String, String) -> NewsCategory) -> Double {
             (0..<passes).map { _ in
                 seconds {
-                    for example in examples { counts[NewsCategory.allCases.firstIndex(of: classify(example.title, example.summary))!] += 1 }
+                    for example in items { counts[NewsCategory.allCases.firstIndex(of: classify(example.title, example.summary))!] += 1 }
                 }
             }.min()!
         }
-        let alone = best { model!.classify(title: $0, summary: $1).category }
-        let both = best { combined!.classify(title: $0, summary: $1).category }
-        for (name, times) in [("bag of words", loads), ("bag of words + distilled encoder", combinedLoads)] {
+        let subset = examples.prefix(encoderItems)
+        let cores = "\(ProcessInfo.processInfo.activeProcessorCount) cores"
+        let rows = [
+            ("bag of words", loads, "one thread", Double(examples.count) / best(examples[...]) { model!.classify(title: $0, summary: $1).category }),
+            ("bag of words + distilled encoder", combinedLoads, "one thread",
+             Double(examples.count) / best(examples[...]) { combined!.classify(title: $0, summary: $1).category }),
+            ("bag of words + full encoder (\(SentenceEncoder.backend)), one item at a time", fullLoads, "one thread",
+             Double(subset.count) / best(subset) { full!.classify(title: $0, summary: $1).category }),
+            ("bag of words + full encoder, a run's items together", fullLoads, cores,
+             Double(subset.count) / (0..<passes).map { _ in seconds { _ = full!.classify(subset.map { ($0.title, $0.summary) }) } }.min()!),
+        ]
+        for (name, times, how, rate) in rows {
             let sorted = times.sorted()
-            print(String(format: "%@ load: first %.1f ms, median %.1f ms, best %.1f ms", name, times[0] * 1000, sorted[times.count / 2] * 1000, sorted[0] * 1000))
+            print(String(format: "%@: load first %.1f ms, median %.1f ms; %.0f items/s on %@ (%.1f µs per item); 100 undecided items: %.1f ms + load",
+                         name, times[0] * 1000, sorted[times.count / 2] * 1000, rate, how, 1e6 / rate, 100 / rate * 1000))
         }
-        for (name, time) in [("bag of words", alone), ("bag of words + distilled encoder", both)] {
-            print(String(format: "%@: %d items, best of %d passes on one thread: %.0f items/s (%.2f µs per item)",
-                         name, examples.count, passes, Double(examples.count) / time, time / Double(examples.count) * 1e6))
-        }
-        print(String(format: "a run with 100 new undecided items: %.2f ms of classification plus the %.1f ms load", both / Double(examples.count) * 100 * 1000, combinedLoads.sorted()[5] * 1000))
     }
 }
 

@@ -21,10 +21,22 @@ struct Classify: ParsableCommand {
     @Flag(help: "With --train, measure every training method, not only the chosen one.") var compare = false
     @Option(help: "With --train: the distilled encoder's table (tools/classifier/distil.py writes it); trains its head too.") var table: String?
     @Option(help: "With --table: where the encoder's head is written.") var headOutput: String?
+    @Option(help: "With --table: the full sentence encoder's weights (tools/classifier/export_encoder.py writes them); trains its head too.")
+    var encoder: String?
+    @Option(help: "With --encoder: where the full encoder's head is written.") var encoderHeadOutput: String?
+    @Option(help: "With --table: fit the weights that add the models' scores on held-out sources (sources) or a random 10 % (random).")
+    var weightFit: WeightFitOption = .sources
+
+    enum WeightFitOption: String, ExpressibleByArgument {
+        case sources, random
+        var fit: ClassifierTraining.WeightFit { self == .sources ? .heldOutSources : .randomSplit }
+    }
 
     func validate() throws {
         if train != nil && output == nil { throw ValidationError("--train needs --output") }
         if (table == nil) != (headOutput == nil) { throw ValidationError("--table and --head-output go together") }
+        if (encoder == nil) != (encoderHeadOutput == nil) { throw ValidationError("--encoder and --encoder-head-output go together") }
+        if encoder != nil && table == nil { throw ValidationError("--encoder needs --table (its WordPiece vocabulary)") }
         if train == nil && (text == nil) == (input == nil) { throw ValidationError("give a TEXT or --input FILE") }
         if let text, text.allSatisfy(\.isWhitespace) { throw ValidationError("the TEXT to classify is blank") }
     }
@@ -45,17 +57,36 @@ struct Classify: ParsableCommand {
             }
             if let table, let headOutput {
                 let tokenTable: TokenTable
-                do { tokenTable = try TokenTable(serialized: try Data(contentsOf: URL(fileURLWithPath: table))) } catch {
+                var encoders: [(name: String, encoder: any TextEncoder, head: String)] = []
+                do {
+                    tokenTable = try TokenTable(serialized: try Data(contentsOf: URL(fileURLWithPath: table)))
+                    encoders.append(("distilled encoder", tokenTable, headOutput))
+                } catch {
                     Terminal.error("\(table): \(error)")
                     throw ExitCode(1)
                 }
-                Terminal.output("== bag of words + distilled encoder")
-                for evaluation in ClassifierTraining.measurements(examples, table: tokenTable) { Terminal.output(evaluation.description) }
-                let combined = ClassifierTraining.trainCombined(examples, table: tokenTable)
-                try combined.textModel.serialized().write(to: URL(fileURLWithPath: output))
-                try combined.encoder!.head.serialized().write(to: URL(fileURLWithPath: headOutput))
-                Terminal.output(String(format: "models trained on %d examples written to %@ and %@ (weights: bag of words %.2f, encoder %.2f)",
-                                       examples.count, output, headOutput, combined.encoder!.head.textWeight, combined.encoder!.head.encoderWeight))
+                if let encoder, let encoderHeadOutput {
+                    do {
+                        let full = try SentenceEncoder(encoder: TransformerEncoder(serialized: try Data(contentsOf: URL(fileURLWithPath: encoder))), table: tokenTable)
+                        let started = Date()
+                        let precomputed = ClassifierTraining.Precomputed(full, examples: examples)
+                        Terminal.output(String(format: "full encoder: %d texts encoded in %.1f s on %d cores (%@)", examples.count,
+                                               Date().timeIntervalSince(started), ProcessInfo.processInfo.activeProcessorCount, SentenceEncoder.backend))
+                        encoders.append(("full sentence encoder", precomputed, encoderHeadOutput))
+                    } catch {
+                        Terminal.error("\(encoder): \(error)")
+                        throw ExitCode(1)
+                    }
+                }
+                for (name, textEncoder, headPath) in encoders {
+                    Terminal.output("== bag of words + \(name) (weights fitted on \(weightFit.rawValue == "sources" ? "held-out sources" : "a random 10 %"))")
+                    for evaluation in ClassifierTraining.measurements(examples, encoder: textEncoder, fit: weightFit.fit) { Terminal.output(evaluation.description) }
+                    let combined = ClassifierTraining.trainCombined(examples, encoder: textEncoder, fit: weightFit.fit)
+                    try combined.textModel.serialized().write(to: URL(fileURLWithPath: output))
+                    try combined.encoder!.head.serialized().write(to: URL(fileURLWithPath: headPath))
+                    Terminal.output(String(format: "models trained on %d examples written to %@ and %@ (weights: bag of words %.2f, %@ %.2f)",
+                                           examples.count, output, headPath, combined.encoder!.head.textWeight, name, combined.encoder!.head.encoderWeight))
+                }
                 return
             }
             try ClassifierTraining.train(examples).serialized().write(to: URL(fileURLWithPath: output))

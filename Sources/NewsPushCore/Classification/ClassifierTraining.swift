@@ -146,48 +146,89 @@ public enum ClassifierTraining {
         return results
     }
 
-    // MARK: With the distilled encoder
+    // MARK: With a sentence encoder
+
+    /// How the weights that add the two models' scores are fitted.
+    public enum WeightFit: Sendable {
+        /// On a random 10 % held out of the training items.
+        case randomSplit
+        /// On each source's items scored by models trained without that source (when there are
+        /// two sources or more): publishers the models have not seen, as in use.
+        case heldOutSources
+    }
 
     /// Trains the bag-of-words model and the encoder's head, and fits the weights with which
-    /// their scores are added (which also calibrates the confidence): both are trained on 90 %
-    /// of `examples` and the weights chosen by the log-loss on the other 10 %; then both are
-    /// trained again on everything.
-    public static func trainCombined(_ examples: [Example], table: TokenTable, method: Method = .chosen) -> TextClassifier {
-        var generator = SplitMix(seed: 20261123)
-        let shuffled = examples.shuffled(using: &generator)
-        let cut = shuffled.count / 10
-        let fit = Array(shuffled[cut...]), check = Array(shuffled[..<cut])
-        let textModel = train(fit, method: method)
-        let head = trainHead(fit, table: table)
-        let textScores = check.map { textModel.classify(title: $0.title, summary: $0.summary).scores.map(Float.init) }
-        let encodedScores = check.map { head.scores(table.unitVector($0.title + " " + $0.summary)) }
-        let labels = check.map { NewsCategory.allCases.firstIndex(of: $0.category)! }
+    /// their scores are added (which also calibrates the confidence) by the log-loss on items
+    /// the two were not trained on (`fit`); then both are trained again on everything.
+    public static func trainCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+                                     method: Method = .chosen) -> TextClassifier {
+        let sources = Set(examples.map(\.source)).sorted()
+        var checks: [(fit: [Example], check: [Example])]
+        if fit == .heldOutSources, sources.count >= 2 {
+            checks = sources.map { source in (examples.filter { $0.source != source }, examples.filter { $0.source == source }) }
+        } else {
+            var generator = SplitMix(seed: 20261123)
+            let shuffled = examples.shuffled(using: &generator)
+            let cut = shuffled.count / 10
+            checks = [(Array(shuffled[cut...]), Array(shuffled[..<cut]))]
+        }
+        var scored: [(text: [Float], encoded: [Float], label: Int)] = []
+        for (fitted, check) in checks {
+            let textModel = train(fitted, method: method)
+            let head = trainHead(fitted, encoder: encoder)
+            for example in check {
+                scored.append((textModel.classify(title: example.title, summary: example.summary).scores.map(Float.init),
+                               head.scores(encoder.unitVector(example.title + " " + example.summary)),
+                               NewsCategory.allCases.firstIndex(of: example.category)!))
+            }
+        }
         var best = (loss: Float.infinity, text: Float(1), encoder: Float(0))
-        for a in stride(from: Float(0.25), through: 3, by: 0.25) {
-            for b in stride(from: Float(0), through: 6, by: 0.25) {
+        // (The bag of words' weight in steps of 0.05: on unseen publishers it earns little.)
+        for a in stride(from: Float(0), through: 3, by: 0.05) {
+            for b in stride(from: Float(0), through: 6, by: 0.25) where a + b > 0 {
                 var loss: Float = 0
-                for i in check.indices {
-                    let scores = (0..<textScores[i].count).map { a * textScores[i][$0] + b * encodedScores[i][$0] }
+                for item in scored {
+                    let scores = (0..<item.text.count).map { a * item.text[$0] + b * item.encoded[$0] }
                     let top = scores.max() ?? 0
-                    loss -= scores[labels[i]] - top - log(scores.reduce(0) { $0 + exp($1 - top) })
+                    loss -= scores[item.label] - top - log(scores.reduce(0) { $0 + exp($1 - top) })
                 }
                 if loss < best.loss { best = (loss, a, b) }
             }
         }
-        var finalHead = trainHead(examples, table: table)
+        var finalHead = trainHead(examples, encoder: encoder)
         finalHead.textWeight = best.text
         finalHead.encoderWeight = best.encoder
-        return TextClassifier(textModel: train(examples, method: method), encoder: (table, finalHead))
+        return TextClassifier(textModel: train(examples, method: method), encoder: (encoder, finalHead))
     }
 
-    static func trainHead(_ examples: [Example], table: TokenTable) -> EncoderHead {
-        EncoderHead.train(examples.map { table.unitVector($0.title + " " + $0.summary) },
+    static func trainHead(_ examples: [Example], encoder: any TextEncoder) -> EncoderHead {
+        EncoderHead.train(examples.map { encoder.unitVector($0.title + " " + $0.summary) },
                           labels: examples.map { NewsCategory.allCases.firstIndex(of: $0.category)! })
     }
 
     /// `measurements` for the bag-of-words model with the encoder beside it.
-    public static func measurements(_ examples: [Example], table: TokenTable) -> [Evaluation] {
-        measurements(examples) { trainCombined($0, table: table) }
+    public static func measurements(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources) -> [Evaluation] {
+        measurements(examples) { trainCombined($0, encoder: encoder, fit: fit) }
+    }
+
+    /// An encoder whose vectors for the training texts were computed once, up front (the full
+    /// encoder takes milliseconds per text, and training and measuring ask for each text dozens
+    /// of times); other texts go to the encoder itself.
+    public struct Precomputed: TextEncoder {
+        let vectors: [String: [Float]]
+        public let base: any TextEncoder
+
+        public init(_ base: any TextEncoder, texts: [String]) {
+            let unique = Array(Set(texts)).sorted()
+            vectors = Dictionary(uniqueKeysWithValues: zip(unique, base.unitVectors(unique)))
+            self.base = base
+        }
+
+        public init(_ base: any TextEncoder, examples: [Example]) {
+            self.init(base, texts: examples.map { $0.title + " " + $0.summary })
+        }
+
+        public func unitVector(_ text: String) -> [Float] { vectors[text] ?? base.unitVector(text) }
     }
 
     struct SplitMix: RandomNumberGenerator {

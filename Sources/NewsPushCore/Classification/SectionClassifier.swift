@@ -66,13 +66,37 @@ public struct ItemClassifier: Sendable {
         return top.key
     }
 
-    public func classify(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification {
+    /// `withEncoder: false` leaves the sentence encoder out (items that will not be pushed).
+    public func classify(_ item: FeedItem, feedCategory: NewsCategory?, withEncoder: Bool = true) -> Classification {
+        classify([(item, feedCategory)], withEncoder: [withEncoder])[0]
+    }
+
+    /// `classify` for several items: the text model's work for those without evidence is done
+    /// at once (the sentence encoder is faster on several texts together).
+    public func classify(_ items: [(item: FeedItem, feedCategory: NewsCategory?)], withEncoder: [Bool]) -> [Classification] {
+        var results = items.map { Self.evidence($0.item, feedCategory: $0.feedCategory) }
+        guard let text else { return results.map { $0 ?? .unclassified } }
+        for encoded in [false, true] {
+            let asked = items.indices.filter { results[$0] == nil && withEncoder[$0] == encoded && Self.hasText(items[$0].item) }
+            let answers = text.classify(asked.map { (items[$0].item.title ?? "", items[$0].item.summary) }, withEncoder: encoded)
+            for (index, answer) in zip(asked, answers) { results[index] = Classification(category: answer.category, confidence: answer.confidence) }
+        }
+        return results.map { $0 ?? .unclassified }
+    }
+
+    /// The feed's category, else the item's sections; nil when neither says.
+    static func evidence(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification? {
         if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
-        if let section = Self.sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
-        guard let text else { return .unclassified }
-        let title = item.title ?? ""
-        guard !title.isEmpty || item.summary?.isEmpty == false else { return .unclassified }
-        let result = text.classify(title: title, summary: item.summary)
-        return Classification(category: result.category, confidence: result.confidence)
+        if let section = sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
+        return nil
+    }
+
+    private static func hasText(_ item: FeedItem) -> Bool {
+        item.title?.isEmpty == false || item.summary?.isEmpty == false
+    }
+
+    /// Whether the text model decides this item's category (no feed or section evidence).
+    static func needsText(_ item: FeedItem, feedCategory: NewsCategory?) -> Bool {
+        evidence(item, feedCategory: feedCategory) == nil
     }
 }

@@ -155,24 +155,48 @@ public struct EncoderHead: Sendable {
 
 }
 
-/// The text model the classifier uses: the bag-of-words model, with the distilled encoder
-/// beside it when its table and head are there (the scores of the two are added with the
-/// head's fitted weights), else the bag-of-words model alone.
+/// What turns a text into a unit vector for a head: the full sentence encoder
+/// (`SentenceEncoder`) or its distilled table (`TokenTable`).
+public protocol TextEncoder: Sendable {
+    func unitVector(_ text: String) -> [Float]
+    /// `unitVector` of each text (the full encoder does several at once, faster).
+    func unitVectors(_ texts: [String]) -> [[Float]]
+}
+
+extension TextEncoder {
+    public func unitVectors(_ texts: [String]) -> [[Float]] { texts.map(unitVector) }
+}
+
+extension TokenTable: TextEncoder {}
+extension SentenceEncoder: TextEncoder {}
+
+/// The text model the classifier uses: the bag-of-words model, with a sentence encoder beside it
+/// (the scores of the two are added with the head's fitted weights): the full encoder when its
+/// files are there, else the distilled table, else the bag-of-words model alone.
 public struct TextClassifier: Sendable {
     public let textModel: TextModel
-    public let encoder: (table: TokenTable, head: EncoderHead)?
+    public let encoder: (encoder: any TextEncoder, head: EncoderHead)?
 
-    public init(textModel: TextModel, encoder: (table: TokenTable, head: EncoderHead)? = nil) {
+    public init(textModel: TextModel, encoder: (encoder: any TextEncoder, head: EncoderHead)? = nil) {
         self.textModel = textModel
         self.encoder = encoder
     }
 
-    public func classify(title: String, summary: String?) -> (category: NewsCategory, confidence: Double) {
-        let text = textModel.classify(title: title, summary: summary)
-        guard let (table, head) = encoder else { return (text.category, text.confidence) }
-        let encoded = head.scores(table.unitVector(title + " " + (summary ?? "")))
-        let scores = (0..<EncoderHead.classCount).map { head.textWeight * Float(text.scores[$0]) + head.encoderWeight * encoded[$0] }
-        return Self.decide(scores)
+    /// `withEncoder: false` is the bag-of-words model alone (items that will not be pushed:
+    /// the encoder is not worth its time there).
+    public func classify(title: String, summary: String?, withEncoder: Bool = true) -> (category: NewsCategory, confidence: Double) {
+        classify([(title, summary)], withEncoder: withEncoder)[0]
+    }
+
+    /// `classify` for several texts, the encoder's work done for all of them at once.
+    public func classify(_ texts: [(title: String, summary: String?)], withEncoder: Bool = true) -> [(category: NewsCategory, confidence: Double)] {
+        let bagOfWords = texts.map { textModel.classify(title: $0.title, summary: $0.summary) }
+        guard withEncoder, let (encoder, head) = encoder else { return bagOfWords.map { ($0.category, $0.confidence) } }
+        let vectors = encoder.unitVectors(texts.map { $0.title + " " + ($0.summary ?? "") })
+        return zip(bagOfWords, vectors).map { text, vector in
+            let encoded = head.scores(vector)
+            return Self.decide((0..<EncoderHead.classCount).map { head.textWeight * Float(text.scores[$0]) + head.encoderWeight * encoded[$0] })
+        }
     }
 
     static func decide(_ scores: [Float]) -> (category: NewsCategory, confidence: Double) {
@@ -181,14 +205,48 @@ public struct TextClassifier: Sendable {
         return (NewsCategory.allCases[best], Double(1 / total))
     }
 
-    /// The shipped models; without the encoder's files, the bag-of-words model alone and the
-    /// reason in `warning`.
-    public static func bundled() throws -> (classifier: TextClassifier, warning: String?) {
-        load(textModel: try TextModel.bundled(), table: bundledResource("token-table"), head: bundledResource("encoder-head"))
+    /// Which sentence encoder `bundled` loads.
+    public enum EncoderChoice: Sendable {
+        /// The full encoder (23 MB of weights), else the distilled table.
+        case full
+        /// The distilled table (8 MB).
+        case table
+        /// None: the bag-of-words model alone (a run with nothing for the encoder to do).
+        case none
     }
 
-    /// The classifier from the encoder's files when both are there and readable, else the
-    /// bag-of-words model alone and why.
+    /// The shipped models; when an encoder's files are missing or damaged, the next one down
+    /// and the reason in `warning`.
+    public static func bundled(_ choice: EncoderChoice = .full) throws -> (classifier: TextClassifier, warning: String?) {
+        let textModel = try TextModel.bundled()
+        switch choice {
+        case .none:
+            return (TextClassifier(textModel: textModel), nil)
+        case .table:
+            return load(textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"))
+        case .full:
+            return load(textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"),
+                        encoder: bundledResource("encoder"), encoderHead: bundledResource("transformer-head"))
+        }
+    }
+
+    /// The classifier with the full encoder when its weights, head and the table (its
+    /// vocabulary) are there and readable; else the distilled table, else the bag of words,
+    /// and why.
+    public static func load(textModel: TextModel, table: Data?, head: Data?, encoder: Data?, encoderHead: Data?) -> (classifier: TextClassifier, warning: String?) {
+        do {
+            guard let table, let encoder, let encoderHead else { throw TextModel.ModelError.missingEncoder }
+            let head = try EncoderHead(serialized: encoderHead)   // (the small file first)
+            let sentenceEncoder = try SentenceEncoder(encoder: TransformerEncoder(serialized: encoder), table: TokenTable(serialized: table))
+            return (TextClassifier(textModel: textModel, encoder: (sentenceEncoder, head)), nil)
+        } catch {
+            let (fallback, warning) = load(textModel: textModel, table: table, head: head)
+            return (fallback, "the sentence encoder is not usable (\(error)); " + (warning ?? "classifying with the distilled table"))
+        }
+    }
+
+    /// The classifier from the distilled table's files when both are there and readable, else
+    /// the bag-of-words model alone and why.
     public static func load(textModel: TextModel, table: Data?, head: Data?) -> (classifier: TextClassifier, warning: String?) {
         do {
             guard let table, let head else { throw TextModel.ModelError.missingTable }
@@ -200,6 +258,6 @@ public struct TextClassifier: Sendable {
 }
 
 /// A `.bin` resource of this module, or nil when it is missing or unreadable.
-private func bundledResource(_ name: String) -> Data? {
+func bundledResource(_ name: String) -> Data? {
     Bundle.module.url(forResource: name, withExtension: "bin").flatMap { try? Data(contentsOf: $0) }
 }

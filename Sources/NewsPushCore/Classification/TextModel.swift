@@ -350,11 +350,12 @@ public struct TextModel: Sendable {
                   idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
     }
 
-    public enum ModelError: Error, CustomStringConvertible {
+    public enum ModelError: Error, Equatable, CustomStringConvertible {
         case notAModel
         case wrongSize(Int, Int)
         case missing
         case missingTable
+        case missingEncoder
 
         public var description: String {
             switch self {
@@ -362,6 +363,7 @@ public struct TextModel: Sendable {
             case .wrongSize(let got, let expected): return "model file has \(got) bytes, expected \(expected)"
             case .missing: return "the built-in text model is missing from the bundle"
             case .missingTable: return "the encoder's table or head is missing (tools/classifier/build-model.sh makes them)"
+            case .missingEncoder: return "the sentence encoder's weights or head are missing (tools/classifier/build-model.sh makes them)"
             }
         }
     }

@@ -96,7 +96,7 @@ public struct RunPipeline: Sendable {
         let reads = read(feeds, fetched)
         let identified = try StoryIdentifier.identify(reads, records: records, policy: config.policy, ledger: ledger, now: now())
         announceBaselines(identified, ledger: ledger, options: options)
-        let candidates = ItemClassifier(text: Self.loadTextClassifier(logger)).classified(identified)
+        let candidates = ItemClassifier(text: Self.loadTextClassifier(for: identified, logger)).classified(identified)
         let matches = StoryMatcher.match(candidates, recentPushes: try ledger.recentPushes(since: now().addingTimeInterval(-TitleFingerprint.window)))
         let plan = RunPlanner.plan(candidates, matches: matches, waiting: try ledger.outbox(),
                                    sentInWindow: try ledger.pushesSent(since: now().addingTimeInterval(-config.policy.budgetWindow)),
@@ -172,10 +172,18 @@ public struct RunPipeline: Sendable {
                                      apiVersion: config.hub.apiVersion, transport: transport, retryPolicy: retry)
     }
 
+    /// Whether a candidate needs the sentence encoder: new, outside a baseline, and without
+    /// feed or section evidence.
+    static func wantsTextEncoder(_ candidates: [Candidate]) -> Bool {
+        candidates.contains { $0.wantsEncoder && ItemClassifier.needsText($0.item, feedCategory: $0.sectionCategory) }
+    }
+
     /// The bundled text models, or none (items of feeds without a category stay unclassified).
-    static func loadTextClassifier(_ logger: Logger) -> TextClassifier? {
+    /// The sentence encoder is loaded only when a new item (not a baseline) has no feed or
+    /// section evidence: otherwise the bag-of-words model alone classifies the rest.
+    static func loadTextClassifier(for candidates: [Candidate], _ logger: Logger) -> TextClassifier? {
         do {
-            let (classifier, warning) = try TextClassifier.bundled()
+            let (classifier, warning) = try TextClassifier.bundled(wantsTextEncoder(candidates) ? .full : .none)
             if let warning { logger.warning("\(warning)") }
             return classifier
         } catch {
@@ -190,12 +198,18 @@ extension NewsPushConfig {
     public var folder: String { (file as NSString).deletingLastPathComponent }
 }
 
+extension Candidate {
+    /// Only a new item outside a baseline may be pushed: the sentence encoder runs for no other.
+    var wantsEncoder: Bool { isNew && !inBaselineFeed }
+}
+
 extension ItemClassifier {
     /// The classify stage: every candidate with its category and confidence.
     func classified(_ candidates: [Candidate]) -> [Candidate] {
-        candidates.map { candidate in
+        let classifications = classify(candidates.map { ($0.item, $0.sectionCategory) }, withEncoder: candidates.map(\.wantsEncoder))
+        return zip(candidates, classifications).map { candidate, classification in
             var candidate = candidate
-            candidate.classification = classify(candidate.item, feedCategory: candidate.sectionCategory)
+            candidate.classification = classification
             return candidate
         }
     }
