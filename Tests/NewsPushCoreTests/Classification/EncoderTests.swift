@@ -71,15 +71,6 @@ struct EncoderTests {
         }
     }
 
-    @Test func theBundledClassifierUsesTheEncoder() throws {
-        let (classifier, warning) = try TextClassifier.bundled(.table)
-        #expect(warning == nil)
-        let usesTokenTable = classifier.encoder?.encoder is TokenTable  // (a failed #expect would print the whole encoder)
-        #expect(usesTokenTable)
-        let result = classifier.classify(title: "Striker scores twice as United win the cup final", summary: nil)
-        #expect(result.category == .sports)
-        #expect(result.confidence > 0.5 && result.confidence <= 1)
-    }
 
     /// Training with the encoder, and the split measurements, on a small made-up set.
     @Test func trainingWithTheEncoderAndItsMeasurements() {

@@ -66,16 +66,19 @@ struct TransformerEncoderTests {
         #expect(Self.cosine(first, portable) >= 0.99999)
     }
 
-    @Test func theBundledClassifierUsesTheFullEncoder() throws {
-        let (classifier, warning) = try TextClassifier.bundled()
+    /// The bundled classifier loads the full encoder by default, the table when asked (the
+    /// fallback), and neither for `.none`; each files a clear sports headline as Sports.
+    @Test(arguments: [TextClassifier.EncoderChoice.full, .table, .none])
+    func theBundledClassifierUsesTheEncoderAskedFor(_ choice: TextClassifier.EncoderChoice) throws {
+        let (classifier, warning) = try TextClassifier.bundled(choice)
         #expect(warning == nil)
-        let usesSentenceEncoder = classifier.encoder?.encoder is SentenceEncoder  // (a failed #expect would print the whole encoder)
-        #expect(usesSentenceEncoder)
+        // (A failed #expect on the encoder itself would print all of it.)
+        let encoder = classifier.encoder?.encoder
+        let kind = encoder is SentenceEncoder ? "full" : encoder is TokenTable ? "table" : encoder == nil ? "none" : "other"
+        #expect(kind == "\(choice)")
         let result = classifier.classify(title: "Striker scores twice as United win the cup final", summary: nil)
         #expect(result.category == .sports)
         #expect(result.confidence > 0.5 && result.confidence <= 1)
-        let noneHasNoEncoder = try TextClassifier.bundled(.none).classifier.encoder == nil
-        #expect(noneHasNoEncoder)
     }
 
     /// Without the full encoder's weights or head (or with damaged ones) the distilled table
