@@ -27,9 +27,10 @@ struct Classify: ParsableCommand {
     @Option(help: "With --table: fit the weights that add the models' scores on held-out sources (sources) or a random 10 % (random).")
     var weightFit: WeightFitOption = .sources
 
-    enum WeightFitOption: String, ExpressibleByArgument {
+    enum WeightFitOption: String, ExpressibleByArgument, CustomStringConvertible {
         case sources, random
         var fit: ClassifierTraining.WeightFit { self == .sources ? .heldOutSources : .randomSplit }
+        var description: String { self == .sources ? "held-out sources" : "a random 10 %" }
     }
 
     func validate() throws {
@@ -51,9 +52,11 @@ struct Classify: ParsableCommand {
             }
             // Every method is measured the same way; the chosen one is trained on everything.
             let methods = compare ? ClassifierTraining.Method.all : [ClassifierTraining.Method.chosen]
+            // One bag-of-words model per split, however many measurements ask for it.
+            let textModels = ClassifierTraining.TextModels()
             for method in methods {
                 Terminal.output("== \(method.name)")
-                for evaluation in ClassifierTraining.measurements(examples, method: method) { Terminal.output(evaluation.description) }
+                for evaluation in ClassifierTraining.measurements(examples, method: method, textModels: textModels) { Terminal.output(evaluation.description) }
             }
             if let table, let headOutput {
                 let tokenTable: TokenTable
@@ -79,14 +82,18 @@ struct Classify: ParsableCommand {
                     }
                 }
                 for (name, textEncoder, headPath) in encoders {
-                    Terminal.output("== bag of words + \(name) (weights fitted on \(weightFit.rawValue == "sources" ? "held-out sources" : "a random 10 %"))")
-                    for evaluation in ClassifierTraining.measurements(examples, encoder: textEncoder, fit: weightFit.fit) { Terminal.output(evaluation.description) }
-                    let combined = ClassifierTraining.trainCombined(examples, encoder: textEncoder, fit: weightFit.fit)
-                    try combined.textModel.serialized().write(to: URL(fileURLWithPath: output))
+                    Terminal.output("== bag of words + \(name) (weights fitted on \(weightFit.description))")
+                    for evaluation in ClassifierTraining.measurements(examples, encoder: textEncoder, fit: weightFit.fit, textModels: textModels) {
+                        Terminal.output(evaluation.description)
+                    }
+                    let combined = ClassifierTraining.trainCombined(examples, encoder: textEncoder, fit: weightFit.fit, textModels: textModels)
                     try combined.encoder!.head.serialized().write(to: URL(fileURLWithPath: headPath))
-                    Terminal.output(String(format: "models trained on %d examples written to %@ and %@ (weights: bag of words %.2f, %@ %.2f)",
-                                           examples.count, output, headPath, combined.encoder!.head.textWeight, name, combined.encoder!.head.encoderWeight))
+                    Terminal.output(String(format: "head trained on %d examples written to %@ (weights: bag of words %.2f, %@ %.2f)",
+                                           examples.count, headPath, combined.encoder!.head.textWeight, name, combined.encoder!.head.encoderWeight))
                 }
+                // (The same model both heads were fitted beside.)
+                try textModels.model(examples).serialized().write(to: URL(fileURLWithPath: output))
+                Terminal.output("bag-of-words model trained on \(examples.count) examples written to \(output)")
                 return
             }
             try ClassifierTraining.train(examples).serialized().write(to: URL(fileURLWithPath: output))

@@ -33,28 +33,7 @@ def full_vectors(texts, work):
     model = distil.fetch_model(work)
     vocab_list = [l.rstrip("\n") for l in open(os.path.join(model, "vocab.txt"), encoding="utf-8")]
     vocab = {t: i for i, t in enumerate(vocab_list)}
-    t32 = {k: v.astype(np.float32) for k, v in distil.load_safetensors(os.path.join(model, "model.safetensors")).items()}
-
-    def encode32(ids):
-        batch, length = ids.shape
-        x = t32["embeddings.word_embeddings.weight"][ids] + t32["embeddings.position_embeddings.weight"][:length][None] \
-            + t32["embeddings.token_type_embeddings.weight"][0][None, None]
-        x = distil.layer_norm(x, t32["embeddings.LayerNorm.weight"], t32["embeddings.LayerNorm.bias"])
-        heads, size = 12, 32
-        for i in range(6):
-            p = f"encoder.layer.{i}."
-            def dense(v, name): return v @ t32[p + name + ".weight"].T + t32[p + name + ".bias"]
-            q = dense(x, "attention.self.query").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-            k = dense(x, "attention.self.key").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-            v = dense(x, "attention.self.value").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-            s = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(size))
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            c = (s @ v).transpose(0, 2, 1, 3).reshape(batch, length, heads * size)
-            x = distil.layer_norm(dense(c, "attention.output.dense") + x, t32[p + "attention.output.LayerNorm.weight"], t32[p + "attention.output.LayerNorm.bias"])
-            h = distil.gelu(dense(x, "intermediate.dense")).astype(np.float32)
-            x = distil.layer_norm(dense(h, "output.dense") + x, t32[p + "output.LayerNorm.weight"], t32[p + "output.LayerNorm.bias"])
-        return x.mean(1)
+    t = distil.load_safetensors(os.path.join(model, "model.safetensors"))
 
     seqs = []
     for text in texts:
@@ -68,7 +47,7 @@ def full_vectors(texts, work):
     for _, idx in sorted(by_length.items()):
         for b in range(0, len(idx), 256):
             chunk = idx[b:b + 256]
-            out[chunk] = encode32(np.array([seqs[i] for i in chunk]))
+            out[chunk] = distil.encode(np.array([seqs[i] for i in chunk]), t, dtype=np.float32)
     print(f"full encoder: {len(texts)} texts in {time.time() - start:.0f} s", file=sys.stderr)
     return out
 

@@ -154,26 +154,27 @@ def erf(x):
     return sign * y
 
 
-def encode(ids, t):
-    """Mean-pooled embeddings of a batch of equally long token id sequences."""
+def encode(ids, t, dtype=np.float64):
+    """Mean-pooled embeddings of a batch of equally long token id sequences, computed in
+    `dtype` (float64 for the references; compare.py uses float32 for speed)."""
     batch, length = ids.shape
     x = t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:length][None] \
         + t["embeddings.token_type_embeddings.weight"][0][None, None]
-    x = layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"]).astype(np.float64)
+    x = layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"]).astype(dtype)
     heads, size = 12, 32
     for i in range(6):
         p = f"encoder.layer.{i}."
         def dense(v, name):
-            return v @ t[p + name + ".weight"].T.astype(np.float64) + t[p + name + ".bias"]
+            return v @ t[p + name + ".weight"].T.astype(dtype) + t[p + name + ".bias"]
         q = dense(x, "attention.self.query").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
         k = dense(x, "attention.self.key").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
         v = dense(x, "attention.self.value").reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size)
+        scores = q @ k.transpose(0, 1, 3, 2) / dtype(np.sqrt(size))
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         scores /= scores.sum(-1, keepdims=True)
         context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, heads * size)
         x = layer_norm(dense(context, "attention.output.dense") + x, t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"])
-        h = gelu(dense(x, "intermediate.dense"))
+        h = gelu(dense(x, "intermediate.dense")).astype(dtype)
         x = layer_norm(dense(h, "output.dense") + x, t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
     return x.mean(1)
 

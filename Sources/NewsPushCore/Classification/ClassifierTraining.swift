@@ -129,8 +129,34 @@ public enum ClassifierTraining {
 
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
     /// other three): the by-source split stands in for tomorrow's news from a new publisher.
-    public static func measurements(_ examples: [Example], method: Method = .chosen) -> [Evaluation] {
-        measurements(examples) { TextClassifier(textModel: train($0, method: method)) }
+    public static func measurements(_ examples: [Example], method: Method = .chosen, textModels: TextModels = TextModels()) -> [Evaluation] {
+        measurements(examples) { TextClassifier(textModel: textModels.model($0, method: method)) }
+    }
+
+    /// Bag-of-words models by the items they were trained on. Measuring and training with two
+    /// encoders asks for the model of the same items many times (each held-out split, and the
+    /// splits inside it that fit the weights); training is deterministic, so each is trained
+    /// once per `TextModels`.
+    public final class TextModels: @unchecked Sendable {
+        private var trained: [Int: TextModel] = [:]
+
+        public init() {}
+
+        public func model(_ examples: [Example], method: Method = .chosen) -> TextModel {
+            var hasher = Hasher()
+            hasher.combine(method.name)
+            for example in examples {
+                hasher.combine(example.title)
+                hasher.combine(example.summary)
+                hasher.combine(example.category)
+                hasher.combine(example.source)
+            }
+            let key = hasher.finalize()
+            if let model = trained[key] { return model }
+            let model = train(examples, method: method)
+            trained[key] = model
+            return model
+        }
     }
 
     /// The splits of `measurements`, each trained with `train`.
@@ -161,7 +187,7 @@ public enum ClassifierTraining {
     /// their scores are added (which also calibrates the confidence) by the log-loss on items
     /// the two were not trained on (`fit`); then both are trained again on everything.
     public static func trainCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-                                     method: Method = .chosen) -> TextClassifier {
+                                     method: Method = .chosen, textModels: TextModels = TextModels()) -> TextClassifier {
         let sources = Set(examples.map(\.source)).sorted()
         var checks: [(fit: [Example], check: [Example])]
         if fit == .heldOutSources, sources.count >= 2 {
@@ -174,7 +200,7 @@ public enum ClassifierTraining {
         }
         var scored: [(text: [Float], encoded: [Float], label: Int)] = []
         for (fitted, check) in checks {
-            let textModel = train(fitted, method: method)
+            let textModel = textModels.model(fitted, method: method)
             let head = trainHead(fitted, encoder: encoder)
             for example in check {
                 scored.append((textModel.classify(title: example.title, summary: example.summary).scores.map(Float.init),
@@ -198,7 +224,7 @@ public enum ClassifierTraining {
         var finalHead = trainHead(examples, encoder: encoder)
         finalHead.textWeight = best.text
         finalHead.encoderWeight = best.encoder
-        return TextClassifier(textModel: train(examples, method: method), encoder: (encoder, finalHead))
+        return TextClassifier(textModel: textModels.model(examples, method: method), encoder: (encoder, finalHead))
     }
 
     static func trainHead(_ examples: [Example], encoder: any TextEncoder) -> EncoderHead {
@@ -207,8 +233,9 @@ public enum ClassifierTraining {
     }
 
     /// `measurements` for the bag-of-words model with the encoder beside it.
-    public static func measurements(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources) -> [Evaluation] {
-        measurements(examples) { trainCombined($0, encoder: encoder, fit: fit) }
+    public static func measurements(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+                                    textModels: TextModels = TextModels()) -> [Evaluation] {
+        measurements(examples) { trainCombined($0, encoder: encoder, fit: fit, textModels: textModels) }
     }
 
     /// An encoder whose vectors for the training texts were computed once, up front (the full

@@ -72,9 +72,11 @@ public struct ItemClassifier: Sendable {
     }
 
     /// `classify` for several items: the text model's work for those without evidence is done
-    /// at once (the sentence encoder is faster on several texts together).
-    public func classify(_ items: [(item: FeedItem, feedCategory: NewsCategory?)], withEncoder: [Bool]) -> [Classification] {
-        var results = items.map { Self.evidence($0.item, feedCategory: $0.feedCategory) }
+    /// at once (the sentence encoder is faster on several texts together). `evidence`: each
+    /// item's `evidence`, when the caller has it already.
+    public func classify(_ items: [(item: FeedItem, feedCategory: NewsCategory?)], evidence: [Classification?]? = nil,
+                         withEncoder: [Bool]) -> [Classification] {
+        var results = evidence ?? items.map { Self.evidence($0.item, feedCategory: $0.feedCategory) }
         guard let text else { return results.map { $0 ?? .unclassified } }
         for encoded in [false, true] {
             let asked = items.indices.filter { results[$0] == nil && withEncoder[$0] == encoded && Self.hasText(items[$0].item) }
@@ -95,8 +97,4 @@ public struct ItemClassifier: Sendable {
         item.title?.isEmpty == false || item.summary?.isEmpty == false
     }
 
-    /// Whether the text model decides this item's category (no feed or section evidence).
-    static func needsText(_ item: FeedItem, feedCategory: NewsCategory?) -> Bool {
-        evidence(item, feedCategory: feedCategory) == nil
-    }
 }

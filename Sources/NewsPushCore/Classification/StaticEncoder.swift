@@ -63,9 +63,7 @@ public struct TokenTable: Sendable {
 
     /// `vector` scaled to unit length, what the head reads.
     public func unitVector(_ text: String) -> [Float] {
-        let v = vector(text)
-        let norm = v.reduce(0) { $0 + $1 * $1 }.squareRoot()
-        return norm > 0 ? v.map { $0 / norm } : v
+        unitLength(vector(text))
     }
 }
 
@@ -124,7 +122,10 @@ public struct EncoderHead: Sendable {
         }
         return EncoderHead(dimensions: d, weights: w, bias: b, textWeight: 1, encoderWeight: 1)
     }
+}
 
+// (Reading and writing in an extension, so the struct keeps its memberwise initializer.)
+extension EncoderHead {
     // "NPEH1\0\0\0", dimensions (UInt32), weights, bias, textWeight, encoderWeight (Float32).
     public func serialized() -> Data {
         var data = Data("NPEH1\0\0\0".utf8)
@@ -144,15 +145,6 @@ public struct EncoderHead: Sendable {
         self.init(dimensions: d, weights: Array(floats[0..<(c * d)]), bias: Array(floats[(c * d)..<(c * d + c)]),
                   textWeight: floats[c * d + c], encoderWeight: floats[c * d + c + 1])
     }
-
-    init(dimensions: Int, weights: [Float], bias: [Float], textWeight: Float, encoderWeight: Float) {
-        self.dimensions = dimensions
-        self.weights = weights
-        self.bias = bias
-        self.textWeight = textWeight
-        self.encoderWeight = encoderWeight
-    }
-
 }
 
 /// What turns a text into a unit vector for a head: the full sentence encoder
@@ -165,6 +157,12 @@ public protocol TextEncoder: Sendable {
 
 extension TextEncoder {
     public func unitVectors(_ texts: [String]) -> [[Float]] { texts.map(unitVector) }
+}
+
+/// `v` scaled to length one (a zero vector stays zero).
+func unitLength(_ v: [Float]) -> [Float] {
+    let norm = v.reduce(0) { $0 + $1 * $1 }.squareRoot()
+    return norm > 0 ? v.map { $0 / norm } : v
 }
 
 extension TokenTable: TextEncoder {}

@@ -312,10 +312,7 @@ public struct SentenceEncoder: Sendable {
         results.withUnsafeMutableBufferPointer { out in
             let slots = UncheckedSendable(out)
             DispatchQueue.concurrentPerform(iterations: batches.count) { i in
-                slots.value[i] = encoder.vectors(ids: texts[batches[i]].map(ids)).map { v in
-                    let norm = v.reduce(0) { $0 + $1 * $1 }.squareRoot()
-                    return norm > 0 ? v.map { $0 / norm } : v
-                }
+                slots.value[i] = encoder.vectors(ids: texts[batches[i]].map(ids)).map(unitLength)
             }
         }
         return results.flatMap { $0 }

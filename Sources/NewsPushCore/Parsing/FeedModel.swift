@@ -172,13 +172,7 @@ extension String {
     /// `utf8` cost more than a percent of a parse, choosing each Atom entry's link.)
     func containsASCII(_ needle: StaticString) -> Bool {
         var text = self
-        return text.withUTF8 { bytes in
-            let count = needle.utf8CodeUnitCount, first = needle.utf8Start[0]
-            guard bytes.count >= count else { return false }
-            return (0...(bytes.count - count)).contains { at in
-                bytes[at] == first && (1..<count).allSatisfy { bytes[at + $0] == needle.utf8Start[$0] }
-            }
-        }
+        return text.withUTF8 { FeedBytes.indexAfter(needle, in: $0, from: 0) != nil }
     }
 
     /// Whether the text starts with `prefix` (lower-case ASCII) in any ASCII case, without

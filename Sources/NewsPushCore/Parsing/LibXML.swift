@@ -20,16 +20,14 @@ struct XMLAttributes {
         // most elements' attributes are looked at several times).
         let uri = UnsafeRawPointer(namespace.utf8Start).assumingMemoryBound(to: CChar.self)
         func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
-        var base = 0
-        while true {
-            guard base < count * 5 else { return nil }
-            if let name = pointers[base], Self.sameIgnoringASCIICase(name, local) {
-                if let attributeURI = pointers[base + 2] { if strcmp(cString(attributeURI), uri) == 0 { break } }
-                else if uri[0] == 0 { break }
-            }
-            base += 5
+        func matches(_ base: Int) -> Bool {
+            guard let name = pointers[base], Self.sameIgnoringASCIICase(name, local) else { return false }
+            guard let attributeURI = pointers[base + 2] else { return uri[0] == 0 }
+            return strcmp(cString(attributeURI), uri) == 0
         }
-        guard let start = pointers[base + 3], let end = pointers[base + 4] else { return nil }
+        var base = 0
+        while base < count * 5, !matches(base) { base += 5 }
+        guard base < count * 5, let start = pointers[base + 3], let end = pointers[base + 4] else { return nil }
         let bytes = UnsafeBufferPointer(start: start, count: end - start)
         // Without entity substitution libxml2 keeps a referenced '&' in attribute values as
         // "&#38;" (so a tree could be written back); the value means '&'.

@@ -96,7 +96,9 @@ public struct RunPipeline: Sendable {
         let reads = read(feeds, fetched)
         let identified = try StoryIdentifier.identify(reads, records: records, policy: config.policy, ledger: ledger, now: now())
         announceBaselines(identified, ledger: ledger, options: options)
-        let candidates = ItemClassifier(text: Self.loadTextClassifier(for: identified, logger)).classified(identified)
+        let evidence = identified.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
+        let candidates = ItemClassifier(text: Self.loadTextClassifier(for: identified, evidence: evidence, logger))
+            .classified(identified, evidence: evidence)
         let matches = StoryMatcher.match(candidates, recentPushes: try ledger.recentPushes(since: now().addingTimeInterval(-TitleFingerprint.window)))
         let plan = RunPlanner.plan(candidates, matches: matches, waiting: try ledger.outbox(),
                                    sentInWindow: try ledger.pushesSent(since: now().addingTimeInterval(-config.policy.budgetWindow)),
@@ -173,17 +175,17 @@ public struct RunPipeline: Sendable {
     }
 
     /// Whether a candidate needs the sentence encoder: new, outside a baseline, and without
-    /// feed or section evidence.
-    static func wantsTextEncoder(_ candidates: [Candidate]) -> Bool {
-        candidates.contains { $0.wantsEncoder && ItemClassifier.needsText($0.item, feedCategory: $0.sectionCategory) }
+    /// feed or section evidence (`evidence`: `ItemClassifier.evidence` of each).
+    static func wantsTextEncoder(_ candidates: [Candidate], evidence: [Classification?]) -> Bool {
+        zip(candidates, evidence).contains { $0.wantsEncoder && $1 == nil }
     }
 
     /// The bundled text models, or none (items of feeds without a category stay unclassified).
     /// The sentence encoder is loaded only when a new item (not a baseline) has no feed or
     /// section evidence: otherwise the bag-of-words model alone classifies the rest.
-    static func loadTextClassifier(for candidates: [Candidate], _ logger: Logger) -> TextClassifier? {
+    static func loadTextClassifier(for candidates: [Candidate], evidence: [Classification?], _ logger: Logger) -> TextClassifier? {
         do {
-            let (classifier, warning) = try TextClassifier.bundled(wantsTextEncoder(candidates) ? .full : .none)
+            let (classifier, warning) = try TextClassifier.bundled(wantsTextEncoder(candidates, evidence: evidence) ? .full : .none)
             if let warning { logger.warning("\(warning)") }
             return classifier
         } catch {
@@ -204,9 +206,11 @@ extension Candidate {
 }
 
 extension ItemClassifier {
-    /// The classify stage: every candidate with its category and confidence.
-    func classified(_ candidates: [Candidate]) -> [Candidate] {
-        let classifications = classify(candidates.map { ($0.item, $0.sectionCategory) }, withEncoder: candidates.map(\.wantsEncoder))
+    /// The classify stage: every candidate with its category and confidence (`evidence`: each
+    /// one's `ItemClassifier.evidence`, when already known).
+    func classified(_ candidates: [Candidate], evidence: [Classification?]? = nil) -> [Candidate] {
+        let classifications = classify(candidates.map { ($0.item, $0.sectionCategory) }, evidence: evidence,
+                                       withEncoder: candidates.map(\.wantsEncoder))
         return zip(candidates, classifications).map { candidate, classification in
             var candidate = candidate
             candidate.classification = classification

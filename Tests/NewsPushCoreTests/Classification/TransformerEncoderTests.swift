@@ -154,7 +154,8 @@ struct EncoderUseTests {
         let classified = classifier.classified(candidates)
         #expect(spy.texts == ["New and undecided "])
         #expect(classified.allSatisfy { $0.classification.category != nil })
-        #expect(RunPipeline.wantsTextEncoder(candidates))
-        #expect(!RunPipeline.wantsTextEncoder(Array(candidates.dropFirst())))
+        let evidence = candidates.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
+        #expect(RunPipeline.wantsTextEncoder(candidates, evidence: evidence))
+        #expect(!RunPipeline.wantsTextEncoder(Array(candidates.dropFirst()), evidence: Array(evidence.dropFirst())))
     }
 }
