@@ -45,10 +45,15 @@ let package = Package(
             name: "NotificationHubs",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The domain's values (stories, feeds' records, outbox entries, decisions): they depend on
+        // nothing, and every other part of newspush speaks in them.
+        .target(name: "NewsPushModel"),
+        // The stages of a run (config, fetch, parse, classify, dedupe, plan, send, report): values
+        // in, values out. They never see the ledger: the compiler keeps it that way.
         .target(
             name: "NewsPushCore",
             dependencies: [
-                "CCurl", "CLibXML2", "CSQLite", "CByteScan", "NotificationHubs",
+                "NewsPushModel", "CCurl", "CLibXML2", "CByteScan", "NotificationHubs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -69,10 +74,24 @@ let package = Package(
             // builds (the tests) keep the checks, so a violation would still be caught there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
+        // The ledger: stores the model's values (SQLite here), behind the `LedgerDatabase` seam.
+        .target(
+            name: "NewsPushLedger",
+            dependencies: ["NewsPushModel", "CSQLite"]
+        ),
+        // One session per command (lock, ledger, the stages in order, record): what every front
+        // end calls, the command line and the desk alike.
+        .target(
+            name: "NewsPushSessions",
+            dependencies: [
+                "NewsPushModel", "NewsPushCore", "NewsPushLedger", "NotificationHubs",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushCore", "NotificationHubs",
+                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -102,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "newspush-bench",
             dependencies: [
-                "NewsPushCore", "NotificationHubs", "NewsPushTesting", "CLibXML2",
+                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs", "NewsPushTesting", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -111,7 +130,7 @@ let package = Package(
         // scripts/fuzz.sh); the tests replay their seeds and every crashing input found.
         .target(
             name: "NewsPushFuzzing",
-            dependencies: ["NewsPushCore", "NotificationHubs"]
+            dependencies: ["NewsPushCore", "NewsPushModel", "NotificationHubs"]
         ),
         .executableTarget(
             name: "newspush-fuzz",
@@ -129,12 +148,15 @@ let package = Package(
         ),
         .testTarget(
             name: "NewsPushCoreTests",
-            dependencies: ["NewsPushCore", "NotificationHubs", "NewsPushTesting", "HubEmulator", "NewsPushFuzzing"],
+            dependencies: [
+                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs", "NewsPushTesting",
+                "HubEmulator", "NewsPushFuzzing",
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "newspushTests",
-            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore"]
+            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel"]
         ),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import NewsPushCore
+import NewsPushModel
 import NotificationHubs
 
 /// The inputs newspush reads from outside, each as a libFuzzer target (README "Hostile input").

@@ -129,6 +129,21 @@ extension NotificationHubClient {
                    headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
     }
 
+    /// Cancels scheduled notification `id` at the hub and says what came back.
+    public func cancelScheduled(id: String) -> CancelOutcome {
+        switch perform(cancelScheduledRequest(id: id)) {
+        case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
+            return .unreachable(why)
+        case .success(let response):
+            switch response.status {
+            case 200: return .cancelled
+            case 404: return .notFound
+            case 403: return .notAllowed
+            default: return .failed(status: response.status)
+            }
+        }
+    }
+
     /// Per-message telemetry (Standard tier): `GET {hub}/messages/{id}?api-version=2016-07`.
     public func telemetryRequest(id: String, now: Date = Date()) -> HubRequest {
         HubRequest(method: "GET", url: "\(baseURL)\(hubName)/messages/\(Self.pathSegment(id))?api-version=2016-07",
@@ -161,6 +176,21 @@ extension NotificationHubClient {
     static func pathSegment(_ id: String) -> String {
         id.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")) ?? id
     }
+}
+
+/// What a request to cancel a scheduled send came to.
+public enum CancelOutcome: Sendable, Equatable {
+    /// The hub cancelled it (200).
+    case cancelled
+    /// The hub has no scheduled send of this id (404): already delivered, cancelled, or never
+    /// one of this hub's.
+    case notFound
+    /// Scheduled sends need the Standard tier, or the policy lacks the right (403).
+    case notAllowed
+    /// Another answer.
+    case failed(status: Int)
+    /// The hub could not be reached; nothing was cancelled.
+    case unreachable(String)
 }
 
 /// What a telemetry request came to.

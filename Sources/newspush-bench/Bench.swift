@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import NewsPushCore
+import NewsPushSessions
+import NewsPushLedger
+import NewsPushModel
 import NewsPushTesting
 import NotificationHubs
 
@@ -51,17 +54,17 @@ struct HubPushes: AsyncParsableCommand {
             let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(path: configPath)
             var logger = Logger(label: "bench")
             logger.logLevel = .critical
-            let pipeline = RunPipeline(config: config, logger: logger)
+            let session = RunSession(context: SessionContext(config: config, logger: logger))
             let (elapsed, sent) = await offThePool { () -> (Double, Int) in
                 var result: RunResult?
-                let elapsed = seconds { result = try? pipeline.run(RunOptions()) }
+                let elapsed = seconds { result = try? session.run(RunRequest()) }
                 return (elapsed, result?.report.summary.pushesSent ?? 0)
             }
             guard sent == pushes else { throw ValidationError("only \(sent) of \(pushes) pushes were sent") }
             pipelineTimes.append(elapsed)
 
             // The bare client, one request after another on one kept-alive connection.
-            let client = try pipeline.makeHubClient()
+            let client = try session.context.hubClient()
             let sequential = await offThePool { () -> Double in
                 seconds {
                     for i in 0..<pushes {

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushSessions
+import NewsPushLedger
+import NewsPushModel
 import NewsPushTesting
 
 /// `newspush-bench ledger`: an idle run (every feed answers 304) of the release `newspush` binary

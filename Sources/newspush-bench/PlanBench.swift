@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushSessions
+import NewsPushLedger
+import NewsPushModel
 
 /// `newspush-bench plan`: same-story matching and the policy over N items whose titles differ
 /// only by numbers (the case that made the old matcher quadratic), beside that old matcher.

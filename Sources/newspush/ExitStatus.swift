@@ -1,10 +1,27 @@
 import ArgumentParser
+import Foundation
 import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NewsPushSessions
 import NotificationHubs
 
-/// The one place where outcomes and errors become exit statuses (SPEC §7): 0 all done, 1 nothing
-/// could be done or sending had to stop, 2 partial, 64 usage, 75 locked, 78 configuration.
+/// The one place where outcomes and errors become exit statuses (SPEC §7): 0 all done, 1
+/// nothing could be done or sending had to stop, 2 partial, 64 usage, 75 locked, 78
+/// configuration. Commands render what they have, then hand the outcome or the error here.
 enum ExitStatus {
+    /// A command that finished with something to say in its exit status (its output is
+    /// already printed).
+    struct Finished: Error {
+        let status: Int32
+    }
+
+    /// Ends the command with `status`: returns for 0, throws for anything else.
+    static func finish(_ status: Int32) throws {
+        if status != 0 { throw Finished(status: status) }
+    }
+
+    /// How a run ended.
     static func code(for outcome: RunOutcome) -> Int32 {
         switch outcome {
         case .complete: return 0
@@ -13,39 +30,95 @@ enum ExitStatus {
         }
     }
 
-    /// A single push (publish): sent 0; kept pending because sending had to stop 1; refused or
-    /// of unknown outcome 2.
-    static func code(for status: OutboxEntry.Status, stopped: Bool) -> Int32 {
-        switch status {
-        case .sent: return 0
-        case .scheduled: return 0
-        case .pending: return stopped ? 1 : 2
-        case .failed, .unknown, .sending, .expired, .cancelled: return 2
+    /// A single push (publish): sent or scheduled 0; refused as a repeat, not confirmed, or kept
+    /// pending because sending had to stop 1; refused by the hub or of unknown outcome 2.
+    static func code(for outcome: PublishOutcome) -> Int32 {
+        switch outcome {
+        case .refused, .notConfirmed: return 1
+        case .dryRun: return 0
+        case .attempted(_, let result):
+            switch result.outcome.status {
+            case .sent, .scheduled: return 0
+            case .pending: return result.stop != nil ? 1 : 2
+            case .failed, .unknown, .sending, .expired, .cancelled: return 2
+            }
         }
     }
 
+    /// `hub status`: 1 when the hub cannot be reached or refuses the credentials, 2 when it
+    /// refuses some id.
+    static func code(for outcome: HubStatusOutcome) -> Int32 {
+        outcome.rows.reduce(0) { worst, row in
+            if row.unreachable { return max(worst, 1) }
+            guard let status = row.failedStatus else { return worst }
+            return max(worst, status == 403 || status == 401 ? 1 : 2)
+        }
+    }
+
+    /// `hub cancel`: 2 when the hub has no such scheduled send, 1 for every other failure.
+    static func code(for outcome: HubCancelOutcome) -> Int32 {
+        switch outcome {
+        case .cancelled: return 0
+        case .refused(.notFound): return 2
+        case .refused, .notRecorded: return 1
+        }
+    }
+
+    /// `check`: 78 when the config must change, 1 when the ledger cannot be used, 2 when a
+    /// feed cannot be read.
+    static func code(for outcome: CheckOutcome) -> Int32 {
+        if outcome.checks.contains(where: { $0.severity == .config }) { return 78 }
+        if outcome.checks.contains(where: { $0.severity == .ledger }) { return 1 }
+        if outcome.feeds?.contains(where: { !$0.ok }) == true { return 2 }
+        return 0
+    }
+
+    /// `state check`: 1 unless the ledger is healthy (75 when another run holds it).
+    static func code(for outcome: StateCheckOutcome) -> Int32 {
+        if let error = outcome.error { return code(for: SessionError.ledger(error)) }
+        return outcome.ok ? 0 : 1
+    }
+
+    /// `state forget`: 1 when the ledger knows no such story.
+    static func code(forgot found: Bool) -> Int32 { found ? 0 : 1 }
+
+    /// Commands that handle many inputs (`parse`, `classify --input`): 2 when some failed.
+    static func code(failures: Int) -> Int32 { failures > 0 ? 2 : 0 }
+
+    /// The exit status an error stands for.
     static func code(for error: any Error) -> Int32 {
         switch error {
+        case let finished as Finished: return finished.status
         case is ConfigError: return 78
-        case let error as LedgerError: return code(for: error)
-        case let error as RunError:
+        case let error as LedgerError:
+            if case .locked = error { return 75 }
+            return 1
+        case let error as SessionError:
             switch error {
+            case .config, .missingConfig, .connectionString: return 78
             case .ledger(let ledger): return code(for: ledger)
-            case .connectionString: return 78
-            case .request, .unknownFeed, .unknownStory: return 64
+            case .usage, .request, .unknownStory: return 64
+            case .unreadable, .cannotWrite: return 1
             }
-        default: return 1
+        default: return NewsPush.exitCode(for: error).rawValue
         }
     }
 
-    private static func code(for error: LedgerError) -> Int32 {
-        if case .locked = error { return 75 }
-        return 1
-    }
-
-    /// Prints `error` to stderr and returns the exit it stands for, for `throw`.
-    static func failing(_ error: any Error & CustomStringConvertible) -> ExitCode {
-        Terminal.error(error.description)
-        return ExitCode(code(for: error))
+    /// Prints what `error` has to say (ArgumentParser's usage and help texts included) and
+    /// exits with the status it stands for.
+    static func exit(with error: any Error) -> Never {
+        switch error {
+        case let finished as Finished:
+            Foundation.exit(finished.status)
+        case let error as SessionError:
+            Terminal.error(error.description)
+        case let error as LedgerError:
+            Terminal.error(error.description)
+        case let error as ConfigError:
+            Terminal.error(error.description)
+        default:
+            NewsPush.exit(withError: error)
+        }
+        Foundation.exit(code(for: error))
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
 import NotificationHubs
 
 struct Hub: ParsableCommand {
@@ -29,20 +31,8 @@ struct Hub: ParsableCommand {
         }
 
         func run() throws {
-            _ = global.bootstrapLogging()
-            let config = try global.loadConfig()
-            let connection: HubConnectionString
-            do {
-                connection = try HubConnectionString(parsing: config.hub.connectionString)
-            } catch {
-                Terminal.error(error.description)
-                throw ExitCode(1)
-            }
-            let lifetime = ttl.flatMap(NewsPushCore.Durations.parse) ?? 3600
-            let se = expiry ?? Int(Date().timeIntervalSince1970 + lifetime)
-            let resource = uri ?? SharedAccessSignature.hubResourceURI(host: connection.host, hub: config.hub.name)
-            Terminal.output(SharedAccessSignature.token(resourceURI: resource, keyName: connection.keyName,
-                                                        key: connection.key, expiry: se))
+            let session = HubSession(context: global.context(try global.loadConfig()))
+            Terminal.output(try session.token(uri: uri, expiry: expiry, lifetime: ttl.flatMap(NewsPushCore.Durations.parse)))
         }
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
 import NotificationHubs
 
 extension Hub {
@@ -15,57 +17,24 @@ extension Hub {
         @Option(help: "The latest N pushes the hub took, from the ledger.") var last: Int?
         @Option(help: "text or json") var format: OutputFormat = .text
 
-        struct Row: Encodable {
-            var notificationId: String
-            var storyKey: String?
-            var message: String?
-            var telemetry: NotificationDetails?
-            var error: String?
-            enum CodingKeys: String, CodingKey { case telemetry, error, message, notificationId = "notification_id", storyKey = "story_key" }
-        }
-
         func validate() throws {
             if (notificationId == nil) == (last == nil) { throw ValidationError("give a NOTIFICATION_ID or --last N") }
             if let last, last < 1 || last > 100 { throw ValidationError("--last takes 1 to 100") }
         }
 
         func run() throws {
-            let logger = global.bootstrapLogging()
-            let config = try global.loadConfig()
-            let client: NotificationHubClient
-            do { client = try RunPipeline(config: config, logger: logger).makeHubClient() } catch { throw ExitStatus.failing(error) }
-            var rows: [Row] = []
-            if let notificationId {
-                rows = [Row(notificationId: notificationId)]
-            } else if let last {
-                let entries: [OutboxEntry]
-                do { entries = try Ledger.open(configured: config.statePath, access: .read).latestNotifications(last) } catch {
-                    throw ExitStatus.failing(error)
-                }
-                rows = entries.map { Row(notificationId: $0.notificationId ?? "", storyKey: $0.storyKey, message: $0.properties["messageParam"] ?? $0.properties["url"]) }
-                if rows.isEmpty { Terminal.error("the ledger holds no push with a notification id yet (ids come from Standard-tier hubs)") }
-            }
-            var worst: Int32 = 0
-            for index in rows.indices {
-                switch client.telemetry(id: rows[index].notificationId) {
-                case .details(let details): rows[index].telemetry = details
-                case .failed(let status, let reason):
-                    rows[index].error = reason
-                    worst = max(worst, status == 403 || status == 401 ? 1 : 2)
-                case .unreachable(let reason):
-                    rows[index].error = reason
-                    worst = 1
-                }
-            }
+            let session = HubSession(context: global.context(try global.loadConfig()))
+            let outcome = try session.status(notificationId: notificationId, last: last)
+            if outcome.nothingInLedger { Terminal.error("the ledger holds no push with a notification id yet (ids come from Standard-tier hubs)") }
             if format == .json {
-                Terminal.output(JSONText.encode(rows))
+                Terminal.output(JSONText.encode(outcome.rows))
             } else {
-                for row in rows { Terminal.output(Self.text(row)) }
+                for row in outcome.rows { Terminal.output(Self.text(row)) }
             }
-            if worst != 0 { throw ExitCode(worst) }
+            try ExitStatus.finish(ExitStatus.code(for: outcome))
         }
 
-        static func text(_ row: Row) -> String {
+        static func text(_ row: HubStatusRow) -> String {
             var lines = ["\(row.notificationId)\(row.message.map { "  \($0)" } ?? "")"]
             if let error = row.error { lines.append("  \(error)") }
             if let t = row.telemetry {
@@ -87,31 +56,25 @@ extension Hub {
         @Argument(help: "The scheduled notification id `publish --at` printed.") var scheduledId: String
 
         func run() throws {
-            let logger = global.bootstrapLogging()
-            let config = try global.loadConfig()
-            let client: NotificationHubClient
-            do { client = try RunPipeline(config: config, logger: logger).makeHubClient() } catch { throw ExitStatus.failing(error) }
-            switch client.perform(client.cancelScheduledRequest(id: scheduledId)) {
-            case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
-                Terminal.error("could not reach the hub: \(why); nothing was cancelled")
-                throw ExitCode(1)
-            case .success(let response) where response.status == 200:
-                break
-            case .success(let response):
-                let why = response.status == 404 ? "the hub has no scheduled send '\(scheduledId)' (already delivered, or cancelled)"
-                    : response.status == 403 ? "scheduled sends need the Standard tier (403)" : "the hub answered \(response.status)"
-                Terminal.error("not cancelled: \(why)")
-                throw ExitCode(response.status == 404 ? 2 : 1)
-            }
-            do {
-                let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath, wait: 30)
-                let recorded = try Ledger.open(configured: config.statePath, access: .write).cancelScheduled(notificationId: scheduledId, at: Date())
-                withExtendedLifetime(lock) {}
+            let outcome = try HubSession(context: global.context(try global.loadConfig())).cancel(scheduledId)
+            switch outcome {
+            case .cancelled(let recorded):
                 Terminal.output("cancelled \(scheduledId)\(recorded ? "" : " (the ledger had no record of it)")")
-            } catch {
+            case .refused(.unreachable(let why)):
+                Terminal.error("could not reach the hub: \(why); nothing was cancelled")
+            case .refused(let answer):
+                let why: String
+                switch answer {
+                case .notFound: why = "the hub has no scheduled send '\(scheduledId)' (already delivered, or cancelled)"
+                case .notAllowed: why = "scheduled sends need the Standard tier (403)"
+                case .failed(let status): why = "the hub answered \(status)"
+                case .cancelled, .unreachable: why = ""
+                }
+                Terminal.error("not cancelled: \(why)")
+            case .notRecorded(let error):
                 Terminal.error("cancelled at the hub, but the ledger could not record it: \(error)")
-                throw ExitCode(1)
             }
+            try ExitStatus.finish(ExitStatus.code(for: outcome))
         }
     }
 }

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
 
 @main
 struct NewsPush: ParsableCommand {
@@ -17,6 +19,17 @@ struct NewsPush: ParsableCommand {
         version: NewsPushVersion.current,
         subcommands: [Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self]
     )
+
+    /// Parses the command line and runs the command; every way it can end goes through
+    /// `ExitStatus`, the one place that picks the exit status.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            ExitStatus.exit(with: error)
+        }
+    }
 }
 
 /// Options every command accepts.
@@ -43,18 +56,34 @@ struct GlobalOptions: ParsableArguments {
         return logger
     }
 
-    /// Loads the config or exits 78 with every problem listed.
-    func loadConfig() throws -> NewsPushConfig {
+    /// Loads the config; a missing or wrong one is a configuration error (exit 78) listing
+    /// every problem.
+    func loadConfig() throws(SessionError) -> NewsPushConfig {
         guard FileManager.default.fileExists(atPath: config) else {
-            let tried = URL(fileURLWithPath: config).standardizedFileURL.path
-            Terminal.error("no config file at \(tried) (\(config == "feeds.yaml" ? "the default: feeds.yaml in the working directory" : "given by --config")); give the path of yours with --config PATH")
-            throw ExitCode(78)
+            throw .missingConfig(path: URL(fileURLWithPath: config).standardizedFileURL.path, isDefault: config == "feeds.yaml")
         }
         do {
             return try ConfigLoader().load(path: config)
         } catch {
-            throw ExitStatus.failing(error)
+            throw .config(error)
         }
+    }
+
+    /// The sessions' context for `config`: logging set up once, and the session clock (the
+    /// system's; debug builds honour `NEWSPUSH_TEST_NOW`, an RFC 3339 time, so tests of
+    /// freshness, budgets and schedules do not depend on the machine's speed).
+    func context(_ config: NewsPushConfig) -> SessionContext {
+        SessionContext(config: config, logger: bootstrapLogging(), clock: Self.clock)
+    }
+
+    /// The session clock (see `context`).
+    static var clock: SessionClock {
+        #if DEBUG
+        if let text = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_NOW"], let date = Timestamp.parse(text) {
+            return .fixed(date)
+        }
+        #endif
+        return .system
     }
 }
 

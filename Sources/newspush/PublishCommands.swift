@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
 import NotificationHubs
 
 extension NewsCategory: ExpressibleByArgument {}
@@ -73,55 +75,21 @@ struct Publish: ParsableCommand {
         if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)") }
         if category == nil && replacing == nil { throw ValidationError("give --category (or --replace KEY to correct a story)") }
         if replacing != nil && force { throw ValidationError("--replace sends a correction; --force is for repeats") }
-        if let at { _ = try ScheduleTime.parse(at, now: Date()) }
+        if let at {
+            do { _ = try ScheduleTime.parse(at, now: GlobalOptions.clock.now()) } catch { throw ValidationError(error.description) }
+        }
     }
 
     func run() throws {
-        let logger = global.bootstrapLogging()
-        let config = try global.loadConfig()
-        let publisher = Publisher(config: config, logger: logger)
-        let push = ManualPush(category: try category ?? correctedCategory(config), title: title, message: message, url: url, tags: tags,
-                              test: test, force: force, importance: importance, at: try at.map { try ScheduleTime.parse($0, now: Date()) },
-                              replacing: replacing, language: Languages.normalized(language))
-        try PublishFlow.execute(push, publisher: publisher, dryRun: dryRun, confirm: !yes, wait: wait.flatMap(Durations.parse), format: format)
-    }
-
-    /// The category of the story `--replace` corrects.
-    private func correctedCategory(_ config: NewsPushConfig) throws -> NewsCategory {
-        guard let replacing else { throw ValidationError("give --category") }
-        do {
-            let story = try Ledger.open(configured: config.statePath, access: .read).stories(keys: [replacing])[replacing]
-            guard let category = story?.category.flatMap(NewsCategory.init(rawValue:)) else {
-                throw ExitStatus.failing(RunError.unknownStory(replacing, reason: story == nil ? "the ledger has no story with this key" : "it has no category: give --category"))
-            }
-            return category
-        } catch let error as LedgerError {
-            throw ExitStatus.failing(error)
-        }
+        let context = global.context(try global.loadConfig())
+        let request = PublishRequest(category: category, title: title, message: message, url: url, tags: tags, test: test,
+                                     force: force, importance: importance, at: at, replacing: replacing, language: language,
+                                     dryRun: dryRun, wait: wait.flatMap(Durations.parse))
+        try PublishView.execute(request, context: context, confirm: !yes, format: format)
     }
 }
 
 extension Importance: ExpressibleByArgument {}
-
-/// `publish --at`: an RFC 3339 time or `+DURATION`, in the future and at most 7 days ahead (the
-/// hub's limit for scheduled sends).
-enum ScheduleTime {
-    static func parse(_ text: String, now: Date) throws -> Date {
-        let time: Date
-        if text.hasPrefix("+") {
-            guard let seconds = Durations.parse(String(text.dropFirst())) else { throw ValidationError("--at '\(text)' is not +DURATION (e.g. +2h)") }
-            time = now.addingTimeInterval(seconds)
-        } else {
-            guard let date = FeedDates.parseISO8601(text) else {
-                throw ValidationError("--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION")
-            }
-            time = date
-        }
-        guard time > now.addingTimeInterval(1) else { throw ValidationError("--at \(FeedDates.format(time)) is not in the future") }
-        guard time <= now.addingTimeInterval(7 * 86400) else { throw ValidationError("--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week") }
-        return time
-    }
-}
 
 extension Hub {
     struct TestSend: ParsableCommand {
@@ -141,11 +109,9 @@ extension Hub {
         var format: OutputFormat = .text
 
         func run() throws {
-            let logger = global.bootstrapLogging()
-            let config = try global.loadConfig()
-            let publisher = Publisher(config: config, logger: logger)
-            try PublishFlow.execute(ManualPush(category: category, title: title, test: true), publisher: publisher,
-                                    dryRun: false, confirm: false, format: format)
+            let context = global.context(try global.loadConfig())
+            try PublishView.execute(PublishRequest(category: category, title: title, test: true), context: context, confirm: false,
+                                    format: format)
         }
     }
 }
@@ -199,93 +165,91 @@ struct PublishOutput: Encodable {
     }
 }
 
-/// The shared steps of `publish` and `hub test-send`: plan, show, refuse a repeat, lock,
-/// confirm, send, report (as text, or one JSON object).
-enum PublishFlow {
-    static func execute(_ push: ManualPush, publisher: Publisher, dryRun: Bool, confirm: Bool, wait: Double? = nil,
-                        format: OutputFormat = .text) throws {
-        // Planned against the ledger as it is now (read only: a dry run writes nothing).
-        let preview = try call { try publisher.plan(push, ledger: try Ledger.open(configured: publisher.config.statePath, access: .read)) }
-        var output = PublishOutput(preview, dryRun: dryRun)
-        let text = preview.entry.properties["messageParam"] ?? preview.entry.properties["url"] ?? ""
-        if format == .text {
-            Terminal.output("\(push.test ? "test push" : "push") to [\(preview.entry.tags)] (\(preview.entry.format.rawValue)): \(text)")
-        }
-        if let refusal = preview.refusal {
-            output.status = "refused"
-            if format == .json { Terminal.output(JSONText.encode(output)) }
-            if dryRun && format == .text { Terminal.output("dry run: the real command would refuse to send this") }
-            Terminal.error(refusal.description)
-            throw ExitCode(1)
-        }
-        if dryRun {
-            if format == .json { return Terminal.output(JSONText.encode(output)) }
-            Terminal.output(preview.request.redactedDescription())
-            Terminal.output("dry run: nothing sent, nothing recorded\(preview.entry.kind == .repeat ? " (it would be recorded as a deliberate repeat)" : "")")
-            return
-        }
-        if push.isTrial {
-            if confirm { try ask() }
-            let result = try call { try publisher.sendTrial(preview) }
-            return try report(result, push: push, output: output, format: format)
-        }
-        // The lock first, so a running job is reported before anyone is asked to confirm.
-        let (lock, ledger, plan) = try call { () throws -> (LedgerLock, Ledger, PublishPlan) in
-            let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: publisher.config.statePath).databasePath, wait: wait)
-            let ledger = try Ledger.open(configured: publisher.config.statePath, access: .write)
-            // Planned again under the lock: a run may have pushed the story meanwhile.
-            return (lock, ledger, try publisher.plan(push, ledger: ledger))
-        }
-        if let refusal = plan.refusal {
+/// What `publish` and `hub test-send` print: the push as planned, the refusal or the outcome,
+/// as text or one JSON object; the publish session decides everything else.
+enum PublishView {
+    /// Publishes through the session, asking for confirmation on the terminal when `confirm`.
+    static func execute(_ request: PublishRequest, context: SessionContext, confirm: Bool, format: OutputFormat) throws {
+        let session = PublishSession(context: context)
+        let outcome = try session.publish(request, planned: { plan in
+            guard format == .text else { return }
+            let text = plan.entry.properties["messageParam"] ?? plan.entry.properties["url"] ?? ""
+            Terminal.output("\(plan.push.test ? "test push" : "push") to [\(plan.entry.tags)] (\(plan.entry.format.rawValue)): \(text)")
+        }, confirm: { _ in !confirm || ask() })
+        render(outcome, dryRun: request.dryRun, format: format)
+        try ExitStatus.finish(ExitStatus.code(for: outcome))
+    }
+
+    private static func ask() -> Bool {
+        FileHandle.standardError.write(Data("Send it? [y/N] ".utf8))
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return answer == "y" || answer == "yes"
+    }
+
+    private static func render(_ outcome: PublishOutcome, dryRun: Bool, format: OutputFormat) {
+        switch outcome {
+        case .refused(let plan, let refusal):
+            var output = PublishOutput(plan, dryRun: dryRun)
             output.status = "refused"
             output.refusal = refusal.description
             if format == .json { Terminal.output(JSONText.encode(output)) }
+            if dryRun && format == .text { Terminal.output("dry run: the real command would refuse to send this") }
             Terminal.error(refusal.description)
-            throw ExitCode(1)
-        }
-        if confirm { try ask() }
-        let result = try call { try publisher.send(plan, ledger: ledger) }
-        withExtendedLifetime(lock) {}
-        try report(result, push: push, output: PublishOutput(plan, dryRun: false), format: format)
-    }
-
-    /// Runs a ledger or publisher call; its error is printed and becomes the exit status.
-    private static func call<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as LedgerError {
-            throw ExitStatus.failing(error)
-        } catch let error as RunError {
-            throw ExitStatus.failing(error)
-        }
-    }
-
-    private static func ask() throws {
-        FileHandle.standardError.write(Data("Send it? [y/N] ".utf8))
-        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-        guard answer == "y" || answer == "yes" else {
+        case .dryRun(let plan):
+            if format == .json { return Terminal.output(JSONText.encode(PublishOutput(plan, dryRun: true))) }
+            Terminal.output(plan.request.redactedDescription())
+            let repeatNote = plan.entry.kind == .repeat ? " (it would be recorded as a deliberate repeat)" : ""
+            Terminal.output("dry run: nothing sent, nothing recorded\(repeatNote)")
+        case .notConfirmed:
             Terminal.error("not confirmed; nothing sent")
-            throw ExitCode(1)
+        case .attempted(let plan, let result):
+            report(result, plan: plan, format: format)
         }
     }
 
-    private static func report(_ result: PublishResult, push: ManualPush, output: PublishOutput, format: OutputFormat) throws {
+    /// The outcome of a push that was sent or tried: what the hub said, and each device's
+    /// outcome of a test send.
+    private static func report(_ result: PublishResult, plan: PublishPlan, format: OutputFormat) {
         let outcome = result.outcome
-        var output = output
+        var output = PublishOutput(plan, dryRun: false)
         output.status = outcome.status == .sent ? "sent" : outcome.status == .pending ? "pending" : outcome.status == .unknown ? "unknown" : "failed"
         output.httpStatus = outcome.httpStatus
         output.notificationId = outcome.notificationId
         output.error = outcome.error
         output.devices = result.testOutcome?.results.map { .init(platform: $0.platform, registrationId: $0.registrationId, outcome: $0.outcome) }
+        if outcome.status == .scheduled { output.status = "scheduled" }
+        if format == .text { reportText(outcome, push: plan.push) } else { reportErrors(outcome, push: plan.push) }
+        if format == .json {
+            Terminal.output(JSONText.encode(output))
+        } else if let testOutcome = result.testOutcome {
+            Terminal.output("\(testOutcome.success) succeeded, \(testOutcome.failure) failed")
+            for device in testOutcome.results {
+                Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")
+            }
+        } else if plan.push.test && outcome.status == .sent {
+            Terminal.output("the hub returned no per-device outcomes")
+        }
+    }
+
+    /// The outcome's line on stdout (sent, scheduled), or why it was not sent on stderr.
+    private static func reportText(_ outcome: OutboxOutcome, push: ManualPush) {
         switch outcome.status {
         case .sent:
-            if format == .text {
-                Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
-            }
+            Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
         case .scheduled:
-            output.status = "scheduled"
-            if format == .text {
-                let when = push.at.map(FeedDates.format) ?? ""
-                Terminal.output("scheduled for \(when)\(outcome.notificationId.map { ", scheduled notification id \($0) (newspush hub cancel \($0) cancels it)" } ?? "")")
-            }
+            let when = push.at.map(FeedDates.format) ?? ""
+            let id = outcome.notificationId.map { ", scheduled notification id \($0) (newspush hub cancel \($0) cancels it)" } ?? ""
+            Terminal.output("scheduled for \(when)\(id)")
+        default:
+            reportErrors(outcome, push: push)
+        }
+    }
+
+    /// Why a push was not sent, on stderr (in either format).
+    private static func reportErrors(_ outcome: OutboxOutcome, push: ManualPush) {
+        switch outcome.status {
+        case .sent, .scheduled:
+            break
         case .cancelled:
             Terminal.error("not sent: cancelled")
         case .pending:
@@ -296,17 +260,5 @@ enum PublishFlow {
         case .unknown, .sending:
             Terminal.error("outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
         }
-        if format == .json {
-            Terminal.output(JSONText.encode(output))
-        } else if let testOutcome = result.testOutcome {
-            Terminal.output("\(testOutcome.success) succeeded, \(testOutcome.failure) failed")
-            for device in testOutcome.results {
-                Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")
-            }
-        } else if push.test && outcome.status == .sent {
-            Terminal.output("the hub returned no per-device outcomes")
-        }
-        let status = ExitStatus.code(for: outcome.status, stopped: result.stop != nil)
-        if status != 0 { throw ExitCode(status) }
     }
 }

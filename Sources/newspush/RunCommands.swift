@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
 import NotificationHubs
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
@@ -43,36 +45,56 @@ struct RunArguments: ParsableArguments {
         if let sendInitial, sendInitial < 0 { throw ValidationError("--send-initial must be 0 or more") }
     }
 
+    /// Runs (or previews) through the run session, prints the report, writes the metrics.
     func execute(dryRun: Bool, global: GlobalOptions) throws {
         let started = Date()
-        let logger = global.bootstrapLogging()
+        _ = global.bootstrapLogging()
         let config: NewsPushConfig
         do { config = try global.loadConfig() } catch {
             writeMetrics(nil, started: started)
             throw error
         }
-        var pipeline = RunPipeline(config: config, logger: logger)
-        if let state { pipeline.config.statePath = state }
+        var context = global.context(config)
+        if let state { context.config.statePath = state }
+        var session = RunSession(context: context)
         let progress = ProgressLine(enabled: format == .text && !global.quiet)
-        pipeline.progress = progress.show
+        session.progress = progress.show
         let result: RunResult
         do {
-            result = try pipeline.run(RunOptions(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial,
-                                                 keepRequests: showRequests))
+            result = try session.run(RunRequest(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial, keepRequests: showRequests))
         } catch {
             progress.clear()
             writeMetrics(nil, started: started)
-            throw ExitStatus.failing(error)
+            throw error
         }
         progress.clear()
+        render(result, dryRun: dryRun, global: global)
+        if !dryRun { writeMetrics(result.report, started: started) }
+        try ExitStatus.finish(ExitStatus.code(for: result.report.outcome))
+    }
+
+    /// The report as JSON, or as text (the full preview or the changes), with the requests.
+    private func render(_ result: RunResult, dryRun: Bool, global: GlobalOptions) {
         var report = result.report
         switch format {
         case .json:
-            if showRequests { report.requests = result.requests.map(RequestReport.init) }
+            if showRequests {
+                report.requests = result.requests.map { request in
+                    switch request {
+                    case .success(let request): return RequestReport(request)
+                    case .failure(let error): return RequestReport(failure: error.description)
+                    }
+                }
+            }
             Terminal.output(report.jsonText())
         case .text:
             if showRequests {
-                for request in result.requests { Terminal.output(request.redactedDescription() + "\n") }
+                for request in result.requests {
+                    switch request {
+                    case .success(let request): Terminal.output(request.redactedDescription() + "\n")
+                    case .failure(let error): Terminal.output("request not built: \(error)\n")
+                    }
+                }
             }
             let text: String?
             switch reportMode ?? (dryRun ? .full : .changes) {
@@ -81,9 +103,6 @@ struct RunArguments: ParsableArguments {
             }
             if let text { Terminal.output(text) }
         }
-        if !dryRun { writeMetrics(report, started: started) }
-        let status = ExitStatus.code(for: report.outcome)
-        if status != 0 { throw ExitCode(status) }
     }
 
     /// The metrics file, when asked for; a run that could not report writes its failure.
@@ -145,18 +164,9 @@ struct Parse: ParsableCommand {
 
     func run() throws {
         _ = global.bootstrapLogging()
-        let fetcher = FeedFetcher(settings: FetchSettings(), baseFolder: FileManager.default.currentDirectoryPath)
-        var fetched = fetcher.fetch(sources.map { $0 == "-" ? "" : $0 })
-        if let stdin = sources.firstIndex(of: "-") {
-            fetched[stdin] = FetchedFeed(url: "-", status: .ok, body: FileHandle.standardInput.readDataToEndOfFile(), finalURL: "-")
+        let outputs = ParseSession.parse(sources, baseFolder: FileManager.default.currentDirectoryPath) {
+            FileHandle.standardInput.readDataToEndOfFile()
         }
-        var outputs: [ParseOutput] = []
-        for (source, fetched) in zip(sources, fetched) {
-            let base = source.contains("://") ? fetched.finalURL : source == "-" ? nil : URL(fileURLWithPath: fetcher.localPath(source)).absoluteString
-            let read = FeedRead.read(fetched, base: base)
-            outputs.append(ParseOutput(source: source, feed: read.feed, error: read.feed == nil ? read.error ?? "not read" : nil))
-        }
-        let failed = outputs.contains { $0.feed == nil }
         switch format {
         case .jsonl:
             for output in outputs { Terminal.output(output.jsonText(pretty: false)) }
@@ -167,6 +177,6 @@ struct Parse: ParsableCommand {
                 Terminal.output("[\n" + outputs.map { $0.jsonText(pretty: true) }.joined(separator: ",\n") + "\n]")
             }
         }
-        if failed { throw ExitCode(2) }
+        try ExitStatus.finish(ExitStatus.code(failures: outputs.filter { $0.feed == nil }.count))
     }
 }

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NewsPushSessions
 
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,37 +19,15 @@ struct StateCommand: ParsableCommand {
         var state: String?
 
         /// The configured ledger path: --state, else the config's.
-        func path() throws -> String {
+        func path() throws(SessionError) -> String {
             if let state { return state }
             return try global.loadConfig().statePath
         }
 
-        /// Opens the ledger to read; a missing ledger is an error here (nothing to show).
-        func reading() throws -> Ledger {
-            let path = try path()
-            do {
-                let ledger = try Ledger.open(configured: path, access: .read)
-                if ledger.isNew { throw LedgerError.noLedger(path: ledger.path) }
-                return ledger
-            } catch let error as LedgerError {
-                throw ExitStatus.failing(error)
-            }
-        }
-
-        /// Takes the run lock and opens the ledger to change it.
-        func writing() throws -> (LedgerLock, Ledger) {
-            let path = try path()
-            do {
-                let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: path).databasePath)
-                return (lock, try Ledger.open(configured: path, access: .write))
-            } catch {
-                throw ExitStatus.failing(error)
-            }
-        }
-
-        /// Runs a ledger call; its error is printed and becomes the exit status.
-        func call<T>(_ body: () throws -> T) throws -> T {
-            do { return try body() } catch let error as LedgerError { throw ExitStatus.failing(error) }
+        /// The session over that ledger.
+        func session() throws(SessionError) -> StateSession {
+            _ = global.bootstrapLogging()
+            return StateSession(location: try path(), clock: GlobalOptions.clock)
         }
     }
 
@@ -57,9 +38,7 @@ struct StateCommand: ParsableCommand {
         @Option(help: "text or json (the same document as `state export`)") var format: OutputFormat = .text
 
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let ledger = try options.reading()
-            let view = try options.call { try LedgerView.read(ledger) }
+            let view = try options.session().view()
             Terminal.output(format == .json ? view.json() : view.text())
         }
     }
@@ -69,9 +48,7 @@ struct StateCommand: ParsableCommand {
         @OptionGroup var options: Options
 
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let ledger = try options.reading()
-            Terminal.output(try options.call { try LedgerView.read(ledger) }.json())
+            Terminal.output(try options.session().view().json())
         }
     }
 
@@ -81,20 +58,16 @@ struct StateCommand: ParsableCommand {
         @OptionGroup var options: Options
         @Option(help: "Retention instead of the config's state_retention, e.g. 7d.") var retention: String?
 
+        func validate() throws {
+            if let retention, Durations.parse(retention) == nil { throw ValidationError("--retention '\(retention)' is not a duration") }
+        }
+
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let seconds: Double
-            if let retention {
-                guard let parsed = Durations.parse(retention) else { throw ValidationError("--retention '\(retention)' is not a duration") }
-                seconds = parsed
-            } else {
-                seconds = try options.global.loadConfig().stateRetention
-            }
-            let (lock, ledger) = try options.writing()
-            let removed = try options.call { try ledger.prune(retention: seconds, now: Date()) }
-            let view = try options.call { try LedgerView.read(ledger) }
-            withExtendedLifetime(lock) {}
-            Terminal.output("pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(view.stories.count) kept, \(view.tombstones.count) tombstones")
+            let session = try options.session()
+            let seconds = try retention.flatMap(Durations.parse) ?? options.global.loadConfig().stateRetention
+            let outcome = try session.prune(retention: seconds)
+            let removed = outcome.removed
+            Terminal.output("pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(outcome.kept) kept, \(outcome.tombstones) tombstones")
         }
     }
 
@@ -105,15 +78,14 @@ struct StateCommand: ParsableCommand {
         @Argument(help: "The story key.") var id: String
 
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let (lock, ledger) = try options.writing()
-            let found = try options.call { try ledger.forget(id) }
-            withExtendedLifetime(lock) {}
-            guard found else {
-                Terminal.error("no story with key '\(id)' in \(ledger.path)")
-                throw ExitCode(1)
+            let session = try options.session()
+            let found = try session.forget(id)
+            if found {
+                Terminal.output("forgot \(id)")
+            } else {
+                Terminal.error("no story with key '\(id)' in \(LedgerLocation(configured: session.location).databasePath)")
             }
-            Terminal.output("forgot \(id)")
+            try ExitStatus.finish(ExitStatus.code(forgot: found))
         }
     }
 
@@ -123,39 +95,20 @@ struct StateCommand: ParsableCommand {
         @OptionGroup var options: Options
         @Option(help: "text or json") var format: OutputFormat = .text
 
-        struct Output: Encodable {
-            var ledger: String
-            var ok: Bool
-            var schemaVersion: Int
-            var summary: String
-            var problems: [String]
-            enum CodingKeys: String, CodingKey { case ledger, ok, summary, problems, schemaVersion = "schema_version" }
-        }
-
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let ledger: Ledger
-            do {
-                ledger = try Ledger.open(configured: try options.path(), access: .read)
-                if ledger.isNew { throw LedgerError.noLedger(path: ledger.path) }
-            } catch let error as LedgerError {
+            let outcome = try options.session().check()
+            if let error = outcome.error {
                 // An unusable ledger is the answer to the check, in either form.
-                if format == .json {
-                    Terminal.output(JSONText.encode(Output(ledger: LedgerLocation(configured: try options.path()).databasePath, ok: false,
-                                                           schemaVersion: Ledger.schemaVersion, summary: "", problems: [error.description])))
-                }
-                throw ExitStatus.failing(error)
+                if format == .json { Terminal.output(JSONText.encode(outcome)) }
+                throw SessionError.ledger(error)
             }
-            let problems = try options.call { try ledger.problems() }
-            let view = try options.call { try LedgerView.read(ledger) }
             if format == .json {
-                Terminal.output(JSONText.encode(Output(ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
-                                                       summary: view.summary, problems: problems)))
+                Terminal.output(JSONText.encode(outcome))
             } else {
-                for problem in problems { Terminal.output("problem: \(problem)") }
-                Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(view.summary)\(problems.isEmpty ? ": ok" : "")")
+                for problem in outcome.problems { Terminal.output("problem: \(problem)") }
+                Terminal.output("\(outcome.ledger): schema \(outcome.schemaVersion), \(outcome.summary)\(outcome.ok ? ": ok" : "")")
             }
-            if !problems.isEmpty { throw ExitCode(1) }
+            try ExitStatus.finish(ExitStatus.code(for: outcome))
         }
     }
 
@@ -165,11 +118,9 @@ struct StateCommand: ParsableCommand {
         @OptionGroup var options: Options
 
         func run() throws {
-            _ = options.global.bootstrapLogging()
-            let (lock, ledger) = try options.writing()
-            withExtendedLifetime(lock) {}
-            let how = ledger.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" } ?? (ledger.isNew ? "created" : "up to date")
-            Terminal.output("\(ledger.path): schema \(Ledger.schemaVersion), \(how)")
+            let outcome = try options.session().migrate()
+            let how = outcome.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" } ?? (outcome.created ? "created" : "up to date")
+            Terminal.output("\(outcome.path): schema \(outcome.schemaVersion), \(how)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Matrix products for the sentence encoder: OpenBLAS's `cblas_sgemm` when the system has it
 /// (Debian: `libopenblas0`; found with `dlopen` at run time, so newspush builds and runs

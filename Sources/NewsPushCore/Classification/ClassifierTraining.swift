@@ -1,4 +1,6 @@
 import Foundation
+import NewsPushModel
+import Synchronization
 
 /// Training and measuring the text model from a labelled JSON Lines file
 /// (`{"title", "summary", "label", "source"}` per line).
@@ -103,7 +105,7 @@ public enum ClassifierTraining {
         var bands: [(from: Double, items: Int, correct: Int)] = [(0, 0, 0), (0.5, 0, 0), (0.7, 0, 0), (0.9, 0, 0)]
         for example in examples {
             let result = model.classify(title: example.title, summary: example.summary)
-            confusion[classes.firstIndex(of: example.category)!][classes.firstIndex(of: result.category)!] += 1
+            confusion[example.category.index][result.category.index] += 1
             let band = bands.lastIndex { result.confidence >= $0.from } ?? 0
             bands[band].items += 1
             if result.category == example.category { bands[band].correct += 1 }
@@ -137,9 +139,10 @@ public enum ClassifierTraining {
     /// encoders asks for the model of the same items many times (each held-out split, and the
     /// splits inside it that fit the weights); training is deterministic, so each is trained
     /// once per `TextModels`.
-    public final class TextModels: @unchecked Sendable {
-        private var trained: [Int: TextModel] = [:]
+    public final class TextModels: Sendable {
+        private let trained = Mutex<[Int: TextModel]>([:])
 
+        /// No model trained yet.
         public init() {}
 
         public func model(_ examples: [Example], method: Method = .chosen) -> TextModel {
@@ -152,9 +155,9 @@ public enum ClassifierTraining {
                 hasher.combine(example.source)
             }
             let key = hasher.finalize()
-            if let model = trained[key] { return model }
+            if let model = trained.withLock({ $0[key] }) { return model }
             let model = train(examples, method: method)
-            trained[key] = model
+            trained.withLock { $0[key] = model }
             return model
         }
     }
@@ -188,6 +191,13 @@ public enum ClassifierTraining {
     /// the two were not trained on (`fit`); then both are trained again on everything.
     public static func trainCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
                                      method: Method = .chosen, textModels: TextModels = TextModels()) -> TextClassifier {
+        let head = trainHeadCombined(examples, encoder: encoder, fit: fit, method: method, textModels: textModels)
+        return TextClassifier(textModel: textModels.model(examples, method: method), encoder: (encoder, head))
+    }
+
+    /// The encoder's head of `trainCombined`, with the fitted weights.
+    public static func trainHeadCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+                                         method: Method = .chosen, textModels: TextModels = TextModels()) -> EncoderHead {
         let sources = Set(examples.map(\.source)).sorted()
         var checks: [(fit: [Example], check: [Example])]
         if fit == .heldOutSources, sources.count >= 2 {
@@ -205,7 +215,7 @@ public enum ClassifierTraining {
             for example in check {
                 scored.append((textModel.classify(title: example.title, summary: example.summary).scores.map(Float.init),
                                head.scores(encoder.unitVector(example.title + " " + example.summary)),
-                               NewsCategory.allCases.firstIndex(of: example.category)!))
+                               example.category.index))
             }
         }
         var best = (loss: Float.infinity, text: Float(1), encoder: Float(0))
@@ -224,12 +234,12 @@ public enum ClassifierTraining {
         var finalHead = trainHead(examples, encoder: encoder)
         finalHead.textWeight = best.text
         finalHead.encoderWeight = best.encoder
-        return TextClassifier(textModel: textModels.model(examples, method: method), encoder: (encoder, finalHead))
+        return finalHead
     }
 
     static func trainHead(_ examples: [Example], encoder: any TextEncoder) -> EncoderHead {
         EncoderHead.train(examples.map { encoder.unitVector($0.title + " " + $0.summary) },
-                          labels: examples.map { NewsCategory.allCases.firstIndex(of: $0.category)! })
+                          labels: examples.map { $0.category.index })
     }
 
     /// `measurements` for the bag-of-words model with the encoder beside it.

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// A category for an item and how sure of it newspush is (0…1).
 public struct Classification: Sendable, Equatable {
@@ -87,7 +88,7 @@ public struct ItemClassifier: Sendable {
     }
 
     /// The feed's category, else the item's sections; nil when neither says.
-    static func evidence(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification? {
+    public static func evidence(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification? {
         if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
         if let section = sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
         return nil
@@ -97,4 +98,23 @@ public struct ItemClassifier: Sendable {
         item.title?.isEmpty == false || item.summary?.isEmpty == false
     }
 
+}
+
+extension Candidate {
+    /// Only a new item outside a baseline may be pushed: the sentence encoder runs for no other.
+    public var wantsEncoder: Bool { isNew && !inBaselineFeed }
+}
+
+extension ItemClassifier {
+    /// The classify stage: every candidate with its category and confidence (`evidence`: each
+    /// one's `ItemClassifier.evidence`, when already known).
+    public func classified(_ candidates: [Candidate], evidence: [Classification?]? = nil) -> [Candidate] {
+        let classifications = classify(candidates.map { ($0.item, $0.sectionCategory) }, evidence: evidence,
+                                       withEncoder: candidates.map(\.wantsEncoder))
+        return zip(candidates, classifications).map { candidate, classification in
+            var candidate = candidate
+            candidate.classification = classification
+            return candidate
+        }
+    }
 }

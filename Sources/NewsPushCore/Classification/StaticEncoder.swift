@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The sentence encoder all-MiniLM-L6-v2 distilled to a table (README "The classifier"): every
 /// WordPiece token was run through the encoder once, offline (tools/classifier/distil.py),

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// A linear text classifier over hashed features of title and summary: lower-cased words, word
 /// pairs and title words (marked apart, so a word in the headline counts differently from the
@@ -173,7 +174,7 @@ public struct TextModel: Sendable {
         var counts = [Float](repeating: 0, count: classCount * buckets)
         var totals = [Float](repeating: 0, count: classCount)
         for example in examples {
-            let c = classes.firstIndex(of: example.category)!
+            let c = example.category.index
             for feature in features(title: example.title, summary: example.summary, buckets: buckets) {
                 counts[feature * classCount + c] += 1
                 totals[c] += 1
@@ -200,7 +201,7 @@ public struct TextModel: Sendable {
         for list in featureLists { for f in Set(list) { documentFrequency[f] += 1 } }
         let n = Float(examples.count)
         let idf = documentFrequency.map { log((1 + n) / (1 + $0)) + 1 }
-        let labels = examples.map { classes.firstIndex(of: $0.category)! }
+        let labels = examples.map { $0.category.index }
         var classSizes = [Float](repeating: 0, count: classCount)
         for label in labels { classSizes[label] += 1 }
         let classWeights = classSizes.map { balanced && $0 > 0 ? Float(examples.count) / (Float(classCount) * $0) : 1 }

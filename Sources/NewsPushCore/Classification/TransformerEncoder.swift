@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The sentence encoder all-MiniLM-L6-v2 itself (README "The classifier"): a text's WordPiece
 /// tokens through six BERT layers (384 dimensions, 12 attention heads), mean-pooled. The

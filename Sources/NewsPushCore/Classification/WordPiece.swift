@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// BERT's uncased tokenizer, as the encoder all-MiniLM-L6-v2 was trained with: clean the text
 /// (controls dropped, white space made spaces, CJK characters set apart), split on white space,

@@ -1,18 +1,5 @@
 import Foundation
-
-/// The six tags newspush files items under; the raw value is the hub tag and the config name.
-public enum NewsCategory: String, CaseIterable, Codable, Sendable, Comparable {
-    case world = "World"
-    case politics = "Politics"
-    case business = "Business"
-    case technology = "Technology"
-    case science = "Science"
-    case sports = "Sports"
-
-    public static func < (lhs: NewsCategory, rhs: NewsCategory) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-    }
-}
+import NewsPushModel
 
 /// A loaded, validated `feeds.yaml` with every default filled in.
 public struct NewsPushConfig: Sendable {
@@ -34,17 +21,15 @@ public struct NewsPushConfig: Sendable {
     /// Query parameters added to every pushed URL (`link_params`), in order; `{category}` in a
     /// value becomes the push's category.
     public var linkParams: [(name: String, value: String)] = []
-}
 
-/// How loudly an alert arrives: major alerts are time-sensitive with sound, minor ones arrive
-/// silently at normal priority.
-public enum Importance: String, Sendable, CaseIterable, Codable {
-    case major, minor
+    /// The folder of the config file: relative feed paths and the ledger are found from here.
+    public var folder: String { (file as NSString).deletingLastPathComponent }
 
-    /// APNs priority: 10 delivers at once, 5 when the device sees fit.
-    public var priority: String { self == .major ? "10" : "5" }
-    /// iOS interruption level.
-    public var interruptionLevel: String { self == .major ? "time-sensitive" : "active" }
+    /// The settings of `category` (the loader fills in every category; the default is what it
+    /// fills in for one the file does not mention).
+    public func settings(for category: NewsCategory) -> CategorySettings {
+        categories[category] ?? CategorySettings(tags: category.rawValue, message: CategorySettings.defaultMessage)
+    }
 }
 
 /// `importance_rules` entry: items whose title matches `title` (a regular expression) and/or
@@ -170,18 +155,6 @@ public struct CategorySettings: Sendable {
 
     public static let defaultMessage = "Breaking {category} News : {title}"
     public static let placeholders: Set<String> = ["category", "title", "source", "url", "summary"]
-}
-
-/// How a category's pushes are sent.
-public enum PushFormat: String, Sendable, CaseIterable {
-    /// A template send with messageParam, title, category, url, source and id (SPEC §5).
-    case template
-    /// A template send with only `id` and `url`: the app fetches the story itself.
-    case idOnly = "id-only"
-    /// A native APNs payload for apple registrations without a template.
-    case apple
-    /// A native FCM v1 message for fcmv1 registrations without a template.
-    case fcmv1
 }
 
 /// One feed to follow.

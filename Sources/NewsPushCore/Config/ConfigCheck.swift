@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 #if canImport(Glibc)
 import Glibc
@@ -20,14 +21,22 @@ public struct ConfigCheck: Sendable, Encodable {
     public var severity: Severity
     public var detail: String
 
+    /// The checks of the config itself (the feeds, the hub credentials); the ledger's are the
+    /// check session's.
     public static func run(_ config: NewsPushConfig) -> [ConfigCheck] {
-        var checks: [ConfigCheck] = []
-        checks.append(config.feeds.isEmpty
-            ? ConfigCheck(check: "feeds", severity: .config, detail: "the feed list is empty: a run would fetch nothing")
-            : ConfigCheck(check: "feeds", severity: .ok, detail: "\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s")"))
-        checks.append(signing(config.hub))
-        checks.append(contentsOf: ledger(config.statePath))
-        return checks
+        [
+            config.feeds.isEmpty
+                ? ConfigCheck(check: "feeds", severity: .config, detail: "the feed list is empty: a run would fetch nothing")
+                : ConfigCheck(check: "feeds", severity: .ok, detail: "\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s")"),
+            signing(config.hub),
+        ]
+    }
+
+    /// A check with its outcome.
+    public init(check: String, severity: Severity, detail: String) {
+        self.check = check
+        self.severity = severity
+        self.detail = detail
     }
 
     /// A token signed with the configured key and checked against the same key: the parts of
@@ -47,26 +56,5 @@ public struct ConfigCheck: Sendable, Encodable {
         } catch {
             return ConfigCheck(check: "hub credentials", severity: .config, detail: error.description)
         }
-    }
-
-    static func ledger(_ configured: String) -> [ConfigCheck] {
-        let path = LedgerLocation(configured: configured).databasePath
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
-            return [ConfigCheck(check: "ledger folder", severity: .config, detail: "\(folder) does not exist (state: in the config)")]
-        }
-        guard access(folder, W_OK) == 0 else {
-            return [ConfigCheck(check: "ledger folder", severity: .config, detail: "\(folder) is not writable by this user: runs could not record anything")]
-        }
-        var checks = [ConfigCheck(check: "ledger folder", severity: .ok, detail: "\(folder) is writable")]
-        do {
-            let ledger = try Ledger.open(configured: configured, access: .read)
-            let detail = ledger.isNew ? "no ledger yet at \(path): the first run records a baseline" : "\(path) can be read"
-            checks.append(ConfigCheck(check: "ledger", severity: .ok, detail: detail))
-        } catch {
-            checks.append(ConfigCheck(check: "ledger", severity: .ledger, detail: error.description))
-        }
-        return checks
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 import Yams
 
@@ -347,14 +348,7 @@ public struct ConfigLoader: Sendable {
         }
     }
 
-    static func reason(_ error: any Error) -> String {
-        let ns = error as NSError
-        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
-           let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
-            return String(cString: strerror(code.rawValue))
-        }
-        return ns.localizedDescription
-    }
+    static func reason(_ error: any Error) -> String { SystemErrors.reason(error) }
 }
 
 /// The `{name}` placeholders of a push message and their rendering.

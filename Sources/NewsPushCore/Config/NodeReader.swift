@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import Yams
 
 /// Reads typed values out of a YAML node tree, recording a located problem for each mistake

@@ -1,12 +1,32 @@
 import Foundation
+import NewsPushModel
 
-/// The identify stage of a run: every item of every feed read gets its story key, and what the
-/// ledger already knows about that story (by key, else by canonical link, or a tombstone).
+/// What the ledger knows about the stories of a run's items: the load stage's answer to "which
+/// of these keys and links do you know?", handed to the identify stage as a value.
+public struct KnownStories: Sendable {
+    /// Stories by key.
+    public var byKey: [String: StoryRecord]
+    /// Stories by canonical link (the first recorded one per link).
+    public var byLink: [String: StoryRecord]
+    /// Keys of stories that were pruned (old news even though no record is left).
+    public var tombstoned: Set<String>
+
+    /// What a ledger knows about some keys and links.
+    public init(byKey: [String: StoryRecord] = [:], byLink: [String: StoryRecord] = [:], tombstoned: Set<String> = []) {
+        self.byKey = byKey
+        self.byLink = byLink
+        self.tombstoned = tombstoned
+    }
+}
+
+/// The identify stage of a run: every item of every feed read gets its story key, and then what
+/// the ledger already knows about that story (by key, else by canonical link, or a tombstone).
 public enum StoryIdentifier {
-    /// One candidate per item, feeds in order, items in document order. Items of a feed never
-    /// read before are marked for a baseline unless its `first_run` (or the policy's) is `send`.
-    public static func identify(_ reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
-                                policy: PolicySettings, ledger: Ledger, now: Date) throws(LedgerError) -> [Candidate] {
+    /// One candidate per item, feeds in order, items in document order, each with its story
+    /// key. Items of a feed never read before are marked for a baseline unless its `first_run`
+    /// (or the policy's) is `send`.
+    public static func candidates(_ reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
+                                  policy: PolicySettings, now: Date) -> [Candidate] {
         var candidates: [Candidate] = []
         for (settings, read) in reads {
             guard let feed = read.feed else { continue }
@@ -21,16 +41,23 @@ public enum StoryIdentifier {
                 candidates.append(candidate)
             }
         }
-        let byKey = try ledger.stories(keys: Set(candidates.map(\.key)))
-        let byLink = try ledger.stories(linkKeys: Set(candidates.compactMap(\.linkKey)))
-        let tombstoned = try ledger.tombstoned(Set(candidates.map(\.key)).subtracting(byKey.keys))
-        for index in candidates.indices {
-            let candidate = candidates[index]
-            let previous = byKey[candidate.key] ?? candidate.linkKey.flatMap { byLink[$0] }
-            candidates[index].previous = previous
-            candidates[index].firstSeen = previous?.firstSeen ?? now
-            candidates[index].tombstoned = previous == nil && tombstoned.contains(candidate.key)
-        }
         return candidates
+    }
+
+    /// The keys and canonical links the ledger is asked about for `candidates`.
+    public static func lookups(_ candidates: [Candidate]) -> (keys: Set<String>, linkKeys: Set<String>) {
+        (Set(candidates.map(\.key)), Set(candidates.compactMap(\.linkKey)))
+    }
+
+    /// The candidates with what the ledger knows of their stories.
+    public static func identify(_ candidates: [Candidate], known: KnownStories, now: Date) -> [Candidate] {
+        candidates.map { candidate in
+            var candidate = candidate
+            let previous = known.byKey[candidate.key] ?? candidate.linkKey.flatMap { known.byLink[$0] }
+            candidate.previous = previous
+            candidate.firstSeen = previous?.firstSeen ?? now
+            candidate.tombstoned = previous == nil && known.tombstoned.contains(candidate.key)
+            return candidate
+        }
     }
 }

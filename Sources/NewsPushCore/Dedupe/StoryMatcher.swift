@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// One item of a run, identified: its story key and what the ledger knows about it.
 public struct Candidate: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Near-identical headlines: the same wire story reaching newspush through two feeds or two
 /// outlets with different links. Titles are compared as sets of word pairs (shingles); two

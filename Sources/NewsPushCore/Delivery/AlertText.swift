@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The text a lock screen shows: Unicode NFC, control characters removed, white space collapsed,
 /// and at most `limit` characters (grapheme clusters, what a reader counts), cut after a whole

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 import Synchronization
 
@@ -18,14 +19,18 @@ final class CurlHubTransport: HubTransport, Sendable {
     }
 
     func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
-        let box = idle.withLock { $0.popLast() } ?? CurlEasyHandleBox()
+        let box: CurlEasyHandleBox
+        do throws(TransferFailure) {
+            if let reused = idle.withLock({ $0.popLast() }) { box = reused } else { box = try CurlEasyHandleBox() }
+            try box.handle.prepare(HTTPTransfer(
+                url: request.url, method: request.method, headers: request.headers, body: request.body,
+                userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
+                followRedirects: false, lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+        } catch {
+            return .failure(.notSent(error.description))
+        }
         defer { idle.withLock { $0.append(box) } }
-        let easy = box.handle
-        easy.prepare(HTTPTransfer(
-            url: request.url, method: request.method, headers: request.headers, body: request.body,
-            userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
-            followRedirects: false, lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
-        let result = easy.performBlocking()
+        let result = box.handle.performBlocking()
         if let failure = result.failure {
             switch failure {
             case .dns, .refused, .tls, .disallowedProtocol:
@@ -38,8 +43,12 @@ final class CurlHubTransport: HubTransport, Sendable {
     }
 }
 
-/// Carries a libcurl handle between the threads of the send pool: only one thread holds it at
-/// a time (it is taken out of the pool's list under its lock).
+/// Carries a libcurl handle between the threads of the send pool. Unchecked because the handle
+/// is not thread-safe: only one thread holds it at a time (taken out of the list under its lock).
 final class CurlEasyHandleBox: @unchecked Sendable {
-    let handle = CurlEasyHandle()
+    let handle: CurlEasyHandle
+
+    init() throws(TransferFailure) {
+        handle = try CurlEasyHandle()
+    }
 }

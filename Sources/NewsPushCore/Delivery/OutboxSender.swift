@@ -1,7 +1,17 @@
 import Foundation
 import Logging
+import NewsPushModel
 import NotificationHubs
 import Synchronization
+
+/// Where the sender writes each intent before its request goes out and each outcome after it
+/// came back (the ledger, for the run and `publish` alike).
+public protocol SendJournal {
+    /// The intent: these entries are about to be sent. If it cannot be written, nothing is sent.
+    func markSending(_ entries: [OutboxEntry], at time: Date) throws(LedgerError)
+    /// What the hub answered for each entry (or `pending` for entries put back unsent).
+    func record(_ outcomes: [OutboxOutcome]) throws(LedgerError)
+}
 
 /// Why sending stopped before the outbox was empty.
 public enum SendStop: Sendable, Equatable, CustomStringConvertible {
@@ -37,22 +47,27 @@ public struct SendResult: Sendable {
 /// never sent again. Every outcome is in the result (and the run's report); the log repeats them
 /// at info level only.
 public struct OutboxSender {
+    /// The hub the pushes go to.
     public var client: NotificationHubClient
+    /// Pushes in flight at once (`hub.concurrency`).
     public var concurrency: Int
+    /// Where each outcome is logged at info level.
     public var logger: Logger
-    public var now: @Sendable () -> Date
+    /// The run's clock reading: the time of every intent and outcome it records.
+    public var now: Date
     /// Told after each chunk how many of the entries have been attempted.
     public var progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
 
-    public init(client: NotificationHubClient, concurrency: Int, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// A sender to `client`, `concurrency` pushes at a time, at the run's time `now`.
+    public init(client: NotificationHubClient, concurrency: Int, logger: Logger, now: Date) {
         self.client = client
         self.concurrency = concurrency
         self.logger = logger
         self.now = now
     }
 
-    /// Sends `entries` in order and records every intent and outcome in `ledger`.
-    public func send(_ entries: [OutboxEntry], ledger: Ledger) -> SendResult {
+    /// Sends `entries` in order and records every intent and outcome in `journal`.
+    public func send(_ entries: [OutboxEntry], journal: some SendJournal) -> SendResult {
         var result = SendResult()
         guard !entries.isEmpty else { return result }
         let pool = SendPool(width: min(concurrency, entries.count))
@@ -62,9 +77,9 @@ public struct OutboxSender {
         let chunks = [entries.prefix(1)] + Array(entries.dropFirst()).chunked(concurrency)
         for chunk in chunks where !chunk.isEmpty {
             let (ready, refused) = requests(for: Array(chunk))
-            do {
-                try ledger.record(refused)
-                try ledger.markSending(ready.map(\.entry), at: now())
+            do throws(LedgerError) {
+                try journal.record(refused)
+                try journal.markSending(ready.map(\.entry), at: now)
             } catch {
                 logger.info("\(error.description)")
                 result.outcomes += refused
@@ -73,7 +88,7 @@ public struct OutboxSender {
             }
             result.outcomes += refused
             let (outcomes, stop) = sendAll(ready, pool: pool)
-            do { try ledger.record(outcomes) } catch {
+            do throws(LedgerError) { try journal.record(outcomes) } catch {
                 // The entries stay `sending`: the next run settles them as unknown, never re-sent.
                 logger.info("\(error.description)")
                 result.outcomes += outcomes
@@ -103,10 +118,12 @@ public struct OutboxSender {
         var refused: [OutboxOutcome] = []
         for entry in entries {
             do {
-                ready.append((entry, try PushRequests.request(entry, client: client, now: now())))
+                // The request carries the wall clock, not the run's: the hub checks the token's
+                // expiry and devices the alert's against their own clocks.
+                ready.append((entry, try PushRequests.request(entry, client: client, now: Date())))
             } catch {
                 logger.info("push of \(entry.storyKey) not built: \(error.description)")
-                refused.append(OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now(), error: error.description))
+                refused.append(OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: error.description))
             }
         }
         return (ready, refused)
@@ -130,7 +147,7 @@ public struct OutboxSender {
         let outcomes = zip(ready, results).map { item, answer in
             let entry = item.entry
             guard let answer else {
-                return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now(),
+                return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
                                      error: "not sent: sending stopped after a hub failure")
             }
             return outcome(of: entry, answer)
@@ -146,7 +163,7 @@ public struct OutboxSender {
 
     /// How an answer is recorded (SPEC §6), and logged.
     private func outcome(of entry: OutboxEntry, _ answer: SendOutcome) -> OutboxOutcome {
-        let at = now()
+        let at = now
         switch answer {
         case .accepted(let status, let id, let trackingId, _):
             logger.info("\(entry.scheduledAt == nil ? "pushed" : "scheduled") \(entry.storyKey) to [\(entry.tags)]", metadata: [

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NewsPushModel
 import NotificationHubs
 
 /// What one push says, before it is shaped for a category's format.

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import Synchronization
 
 /// A fixed set of threads that run blocking sends, at most `width` at once. The sends block in

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import NewsPushModel
 
 // The only file that talks to libcurl. Everything else sees `HTTPTransfer` values.
 
@@ -22,7 +23,7 @@ struct HTTPTransfer: Sendable {
 }
 
 /// How a transfer that got no usable response failed.
-enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
+public enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case dns(String)
     case refused(String)
     case timeout(String)
@@ -31,8 +32,11 @@ enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case disallowedProtocol(String)
     case tooManyRedirects
     case connection(String)
+    /// libcurl could not be set up for the transfer (out of memory, or an option this libcurl
+    /// lacks).
+    case setup(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .dns(let detail): return "DNS lookup failed: \(detail)"
         case .refused(let detail): return "connection refused: \(detail)"
@@ -42,6 +46,7 @@ enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case .disallowedProtocol(let detail): return "only http and https are allowed: \(detail)"
         case .tooManyRedirects: return "more than 5 redirects"
         case .connection(let detail): return "connection error: \(detail)"
+        case .setup(let detail): return "libcurl could not be set up: \(detail)"
         }
     }
 }
@@ -76,9 +81,9 @@ final class CurlEasyHandle {
     // libcurl writes error text here during a transfer, so it must have a stable address.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
-    init() {
+    init() throws(TransferFailure) {
         _ = curlGlobalInit
-        guard let h = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        guard let h = curl_easy_init() else { throw .setup("curl_easy_init failed: out of memory") }
         handle = h
         result = HTTPTransferResult(effectiveURL: "")
     }
@@ -90,7 +95,7 @@ final class CurlEasyHandle {
     }
 
     /// Sets the handle up for `transfer`, leaving the connection cache intact.
-    func prepare(_ transfer: HTTPTransfer) {
+    func prepare(_ transfer: HTTPTransfer) throws(TransferFailure) {
         curl_easy_reset(handle)
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
@@ -98,47 +103,64 @@ final class CurlEasyHandle {
         maxBytes = transfer.maxBytes
         pendingStatus = 0
         pendingHeaders = [:]
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        check(np_easy_setopt_string(handle, CURLOPT_URL, transfer.url))
-        check(np_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-        check(np_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
-        check(np_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
-        check(np_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, transfer.followRedirects ? 1 : 0))
-        check(np_easy_setopt_long(handle, CURLOPT_MAXREDIRS, 5))
-        check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
-        check(np_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
-        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
-        check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, transfer.lowSpeedTime ?? max(1, min(10, Int(transfer.timeout / 2)))))
-        check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
-        check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        try setOptions(transfer)
+        try setRequest(transfer)
+        try setCallbacks()
+    }
+
+    /// Where to, how long, what is allowed and what is offered.
+    private func setOptions(_ transfer: HTTPTransfer) throws(TransferFailure) {
+        try check(np_easy_setopt_string(handle, CURLOPT_URL, transfer.url))
+        try check(np_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        try check(np_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        try check(np_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        try check(np_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, transfer.followRedirects ? 1 : 0))
+        try check(np_easy_setopt_long(handle, CURLOPT_MAXREDIRS, 5))
+        try check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
+        try check(np_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
+        try check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
+        let lowSpeedTime = transfer.lowSpeedTime ?? max(1, min(10, Int(transfer.timeout / 2)))
+        try check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, lowSpeedTime))
+        try check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        try check(np_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         // Empty string: offer every encoding this libcurl can decode (gzip, deflate, br).
-        check(np_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
-        check(np_easy_setopt_string(handle, CURLOPT_USERAGENT, transfer.userAgent))
+        try check(np_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+        try check(np_easy_setopt_string(handle, CURLOPT_USERAGENT, transfer.userAgent))
         errorBuffer[0] = 0
-        check(np_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        try check(np_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
         if transfer.maxBytes < Int.max {
-            check(np_easy_setopt_off(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(transfer.maxBytes)))
+            try check(np_easy_setopt_off(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(transfer.maxBytes)))
         }
+    }
+
+    /// The method, headers and body.
+    private func setRequest(_ transfer: HTTPTransfer) throws(TransferFailure) {
         for (name, value) in transfer.headers {
             headerList = curl_slist_append(headerList, "\(name): \(value)")
         }
         // libcurl would add "Expect: 100-continue" to larger POSTs, costing a round trip.
         if transfer.method == "POST" { headerList = curl_slist_append(headerList, "Expect:") }
-        if let headerList { check(np_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)) }
+        if let headerList { try check(np_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)) }
         if transfer.method == "POST" {
             let body = transfer.body ?? Data()
-            check(np_easy_setopt_long(handle, CURLOPT_POST, 1))
-            check(np_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
-            body.withUnsafeBytes { raw in
-                // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
-                let pointer = UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
-                check(np_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, pointer))
+            try check(np_easy_setopt_long(handle, CURLOPT_POST, 1))
+            try check(np_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
+            let code = body.withUnsafeBytes { raw -> CURLcode in
+                guard let base = raw.baseAddress else { return np_easy_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "") }
+                return np_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
             }
+            try check(code)
         } else if transfer.method != "GET" {
-            check(np_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method))
+            try check(np_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method))
         }
-        check(np_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me))
-        check(np_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+    }
+
+    /// The body and header callbacks, which find this object through their user data.
+    private func setCallbacks() throws(TransferFailure) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try check(np_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me))
+        try check(np_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             guard let userdata, let data else { return 0 }
             let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
             let length = size * count
@@ -149,8 +171,8 @@ final class CurlEasyHandle {
             data.withMemoryRebound(to: UInt8.self, capacity: length) { easy.result.body.append($0, count: length) }
             return length
         })
-        check(np_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me))
-        check(np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+        try check(np_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me))
+        try check(np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             guard let userdata, let data else { return 0 }
             let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
             let length = size * count
@@ -225,10 +247,11 @@ final class CurlEasyHandle {
         return result
     }
 
-    private func check(_ code: CURLcode, line: Int = #line) {
-        // Setting an option fails only for a programming error or an old libcurl.
+    /// Setting an option fails only for an old libcurl or a lack of memory: the transfer fails
+    /// and says why.
+    private func check(_ code: CURLcode, line: Int = #line) throws(TransferFailure) {
         if code != CURLE_OK {
-            fatalError("curl_easy_setopt failed at Curl.swift:\(line): \(String(cString: curl_easy_strerror(code)))")
+            throw .setup("curl_easy_setopt failed at Curl.swift:\(line): \(String(cString: curl_easy_strerror(code)))")
         }
     }
 }
@@ -240,9 +263,9 @@ final class CurlMultiRunner {
     let concurrency: Int
     let perHost: Int
 
-    init(concurrency: Int, perHost: Int) {
+    init(concurrency: Int, perHost: Int) throws(TransferFailure) {
         _ = curlGlobalInit
-        guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        guard let m = curl_multi_init() else { throw .setup("curl_multi_init failed: out of memory") }
         multi = m
         self.concurrency = max(1, concurrency)
         self.perHost = max(1, perHost)
@@ -269,8 +292,16 @@ final class CurlMultiRunner {
                 let host = Self.hostKey(transfers[index].url)
                 if perHostActive[host, default: 0] >= perHost { i += 1; continue }
                 waiting.remove(at: i)
-                let easy = idle.popLast() ?? CurlEasyHandle()
-                easy.prepare(transfers[index])
+                let easy: CurlEasyHandle
+                do throws(TransferFailure) {
+                    if let reused = idle.popLast() { easy = reused } else { easy = try CurlEasyHandle() }
+                    try easy.prepare(transfers[index])
+                } catch {
+                    results[index] = HTTPTransferResult(effectiveURL: transfers[index].url, failure: error)
+                    finishedCount += 1
+                    finished(finishedCount)
+                    continue
+                }
                 active[easy.handle] = (index, host, easy)
                 perHostActive[host, default: 0] += 1
                 curl_multi_add_handle(multi, easy.handle)

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 
 /// The version newspush reports (`--version`, User-Agent).
@@ -6,19 +7,37 @@ public enum NewsPushVersion {
     public static let current = "0.1.0"
 }
 
-/// HTTP validators remembered from the last fetch of a feed (conditional GET).
-public struct ConditionalGetValidators: Codable, Sendable, Equatable {
-    public var etag: String?
-    public var lastModified: String?
+/// Why a feed could not be fetched, naming it.
+public enum FeedFetchError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The transfer failed (DNS, refused, timeout, TLS, too large, redirects).
+    case transfer(url: String, TransferFailure)
+    /// The server answered with an error status (and perhaps asked for a pause).
+    case http(url: String, status: Int, retryAfter: Date?)
+    /// Not fetched this run: the server's Retry-After has not ended.
+    case paused(url: String, until: Date)
+    /// A local feed file larger than `fetch.max_bytes`.
+    case tooLarge(path: String, limit: Int)
+    /// A local feed file that cannot be read.
+    case unreadable(path: String, reason: String)
+    /// Not fetched at all (nothing came back for it).
+    case notFetched(url: String)
 
-    public init(etag: String? = nil, lastModified: String? = nil) {
-        self.etag = etag
-        self.lastModified = lastModified
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case etag
-        case lastModified = "last_modified"
+    public var description: String {
+        switch self {
+        case .transfer(let url, let failure):
+            return "\(url): \(failure)"
+        case .http(let url, let status, let retryAfter):
+            let pause = retryAfter.map { "; the server asked not to be fetched again before \(FeedDates.format($0))" } ?? ""
+            return "\(url): HTTP \(status)\(FeedFetcher.reasonPhrase(status))\(pause)"
+        case .paused(let url, let until):
+            return "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))"
+        case .tooLarge(let path, let limit):
+            return "\(path): file larger than \(limit) bytes"
+        case .unreadable(let path, let reason):
+            return "\(path): cannot read: \(reason)"
+        case .notFetched(let url):
+            return "\(url): not fetched"
+        }
     }
 }
 
@@ -40,8 +59,10 @@ public struct FetchedFeed: Sendable {
     public var finalURL: String
     /// Validators to send next time, when the server gave any.
     public var validators: ConditionalGetValidators?
-    /// Why the fetch failed, naming the URL's problem (DNS, refused, timeout, TLS, status, size).
-    public var error: String?
+    /// Why the fetch failed: the URL and its problem (DNS, refused, timeout, TLS, status, size).
+    public var failure: FeedFetchError?
+    /// `failure` in words, naming the feed.
+    public var error: String? { failure?.description }
     /// Where the feed moved for good (the first hop of a 301/308 redirect chain).
     public var movedTo: String?
     /// When the server (429/503 with Retry-After) wants the next request at the earliest.
@@ -50,8 +71,8 @@ public struct FetchedFeed: Sendable {
     public var paused = false
 
     public init(url: String, status: Status, httpStatus: Int? = nil, body: Data, contentType: String? = nil, finalURL: String,
-                paused: Bool = false, validators: ConditionalGetValidators? = nil, error: String? = nil, movedTo: String? = nil,
-                retryAfter: Date? = nil) {
+                paused: Bool = false, validators: ConditionalGetValidators? = nil, failure: FeedFetchError? = nil,
+                movedTo: String? = nil, retryAfter: Date? = nil) {
         self.url = url
         self.status = status
         self.httpStatus = httpStatus
@@ -60,7 +81,7 @@ public struct FetchedFeed: Sendable {
         self.finalURL = finalURL
         self.paused = paused
         self.validators = validators
-        self.error = error
+        self.failure = failure
         self.movedTo = movedTo
         self.retryAfter = retryAfter
     }
@@ -98,9 +119,10 @@ public struct FeedFetcher: Sendable {
         var byURL = Dictionary(zip(urls, fetched), uniquingKeysWith: { a, _ in a })
         for (url, until) in paused {
             byURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, paused: true,
-                                     error: "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))")
+                                     failure: .paused(url: url, until: until))
         }
-        return feeds.map { byURL[$0.url]! }
+        return feeds.map { byURL[$0.url] ?? FetchedFeed(url: $0.url, status: .error, body: Data(), finalURL: $0.url,
+                                                        failure: .notFetched(url: $0.url)) }
     }
 
     /// Fetches every URL, sending each one's validators; results in the same order.
@@ -126,14 +148,20 @@ public struct FeedFetcher: Sendable {
             }
         }
         if !transfers.isEmpty {
-            let runner = CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
             let local = urls.count - transfers.count
-            for (position, result) in runner.run(transfers, finished: { finished(local + $0) }).enumerated() {
+            let transferred: [HTTPTransferResult]
+            do {
+                let runner = try CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
+                transferred = runner.run(transfers, finished: { finished(local + $0) })
+            } catch {
+                transferred = transfers.map { HTTPTransferResult(effectiveURL: $0.url, failure: error) }
+            }
+            for (position, result) in transferred.enumerated() {
                 results[transferIndex[position]] = feed(from: result, url: transfers[position].url)
             }
         }
         return results.enumerated().map { index, result in
-            result ?? FetchedFeed(url: urls[index], status: .error, body: Data(), finalURL: urls[index], error: "not fetched")
+            result ?? FetchedFeed(url: urls[index], status: .error, body: Data(), finalURL: urls[index], failure: .notFetched(url: urls[index]))
         }
     }
 
@@ -144,7 +172,7 @@ public struct FeedFetcher: Sendable {
             feed.movedTo = first.location
         }
         if let failure = result.failure {
-            feed.error = "\(url): \(failure)"
+            feed.failure = .transfer(url: url, failure)
             return feed
         }
         switch result.status {
@@ -156,13 +184,12 @@ public struct FeedFetcher: Sendable {
             feed.body = result.body
             feed.validators = validators(from: result.headers)
         default:
-            feed.error = "\(url): HTTP \(result.status)\(Self.reasonPhrase(result.status))"
             if result.status == 429 || result.status == 503, let value = result.headers["retry-after"],
                let seconds = NotificationHubClient.parseRetryAfter(value) {
                 // Honoured up to a day: a longer wait is more likely a misconfigured server.
                 feed.retryAfter = Date().addingTimeInterval(min(seconds, 86400))
-                feed.error! += "; the server asked not to be fetched again before \(FeedDates.format(feed.retryAfter!))"
             }
+            feed.failure = .http(url: url, status: result.status, retryAfter: feed.retryAfter)
         }
         return feed
     }
@@ -178,12 +205,12 @@ public struct FeedFetcher: Sendable {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             if data.count > settings.maxBytes {
                 return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
-                                   error: "\(path): file larger than \(settings.maxBytes) bytes")
+                                   failure: .tooLarge(path: path, limit: settings.maxBytes))
             }
             return FetchedFeed(url: url, status: .ok, body: data, finalURL: URL(fileURLWithPath: path).absoluteString)
         } catch {
             return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
-                               error: "\(path): cannot read: \(ConfigLoader.reason(error))")
+                               failure: .unreadable(path: path, reason: SystemErrors.reason(error)))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Dates as feeds really write them: RFC 822 and its variants (no seconds, two-digit years,
 /// named zones, long or foreign month names, missing comma, AM/PM) and RFC 3339 / ISO 8601
@@ -305,21 +306,5 @@ public enum FeedDates {
     }
 
     /// RFC 3339 in UTC with `Z` and whole seconds, the form of every date newspush prints.
-    public static func format(_ date: Date) -> String {
-        let total = Int(date.timeIntervalSince1970.rounded(.down))
-        let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
-        let secs = total - days * 86400
-        // Civil from days (inverse of the above).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(y)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
-    }
+    public static func format(_ date: Date) -> String { Timestamp.format(date) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Reads a feed document from SAX events: knows the open elements, the `xml:base` in force,
 /// the item being read and whose text is being gathered, and asks the vocabularies

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The feed dialects newspush reads; raw values are the `format` field of SPEC §3.
 public enum FeedFormat: String, Sendable, Codable {

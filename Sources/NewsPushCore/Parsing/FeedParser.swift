@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Parses RSS 2.0, RSS 0.9x, RSS 1.0 (RDF) and Atom 1.0 documents into `ParsedFeed` values.
 /// The dialect is detected from the document. Bytes are repaired first (`FeedBytes`), parsed

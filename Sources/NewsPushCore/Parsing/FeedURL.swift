@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Links as feeds write them: relative ones made absolute against `xml:base` and the feed's
 /// address.

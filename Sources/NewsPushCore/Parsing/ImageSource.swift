@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 
 /// The first `<img src>` of an HTML text, and which image URLs a push may carry.

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Where the text of an element inside an item goes once the element closes.
 enum ItemField {

@@ -1,5 +1,6 @@
 internal import CLibXML2
 import Foundation
+import NewsPushModel
 
 // The only file that talks to libxml2: the SAX layer under the feed builders (XMLSAXParser),
 // and libxml2's HTML parser and entity table for turning markup into text. Nothing here knows

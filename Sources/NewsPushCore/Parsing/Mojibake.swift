@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// Text that was UTF-8, read as Windows-1252 or Latin-1 by a publisher's system and encoded
 /// again ("ordenó" arriving as "ordenÃ³", "’" as "â€™", "£" as "Â£"), repaired one field at a

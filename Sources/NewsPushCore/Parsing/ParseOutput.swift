@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The `parse --format json|jsonl` object of SPEC §3 for one source.
 public struct ParseOutput: Encodable, Sendable {

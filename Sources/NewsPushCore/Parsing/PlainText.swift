@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// How an element's text is written: plain, HTML (escaped or CDATA), inline XHTML, plain that
 /// may carry escaped HTML anyway (RSS titles), or base64 (Atom binary content).

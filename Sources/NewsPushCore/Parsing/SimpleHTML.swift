@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 
 /// A fast path for `HTMLParser.text`: the text of the simple HTML most feed summaries are (paragraphs,

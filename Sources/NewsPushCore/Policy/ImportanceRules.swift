@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// How important an alert is: the first `importance_rules` entry that matches the item (its
 /// title against the rule's regular expression, its feed by name or URL), else its category's

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The plan stage's answer: a decision for every item, an outbox entry for each item selected,
 /// and what becomes of the pushes already waiting in the outbox.
@@ -40,19 +41,22 @@ public enum RunPlanner {
         let decisions = PushPolicy(settings: config.policy).decide(candidates, matches: matches, budgetUsed: budgetUsed,
                                                                    sendInitial: sendInitial, now: now)
         // Newest first within each category.
-        let selected = decisions.indices.filter { decisions[$0] == .wouldPush }.sorted {
-            (candidates[$0].classification.category!, candidates[$1].effectiveDate) < (candidates[$1].classification.category!, candidates[$0].effectiveDate)
+        let selected = decisions.indices.compactMap { index -> (index: Int, category: NewsCategory)? in
+            guard decisions[index] == .wouldPush, let category = candidates[index].classification.category else { return nil }
+            return (index, category)
+        }.sorted {
+            ($0.category, candidates[$1.index].effectiveDate) < ($1.category, candidates[$0.index].effectiveDate)
         }
         let rules = ImportanceRules(config.importanceRules)
-        let newEntries = selected.map { entry(for: candidates[$0], config: config, rules: rules, now: now) }
+        let newEntries = selected.map { entry(for: candidates[$0.index], category: $0.category, config: config, rules: rules, now: now) }
         return RunPlan(decisions: decisions, newEntries: newEntries, due: due, expired: expired, held: held)
     }
 
     /// The outbox entry for a selected item: its category's format, tags, properties and
     /// expiry, its importance, fresh until the item is `policy.max_age` old.
-    static func entry(for candidate: Candidate, config: NewsPushConfig, rules: ImportanceRules, now: Date) -> OutboxEntry {
-        let category = candidate.classification.category!
-        let settings = config.categories[category]!
+    static func entry(for candidate: Candidate, category: NewsCategory, config: NewsPushConfig, rules: ImportanceRules,
+                      now: Date) -> OutboxEntry {
+        let settings = config.settings(for: category)
         let item = candidate.item
         let title = AlertCopy.headline(title: item.title, summary: item.summary) ?? item.link ?? "(untitled)"
         let importance = rules.importance(title: item.title, feedName: candidate.feedName, feedURL: candidate.feedURL, default: settings.importance)

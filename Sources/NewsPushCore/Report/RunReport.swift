@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 
 /// The report of one run: SPEC §3's `run --format json` object.
@@ -51,19 +52,28 @@ public enum RunOutcome: Sendable {
     case stopped
 }
 
-/// A hub request as `--show-requests` prints it: the signature of its token redacted.
+/// A hub request as `--show-requests` prints it: the signature of its token redacted; or why the
+/// request of a push could not be built.
 public struct RequestReport: Encodable, Sendable {
-    public var method: String
-    public var url: String
-    public var headers: [String: String]
-    public var body: String
+    public var method: String?
+    public var url: String?
+    public var headers: [String: String]?
+    public var body: String?
+    /// Why the request could not be built (the push is refused when it is sent).
+    public var error: String?
 
+    /// The request, its signature redacted.
     public init(_ request: HubRequest) {
         method = request.method
         url = request.url
         headers = Dictionary(request.headers.map { ($0.name, $0.name.lowercased() == "authorization" ? HubRequest.redactSignature($0.value) : $0.value) },
                              uniquingKeysWith: { a, _ in a })
         body = String(decoding: request.body, as: UTF8.self)
+    }
+
+    /// A request that could not be built, and why.
+    public init(failure: String) {
+        error = failure
     }
 }
 

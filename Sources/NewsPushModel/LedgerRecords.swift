@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What the ledger remembers about one story.
 public struct StoryRecord: Sendable, Equatable {
@@ -64,7 +65,7 @@ public struct StoryRecord: Sendable, Equatable {
     }
 
     /// The canonical link the story is also known by.
-    public var linkKey: String? { link.flatMap(StoryKey.canonicalLink) }
+    public var linkKey: String? { link.flatMap(StoryLink.canonical) }
 
     /// Whether a push of this story went out, may have, or is scheduled: it must never go out
     /// again by itself.
@@ -109,7 +110,7 @@ public struct OutboxEntry: Sendable, Equatable {
         case cancelled
 
         /// The status a story takes from its push in this status.
-        var storyStatus: StoryRecord.Status {
+        public var storyStatus: StoryRecord.Status {
             switch self {
             case .pending: return .pending
             case .sending: return .sending
@@ -178,7 +179,10 @@ public struct OutboxEntry: Sendable, Equatable {
         self.error = error
     }
 
-    public static func newID() -> String { UUID().uuidString.lowercased() }
+    /// A new entry id: a UUID of version 7 (its first 48 bits the time in milliseconds, then a
+    /// counter within the millisecond), so ids sort in the order the entries were made and the
+    /// outbox, ordered by creation time and id, keeps a run's send order.
+    public static func newID() -> String { OrderedIDs.next() }
 }
 
 /// What became of one outbox entry when it was sent.
@@ -218,5 +222,30 @@ public struct RunRecord: Sendable {
 
     public init(at: Date) {
         self.at = at
+    }
+}
+
+/// Version 7 UUIDs, increasing within this process.
+enum OrderedIDs {
+    private static let last = Mutex<(milliseconds: UInt64, counter: UInt64)>((0, 0))
+
+    static func next(now: Date = Date()) -> String {
+        let (milliseconds, counter) = last.withLock { last -> (UInt64, UInt64) in
+            let time = max(UInt64(max(0, now.timeIntervalSince1970 * 1000)), last.milliseconds)
+            if time > last.milliseconds {
+                last = (time, 0)
+            } else if last.counter < 0x0FFF {
+                last.counter += 1
+            } else {
+                last = (last.milliseconds + 1, 0)   // the counter's twelve bits are used up
+            }
+            return last
+        }
+        var random = SystemRandomNumberGenerator()
+        let high = (milliseconds << 16) | 0x7000 | (counter & 0x0FFF)
+        let low = (UInt64(0b10) << 62) | (random.next() >> 2)
+        let hex = String(format: "%016llx%016llx", high, low)
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.joined(separator: "-")
     }
 }

@@ -1,77 +1,35 @@
 internal import CSQLite
 import Foundation
+import NewsPushModel
 #if canImport(Glibc)
 import Glibc
 #endif
 
-// The only file that talks to SQLite's C API. Everything else sees `SQLiteDatabase`, `SQLValue`
-// and `SQLRow`, and writes SQL that PostgreSQL reads as well.
+// The only file that talks to SQLite's C API. Everything else sees the `LedgerDatabase` seam,
+// `SQLValue` and `SQLRow`, and writes SQL that PostgreSQL reads as well.
 
-/// A value bound to, or read from, a statement.
-enum SQLValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-
-    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
-    init(_ number: Int?) { self = number.map { .integer(Int64($0)) } ?? .null }
-    /// Dates are stored as whole milliseconds since 1970 (portable, and ordered as numbers).
-    init(_ date: Date?) { self = date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null }
-}
-
-/// One result row.
-struct SQLRow {
-    let values: [SQLValue]
-
-    func text(_ i: Int) -> String? {
-        switch values[i] {
-        case .text(let s): return s
-        case .integer(let n): return String(n)
-        case .real(let d): return String(d)
-        case .null: return nil
-        }
-    }
-
-    func int(_ i: Int) -> Int? {
-        switch values[i] {
-        case .integer(let n): return Int(n)
-        case .real(let d): return Int(d)
-        case .text(let s): return Int(s)
-        case .null: return nil
-        }
-    }
-
-    func date(_ i: Int) -> Date? {
-        int(i).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-    }
-}
-
-/// What SQLite said went wrong, with the primary result code for the caller to act on.
-struct SQLiteError: Error, Sendable, CustomStringConvertible {
-    enum Kind: Sendable { case diskFull, corrupt, busy, readOnly, cannotOpen, io, constraint, other }
-    let code: Int32
-    let message: String
-    /// The operating system's error behind an I/O failure (ENOSPC when the disk is full: SQLite
-    /// reports growing its shared-memory file on a full disk as an I/O error).
-    var systemErrno: Int32 = 0
-
-    var kind: Kind {
-        if systemErrno == ENOSPC || systemErrno == EDQUOT { return .diskFull }
-        if systemErrno == EROFS { return .readOnly }
+/// The kind of a failed SQLite call, from its primary result code and the operating system's
+/// error behind an I/O failure (ENOSPC when the disk is full: SQLite reports growing its
+/// shared-memory file on a full disk as an I/O error).
+private func databaseError(code: Int32, message: String, systemErrno: Int32) -> DatabaseError {
+    let kind: DatabaseError.Kind
+    if systemErrno == ENOSPC || systemErrno == EDQUOT {
+        kind = .diskFull
+    } else if systemErrno == EROFS {
+        kind = .readOnly
+    } else {
         switch code & 0xFF {
-        case SQLITE_FULL: return .diskFull
-        case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt
-        case SQLITE_BUSY, SQLITE_LOCKED: return .busy
-        case SQLITE_READONLY: return .readOnly
-        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH: return .cannotOpen
-        case SQLITE_IOERR: return .io
-        case SQLITE_CONSTRAINT: return .constraint
-        default: return .other
+        case SQLITE_FULL: kind = .diskFull
+        case SQLITE_CORRUPT, SQLITE_NOTADB: kind = .corrupt
+        case SQLITE_BUSY, SQLITE_LOCKED: kind = .busy
+        case SQLITE_READONLY: kind = .readOnly
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH: kind = .cannotOpen
+        case SQLITE_IOERR: kind = .io
+        case SQLITE_CONSTRAINT: kind = .constraint
+        default: kind = .other
         }
     }
-
-    var description: String { message }
+    return DatabaseError(kind: kind, message: message)
 }
 
 /// One SQLite connection, owned by one object: statements are prepared once and cached, every
@@ -85,7 +43,7 @@ final class SQLiteDatabase {
     private var statements: [String: OpaquePointer] = [:]
 
     /// Opens `path` (`:memory:` for a private in-memory database).
-    init(path: String, mode: Mode) throws(SQLiteError) {
+    init(path: String, mode: Mode) throws(DatabaseError) {
         self.path = path
         var db: OpaquePointer?
         let flags: Int32
@@ -98,7 +56,7 @@ final class SQLiteDatabase {
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: code, message: message)
+            throw databaseError(code: code, message: message, systemErrno: 0)
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -112,19 +70,19 @@ final class SQLiteDatabase {
     }
 
     /// Runs one or more statements without parameters (schema, pragmas).
-    func execute(_ sql: String) throws(SQLiteError) {
+    func execute(_ sql: String) throws(DatabaseError) {
         var message: UnsafeMutablePointer<CChar>?
         let code = sqlite3_exec(handle, sql, nil, nil, &message)
         if code != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_free(message)
-            throw SQLiteError(code: code, message: text, systemErrno: sqlite3_system_errno(handle))
+            throw databaseError(code: code, message: text, systemErrno: sqlite3_system_errno(handle))
         }
     }
 
     /// Runs a statement that returns no rows; returns how many rows it changed.
     @discardableResult
-    func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> Int {
+    func run(_ sql: String, _ arguments: [SQLValue] = []) throws(DatabaseError) -> Int {
         let statement = try prepared(sql, arguments)
         defer { sqlite3_reset(statement) }
         var code = sqlite3_step(statement)
@@ -134,7 +92,7 @@ final class SQLiteDatabase {
     }
 
     /// Runs a query and returns every row.
-    func query(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> [SQLRow] {
+    func query(_ sql: String, _ arguments: [SQLValue] = []) throws(DatabaseError) -> [SQLRow] {
         let statement = try prepared(sql, arguments)
         defer { sqlite3_reset(statement) }
         var rows: [SQLRow] = []
@@ -179,7 +137,7 @@ final class SQLiteDatabase {
     }
 
     /// The prepared statement for `sql`, reset and bound to `arguments`.
-    private func prepared(_ sql: String, _ arguments: [SQLValue]) throws(SQLiteError) -> OpaquePointer {
+    private func prepared(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> OpaquePointer {
         let statement: OpaquePointer
         if let cached = statements[sql] {
             statement = cached
@@ -207,15 +165,26 @@ final class SQLiteDatabase {
         return statement
     }
 
-    private func check(_ code: Int32, done: Bool) throws(SQLiteError) {
+    private func check(_ code: Int32, done: Bool) throws(DatabaseError) {
         if code == SQLITE_OK || (done && code == SQLITE_DONE) { return }
         throw error(code)
     }
 
-    private func error(_ code: Int32) -> SQLiteError {
-        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
+    private func error(_ code: Int32) -> DatabaseError {
+        databaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
     }
 
     /// The library's version, for `state check`.
     static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}
+
+extension SQLiteDatabase: LedgerDatabase {
+    func tableExists(_ name: String) throws(DatabaseError) -> Bool {
+        !(try query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
+    }
+
+    func integrityProblems() throws(DatabaseError) -> [String] {
+        let result = try query("PRAGMA integrity_check", []).compactMap { $0.text(0) }
+        return result == ["ok"] ? [] : result
+    }
 }

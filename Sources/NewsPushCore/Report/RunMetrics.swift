@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 import Prometheus
 #if canImport(Glibc)
 import Glibc

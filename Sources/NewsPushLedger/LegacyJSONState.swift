@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -96,7 +97,7 @@ public struct LegacyJSONState: Codable, Sendable {
     public static func load(path: String) throws(LedgerError) -> LegacyJSONState {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw .unreadable(path: path, reason: ConfigLoader.reason(error))
+            throw .unreadable(path: path, reason: SystemErrors.reason(error))
         }
         if data.isEmpty { throw .corrupt(path: path, reason: "the file is empty") }
         struct VersionProbe: Decodable { var version: Int? }
@@ -141,7 +142,7 @@ public struct LegacyJSONState: Codable, Sendable {
     /// unknown: never re-sent); a story that was pending is left out, so its feed's next full
     /// response plans it again. Validators are dropped for the same reason: the first run after
     /// the migration reads every feed in full and records what each lists.
-    static func importState(_ state: LegacyJSONState, into db: SQLiteDatabase) throws {
+    static func importState(_ state: LegacyJSONState, into db: any LedgerDatabase) throws {
         try db.transaction {
             for (url, feed) in state.feeds {
                 let record = FeedRecord(url: url, lastFetched: feed.lastFetched, lastSuccess: feed.lastFetched,
@@ -193,7 +194,7 @@ public struct LegacyJSONState: Codable, Sendable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(FeedDates.format(date))
+            try container.encode(Timestamp.format(date))
         }
         return encoder
     }
@@ -203,7 +204,7 @@ public struct LegacyJSONState: Codable, Sendable {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            guard let date = FeedDates.parseISO8601(text) else {
+            guard let date = Timestamp.parse(text) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an RFC 3339 date")
             }
             return date

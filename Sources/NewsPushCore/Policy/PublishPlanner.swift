@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Logging
+import NewsPushModel
 import NotificationHubs
 
 /// A push an editor sends by hand (`newspush publish`, `newspush hub test-send`).
@@ -75,28 +75,45 @@ public struct PublishPlan: Sendable {
     public var refusal: PublishRefusal?
 }
 
-/// What became of a manual push.
-public struct PublishResult: Sendable {
-    public var outcome: OutboxOutcome
-    /// Set when the failure concerns the hub or the ledger: the push stays pending (exit 1).
-    public var stop: SendStop?
-    public var testOutcome: TestSendOutcome?
+/// Why a manual push cannot be planned at all.
+public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
+    /// `publish --replace KEY` names no story that was pushed.
+    case unknownStory(String, reason: String)
+    /// The push cannot be made into a request (a bad `--tags` expression, a message too large).
+    case request(HubError)
+
+    public var description: String {
+        switch self {
+        case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"
+        case .request(let error): return error.description
+        }
+    }
 }
 
-/// Publishes one push by hand through the same plan → outbox → send → record path as the
-/// scheduled run, so the run recognises the story and never repeats it.
-public struct Publisher: Sendable {
-    public var config: NewsPushConfig
-    public var logger: Logger
-    public var hubTransport: (any HubTransport)?
-    public var retrySleep: (@Sendable (Double) -> Void)?
-    public var now: @Sendable () -> Date = { Date() }
+/// What the ledger knows that a manual push is checked against (the load stage's answer).
+public struct PublishKnowledge: Sendable {
+    /// The story under the push's own key, if the ledger has it.
+    public var byKey: StoryRecord?
+    /// The first story recorded with the push's canonical link, if any.
+    public var byLink: StoryRecord?
+    /// The story a correction corrects (`replacing`), if the ledger has it.
+    public var corrected: StoryRecord?
+    /// Stories pushed (or about to be) in the last 36 hours, for the near-identical-title rule.
+    public var recentPushes: [StoryRecord]
 
-    public init(config: NewsPushConfig, logger: Logger) {
-        self.config = config
-        self.logger = logger
+    /// What a ledger knows about one manual push.
+    public init(byKey: StoryRecord? = nil, byLink: StoryRecord? = nil, corrected: StoryRecord? = nil,
+                recentPushes: [StoryRecord] = []) {
+        self.byKey = byKey
+        self.byLink = byLink
+        self.corrected = corrected
+        self.recentPushes = recentPushes
     }
+}
 
+/// Plans a push an editor sends by hand: the same story key, request and repeat rules as the
+/// scheduled run, so the run recognises the story and never repeats it.
+public enum PublishPlanner {
     /// The story key of a manual push: the canonical link when there is a URL (so the feed
     /// item for the same article is recognised), else a hash of category and text.
     public static func key(for push: ManualPush) -> String {
@@ -105,29 +122,27 @@ public struct Publisher: Sendable {
         return "manual:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Plans the push and checks the ledger for the story: by key, by link and by the run's
-    /// near-identical-title rule. A correction (`replacing`) takes the corrected story's key and
-    /// collapse id and is never a repeat.
-    public func plan(_ push: ManualPush, ledger: Ledger) throws(RunError) -> PublishPlan {
-        let client = try pipeline.makeHubClient()
-        let settings = config.categories[push.category]!
-        let at = now()
+    /// Plans the push and checks it against what the ledger knows: by key, by link and by the
+    /// run's near-identical-title rule. A correction (`replacing`) takes the corrected story's
+    /// key and collapse id and is never a repeat. `now` is the session's clock reading; the
+    /// request shown is signed at `requestTime` (the wall clock).
+    public static func plan(_ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig, client: NotificationHubClient,
+                            now: Date, requestTime: Date = Date()) throws(PublishPlanError) -> PublishPlan {
+        let settings = config.settings(for: push.category)
         let title = push.title ?? push.message ?? ""
         var key = Self.key(for: push)
         var refusal: PublishRefusal?
         var kind = OutboxEntry.Kind.push
         if let corrected = push.replacing {
-            let record: StoryRecord?
-            do { record = try ledger.stories(keys: [corrected])[corrected] } catch { throw .ledger(error) }
-            guard let record, record.wasPushed else {
-                throw .unknownStory(corrected, reason: record == nil ? "the ledger has no story with this key (`newspush state show` lists them)"
-                                                                    : "it was never pushed (\(record!.status.rawValue)): publish it instead of correcting it")
+            guard let record = knowledge.corrected, record.wasPushed else {
+                let reason = knowledge.corrected.map { "it was never pushed (\($0.status.rawValue)): publish it instead of correcting it" }
+                    ?? "the ledger has no story with this key (`newspush state show` lists them)"
+                throw .unknownStory(corrected, reason: reason)
             }
-            key = corrected
+            key = record.key
             kind = .correction
         } else if !push.isTrial {
-            refusal = try repeatOf(StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
-                                               firstSeen: at, lastSeen: at, published: at, status: .seen, origin: .publish), ledger: ledger)
+            refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
             if refusal != nil { kind = .repeat }
         }
         let importance = push.importance ?? ImportanceRules(config.importanceRules)
@@ -135,59 +150,26 @@ public struct Publisher: Sendable {
         let content = PushContent(category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key,
                                   message: push.message, language: push.language, importance: importance)
         let story = StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
-                                firstSeen: at, lastSeen: at, published: push.at ?? at, status: .seen, origin: .publish)
+                                firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
         let entry = OutboxEntry(storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
                                 tags: push.tags ?? settings.tags,
                                 properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
-                                createdAt: at, freshUntil: (push.at ?? at).addingTimeInterval(config.policy.maxAge),
+                                createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
                                 expiresAfter: settings.expiry, scheduledAt: push.at)
         let request: HubRequest
-        do { request = try PushRequests.request(entry, client: client, test: push.test, now: at) } catch { throw .request(error) }
+        do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch { throw .request(error) }
         return PublishPlan(push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
     }
 
     /// What makes this story a repeat, if anything.
-    private func repeatOf(_ story: StoryRecord, ledger: Ledger) throws(RunError) -> PublishRefusal? {
-        do {
-            var candidate = Candidate(key: story.key, linkKey: story.linkKey, feedName: "publish", feedURL: "publish",
-                                      item: FeedItem(title: story.title, link: story.link, published: story.published), firstSeen: story.firstSeen)
-            candidate.previous = try ledger.stories(keys: [story.key])[story.key]
-            if candidate.previous == nil, let link = story.linkKey { candidate.previous = try ledger.stories(linkKeys: [link])[link] }
-            let recent = try ledger.recentPushes(since: now().addingTimeInterval(-TitleFingerprint.window))
-            switch StoryMatcher.match([candidate], recentPushes: recent)[0] {
-            case .known(let record) where record.wasPushed || record.status == .pending: return .known(record)
-            case .sameStory(let same): return .sameStory(same)
-            case .known, .new, .tombstoned: return nil
-            }
-        } catch { throw .ledger(error) }
-    }
-
-    /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
-    public func send(_ plan: PublishPlan, ledger: Ledger) throws(RunError) -> PublishResult {
-        do { try ledger.enqueue(plan.entry, story: plan.story) } catch { throw .ledger(error) }
-        let sent = try sender().send([plan.entry], ledger: ledger)
-        let outcome = sent.outcomes.last ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now())
-        return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
-    }
-
-    /// Sends a trial (`--tags`, `--test`): the same request and outcome rules, nothing recorded.
-    public func sendTrial(_ plan: PublishPlan) throws(RunError) -> PublishResult {
-        let (outcome, answer) = try sender().sendUnrecorded(plan.entry, request: plan.request)
-        let stop = answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
-        var testOutcome: TestSendOutcome?
-        if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
-        return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
-    }
-
-    private var pipeline: RunPipeline {
-        var pipeline = RunPipeline(config: config, logger: logger)
-        pipeline.hubTransport = hubTransport
-        pipeline.retrySleep = retrySleep
-        pipeline.now = now
-        return pipeline
-    }
-
-    private func sender() throws(RunError) -> OutboxSender {
-        OutboxSender(client: try pipeline.makeHubClient(), concurrency: 1, logger: logger, now: now)
+    static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date) -> PublishRefusal? {
+        var candidate = Candidate(key: key, linkKey: url.flatMap(StoryKey.canonicalLink), feedName: "publish", feedURL: "publish",
+                                  item: FeedItem(title: title, link: url, published: now), firstSeen: now)
+        candidate.previous = knowledge.byKey ?? (candidate.linkKey == nil ? nil : knowledge.byLink)
+        switch StoryMatcher.match([candidate], recentPushes: knowledge.recentPushes)[0] {
+        case .known(let record) where record.wasPushed || record.status == .pending: return .known(record)
+        case .sameStory(let same): return .sameStory(same)
+        case .known, .new, .tombstoned: return nil
+        }
     }
 }

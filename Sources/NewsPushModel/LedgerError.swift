@@ -18,7 +18,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .corrupt(let path, let reason):
             return "ledger \(path) is corrupt (\(reason)); nothing was sent and the file was left untouched. Inspect it with 'newspush state check', restore it from a backup, or move it away only if re-sending old news is acceptable"
         case .newerSchema(let path, let version):
-            return "ledger \(path) has schema version \(version), newer than this newspush understands (\(Ledger.schemaVersion)); upgrade newspush. Nothing was sent"
+            return "ledger \(path) has schema version \(version), newer than this newspush understands (\(LedgerSchema.version)); upgrade newspush. Nothing was sent"
         case .locked(let path):
             return "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits for it)"
         case .diskFull(let path):
@@ -29,14 +29,10 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
             return "no ledger at \(path) (no run has recorded anything yet)"
         }
     }
+}
 
-    /// The error for a failed SQLite call on the ledger at `path`.
-    static func from(_ error: SQLiteError, path: String, writing: Bool) -> LedgerError {
-        switch error.kind {
-        case .diskFull: return .diskFull(path: path)
-        case .corrupt: return .corrupt(path: path, reason: error.message)
-        case .readOnly, .cannotOpen, .io, .busy, .constraint, .other:
-            return writing ? .writeFailed(path: path, reason: error.message) : .unreadable(path: path, reason: error.message)
-        }
-    }
+/// The ledger's format.
+public enum LedgerSchema {
+    /// The schema version this newspush reads and writes; a newer ledger stops every command.
+    public static let version = 1
 }

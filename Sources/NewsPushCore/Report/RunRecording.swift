@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 extension RunRecord {
     /// The record stage of a run: what the ledger learns from this run's feeds and items, and

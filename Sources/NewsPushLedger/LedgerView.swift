@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// The whole ledger read at once, for `state show`, `state export` and `state check`.
 public struct LedgerView: Sendable {
@@ -31,10 +32,10 @@ public struct LedgerView: Sendable {
         var lines = ["\(path): \(summary)"]
         for (record, _) in stories {
             var line = "\(record.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.category ?? "-") \(record.key)  \(record.title ?? "")"
-            if let pushedAt = record.pushedAt { line += " pushed \(FeedDates.format(pushedAt))" }
+            if let pushedAt = record.pushedAt { line += " pushed \(Timestamp.format(pushedAt))" }
             if let push = latest[record.key] {
                 line += "  [outbox: \(push.kind == .push ? "" : "\(push.kind.rawValue) ")\(push.status.rawValue), \(push.attempts) attempt\(push.attempts == 1 ? "" : "s")"
-                if push.status == .pending { line += ", fresh until \(FeedDates.format(push.freshUntil))" }
+                if push.status == .pending { line += ", fresh until \(Timestamp.format(push.freshUntil))" }
                 line += "]"
             }
             if let error = record.error ?? latest[record.key]?.error { line += "  reason: \(error)" }
@@ -46,7 +47,7 @@ public struct LedgerView: Sendable {
     /// The ledger as one JSON document: stories (`items`, keyed by story key), feeds, the
     /// outbox and tombstones.
     public func json() -> String {
-        func date(_ d: Date?) -> Any { d.map(FeedDates.format) ?? NSNull() }
+        func date(_ d: Date?) -> Any { d.map(Timestamp.format) ?? NSNull() }
         func text(_ s: String?) -> Any { s ?? NSNull() }
         let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var items: [String: Any] = [:]
@@ -75,7 +76,7 @@ public struct LedgerView: Sendable {
         }
         let document: [String: Any] = [
             "ledger": path, "schema_version": Ledger.schemaVersion, "items": items, "feeds": feedObjects, "outbox": entries,
-            "tombstones": tombstones.mapValues { FeedDates.format($0) },
+            "tombstones": tombstones.mapValues { Timestamp.format($0) },
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
             return "{}"

@@ -1,7 +1,8 @@
 import Foundation
+import NewsPushModel
 
 /// Everything the report stage reads.
-struct RunFacts {
+public struct RunFacts {
     var dryRun: Bool
     var startedAt: Date
     var reads: [(settings: FeedSettings, read: FeedRead)]
@@ -14,12 +15,30 @@ struct RunFacts {
     var sent: SendResult?
     /// The ledger's stories of the outbox entries handled, for those no feed listed this run.
     var outboxStories: [String: StoryRecord]
+
+    /// What the report of a run is made from: its feeds' reads, its candidates, their matches
+    /// and plan, what was sent (nil in a dry run) and the ledger's stories of the outbox
+    /// entries handled that no feed listed.
+    public init(dryRun: Bool, startedAt: Date, reads: [(settings: FeedSettings, read: FeedRead)], candidates: [Candidate],
+                plan: RunPlan, matches: [StoryMatch], policy: PolicySettings, now: Date, sent: SendResult?,
+                outboxStories: [String: StoryRecord]) {
+        self.dryRun = dryRun
+        self.startedAt = startedAt
+        self.reads = reads
+        self.candidates = candidates
+        self.plan = plan
+        self.matches = matches
+        self.policy = policy
+        self.now = now
+        self.sent = sent
+        self.outboxStories = outboxStories
+    }
 }
 
 extension RunReport {
     /// The report stage: every feed, every item with the one decision it got (after sending),
     /// every push with what became of it, and the outbox left for the next run.
-    static func make(_ facts: RunFacts, finishedAt: Date) -> RunReport {
+    public static func make(_ facts: RunFacts, finishedAt: Date) -> RunReport {
         var report = RunReport(dryRun: facts.dryRun, startedAt: facts.startedAt, finishedAt: finishedAt)
         report.stop = facts.sent?.stop
         let outcomes = Dictionary((facts.sent?.outcomes ?? []).map { ($0.entryID, $0) }, uniquingKeysWith: { _, last in last })
@@ -144,5 +163,5 @@ extension RunReport {
 
 extension Candidate {
     /// Neither the ledger nor a tombstone knew its story.
-    var isNew: Bool { previous == nil && !tombstoned }
+    public var isNew: Bool { previous == nil && !tombstoned }
 }

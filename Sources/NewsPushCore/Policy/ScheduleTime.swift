@@ -1,0 +1,39 @@
+import Foundation
+import NewsPushModel
+
+/// Why a `publish --at` time cannot be used.
+public enum ScheduleTimeError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notADuration(String)
+    case notATime(String)
+    case past(Date)
+    case tooFar(Date)
+
+    public var description: String {
+        switch self {
+        case .notADuration(let text): return "--at '\(text)' is not +DURATION (e.g. +2h)"
+        case .notATime(let text):
+            return "--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION"
+        case .past(let time): return "--at \(FeedDates.format(time)) is not in the future"
+        case .tooFar(let time): return "--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week"
+        }
+    }
+}
+
+/// `publish --at`: an RFC 3339 time or `+DURATION`, in the future and at most 7 days ahead (the
+/// hub's limit for scheduled sends).
+public enum ScheduleTime {
+    /// The time `text` names, as of `now`.
+    public static func parse(_ text: String, now: Date) throws(ScheduleTimeError) -> Date {
+        let time: Date
+        if text.hasPrefix("+") {
+            guard let seconds = Durations.parse(String(text.dropFirst())) else { throw .notADuration(text) }
+            time = now.addingTimeInterval(seconds)
+        } else {
+            guard let date = FeedDates.parseISO8601(text) else { throw .notATime(text) }
+            time = date
+        }
+        guard time > now.addingTimeInterval(1) else { throw .past(time) }
+        guard time <= now.addingTimeInterval(7 * 86400) else { throw .tooFar(time) }
+        return time
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import NewsPushModel
+
+/// Why a feed cannot be used this time, naming it: its fetch failed, or its document could not
+/// be read as a feed.
+public enum FeedReadError: Error, Sendable, CustomStringConvertible {
+    case fetch(FeedFetchError)
+    case parse(url: String, FeedParseError)
+
+    public var description: String {
+        switch self {
+        case .fetch(let error): return error.description
+        case .parse(let url, let error): return "\(url): \(error)"
+        }
+    }
+}
+
+/// A fetched feed and what the parser made of it.
+public struct FeedRead: Sendable {
+    public var fetched: FetchedFeed
+    /// The parsed document, when the fetch brought one and it is a feed.
+    public var feed: ParsedFeed?
+    /// Why the feed cannot be used this time (fetch or parse), naming its URL.
+    public var failure: FeedReadError?
+
+    /// `failure` in words.
+    public var error: String? { failure?.description }
+
+    /// ok (read), not-modified (304, or paused), or error.
+    public var status: FetchedFeed.Status {
+        if failure != nil { return .error }
+        return feed == nil ? .notModified : .ok
+    }
+}
+
+/// The one fetch → parse stage, shared by `run`, `preview`, `check --fetch` and `parse`.
+public enum FeedReading {
+    /// Every feed fetched (with the validators of `records`, and not at all while its server's
+    /// Retry-After lasts), then parsed within `settings.parseBudget`; results in order.
+    public static func fetchAndRead(_ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
+                                    baseFolder: String, now: Date,
+                                    progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) -> [FeedRead] {
+        let fetched = FeedFetcher(settings: settings, baseFolder: baseFolder).fetch(feeds, records: records, now: now, progress: progress)
+        return read(fetched, budget: settings.parseBudget)
+    }
+
+    /// Each fetched document parsed, within `budget` seconds each.
+    public static func read(_ fetched: [FetchedFeed], budget: Double) -> [FeedRead] {
+        fetched.map { read($0, base: $0.finalURL, budget: budget) }
+    }
+
+    /// Parses what `fetched` brought; relative links resolve against `base` (the URL the
+    /// document came from) when it is an http(s) URL, and stay relative otherwise (a feed read
+    /// from a file or standard input has no address a reader could follow: never `file://`).
+    /// `budget`: seconds the parse may take (`fetch.parse_budget`).
+    public static func read(_ fetched: FetchedFeed, base: String?, budget: Double = FeedParser.defaultBudget) -> FeedRead {
+        guard fetched.status == .ok else {
+            let failure = fetched.status == .error ? FeedReadError.fetch(fetched.failure ?? .notFetched(url: fetched.url)) : nil
+            return FeedRead(fetched: fetched, feed: nil, failure: failure)
+        }
+        do throws(FeedParseError) {
+            let url = base.flatMap { FeedURL.isHTTP($0) ? $0 : nil }
+            let feed = try FeedParser.parse(fetched.body, url: url, contentType: fetched.contentType, budget: budget)
+            if let unusable = feed.unusable { throw unusable }
+            return FeedRead(fetched: fetched, feed: feed, failure: nil)
+        } catch {
+            return FeedRead(fetched: fetched, feed: nil, failure: .parse(url: fetched.url, error))
+        }
+    }
+}

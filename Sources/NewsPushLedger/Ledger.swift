@@ -1,0 +1,174 @@
+import Foundation
+import NewsPushModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a configured `state:` path puts the ledger, and the JSON state file of earlier
+/// versions it replaces: `x.json` (or `x.db` with `x.json` beside it) becomes `x.db`.
+public struct LedgerLocation: Sendable, Equatable {
+    public var databasePath: String
+    public var legacyJSONPath: String
+
+    public init(configured path: String) {
+        let stem = path.hasSuffix(".json") || path.hasSuffix(".db") ? String(path[..<(path.lastIndex(of: ".") ?? path.endIndex)]) : path
+        databasePath = path.hasSuffix(".json") ? stem + ".db" : path
+        legacyJSONPath = stem + ".json"
+    }
+}
+
+/// How a command uses the ledger: a run or publish writes (under the run lock); a dry run and
+/// `state show` only read, and never create or change a file.
+public enum LedgerAccess: Sendable {
+    case read
+    case write
+}
+
+/// The delivery ledger (SPEC §6): stories, feeds, the outbox of pushes and tombstones, in a
+/// SQLite database written in transactions (WAL, synchronous writes). A run reads and writes
+/// only what it touches.
+public final class Ledger {
+    /// The schema version this newspush reads and writes.
+    public static let schemaVersion = LedgerSchema.version
+    /// The database file (what messages name).
+    public let path: String
+    /// No ledger existed before this run (and no JSON state was migrated): a first run.
+    public let isNew: Bool
+    /// The JSON state file that was migrated into this ledger when it was opened, if any.
+    public let migratedFrom: String?
+    let db: any LedgerDatabase
+    private let writable: Bool
+
+    private init(path: String, db: any LedgerDatabase, isNew: Bool, migratedFrom: String?, writable: Bool) {
+        self.path = path
+        self.db = db
+        self.isNew = isNew
+        self.migratedFrom = migratedFrom
+        self.writable = writable
+    }
+
+    // MARK: Opening
+
+    /// Opens the ledger for `configured` (the config's `state:` path). Writing creates it when
+    /// missing and migrates a JSON state file of earlier versions (kept as `<name>.json.migrated`);
+    /// reading never changes a file (a missing or JSON ledger is read into memory).
+    public static func open(configured: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
+        let location = LedgerLocation(configured: configured)
+        let path = location.databasePath
+        let files = FileManager.default
+        if files.fileExists(atPath: path) {
+            return try openExisting(path: path, access: access)
+        }
+        let legacy = files.fileExists(atPath: location.legacyJSONPath) ? try LegacyJSONState.load(path: location.legacyJSONPath) : nil
+        switch access {
+        case .read:
+            let db = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
+            try wrap(path, writing: true) {
+                try LedgerMigrations.create(db, at: Date())
+                if let legacy { try LegacyJSONState.importState(legacy, into: db) }
+            }
+            return Ledger(path: path, db: db, isNew: legacy == nil, migratedFrom: nil, writable: false)
+        case .write:
+            try createFile(path: path, legacy: legacy)
+            if legacy != nil {
+                let migrated = location.legacyJSONPath + ".migrated"
+                guard rename(location.legacyJSONPath, migrated) == 0 else {
+                    throw .writeFailed(path: migrated, reason: String(cString: strerror(errno)))
+                }
+                unlink(location.legacyJSONPath + ".journal")
+                unlink(location.legacyJSONPath + ".prev")
+            }
+            let ledger = try openExisting(path: path, access: .write)
+            return Ledger(path: path, db: ledger.db, isNew: legacy == nil,
+                          migratedFrom: legacy == nil ? nil : location.legacyJSONPath, writable: true)
+        }
+    }
+
+    private static func openExisting(path: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        if size == 0 { throw .corrupt(path: path, reason: "the file is empty") }
+        let db = try wrap(path, writing: false) {
+            try SQLiteDatabase(path: path, mode: access == .write ? .readWrite : .readOnly)
+        }
+        // Read before anything is written: a file that is not a ledger stays untouched.
+        let version = try schemaVersion(of: db, path: path)
+        if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
+        if access == .write {
+            try wrap(path, writing: true) {
+                try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+                _ = try LedgerMigrations.upgrade(db, from: version)
+            }
+        }
+        return Ledger(path: path, db: db, isNew: false, migratedFrom: nil, writable: access == .write)
+    }
+
+    /// The schema version a ledger file records; a file that is not a ledger is corrupt.
+    private static func schemaVersion(of db: any LedgerDatabase, path: String) throws(LedgerError) -> Int {
+        do {
+            guard try db.tableExists("meta") else {
+                throw LedgerError.corrupt(path: path, reason: "not a newspush ledger (no such table: meta)")
+            }
+            let rows = try db.query("SELECT value FROM meta WHERE name = 'schema_version'", [])
+            guard let text = rows.first?.text(0), let number = Int(text) else {
+                throw LedgerError.corrupt(path: path, reason: "no schema version")
+            }
+            return number
+        } catch let error as DatabaseError {
+            switch error.kind {
+            case .corrupt: throw .corrupt(path: path, reason: "not a SQLite database")
+            case .diskFull: throw .diskFull(path: path)
+            default: throw .unreadable(path: path, reason: error.message)
+            }
+        } catch let error as LedgerError {
+            throw error
+        } catch {
+            throw .unreadable(path: path, reason: "\(error)")
+        }
+    }
+
+    /// Creates the ledger file whole, or not at all: built under a temporary name, then renamed.
+    private static func createFile(path: String, legacy: LegacyJSONState?) throws(LedgerError) {
+        let temporary = "\(path).tmp-\(getpid())"
+        unlink(temporary)
+        do {
+            let db = try SQLiteDatabase(path: temporary, mode: .create)
+            try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            try LedgerMigrations.create(db, at: Date())
+            if let legacy { try LegacyJSONState.importState(legacy, into: db) }
+        } catch let error as DatabaseError {
+            unlink(temporary)
+            throw LedgerError.from(error, path: path, writing: true)
+        } catch {
+            unlink(temporary)
+            throw .writeFailed(path: path, reason: "\(error)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .writeFailed(path: path, reason: reason)
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        let fd = Glibc.open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    private static func wrap<T>(_ path: String, writing: Bool, _ body: () throws -> T) throws(LedgerError) -> T {
+        do { return try body() } catch let error as DatabaseError {
+            throw LedgerError.from(error, path: path, writing: writing)
+        } catch let error as LedgerError {
+            throw error
+        } catch {
+            throw writing ? .writeFailed(path: path, reason: "\(error)") : .unreadable(path: path, reason: "\(error)")
+        }
+    }
+
+    func reading<T>(_ body: () throws -> T) throws(LedgerError) -> T { try Self.wrap(path, writing: false, body) }
+
+    func writing<T>(_ body: () throws -> T) throws(LedgerError) -> T {
+        guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
+        return try Self.wrap(path, writing: true) { try db.transaction(body) }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// The statements the ledger runs, whatever the engine: SQLite for one host, PostgreSQL for a
+/// ledger shared by several. The SQL in the ledger reads the same in both (plain types,
+/// `ON CONFLICT` upserts, no engine-specific functions); placeholders are `?`. What differs
+/// between the engines is behind this protocol and nowhere else.
+protocol LedgerDatabase: AnyObject {
+    /// Runs a statement that returns no rows; returns how many rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> Int
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow]
+    /// Runs `body` in one transaction that takes the write lock at once; rolled back when
+    /// `body` throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Whether the database holds a table of this name (a file that is not a ledger has none).
+    func tableExists(_ name: String) throws(DatabaseError) -> Bool
+    /// The engine's own check of its storage: nothing when healthy.
+    func integrityProblems() throws(DatabaseError) -> [String]
+}
+
+/// A value bound to, or read from, a statement.
+enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    init(_ number: Int?) { self = number.map { .integer(Int64($0)) } ?? .null }
+    /// Dates are stored as whole milliseconds since 1970 (portable, and ordered as numbers).
+    init(_ date: Date?) { self = date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null }
+}
+
+/// One result row.
+struct SQLRow {
+    let values: [SQLValue]
+
+    func text(_ i: Int) -> String? {
+        switch values[i] {
+        case .text(let s): return s
+        case .integer(let n): return String(n)
+        case .real(let d): return String(d)
+        case .null: return nil
+        }
+    }
+
+    func int(_ i: Int) -> Int? {
+        switch values[i] {
+        case .integer(let n): return Int(n)
+        case .real(let d): return Int(d)
+        case .text(let s): return Int(s)
+        case .null: return nil
+        }
+    }
+
+    func date(_ i: Int) -> Date? {
+        int(i).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+}
+
+/// What the database engine said went wrong, sorted into what the ledger acts on; the
+/// engine's own words are kept for the message.
+struct DatabaseError: Error, Sendable, CustomStringConvertible {
+    enum Kind: Sendable, Equatable {
+        case diskFull, corrupt, busy, readOnly, cannotOpen, io, constraint
+        /// The connection to a database server was lost or refused.
+        case connection
+        case other
+    }
+
+    let kind: Kind
+    let message: String
+
+    var description: String { message }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import NewsPushModel
+
+extension Ledger {
+    // MARK: Reading what a run needs
+
+    /// The records of these feeds (feeds never fetched have none).
+    public func feeds(_ urls: [String]) throws(LedgerError) -> [String: FeedRecord] {
+        try reading {
+            let records = try rows("SELECT \(Self.feedColumns) FROM feeds WHERE url IN", urls).map(Self.feed)
+            return Dictionary(records.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    /// Stories by key.
+    public func stories(keys: some Collection<String>) throws(LedgerError) -> [String: StoryRecord] {
+        try reading {
+            let records = try rows("SELECT \(Self.storyColumns) FROM stories WHERE key IN", keys).map(Self.story)
+            return Dictionary(records.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    /// Stories by canonical link (the first recorded one per link).
+    public func stories(linkKeys: some Collection<String>) throws(LedgerError) -> [String: StoryRecord] {
+        try reading {
+            var records: [String: StoryRecord] = [:]
+            for record in try rows("SELECT \(Self.storyColumns) FROM stories WHERE link_key IN", linkKeys).map(Self.story)
+                .sorted(by: { $0.firstSeen < $1.firstSeen }) {
+                if let link = record.linkKey, records[link] == nil { records[link] = record }
+            }
+            return records
+        }
+    }
+
+    /// The keys among `keys` that were pruned (old news even though no record is left).
+    public func tombstoned(_ keys: some Collection<String>) throws(LedgerError) -> Set<String> {
+        try reading { Set(try rows("SELECT key FROM tombstones WHERE key IN", keys).compactMap { $0.text(0) }) }
+    }
+
+    /// The rows of `sql`, which ends in `IN`, for every value of `values`: 500 values a query.
+    private func rows(_ sql: String, _ values: some Collection<String>) throws -> [SQLRow] {
+        var rows: [SQLRow] = []
+        for chunk in Array(values).chunked(500) {
+            rows += try db.query("\(sql) (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+        }
+        return rows
+    }
+
+    /// Stories pushed (or about to be) since `since`: a new item with a near-identical title is
+    /// the same story.
+    public func recentPushes(since: Date) throws(LedgerError) -> [StoryRecord] {
+        try reading {
+            try db.query("""
+                SELECT \(Self.storyColumns) FROM stories
+                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled') AND COALESCE(pushed_at, first_seen) >= ?
+                """, [SQLValue(since)]).map(Self.story)
+        }
+    }
+
+    /// Pushes per category that went out (or may have) since `since`, for the rolling budget.
+    public func pushesSent(since: Date) throws(LedgerError) -> [NewsCategory: Int] {
+        try reading {
+            var used: [NewsCategory: Int] = [:]
+            for row in try db.query("""
+                SELECT category, COUNT(*) FROM outbox
+                WHERE (status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
+                   OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?)
+                GROUP BY category
+                """, [SQLValue(since), SQLValue(since)]) {
+                if let category = row.text(0).flatMap(NewsCategory.init(rawValue:)) { used[category] = row.int(1) ?? 0 }
+            }
+            return used
+        }
+    }
+
+    /// Outbox entries with these statuses, oldest first.
+    public func outbox(_ statuses: [OutboxEntry.Status] = [.pending]) throws(LedgerError) -> [OutboxEntry] {
+        try reading {
+            try db.query("SELECT \(Self.outboxColumns) FROM outbox WHERE status IN (\(Self.marks(statuses.count))) ORDER BY created_at, id",
+                         statuses.map { .text($0.rawValue) }).compactMap(Self.outboxEntry)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import NewsPushModel
+
+/// The ledger's tables, as numbered steps: a new ledger runs every step in order, an older one
+/// the steps after its recorded version, in one transaction with the version it reaches. The
+/// SQL reads the same in SQLite and PostgreSQL.
+enum LedgerMigrations {
+    /// Step `i` brings a ledger from schema version `i` to `i + 1`.
+    static let steps: [[String]] = [
+        [
+            "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            """
+            CREATE TABLE feeds (
+                url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, last_fetched BIGINT, last_success BIGINT,
+                listed_at BIGINT, retry_after BIGINT, moved_to TEXT)
+            """,
+            """
+            CREATE TABLE stories (
+                key TEXT PRIMARY KEY, feed TEXT NOT NULL, title TEXT, link TEXT, link_key TEXT, category TEXT,
+                first_seen BIGINT NOT NULL, last_seen BIGINT NOT NULL, published BIGINT, status TEXT NOT NULL,
+                pushed_at BIGINT, notification_id TEXT, error TEXT, origin TEXT NOT NULL)
+            """,
+            "CREATE INDEX stories_link_key ON stories (link_key)",
+            "CREATE INDEX stories_last_seen ON stories (last_seen)",
+            "CREATE INDEX stories_pushed_at ON stories (pushed_at)",
+            "CREATE TABLE feed_members (feed TEXT NOT NULL, story_key TEXT NOT NULL, PRIMARY KEY (feed, story_key))",
+            "CREATE INDEX feed_members_story ON feed_members (story_key)",
+            """
+            CREATE TABLE outbox (
+                id TEXT PRIMARY KEY, story_key TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL,
+                category TEXT NOT NULL, format TEXT NOT NULL, tags TEXT NOT NULL, properties TEXT NOT NULL,
+                created_at BIGINT NOT NULL, fresh_until BIGINT NOT NULL, status TEXT NOT NULL,
+                attempts INTEGER NOT NULL, last_attempt BIGINT, http_status INTEGER, notification_id TEXT, error TEXT,
+                expires_after BIGINT NOT NULL, scheduled_at BIGINT)
+            """,
+            "CREATE INDEX outbox_status ON outbox (status)",
+            "CREATE INDEX outbox_story ON outbox (story_key)",
+            "CREATE INDEX outbox_last_attempt ON outbox (last_attempt)",
+            "CREATE TABLE tombstones (key TEXT PRIMARY KEY, pruned_at BIGINT NOT NULL)",
+        ],
+    ]
+
+    /// Creates every table of a new ledger and records its version and creation time.
+    static func create(_ db: any LedgerDatabase, at time: Date) throws {
+        try db.transaction {
+            for statement in steps.joined() { try db.run(statement, []) }
+            try db.run("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", [.text(String(steps.count))])
+            try db.run("INSERT INTO meta (name, value) VALUES ('created_at', ?)", [.text(Timestamp.format(time))])
+        }
+    }
+
+    /// Brings a ledger at `version` to this newspush's version; false when it already was.
+    static func upgrade(_ db: any LedgerDatabase, from version: Int) throws -> Bool {
+        guard version < steps.count else { return false }
+        try db.transaction {
+            for statement in steps[version...].joined() { try db.run(statement, []) }
+            try db.run("UPDATE meta SET value = ? WHERE name = 'schema_version'", [.text(String(steps.count))])
+        }
+        return true
+    }
+}

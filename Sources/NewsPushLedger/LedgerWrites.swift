@@ -1,0 +1,145 @@
+import Foundation
+import NewsPushModel
+
+extension Ledger {
+    // MARK: Writing
+
+    /// Entries left `sending` by a run that died mid-send: their outcome is unknown and they are
+    /// never sent again. Returns them, settled.
+    @discardableResult
+    public func settleInterruptedSends(at time: Date) throws(LedgerError) -> [OutboxEntry] {
+        let interrupted = try outbox([.sending])
+        guard !interrupted.isEmpty else { return [] }
+        let reason = "the run sending it was interrupted; outcome unknown, not re-sent"
+        try record(interrupted.map { OutboxOutcome(entryID: $0.id, storyKey: $0.storyKey, status: .unknown, at: time, error: reason) })
+        return interrupted
+    }
+
+    /// Scheduled sends whose time has passed were delivered by the hub: they count as sent
+    /// from then on (pushed at their scheduled time).
+    public func settleScheduledSends(at time: Date) throws(LedgerError) {
+        try writing {
+            let due = try db.query("SELECT id, story_key, scheduled_at FROM outbox WHERE status = 'scheduled' AND scheduled_at <= ?", [SQLValue(time)])
+            for row in due {
+                guard let id = row.text(0), let key = row.text(1) else { continue }
+                try db.run("UPDATE outbox SET status = 'sent', last_attempt = scheduled_at WHERE id = ?", [.text(id)])
+                try db.run("UPDATE stories SET status = 'pushed', pushed_at = ? WHERE key = ? AND status = 'scheduled'",
+                           [SQLValue(row.date(2)), .text(key)])
+            }
+        }
+    }
+
+    /// Writes what a run learnt and planned, in one transaction.
+    public func record(_ run: RunRecord) throws(LedgerError) {
+        try writing {
+            for feed in run.feeds { try upsert(feed) }
+            for story in run.newStories {
+                try db.run("""
+                    INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14)))
+                    ON CONFLICT (key) DO NOTHING
+                    """, Self.values(story))
+                // A pruned story that is listed again is known again (as old news).
+                try db.run("DELETE FROM tombstones WHERE key = ?", [.text(story.key)])
+            }
+            for (feed, keys) in run.listings {
+                try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(feed)])
+                for key in Set(keys) {
+                    try db.run("INSERT INTO feed_members (feed, story_key) VALUES (?, ?) ON CONFLICT (feed, story_key) DO NOTHING",
+                               [.text(feed), .text(key)])
+                }
+                for chunk in Array(Set(keys)).chunked(500) {
+                    try db.run("UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
+                               [SQLValue(run.at)] + chunk.map(SQLValue.init))
+                }
+            }
+            for entry in run.outbox { try insert(entry) }
+            for id in run.expired {
+                try setOutbox(OutboxOutcome(entryID: id, storyKey: "", status: .expired, at: run.at,
+                                            error: "no longer fresh (policy.max_age) before the hub took it"))
+            }
+        }
+    }
+
+    /// Adds one outbox entry (a manual publish) and its story when new.
+    public func enqueue(_ entry: OutboxEntry, story: StoryRecord) throws(LedgerError) {
+        try writing {
+            try db.run("INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING", Self.values(story))
+            try insert(entry)
+        }
+    }
+
+    /// The intent: these entries are about to be sent. Synced before any request goes out; if
+    /// this cannot be written, nothing is sent.
+    public func markSending(_ entries: [OutboxEntry], at time: Date) throws(LedgerError) {
+        guard !entries.isEmpty else { return }
+        try writing {
+            for entry in entries {
+                try db.run("UPDATE outbox SET status = 'sending', attempts = attempts + 1, last_attempt = ? WHERE id = ?",
+                           [SQLValue(time), .text(entry.id)])
+                guard entry.kind == .push else { continue }
+                try db.run("UPDATE stories SET status = 'sending', pushed_at = ? WHERE key = ?", [SQLValue(time), .text(entry.storyKey)])
+            }
+        }
+    }
+
+    /// What the hub answered for each entry (or `pending` for entries put back unsent).
+    public func record(_ outcomes: [OutboxOutcome]) throws(LedgerError) {
+        guard !outcomes.isEmpty else { return }
+        try writing {
+            for outcome in outcomes { try setOutbox(outcome) }
+        }
+    }
+
+    private func setOutbox(_ outcome: OutboxOutcome) throws {
+        try db.run("UPDATE outbox SET status = ?, http_status = ?, notification_id = COALESCE(?, notification_id), error = ? WHERE id = ?",
+                   [.text(outcome.status.rawValue), SQLValue(outcome.httpStatus), SQLValue(outcome.notificationId),
+                    SQLValue(outcome.error), .text(outcome.entryID)])
+        // A story's status follows its first push only: repeats and corrections of a pushed story
+        // are pushes of their own and leave it pushed.
+        let storyStatus = outcome.status.storyStatus.rawValue
+        try db.run("""
+            UPDATE stories SET status = ?, notification_id = COALESCE(?, notification_id), error = ?,
+                pushed_at = CASE WHEN ? IN ('pending', 'expired') THEN NULL ELSE pushed_at END
+            WHERE key = (SELECT story_key FROM outbox WHERE id = ? AND kind = 'push')
+            """, [.text(storyStatus), SQLValue(outcome.notificationId), SQLValue(outcome.error), .text(storyStatus), .text(outcome.entryID)])
+    }
+
+    private func insert(_ entry: OutboxEntry) throws {
+        try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(18)))", Self.values(entry))
+        guard entry.kind == .push else { return }
+        try db.run("UPDATE stories SET status = ?, error = NULL WHERE key = ?", [.text(entry.status.storyStatus.rawValue), .text(entry.storyKey)])
+    }
+
+    private func upsert(_ feed: FeedRecord) throws {
+        try db.run("""
+            INSERT INTO feeds (\(Self.feedColumns)) VALUES (\(Self.marks(8)))
+            ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+                last_fetched = excluded.last_fetched, last_success = excluded.last_success, listed_at = excluded.listed_at,
+                retry_after = excluded.retry_after, moved_to = excluded.moved_to
+            """, [.text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified), SQLValue(feed.lastFetched),
+                  SQLValue(feed.lastSuccess), SQLValue(feed.listedAt), SQLValue(feed.retryAfter), SQLValue(feed.movedTo)])
+    }
+
+    /// Records that the scheduled send with this notification id was cancelled at the hub;
+    /// false when the ledger holds no such scheduled send.
+    public func cancelScheduled(notificationId: String, at time: Date) throws(LedgerError) -> Bool {
+        let entries = try reading {
+            try db.query("SELECT id, story_key FROM outbox WHERE notification_id = ? AND status = 'scheduled'", [.text(notificationId)])
+        }
+        guard let row = entries.first, let id = row.text(0), let key = row.text(1) else { return false }
+        try record([OutboxOutcome(entryID: id, storyKey: key, status: .cancelled, at: time, notificationId: notificationId,
+                                  error: "scheduled send cancelled (newspush hub cancel)")])
+        return true
+    }
+
+    /// The latest pushes the hub took (sent or scheduled), newest first, for `hub status --last N`.
+    public func latestNotifications(_ count: Int) throws(LedgerError) -> [OutboxEntry] {
+        try reading {
+            try db.query("""
+                SELECT \(Self.outboxColumns) FROM outbox
+                WHERE status IN ('sent', 'scheduled', 'cancelled') AND notification_id IS NOT NULL
+                ORDER BY COALESCE(last_attempt, created_at) DESC, id LIMIT ?
+                """, [.integer(Int64(count))]).compactMap(Self.outboxEntry)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One feed fetched and parsed by `check --fetch`.
+public struct FeedCheck: Sendable, Encodable {
+    public var name: String
+    public var url: String
+    public var ok: Bool
+    public var format: String?
+    public var items: Int?
+    public var error: String?
+    public var problems: [String]
+}
+
+/// What `check` found: every check with its outcome and, with `--fetch`, every feed.
+public struct CheckOutcome: Sendable {
+    public var checks: [ConfigCheck]
+    public var feeds: [FeedCheck]?
+
+    /// The problems in one line each (`check: detail`).
+    public var problems: [String] { checks.filter { $0.severity != .ok }.map { "\($0.check): \($0.detail)" } }
+}
+
+/// `check` as a session: the config's own checks, the ledger's folder and file, and with
+/// `fetch` every feed through the run's own fetch → parse stage (its limits and parse budget).
+public struct CheckSession: Sendable {
+    /// The newsroom checked.
+    public var context: SessionContext
+
+    /// A check session for `context`.
+    public init(context: SessionContext) {
+        self.context = context
+    }
+
+    /// Every check; nothing is written and, without `fetch`, nothing leaves the machine.
+    public func check(fetch: Bool) -> CheckOutcome {
+        let config = context.config
+        let checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath)
+        guard fetch else { return CheckOutcome(checks: checks, feeds: nil) }
+        let reads = FeedReading.fetchAndRead(config.feeds, records: [:], settings: config.fetch, baseFolder: config.folder,
+                                             now: context.clock.now())
+        let feeds = zip(config.feeds, reads).map { feed, read in
+            FeedCheck(name: feed.name ?? read.feed?.title ?? feed.url, url: feed.url, ok: read.feed != nil,
+                      format: read.feed?.format.rawValue, items: read.feed?.items.count,
+                      error: read.feed == nil ? read.error ?? "\(feed.url): not read" : nil, problems: read.feed?.problems ?? [])
+        }
+        return CheckOutcome(checks: checks, feeds: feeds)
+    }
+
+    /// The ledger's folder is there and writable, and the ledger (if any) can be read.
+    static func ledgerChecks(_ configured: String) -> [ConfigCheck] {
+        let path = LedgerLocation(configured: configured).databasePath
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            return [ConfigCheck(check: "ledger folder", severity: .config, detail: "\(folder) does not exist (state: in the config)")]
+        }
+        guard access(folder, W_OK) == 0 else {
+            return [ConfigCheck(check: "ledger folder", severity: .config,
+                                detail: "\(folder) is not writable by this user: runs could not record anything")]
+        }
+        var checks = [ConfigCheck(check: "ledger folder", severity: .ok, detail: "\(folder) is writable")]
+        do {
+            let ledger = try Ledger.open(configured: configured, access: .read)
+            let detail = ledger.isNew ? "no ledger yet at \(path): the first run records a baseline" : "\(path) can be read"
+            checks.append(ConfigCheck(check: "ledger", severity: .ok, detail: detail))
+        } catch {
+            checks.append(ConfigCheck(check: "ledger", severity: .ledger, detail: error.description))
+        }
+        return checks
+    }
+}

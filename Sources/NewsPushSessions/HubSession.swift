@@ -1,0 +1,109 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NotificationHubs
+
+/// One notification's telemetry as `hub status` shows it.
+public struct HubStatusRow: Sendable, Encodable {
+    public var notificationId: String
+    public var storyKey: String?
+    public var message: String?
+    public var telemetry: NotificationDetails?
+    public var error: String?
+    /// How the hub refused, for the exit status: its HTTP status, or nil when unreachable.
+    public var failedStatus: Int?
+    /// Set when the hub could not be reached at all.
+    public var unreachable = false
+
+    enum CodingKeys: String, CodingKey { case telemetry, error, message, notificationId = "notification_id", storyKey = "story_key" }
+}
+
+/// What `hub status` found: one row per notification asked about.
+public struct HubStatusOutcome: Sendable {
+    public var rows: [HubStatusRow]
+    /// `--last N` found no push with a notification id in the ledger.
+    public var nothingInLedger: Bool
+}
+
+/// What `hub cancel` did.
+public enum HubCancelOutcome: Sendable, Equatable {
+    /// Cancelled at the hub; `recorded` is false when the ledger had no record of the send.
+    case cancelled(recorded: Bool)
+    /// The hub answered; nothing was cancelled.
+    case refused(CancelOutcome)
+    /// Cancelled at the hub, but the ledger could not record it.
+    case notRecorded(LedgerError)
+}
+
+/// The `hub` commands as sessions: tokens, telemetry and cancelling scheduled sends.
+public struct HubSession: Sendable {
+    /// The newsroom whose hub it talks to.
+    public var context: SessionContext
+
+    /// A hub session for `context`.
+    public init(context: SessionContext) {
+        self.context = context
+    }
+
+    /// The `Authorization` header value for `uri` (default: the hub's resource URI), expiring at
+    /// `expiry` (Unix seconds) or `lifetime` seconds from now (default an hour).
+    public func token(uri: String?, expiry: Int?, lifetime: Double?) throws(SessionError) -> String {
+        let connection: HubConnectionString
+        do { connection = try HubConnectionString(parsing: context.config.hub.connectionString) } catch {
+            throw .connectionString(error)
+        }
+        let se = expiry ?? Int(Date().timeIntervalSince1970 + (lifetime ?? 3600))
+        let resource = uri ?? SharedAccessSignature.hubResourceURI(host: connection.host, hub: context.config.hub.name)
+        return SharedAccessSignature.token(resourceURI: resource, keyName: connection.keyName, key: connection.key, expiry: se)
+    }
+
+    /// The hub's telemetry of `notificationId`, or of the latest `last` pushes in the ledger.
+    public func status(notificationId: String?, last: Int?) throws(SessionError) -> HubStatusOutcome {
+        let client = try context.hubClient()
+        var rows: [HubStatusRow] = []
+        if let notificationId {
+            rows = [HubStatusRow(notificationId: notificationId)]
+        } else if let last {
+            let entries: [OutboxEntry]
+            do { entries = try Ledger.open(configured: context.config.statePath, access: .read).latestNotifications(last) } catch {
+                throw .ledger(error)
+            }
+            rows = entries.map {
+                HubStatusRow(notificationId: $0.notificationId ?? "", storyKey: $0.storyKey,
+                             message: $0.properties["messageParam"] ?? $0.properties["url"])
+            }
+        }
+        for index in rows.indices {
+            switch client.telemetry(id: rows[index].notificationId) {
+            case .details(let details): rows[index].telemetry = details
+            case .failed(let status, let reason):
+                rows[index].error = reason
+                rows[index].failedStatus = status
+            case .unreachable(let reason):
+                rows[index].error = reason
+                rows[index].unreachable = true
+            }
+        }
+        return HubStatusOutcome(rows: rows, nothingInLedger: last != nil && rows.isEmpty)
+    }
+
+    /// Cancels scheduled send `scheduledId` at the hub and records it, under the run lock
+    /// (taken first, waiting up to `wait` seconds for a running job).
+    public func cancel(_ scheduledId: String, wait: Double = 30) throws(SessionError) -> HubCancelOutcome {
+        let client = try context.hubClient()
+        let lock: LedgerLock
+        do { lock = try LedgerLock(ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: wait) } catch {
+            throw .ledger(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let answer = client.cancelScheduled(id: scheduledId)
+        guard answer == .cancelled else { return .refused(answer) }
+        do {
+            let ledger = try Ledger.open(configured: context.config.statePath, access: .write)
+            return .cancelled(recorded: try ledger.cancelScheduled(notificationId: scheduledId, at: context.clock.now()))
+        } catch {
+            return .notRecorded(error)
+        }
+    }
+}

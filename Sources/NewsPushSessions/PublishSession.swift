@@ -1,0 +1,197 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NotificationHubs
+
+/// What an editor asks `publish` (or `hub test-send`, or the desk's publish form) to do.
+public struct PublishRequest: Sendable {
+    /// The push; its category may be left to the corrected story's (`replacing`).
+    public var category: NewsCategory?
+    public var title: String?
+    public var message: String?
+    public var url: String?
+    public var tags: String?
+    public var test = false
+    public var force = false
+    public var importance: Importance?
+    /// `--at`: an RFC 3339 time or `+DURATION` (checked against the session's clock).
+    public var at: String?
+    public var replacing: String?
+    public var language = "en"
+    /// Say what would happen, refusal included; send and record nothing.
+    public var dryRun = false
+    /// Seconds to wait for a running job's lock instead of giving up at once.
+    public var wait: Double?
+
+    /// A request for a push to `category` (or to the corrected story's when nil).
+    public init(category: NewsCategory?, title: String? = nil, message: String? = nil, url: String? = nil, tags: String? = nil,
+                test: Bool = false, force: Bool = false, importance: Importance? = nil, at: String? = nil,
+                replacing: String? = nil, language: String = "en", dryRun: Bool = false, wait: Double? = nil) {
+        self.category = category
+        self.title = title
+        self.message = message
+        self.url = url
+        self.tags = tags
+        self.test = test
+        self.force = force
+        self.importance = importance
+        self.at = at
+        self.replacing = replacing
+        self.language = language
+        self.dryRun = dryRun
+        self.wait = wait
+    }
+}
+
+/// What became of a manual push that was sent (or tried).
+public struct PublishResult: Sendable {
+    /// Its outbox outcome.
+    public var outcome: OutboxOutcome
+    /// Set when the failure concerns the hub or the ledger: the push stays pending (exit 1).
+    public var stop: SendStop?
+    /// Per-device outcomes of a test send.
+    public var testOutcome: TestSendOutcome?
+}
+
+/// How a publish ended.
+public enum PublishOutcome: Sendable {
+    /// Not sent: the story was pushed before (or waits), and `force` was not given.
+    case refused(PublishPlan, PublishRefusal)
+    /// A dry run: what would be sent.
+    case dryRun(PublishPlan)
+    /// The editor did not confirm: nothing sent.
+    case notConfirmed(PublishPlan)
+    /// Sent, or tried: what the hub said.
+    case attempted(PublishPlan, PublishResult)
+}
+
+/// `publish` as one session: plans the push against the ledger, refuses a repeat, takes the run
+/// lock, plans again under it (a run may have pushed the story meanwhile), asks for
+/// confirmation, and sends through the same outbox and sender as the scheduled run, so the run
+/// recognises the story and never repeats it. Trials (`--tags`, `--test`) are not recorded.
+public struct PublishSession: Sendable {
+    /// The newsroom it publishes for.
+    public var context: SessionContext
+
+    /// A publish session for `context`.
+    public init(context: SessionContext) {
+        self.context = context
+    }
+
+    /// Publishes `request`. `planned` is told the plan before the lock is taken (the command
+    /// line shows it); `confirm` is asked, under the lock, before anything is sent.
+    public func publish(_ request: PublishRequest, planned: (PublishPlan) -> Void = { _ in },
+                        confirm: (PublishPlan) -> Bool = { _ in true }) throws(SessionError) -> PublishOutcome {
+        let now = context.clock.now()
+        let push = try manualPush(request, now: now)
+        let client = try context.hubClient()
+        let preview = try plan(push, ledger: try open(.read), client: client, now: now)
+        planned(preview)
+        if let refusal = preview.refusal { return .refused(preview, refusal) }
+        if request.dryRun { return .dryRun(preview) }
+        if push.isTrial {
+            guard confirm(preview) else { return .notConfirmed(preview) }
+            return .attempted(preview, sendTrial(preview, client: client))
+        }
+        // The lock first, so a running job is reported before anyone is asked to confirm.
+        let lock: LedgerLock
+        do { lock = try LedgerLock(ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: request.wait) } catch {
+            throw .ledger(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let ledger = try open(.write)
+        let plan = try plan(push, ledger: ledger, client: client, now: now)
+        if let refusal = plan.refusal { return .refused(plan, refusal) }
+        guard confirm(plan) else { return .notConfirmed(plan) }
+        return .attempted(plan, try send(plan, ledger: ledger, client: client, now: now))
+    }
+
+    /// The push the request describes, its category found from the corrected story when not
+    /// given and its time checked against the session's clock.
+    private func manualPush(_ request: PublishRequest, now: Date) throws(SessionError) -> ManualPush {
+        let category: NewsCategory
+        if let given = request.category {
+            category = given
+        } else if let replacing = request.replacing {
+            category = try correctedCategory(replacing)
+        } else {
+            throw .usage("give --category (or --replace KEY to correct a story)")
+        }
+        let at: Date?
+        do { at = try request.at.map { text throws(ScheduleTimeError) in try ScheduleTime.parse(text, now: now) } } catch {
+            throw .usage(error.description)
+        }
+        return ManualPush(category: category, title: request.title, message: request.message, url: request.url, tags: request.tags,
+                          test: request.test, force: request.force, importance: request.importance, at: at,
+                          replacing: request.replacing, language: Languages.normalized(request.language))
+    }
+
+    /// The category of the story `--replace` corrects.
+    private func correctedCategory(_ key: String) throws(SessionError) -> NewsCategory {
+        let story: StoryRecord?
+        do throws(LedgerError) {
+            story = try Ledger.open(configured: context.config.statePath, access: .read).stories(keys: [key])[key]
+        } catch {
+            throw .ledger(error)
+        }
+        guard let story else { throw .unknownStory(key, reason: "the ledger has no story with this key") }
+        guard let category = story.category.flatMap(NewsCategory.init(rawValue:)) else {
+            throw .unknownStory(key, reason: "it has no category: give --category")
+        }
+        return category
+    }
+
+    private func open(_ access: LedgerAccess) throws(SessionError) -> Ledger {
+        do { return try Ledger.open(configured: context.config.statePath, access: access) } catch { throw .ledger(error) }
+    }
+
+    /// The plan against what the ledger knows now.
+    private func plan(_ push: ManualPush, ledger: Ledger, client: NotificationHubClient, now: Date) throws(SessionError) -> PublishPlan {
+        let knowledge: PublishKnowledge
+        do { knowledge = try Self.knowledge(of: push, in: ledger, now: now) } catch { throw .ledger(error) }
+        do {
+            return try PublishPlanner.plan(push, knowledge: knowledge, config: context.config, client: client, now: now)
+        } catch {
+            throw SessionError(error)
+        }
+    }
+
+    /// The load stage of a publish: what the ledger knows about the push's story.
+    static func knowledge(of push: ManualPush, in ledger: Ledger, now: Date) throws(LedgerError) -> PublishKnowledge {
+        var knowledge = PublishKnowledge()
+        if let corrected = push.replacing {
+            knowledge.corrected = try ledger.stories(keys: [corrected])[corrected]
+            return knowledge
+        }
+        guard !push.isTrial else { return knowledge }
+        let key = PublishPlanner.key(for: push)
+        knowledge.byKey = try ledger.stories(keys: [key])[key]
+        if knowledge.byKey == nil, let link = push.url.flatMap(StoryKey.canonicalLink) {
+            knowledge.byLink = try ledger.stories(linkKeys: [link])[link]
+        }
+        knowledge.recentPushes = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window))
+        return knowledge
+    }
+
+    /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
+    private func send(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date) throws(SessionError) -> PublishResult {
+        do { try ledger.enqueue(plan.entry, story: plan.story) } catch { throw .ledger(error) }
+        let sent = sender(client, now: now).send([plan.entry], journal: ledger)
+        let outcome = sent.outcomes.last ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now)
+        return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
+    }
+
+    /// Sends a trial (`--tags`, `--test`): the same request and outcome rules, nothing recorded.
+    private func sendTrial(_ plan: PublishPlan, client: NotificationHubClient) -> PublishResult {
+        let (outcome, answer) = sender(client, now: context.clock.now()).sendUnrecorded(plan.entry, request: plan.request)
+        let stop = answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
+        var testOutcome: TestSendOutcome?
+        if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
+        return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
+    }
+
+    private func sender(_ client: NotificationHubClient, now: Date) -> OutboxSender {
+        OutboxSender(client: client, concurrency: 1, logger: context.logger, now: now)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NotificationHubs
+
+/// What one `newspush run` (or `preview`) is asked to do.
+public struct RunRequest: Sendable {
+    /// A preview: fetch, parse, classify and plan, send and write nothing.
+    public var dryRun = false
+    /// Only these feeds (by name or URL); empty means all.
+    public var feeds: [String] = []
+    /// Feeds read for the first time push their N newest eligible items instead of a baseline.
+    public var sendInitial: Int?
+    /// Keep every hub request (with its token) for `--show-requests`.
+    public var keepRequests = false
+
+    /// A run (or, with `dryRun`, a preview) of `feeds` (all when empty).
+    public init(dryRun: Bool = false, feeds: [String] = [], sendInitial: Int? = nil, keepRequests: Bool = false) {
+        self.dryRun = dryRun
+        self.feeds = feeds
+        self.sendInitial = sendInitial
+        self.keepRequests = keepRequests
+    }
+}
+
+/// How far a run has got, for a progress line.
+public enum RunProgress: Sendable, Equatable {
+    case fetching(done: Int, total: Int)
+    case sending(done: Int, total: Int)
+}
+
+/// What a run produced.
+public struct RunResult: Sendable {
+    /// The report (SPEC §3).
+    public var report: RunReport
+    /// The hub request of each push (sent or, in a dry run, not), when asked for; a push whose
+    /// request cannot be built holds the reason instead.
+    public var requests: [Result<HubRequest, HubError>]
+}
+
+/// The scheduled job, as one session: the lock, the ledger, every stage in order, the record
+/// and the report. Each stage is a function of the core that takes values and returns values;
+/// only this session knows their order and talks to the ledger.
+public struct RunSession: Sendable {
+    /// The newsroom the run works for.
+    public var context: SessionContext
+    /// Told how fetching and sending advance (the command line shows it on a terminal).
+    public var progress: (@Sendable (RunProgress) -> Void)?
+
+    /// A run session for `context`.
+    public init(context: SessionContext) {
+        self.context = context
+    }
+
+    private var config: NewsPushConfig { context.config }
+    private var logger: Logger { context.logger }
+
+    /// Runs (or previews) once: exit-worthy failures are thrown, everything else is reported.
+    public func run(_ request: RunRequest) throws(SessionError) -> RunResult {
+        let feeds = try selectedFeeds(request.feeds)
+        let client = try context.hubClient()
+        let now = context.clock.now()
+        do {
+            let lock = request.dryRun ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
+            defer { withExtendedLifetime(lock) {} }
+            let ledger = try Ledger.open(configured: config.statePath, access: request.dryRun ? .read : .write)
+            return try run(feeds, ledger: ledger, client: client, request: request, now: now)
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// The stages in order, with the ledger open (and locked, unless a preview).
+    private func run(_ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
+                     now: Date) throws(LedgerError) -> RunResult {
+        if !request.dryRun { try RunLoad.settle(ledger, now: now) }
+        let records = try ledger.feeds(feeds.map(\.url))
+        let reads = FeedReading.fetchAndRead(feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now) {
+            progress?(.fetching(done: $0, total: $1))
+        }
+        logProblems(reads, feeds)
+        let unidentified = StoryIdentifier.candidates(Array(zip(feeds, reads)), records: records, policy: config.policy, now: now)
+        let identified = StoryIdentifier.identify(unidentified, known: try RunLoad.known(unidentified, in: ledger), now: now)
+        announceBaselines(identified, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
+        let candidates = classified(identified)
+        let history = try RunLoad.history(ledger, policy: config.policy, now: now)
+        let matches = StoryMatcher.match(candidates, recentPushes: history.recentPushes)
+        let plan = RunPlanner.plan(candidates, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
+                                   sendInitial: request.sendInitial, config: config, now: now)
+        let requests = request.keepRequests ? plan.toSend.map { entry in
+            Result { () throws(HubError) -> HubRequest in try PushRequests.request(entry, client: client, now: Date()) }
+        } : []
+        var sent: SendResult?
+        if !request.dryRun {
+            try ledger.record(RunRecord.make(reads: Array(zip(feeds, reads)), records: records, candidates: candidates, plan: plan,
+                                              at: now))
+            var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
+            sender.progress = { progress?(.sending(done: $0, total: $1)) }
+            sent = sender.send(plan.toSend, journal: ledger)
+            try ledger.prune(retention: config.stateRetention, now: now)
+        }
+        let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
+        let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(candidates.map(\.key)))
+        let facts = RunFacts(dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
+                             plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
+        return RunResult(report: RunReport.make(facts, finishedAt: Date()), requests: requests)
+    }
+
+    // MARK: Steps of the session
+
+    private func selectedFeeds(_ names: [String]) throws(SessionError) -> [FeedSettings] {
+        guard !names.isEmpty else { return config.feeds }
+        var selected: [FeedSettings] = []
+        for name in names {
+            guard let feed = config.feeds.first(where: { $0.name == name || $0.url == name }) else {
+                let known = config.feeds.map { $0.name ?? $0.url }.joined(separator: ", ")
+                throw .usage("no feed named '\(name)' in the config; feeds: \(known)")
+            }
+            selected.append(feed)
+        }
+        return selected
+    }
+
+    /// Names what went wrong with each feed in the log (at info level, for `-v`).
+    private func logProblems(_ reads: [FeedRead], _ feeds: [FeedSettings]) {
+        for (settings, read) in zip(feeds, reads) {
+            let name = settings.name ?? read.feed?.title ?? settings.url
+            for problem in read.feed?.problems ?? [] { logger.info("\(name) (\(settings.url)): \(problem)") }
+            if let movedTo = read.fetched.movedTo { logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config") }
+            if read.fetched.httpStatus == 410 {
+                logger.info("feed \(settings.url) is GONE (410): the publisher removed it; take it out of the config")
+            }
+            if let error = read.error { logger.info("feed \(name) failed: \(error)") }
+        }
+    }
+
+    /// Says which feeds record a baseline this run, and why nothing of theirs is pushed.
+    private func announceBaselines(_ candidates: [Candidate], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest) {
+        let baseline = Dictionary(grouping: candidates.filter(\.inBaselineFeed), by: \.feedURL)
+        guard !baseline.isEmpty else { return }
+        let what = request.sendInitial.map { "sending at most \($0) eligible item(s) of them" }
+            ?? "recording every item as a baseline and sending nothing"
+        if ledgerIsNew {
+            logger.info("no ledger at \(ledgerPath): first run, \(what)")
+            return
+        }
+        for (url, items) in baseline.sorted(by: { $0.key < $1.key }) {
+            logger.info("feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), \(what) (first_run: send on the feed pushes them)")
+        }
+    }
+
+    /// The classify stage, with the text models loaded only as far as the items need them.
+    private func classified(_ identified: [Candidate]) -> [Candidate] {
+        let evidence = identified.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
+        return ItemClassifier(text: Self.loadTextClassifier(for: identified, evidence: evidence, logger))
+            .classified(identified, evidence: evidence)
+    }
+
+    /// Whether a candidate needs the sentence encoder: new, outside a baseline, and without
+    /// feed or section evidence (`evidence`: `ItemClassifier.evidence` of each).
+    static func wantsTextEncoder(_ candidates: [Candidate], evidence: [Classification?]) -> Bool {
+        zip(candidates, evidence).contains { $0.wantsEncoder && $1 == nil }
+    }
+
+    /// The bundled text models, or none (items of feeds without a category stay unclassified).
+    /// The sentence encoder is loaded only when a new item (not a baseline) has no feed or
+    /// section evidence: otherwise the bag-of-words model alone classifies the rest.
+    static func loadTextClassifier(for candidates: [Candidate], evidence: [Classification?], _ logger: Logger) -> TextClassifier? {
+        do {
+            let (classifier, warning) = try TextClassifier.bundled(wantsTextEncoder(candidates, evidence: evidence) ? .full : .none)
+            if let warning { logger.warning("\(warning)") }
+            return classifier
+        } catch {
+            logger.warning("text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
+            return nil
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import NewsPushCore
+import NewsPushModel
+import NotificationHubs
+
+/// The time a session runs at: read once when a command starts, and that one reading is handed
+/// to every stage (freshness, budgets, quiet hours, schedules, what is recorded). Front ends use
+/// `system`; tests set a fixed time.
+public struct SessionClock: Sendable {
+    private let read: @Sendable () -> Date
+
+    /// A clock that reads `read` once per session.
+    public init(_ read: @escaping @Sendable () -> Date) {
+        self.read = read
+    }
+
+    /// The system's clock.
+    public static let system = SessionClock { Date() }
+
+    /// A clock that always reads `date`.
+    public static func fixed(_ date: Date) -> SessionClock { SessionClock { date } }
+
+    /// The clock's reading now.
+    public func now() -> Date { read() }
+}
+
+/// What every session of one newsroom shares: its config, where it logs, its clock and, for
+/// tests, what stands in for the hub's transport and the waits between retries.
+public struct SessionContext: Sendable {
+    /// The loaded `feeds.yaml`.
+    public var config: NewsPushConfig
+    /// Where the session logs (the core never bootstraps logging).
+    public var logger: Logger
+    /// When the session runs.
+    public var clock: SessionClock = .system
+    /// Replaces the libcurl transport to the hub (tests only).
+    public var hubTransport: (any HubTransport)?
+    /// Replaces the wait between retries (tests record instead of sleeping).
+    public var retrySleep: (@Sendable (Double) -> Void)?
+
+    /// The context of `config`, logging to `logger`, on the system clock.
+    public init(config: NewsPushConfig, logger: Logger, clock: SessionClock = .system) {
+        self.config = config
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// The hub client for the configured hub over libcurl (or the injected transport).
+    public func hubClient() throws(SessionError) -> NotificationHubClient {
+        do {
+            return try HubClients.make(config.hub, transport: hubTransport, retrySleep: retrySleep)
+        } catch {
+            throw .connectionString(error)
+        }
+    }
+}
+
+/// Why a session could not do what it was asked. `ExitStatus` in the command line turns each
+/// into its exit code (SPEC §7); the desk into an HTTP answer.
+public enum SessionError: Error, Sendable, CustomStringConvertible {
+    /// The config file is wrong (exit 78).
+    case config(ConfigError)
+    /// There is no config file at `path` (exit 78); `default` when it is the default one.
+    case missingConfig(path: String, isDefault: Bool)
+    /// The hub's connection string cannot be used (exit 78).
+    case connectionString(HubError)
+    /// The ledger cannot be used, or another run holds its lock (exit 1, or 75 when locked).
+    case ledger(LedgerError)
+    /// The request names something that is not there or cannot be (exit 64).
+    case usage(String)
+    /// A push that cannot be made into a request: a bad `--tags` expression, a message too
+    /// large (exit 64).
+    case request(HubError)
+    /// `publish --replace KEY` names no story that was pushed (exit 64).
+    case unknownStory(String, reason: String)
+    /// A file the session was given cannot be read (exit 1).
+    case unreadable(path: String, reason: String)
+    /// A file the session writes cannot be written (exit 1).
+    case cannotWrite(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .config(let error): return error.description
+        case .missingConfig(let path, let isDefault):
+            let which = isDefault ? "the default: feeds.yaml in the working directory" : "given by --config"
+            return "no config file at \(path) (\(which)); give the path of yours with --config PATH"
+        case .connectionString(let error), .request(let error): return error.description
+        case .ledger(let error): return error.description
+        case .usage(let message): return message
+        case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"
+        case .unreadable(let path, let reason): return "\(path): \(reason)"
+        case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        }
+    }
+
+    /// The session error for a publish that cannot be planned.
+    init(_ error: PublishPlanError) {
+        switch error {
+        case .unknownStory(let key, let reason): self = .unknownStory(key, reason: reason)
+        case .request(let error): self = .request(error)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import NewsPushLedger
+import NewsPushModel
+
+/// What `state check` found.
+public struct StateCheckOutcome: Sendable, Encodable {
+    /// The ledger checked.
+    public var ledger: String
+    public var ok: Bool
+    public var schemaVersion: Int
+    /// What the ledger holds, in a line (empty when it could not be read).
+    public var summary: String
+    /// Every problem found; empty when the ledger is healthy.
+    public var problems: [String]
+    /// Why the ledger could not be used at all, when it could not.
+    public var error: LedgerError?
+
+    enum CodingKeys: String, CodingKey { case ledger, ok, summary, problems, schemaVersion = "schema_version" }
+}
+
+/// What `state prune` did.
+public struct PruneOutcome: Sendable {
+    /// Stories removed (each leaving a tombstone).
+    public var removed: Int
+    /// Stories kept.
+    public var kept: Int
+    /// Tombstones now in the ledger.
+    public var tombstones: Int
+}
+
+/// What `state migrate` did.
+public struct MigrateOutcome: Sendable {
+    /// The ledger.
+    public var path: String
+    /// Its schema version now.
+    public var schemaVersion: Int
+    /// The JSON state file migrated into it, if one was.
+    public var migratedFrom: String?
+    /// Whether the ledger was created just now.
+    public var created: Bool
+}
+
+/// The `state` commands as sessions over one ledger (`state:` of the config, or `--state`):
+/// reading opens it read-only; every change takes the run lock first.
+public struct StateSession: Sendable {
+    /// The configured ledger (`state:`).
+    public var location: String
+    /// When the session runs.
+    public var clock: SessionClock
+
+    /// A session over the ledger configured as `location`.
+    public init(location: String, clock: SessionClock = .system) {
+        self.location = location
+        self.clock = clock
+    }
+
+    /// The whole ledger (`state show`, `state export`); a missing ledger is an error here.
+    public func view() throws(SessionError) -> LedgerView {
+        do { return try LedgerView.read(try existing()) } catch { throw .ledger(error) }
+    }
+
+    /// SQLite's own check and the consistency checks; an unusable ledger is the answer, not an
+    /// error.
+    public func check() -> StateCheckOutcome {
+        let path = LedgerLocation(configured: location).databasePath
+        do {
+            let ledger = try existing()
+            let problems = try ledger.problems()
+            let view = try LedgerView.read(ledger)
+            return StateCheckOutcome(ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
+                                     summary: view.summary, problems: problems)
+        } catch {
+            return StateCheckOutcome(ledger: path, ok: false, schemaVersion: Ledger.schemaVersion, summary: "",
+                                     problems: [error.description], error: error)
+        }
+    }
+
+    /// Drops stories no feed has listed for longer than `retention` seconds.
+    public func prune(retention: Double) throws(SessionError) -> PruneOutcome {
+        try changing { ledger throws(LedgerError) in
+            let removed = try ledger.prune(retention: retention, now: clock.now())
+            let view = try LedgerView.read(ledger)
+            return PruneOutcome(removed: removed, kept: view.stories.count, tombstones: view.tombstones.count)
+        }
+    }
+
+    /// Forgets one story; false when the ledger knows no such key.
+    public func forget(_ key: String) throws(SessionError) -> Bool {
+        try changing { ledger throws(LedgerError) in try ledger.forget(key) }
+    }
+
+    /// Creates the ledger or brings it to this version's schema.
+    public func migrate() throws(SessionError) -> MigrateOutcome {
+        try changing { ledger throws(LedgerError) in
+            MigrateOutcome(path: ledger.path, schemaVersion: Ledger.schemaVersion, migratedFrom: ledger.migratedFrom,
+                           created: ledger.isNew)
+        }
+    }
+
+    /// The ledger, read-only; it must exist.
+    private func existing() throws(LedgerError) -> Ledger {
+        let ledger = try Ledger.open(configured: location, access: .read)
+        if ledger.isNew { throw .noLedger(path: ledger.path) }
+        return ledger
+    }
+
+    /// Runs `body` on the ledger opened to write, under the run lock.
+    private func changing<T>(_ body: (Ledger) throws(LedgerError) -> T) throws(SessionError) -> T {
+        do {
+            let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: location).databasePath)
+            defer { withExtendedLifetime(lock) {} }
+            return try body(try Ledger.open(configured: location, access: .write))
+        } catch {
+            throw .ledger(error)
+        }
+    }
+}
