@@ -1,6 +1,7 @@
 import Foundation
 import HubEmulator
 import NewsPushCore
+import NewsPushModel
 import NewsPushTesting
 import NotificationHubs
 import Testing

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// The distilled encoder (README "The classifier"): the Swift tokenizer and table against the
 /// offline tool's reference (tools/classifier/distil.py wrote Fixtures/classifier), determinism,

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// The full encoder (README "The classifier"): the Swift forward pass against the vectors the
 /// offline tool computed from the same eight-bit weights (tools/classifier/export_encoder.py
@@ -155,7 +158,7 @@ struct EncoderUseTests {
         #expect(spy.texts == ["New and undecided "])
         #expect(classified.allSatisfy { $0.classification.category != nil })
         let evidence = candidates.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
-        #expect(RunPipeline.wantsTextEncoder(candidates, evidence: evidence))
-        #expect(!RunPipeline.wantsTextEncoder(Array(candidates.dropFirst()), evidence: Array(evidence.dropFirst())))
+        #expect(RunSession.wantsTextEncoder(candidates, evidence: evidence))
+        #expect(!RunSession.wantsTextEncoder(Array(candidates.dropFirst()), evidence: Array(evidence.dropFirst())))
     }
 }

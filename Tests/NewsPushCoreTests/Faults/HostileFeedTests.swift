@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// Feeds built to make the parser work for minutes fail alone, quickly, with a named error.
 @Suite("Hostile feeds are bounded")

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 @Suite("Fetching with libcurl against local servers")
 struct FeedFetcherTests {

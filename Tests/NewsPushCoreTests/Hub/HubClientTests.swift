@@ -3,6 +3,9 @@ import NotificationHubs
 import Testing
 @testable import HubEmulator
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// Every outcome of the client against the emulator, over real HTTP on 127.0.0.1.
 @Suite("Hub client against the emulator")

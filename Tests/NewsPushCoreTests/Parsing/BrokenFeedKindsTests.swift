@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// Kinds of broken feed found in feed readers' issue trackers and in real feeds judged against
 /// feedparser, each reproduced by a fixture of our own (Fixtures/feeds/broken; the README lists
@@ -119,7 +122,7 @@ struct BrokenFeedKindsTests {
         let bare = try parse("items-without-title-or-link.xml")
         #expect(bare.unusable == .noReadableItems("none of its 2 items has a title or a link"))
         #expect(try parse("empty-channel.xml").unusable == nil, "a feed with no items at all is not an error")
-        let read = FeedRead.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: try Fixtures.data("feeds/broken/items-in-foreign-namespace.xml"), finalURL: "https://news.example.org/feed"),
+        let read = FeedReading.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: try Fixtures.data("feeds/broken/items-in-foreign-namespace.xml"), finalURL: "https://news.example.org/feed"),
                                  base: "https://news.example.org/feed")
         #expect(read.status == .error)
         #expect(read.error?.hasPrefix("https://news.example.org/feed: no usable items") == true)
@@ -130,11 +133,11 @@ struct BrokenFeedKindsTests {
     @Test func relativeLinksStayRelativeWithoutAnHTTPBase() throws {
         let data = try Fixtures.data("feeds/broken/relative-links.xml")
         for base in [nil, "file:///srv/feeds/relative-links.xml"] {
-            let feed = try #require(FeedRead.read(FetchedFeed(url: "relative-links.xml", status: .ok, body: data, finalURL: base ?? "relative-links.xml"), base: base).feed)
+            let feed = try #require(FeedReading.read(FetchedFeed(url: "relative-links.xml", status: .ok, body: data, finalURL: base ?? "relative-links.xml"), base: base).feed)
             #expect(feed.items.map(\.link) == ["/2026/11/relative-story", "https://other.example.net/section/story-7", "javascript:alert(1)"])
             #expect(feed.link == "/")
         }
-        let served = try #require(FeedRead.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: data, finalURL: "https://news.example.org/feed"),
+        let served = try #require(FeedReading.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: data, finalURL: "https://news.example.org/feed"),
                                                 base: "https://news.example.org/feed").feed)
         #expect(served.items.first?.link == "https://news.example.org/2026/11/relative-story")
     }

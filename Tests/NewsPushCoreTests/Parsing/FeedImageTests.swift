@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// Where an alert's image comes from: the largest media image, an image enclosure, or the first
 /// `<img>` of the HTML; https only.

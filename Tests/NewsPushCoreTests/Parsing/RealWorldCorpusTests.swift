@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// The 140 real feeds of ../shared/corpus/realworld against feedparser's reading of them
 /// (feedparser-ref.json). Skipped when the corpus is absent; its texts are never copied here.

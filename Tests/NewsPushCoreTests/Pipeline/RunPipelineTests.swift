@@ -5,6 +5,9 @@ import NewsPushTesting
 import NotificationHubs
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// End to end in process: feeds served by a real HTTP server on 127.0.0.1, pushes received by
 /// a second one standing in for the hub.
@@ -16,16 +19,16 @@ struct RunPipelineTests {
         let hub: LocalHTTPServer
         let configPath: String
 
-        func pipeline() throws -> RunPipeline {
+        func pipeline() throws -> RunSession {
             let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(path: configPath)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            var pipeline = RunPipeline(config: config, logger: logger)
-            pipeline.retrySleep = { _ in }
-            return pipeline
+            var context = SessionContext(config: config, logger: logger)
+            context.retrySleep = { _ in }
+            return RunSession(context: context)
         }
 
-        func run(_ options: RunOptions) async throws -> RunResult {
+        func run(_ options: RunRequest) async throws -> RunResult {
             let pipeline = try pipeline()
             return try await offThePool { Result { try pipeline.run(options) } }.get()
         }
@@ -95,7 +98,7 @@ struct RunPipelineTests {
     @Test func firstRunSendsTemplatePushesThatTheHubAccepts() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions())
+        let result = try await setup.run(RunRequest())
         let report = result.report
         #expect(report.summary.feedsOk == 2)
         #expect(report.summary.pushesSent == 3)
@@ -141,8 +144,8 @@ struct RunPipelineTests {
     @Test func secondRunPushesNothingAlreadySent() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
-        _ = try await setup.run(RunOptions())
-        let second = try await setup.run(RunOptions())
+        _ = try await setup.run(RunRequest())
+        let second = try await setup.run(RunRequest())
         #expect(second.report.pushes.isEmpty)
         #expect(second.report.items.allSatisfy { $0.decision == .seen })
         #expect(second.report.summary.itemsNew == 0)
@@ -166,9 +169,9 @@ struct RunPipelineTests {
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
             .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/fickle.xml\", category: Business}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
-        let first = try await setup.run(RunOptions())
+        let first = try await setup.run(RunRequest())
         #expect(first.report.items.first { $0.key == "guid:127.0.0.1/guid-1" }?.decision == .pushed)
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         let again = try #require(second.report.items.first { $0.key == "guid:127.0.0.1/guid-2" })
         #expect(again.decision == .seen)
         #expect(second.report.pushes.isEmpty)
@@ -187,16 +190,16 @@ struct RunPipelineTests {
             .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/etag.xml\", category: Science}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
         let statePath = setup.folder.file("state/newspush-state.db")
-        _ = try await setup.run(RunOptions())
+        _ = try await setup.run(RunRequest())
         let stored = try #require(try setup.ledger().feeds(["\(feeds.baseURL)/etag.xml"])["\(feeds.baseURL)/etag.xml"]?.validators)
         #expect(stored.etag == "\"abc\"")
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         let feed = try #require(second.report.feeds.first { $0.url.hasSuffix("etag.xml") })
         #expect(feed.status == .notModified && feed.httpStatus == 304 && feed.error == nil)
         #expect(!second.report.isPartial)
         // A dry run uses the stored validators but writes none.
         try FileManager.default.removeItem(atPath: statePath)
-        _ = try await setup.run(RunOptions(dryRun: true))
+        _ = try await setup.run(RunRequest(dryRun: true))
         #expect(!FileManager.default.fileExists(atPath: statePath))
         #expect(await feeds.requests().last?.header("If-None-Match") == nil)
     }
@@ -216,7 +219,7 @@ struct RunPipelineTests {
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
             .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/busy.xml\", category: Sports}\n  - {url: \"\(feeds.baseURL)/old.xml\", category: Business}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
-        let first = try await setup.run(RunOptions())
+        let first = try await setup.run(RunRequest())
         let moved = try #require(first.report.feeds.first { $0.url.hasSuffix("old.xml") })
         #expect(moved.status == .ok && moved.movedTo == "\(feeds.baseURL)/new.xml")
         #expect(first.report.text().contains("Feeds that moved for good (update feeds.yaml)"))
@@ -224,7 +227,7 @@ struct RunPipelineTests {
         let busy = try #require(first.report.feeds.first { $0.url.hasSuffix("busy.xml") })
         #expect(busy.httpStatus == 429 && busy.error?.contains("not to be fetched again before") == true)
         let busyRequests = await feeds.requests().filter { $0.uri == "/busy.xml" }.count
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         let skipped = try #require(second.report.feeds.first { $0.url.hasSuffix("busy.xml") })
         #expect(skipped.status == .error && skipped.error?.contains("not fetched") == true)
         #expect(await feeds.requests().filter { $0.uri == "/busy.xml" }.count == busyRequests, "the paused feed was fetched")
@@ -233,14 +236,14 @@ struct RunPipelineTests {
     @Test func dryRunSendsNothingAndWritesNothing() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions(dryRun: true, keepRequests: true))
+        let result = try await setup.run(RunRequest(dryRun: true, keepRequests: true))
         #expect(result.report.dryRun)
         #expect(result.report.pushes.count == 3)
         #expect(result.report.pushes.allSatisfy { $0.status == .wouldSend })
         #expect(result.report.items.allSatisfy { $0.decision == .wouldPush })
         #expect(result.requests.count == 3)
-        try Self.verifySAS(result.requests.first?.header("Authorization"))
-        #expect(result.requests.first?.redactedDescription().contains("sig=<redacted>") == true)
+        try Self.verifySAS(try result.requests.first?.get().header("Authorization"))
+        #expect(try result.requests.first?.get().redactedDescription().contains("sig=<redacted>") == true)
         #expect(await setup.hub.requests().isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: setup.folder.file("state")).isEmpty)
     }
@@ -248,7 +251,7 @@ struct RunPipelineTests {
     @Test func baselineFirstRunRecordsWithoutSending() async throws {
         let setup = try await Self.setUp(firstRun: "baseline")
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions())
+        let result = try await setup.run(RunRequest())
         #expect(result.report.pushes.isEmpty)
         #expect(result.report.items.allSatisfy { $0.decision == .baseline })
         #expect(await setup.hub.requests().isEmpty)
@@ -258,7 +261,7 @@ struct RunPipelineTests {
     @Test func sendInitialPushesOnlyTheNewest() async throws {
         let setup = try await Self.setUp(firstRun: "baseline")
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions(sendInitial: 1))
+        let result = try await setup.run(RunRequest(sendInitial: 1))
         #expect(result.report.pushes.count == 1)
         #expect(result.report.pushes.first?.properties["title"] == "Compiler 2.0 released")
         #expect(result.report.items.filter { $0.decision == .baseline }.count == 2)
@@ -272,14 +275,14 @@ struct RunPipelineTests {
             return CannedResponse(status: 201)
         })
         defer { setup.stop() }
-        let first = try await setup.run(RunOptions())
+        let first = try await setup.run(RunRequest())
         #expect(first.report.summary.pushesFailed == 1)
         #expect(first.report.summary.pushesSent == 2, "a refusal of one push does not stop the others")
         #expect(first.report.outcome == .partial)
         #expect(first.report.items.first { $0.key.hasSuffix("w1") }?.decision == .failed)
         #expect(first.report.pushes.first { $0.itemKey.hasSuffix("w1") }?.error?.contains("Bad payload") == true)
         #expect(await setup.hub.requests().count == 3, "400 is not retried")
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         #expect(second.report.pushes.isEmpty)
         #expect(await setup.hub.requests().count == 3)
     }
@@ -291,7 +294,7 @@ struct RunPipelineTests {
             return CannedResponse(status: 401, text: "<Error><Code>401</Code><Detail>ExpiredToken: token expired</Detail></Error>")
         })
         defer { setup.stop() }
-        let first = try await setup.run(RunOptions())
+        let first = try await setup.run(RunRequest())
         #expect(first.report.outcome == .stopped)
         #expect(first.report.stop?.reason.contains("clock") == true)
         #expect(first.report.summary.pushesFailed == 0)
@@ -299,7 +302,7 @@ struct RunPipelineTests {
         #expect(first.report.items.allSatisfy { $0.decision == .pending })
         #expect(await setup.hub.requests().count == 1, "sending stops at the first hub-wide failure")
         await fixed.set()
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         #expect(second.report.outcome == .complete)
         #expect(second.report.summary.pushesSent == 3)
         #expect(second.report.summary.pushesPending == 0)
@@ -312,7 +315,7 @@ struct RunPipelineTests {
     func hubWideRefusalsStopSending(status: Int) async throws {
         let setup = try await Self.setUp(hubAnswer: { _ in CannedResponse(status: status) })
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions())
+        let result = try await setup.run(RunRequest())
         #expect(result.report.outcome == .stopped)
         #expect(result.report.summary.pushesPending == 3)
         #expect(result.report.summary.pushesFailed == 0)
@@ -330,14 +333,14 @@ struct RunPipelineTests {
             return CannedResponse(status: 201)
         }, worldItems: [("w1", "Only story", 5)])
         defer { setup.stop() }
-        let first = try await setup.run(RunOptions())
+        let first = try await setup.run(RunRequest())
         let world = try #require(first.report.items.first { $0.key.hasSuffix("w1") })
         #expect(world.decision == .pending)
         #expect(first.report.summary.pushesPending >= 1)
         #expect(first.report.summary.pendingUntil != nil)
-        let second = try await setup.run(RunOptions())
+        let second = try await setup.run(RunRequest())
         #expect(second.report.items.first { $0.key.hasSuffix("w1") }?.decision == .pushed)
-        let third = try await setup.run(RunOptions())
+        let third = try await setup.run(RunRequest())
         #expect(third.report.pushes.isEmpty)
     }
 
@@ -347,7 +350,7 @@ struct RunPipelineTests {
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
             .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(setup.feeds.baseURL)/gone.xml\", category: Sports}\n  - {url: \"http://127.0.0.1:1/refused.xml\", category: Science}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
-        let result = try await setup.run(RunOptions())
+        let result = try await setup.run(RunRequest())
         #expect(result.report.summary.feedsFailed == 2)
         #expect(result.report.summary.feedsOk == 2)
         #expect(result.report.summary.pushesSent == 3)
@@ -362,7 +365,7 @@ struct RunPipelineTests {
     @Test func reportJSONHasTheSpecFields() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
-        let result = try await setup.run(RunOptions(dryRun: true))
+        let result = try await setup.run(RunRequest(dryRun: true))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.report.jsonText().utf8)) as? [String: Any])
         #expect(Set(object.keys) == ["dry_run", "started_at", "finished_at", "feeds", "items", "pushes", "summary"])
         let feed = try #require((object["feeds"] as? [[String: Any]])?.first)

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import NewsPushCore
+@testable import NewsPushLedger
+import NewsPushModel
+@testable import NewsPushSessions
 
 /// The conformance feeds of ../shared/corpus/feedparser (skipped when absent): every file whose
 /// INDEX.tsv category is item_model or feed_model, and the entities/ and encoding/ folders,
