@@ -105,7 +105,7 @@ public struct RunSession: Sendable {
         let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(candidates.map(\.key)))
         let facts = RunFacts(dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
                              plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
-        return RunResult(report: RunReport.make(facts, finishedAt: Date()), requests: requests)
+        return RunResult(report: RunReport.make(facts, finishedAt: context.clock.now()), requests: requests)
     }
 
     // MARK: Steps of the session

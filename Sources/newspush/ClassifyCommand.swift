@@ -90,7 +90,7 @@ struct Classify: ParsableCommand {
     }
 
     /// `{"category": "World", "confidence": 0.87}`; the category is always one of the six.
-    static func json(_ result: NewsPushCore.Classification) -> String {
+    static func json(_ result: NewsPushModel.Classification) -> String {
         let category = result.category ?? .world
         return String(format: "{\"category\": \"%@\", \"confidence\": %.3f}", category.rawValue, result.confidence)
     }

@@ -1,19 +1,6 @@
 import Foundation
 import NewsPushModel
 
-/// A category for an item and how sure of it newspush is (0…1).
-public struct Classification: Sendable, Equatable {
-    public var category: NewsCategory?
-    public var confidence: Double
-
-    public init(category: NewsCategory?, confidence: Double) {
-        self.category = category
-        self.confidence = confidence
-    }
-
-    public static let unclassified = Classification(category: nil, confidence: 0)
-}
-
 /// Files items under one of the six categories from the evidence, strongest first: the feed's
 /// `category:` (a section feed), then the item's own categories and the sections of its link
 /// (through a table of synonyms in several languages), then the text model over title and

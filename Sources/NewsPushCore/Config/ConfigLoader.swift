@@ -50,187 +50,224 @@ public struct ConfigLoader: Sendable {
         let top = reader.mapping(root, path: "", allowed: ["hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
                                                           "importance_rules", "link_params"])
         let folder = (file as NSString).deletingLastPathComponent
+        let hub = readHub(top["hub"], root: root, reader: reader)
+        let (statePath, retention) = readState(top, folder: folder, reader: reader)
+        let fetch = top["fetch"].map { readFetch($0, reader: reader) } ?? FetchSettings()
+        let policy = top["policy"].map { readPolicy($0, reader: reader) } ?? PolicySettings()
+        let categories = readCategories(top["categories"], reader: reader)
+        let feeds = readFeeds(top["feeds"], root: root, reader: reader)
+        var config = NewsPushConfig(file: file, hub: HubSettings(name: "", connectionString: "", apiVersion: ""), statePath: statePath,
+                                    stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
+        if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
+        if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
+        guard let hub else { return nil }
+        config.hub = hub
+        return config
+    }
 
-        // hub
-        var hub: HubSettings?
-        if let hubNode = top["hub"] {
-            let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "connection_string_file", "endpoint",
-                                                                   "api_version", "concurrency", "timeout", "retries", "retry_delay"])
-            let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
-            let connection = m.present ? connectionString(m, hubNode: hubNode, reader: reader) : nil
-            let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
-            let apiVersion = m["api_version"].flatMap { reader.string($0, path: "hub.api_version") } ?? "2020-06"
-            if m.present, m["name"] == nil { reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)") }
-            if let name, !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty {
-                reader.report(m["name"]!, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
-            }
-            let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
-            if let name, let connection {
-                var settings = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
-                                           concurrency: concurrency)
-                if let n = m["timeout"], let v = reader.duration(n, path: "hub.timeout") {
-                    if v >= 1 { settings.timeout = v } else { reader.report(n, "hub.timeout", "must be at least 1s") }
-                }
-                if let n = m["retries"], let v = reader.integer(n, path: "hub.retries", range: 0...10) { settings.retries = v }
-                if let n = m["retry_delay"], let v = reader.duration(n, path: "hub.retry_delay") { settings.retryDelay = v }
-                hub = settings
-            }
-        } else {
+    /// `hub:`: name, connection string, endpoint, version, concurrency, timeout, retries.
+    private func readHub(_ hubNode: Node?, root: Node, reader: NodeReader) -> HubSettings? {
+        guard let hubNode else {
             reader.report(root, "hub", "is required (name and connection_string of the Notification Hub)")
+            return nil
         }
+        let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "connection_string_file", "endpoint",
+                                                               "api_version", "concurrency", "timeout", "retries", "retry_delay"])
+        let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
+        let connection = m.present ? connectionString(m, hubNode: hubNode, reader: reader) : nil
+        let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
+        let apiVersion = m["api_version"].flatMap { reader.string($0, path: "hub.api_version") } ?? "2020-06"
+        if m.present, m["name"] == nil { reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)") }
+        if let name, let nameNode = m["name"], !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty {
+            reader.report(nameNode, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
+        }
+        let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
+        guard let name, let connection else { return nil }
+        var settings = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
+                                   concurrency: concurrency)
+        if let n = m["timeout"], let v = reader.duration(n, path: "hub.timeout") {
+            if v >= 1 { settings.timeout = v } else { reader.report(n, "hub.timeout", "must be at least 1s") }
+        }
+        if let n = m["retries"], let v = reader.integer(n, path: "hub.retries", range: 0...10) { settings.retries = v }
+        if let n = m["retry_delay"], let v = reader.duration(n, path: "hub.retry_delay") { settings.retryDelay = v }
+        return settings
+    }
 
-        // state
-        var statePath = "newspush-state.db"
-        if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
-        if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
-        var retention: Double = 30 * 86400
-        if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") { retention = value }
+    /// `state:` (relative to the config's folder) and `state_retention:`.
+    private func readState(_ top: NodeReader.MappingView, folder: String, reader: NodeReader) -> (path: String, retention: Double) {
+    var statePath = "newspush-state.db"
+    if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
+    if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
+    var retention: Double = 30 * 86400
+    if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") { retention = value }
+        return (statePath, retention)
+    }
 
-        // fetch
+    /// `fetch:`: concurrency, per-host limit, timeout, size limit, contact, parse budget.
+    private func readFetch(_ node: Node, reader: NodeReader) -> FetchSettings {
         var fetch = FetchSettings()
-        if let node = top["fetch"] {
-            let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact", "parse_budget"])
-            if let n = m["parse_budget"], let v = reader.duration(n, path: "fetch.parse_budget") {
-                if v > 0 { fetch.parseBudget = v } else { reader.report(n, "fetch.parse_budget", "must be more than 0") }
-            }
-            if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) { fetch.concurrency = v }
-            if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) { fetch.perHost = v }
-            if let n = m["timeout"], let v = reader.duration(n, path: "fetch.timeout") { fetch.timeout = v }
-            if let n = m["max_bytes"], let v = reader.size(n, path: "fetch.max_bytes") { fetch.maxBytes = v }
-            if let n = m["contact"], let v = reader.string(n, path: "fetch.contact") { fetch.contact = v }
+        let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact", "parse_budget"])
+        if let n = m["parse_budget"], let v = reader.duration(n, path: "fetch.parse_budget") {
+            if v > 0 { fetch.parseBudget = v } else { reader.report(n, "fetch.parse_budget", "must be more than 0") }
         }
+        if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) { fetch.concurrency = v }
+        if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) { fetch.perHost = v }
+        if let n = m["timeout"], let v = reader.duration(n, path: "fetch.timeout") { fetch.timeout = v }
+        if let n = m["max_bytes"], let v = reader.size(n, path: "fetch.max_bytes") { fetch.maxBytes = v }
+        if let n = m["contact"], let v = reader.string(n, path: "fetch.contact") { fetch.contact = v }
+        return fetch
+    }
 
-        // policy
+    /// `policy:`: freshness, budgets, quiet hours, confidence, first run.
+    private func readPolicy(_ node: Node, reader: NodeReader) -> PolicySettings {
         var policy = PolicySettings()
-        if let node = top["policy"] {
-            let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run", "min_confidence"])
-            if let n = m["max_age"], let v = reader.duration(n, path: "policy.max_age") { policy.maxAge = v }
-            if let n = m["budget"] {
-                let b = reader.mapping(n, path: "policy.budget", allowed: ["per_category", "per"])
-                if let n = b["per_category"], let v = reader.integer(n, path: "policy.budget.per_category", range: 0...10000) {
-                    policy.budgetPerCategory = v
-                }
-                if let n = b["per"], let v = reader.duration(n, path: "policy.budget.per") { policy.budgetWindow = v }
+        let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run", "min_confidence"])
+        if let n = m["max_age"], let v = reader.duration(n, path: "policy.max_age") { policy.maxAge = v }
+        if let n = m["budget"] {
+            let b = reader.mapping(n, path: "policy.budget", allowed: ["per_category", "per"])
+            if let n = b["per_category"], let v = reader.integer(n, path: "policy.budget.per_category", range: 0...10000) {
+                policy.budgetPerCategory = v
             }
-            if let n = m["quiet_hours"] {
-                let q = reader.mapping(n, path: "policy.quiet_hours", allowed: ["from", "to", "timezone"])
-                let from = q["from"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.from") }
-                let to = q["to"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.to") }
-                var zone: TimeZone? = TimeZone(identifier: "UTC")
-                var zoneName = "UTC"
-                if let z = q["timezone"], let name = reader.string(z, path: "policy.quiet_hours.timezone") {
-                    zone = TimeZone(identifier: name)
-                    zoneName = name
-                    if zone == nil { reader.report(z, "policy.quiet_hours.timezone", "unknown time zone '\(name)' (use an IANA name such as Europe/London)") }
-                }
-                if q.present, q["from"] == nil || q["to"] == nil {
-                    reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
-                }
-                if let from, let to, let zone { policy.quietHours = QuietHours(from: from, to: to, timeZone: zone, zoneName: zoneName) }
-            }
-            if let n = m["min_confidence"], let text = reader.string(n, path: "policy.min_confidence") {
-                if let v = Double(text), (0...1).contains(v) { policy.minConfidence = v }
-                else { reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'") }
-            }
-            if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
-                if let mode = PolicySettings.FirstRun(rawValue: v) { policy.firstRun = mode }
-                else { reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'") }
-            }
+            if let n = b["per"], let v = reader.duration(n, path: "policy.budget.per") { policy.budgetWindow = v }
         }
+        if let n = m["quiet_hours"] { policy.quietHours = readQuietHours(n, reader: reader) }
+        if let n = m["min_confidence"], let text = reader.string(n, path: "policy.min_confidence") {
+            if let v = Double(text), (0...1).contains(v) { policy.minConfidence = v }
+            else { reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'") }
+        }
+        if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
+            if let mode = PolicySettings.FirstRun(rawValue: v) { policy.firstRun = mode }
+            else { reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'") }
+        }
+        return policy
+    }
 
-        // categories
+    /// `policy.quiet_hours:`: from, to (HH:MM) and the time zone.
+    private func readQuietHours(_ n: Node, reader: NodeReader) -> QuietHours? {
+        let q = reader.mapping(n, path: "policy.quiet_hours", allowed: ["from", "to", "timezone"])
+        let from = q["from"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.from") }
+        let to = q["to"].flatMap { reader.clockTime($0, path: "policy.quiet_hours.to") }
+        var zone: TimeZone? = TimeZone(identifier: "UTC")
+        var zoneName = "UTC"
+        if let z = q["timezone"], let name = reader.string(z, path: "policy.quiet_hours.timezone") {
+            zone = TimeZone(identifier: name)
+            zoneName = name
+            if zone == nil { reader.report(z, "policy.quiet_hours.timezone", "unknown time zone '\(name)' (use an IANA name such as Europe/London)") }
+        }
+        if q.present, q["from"] == nil || q["to"] == nil {
+            reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
+        }
+        guard let from, let to, let zone else { return nil }
+        return QuietHours(from: from, to: to, timeZone: zone, zoneName: zoneName)
+    }
+
+    /// `categories:`: every category, with the file's settings over the defaults.
+    private func readCategories(_ node: Node?, reader: NodeReader) -> [NewsCategory: CategorySettings] {
         var categories: [NewsCategory: CategorySettings] = [:]
         for category in NewsCategory.allCases {
             categories[category] = CategorySettings(tags: category.rawValue, message: CategorySettings.defaultMessage)
         }
-        if let node = top["categories"] {
-            for (keyNode, valueNode) in reader.pairs(node, path: "categories") {
-                guard let name = reader.string(keyNode, path: "categories") else { continue }
-                let path = "categories.\(name)"
-                guard let category = reader.category(keyNode, name: name, path: path) else { continue }
-                var settings = categories[category]!
-                let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format", "expiry", "importance", "messages",
-                                                                        "names", "max_length"])
-                if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
-                    do {
-                        try TagExpression.validate(tags)
-                        settings.tags = tags
-                    } catch {
-                        reader.report(n, "\(path).tags", error.description)
-                    }
-                }
-                if let n = m["message"], let message = reader.string(n, path: "\(path).message") {
-                    let unknown = MessageTemplate.placeholders(in: message).subtracting(CategorySettings.placeholders)
-                    if !unknown.isEmpty {
-                        reader.report(n, "\(path).message", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: {category} {title} {source} {url} {summary})")
-                    } else {
-                        settings.message = message
-                    }
-                }
-                if let n = m["format"], let value = reader.string(n, path: "\(path).format") {
-                    if let format = PushFormat(rawValue: value) { settings.format = format }
-                    else { reader.report(n, "\(path).format", "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'") }
-                }
-                readAlertSettings(m, path: path, into: &settings, reader: reader)
-                categories[category] = settings
+        guard let node else { return categories }
+        for (keyNode, valueNode) in reader.pairs(node, path: "categories") {
+            guard let name = reader.string(keyNode, path: "categories") else { continue }
+            let path = "categories.\(name)"
+            guard let category = reader.category(keyNode, name: name, path: path) else { continue }
+            categories[category] = readCategory(valueNode, path: path, into: categories[category] ?? CategorySettings(
+                tags: category.rawValue, message: CategorySettings.defaultMessage), reader: reader)
+        }
+        return categories
+    }
+
+    /// One category's tags, message, format and alert settings.
+    private func readCategory(_ valueNode: Node, path: String, into defaults: CategorySettings, reader: NodeReader) -> CategorySettings {
+        var settings = defaults
+        let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format", "expiry", "importance", "messages",
+                                                                "names", "max_length"])
+        if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
+            do {
+                try TagExpression.validate(tags)
+                settings.tags = tags
+            } catch {
+                reader.report(n, "\(path).tags", error.description)
             }
         }
-
-        // feeds
-        var feeds: [FeedSettings] = []
-        if let node = top["feeds"] {
-            var seenURLs: [String: Int] = [:]
-            var seenNames: [String: Int] = [:]
-            for (index, item) in reader.elements(node, path: "feeds").enumerated() {
-                let path = "feeds[\(index)]"
-                let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run", "language"])
-                guard m.present else { continue }
-                let line = item.mark?.line ?? 0
-                guard let urlNode = m["url"] else {
-                    reader.report(item, "\(path).url", "is required")
-                    continue
-                }
-                let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
-                if let name, let nameNode = m["name"] {
-                    if let first = seenNames[name] {
-                        reader.report(nameNode, "\(path).name", "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
-                    }
-                    seenNames[name] = line
-                }
-                guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else { continue }
-                if let first = seenURLs[url] {
-                    reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
-                }
-                seenURLs[url] = line
-                var category: NewsCategory?
-                if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
-                    category = reader.category(n, name: value, path: "\(path).category")
-                }
-                var firstRun: PolicySettings.FirstRun?
-                if let n = m["first_run"], let v = reader.string(n, path: "\(path).first_run") {
-                    firstRun = PolicySettings.FirstRun(rawValue: v)
-                    if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
-                }
-                let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
-                feeds.append(FeedSettings(url: url, name: name, category: category, firstRun: firstRun, language: language, line: line))
+        if let n = m["message"], let message = reader.string(n, path: "\(path).message") {
+            let unknown = MessageTemplate.placeholders(in: message).subtracting(CategorySettings.placeholders)
+            if !unknown.isEmpty {
+                reader.report(n, "\(path).message", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: {category} {title} {source} {url} {summary})")
+            } else {
+                settings.message = message
             }
-        } else {
+        }
+        if let n = m["format"], let value = reader.string(n, path: "\(path).format") {
+            if let format = PushFormat(rawValue: value) { settings.format = format }
+            else { reader.report(n, "\(path).format", "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'") }
+        }
+        readAlertSettings(m, path: path, into: &settings, reader: reader)
+        return settings
+    }
+
+    /// `feeds:`: each feed's URL (each once), name (each once), section, first run, language.
+    private func readFeeds(_ node: Node?, root: Node, reader: NodeReader) -> [FeedSettings] {
+        guard let node else {
             reader.report(root, "feeds", "is required: a list of feeds, each with a url")
+            return []
         }
-
-        var config = NewsPushConfig(file: file, hub: HubSettings(name: "", connectionString: "", apiVersion: ""), statePath: statePath,
-                                    stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
-        if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
-        if let node = top["link_params"] {
-            for (keyNode, valueNode) in reader.pairs(node, path: "link_params") {
-                guard let name = reader.string(keyNode, path: "link_params"), let value = reader.string(valueNode, path: "link_params.\(name)") else { continue }
-                if name.isEmpty { reader.report(keyNode, "link_params", "a parameter needs a name") }
-                config.linkParams.append((name, value))
+        var feeds: [FeedSettings] = []
+        var seenURLs: [String: Int] = [:]
+        var seenNames: [String: Int] = [:]
+        for (index, item) in reader.elements(node, path: "feeds").enumerated() {
+            if let feed = readFeed(item, path: "feeds[\(index)]", seenURLs: &seenURLs, seenNames: &seenNames, reader: reader) {
+                feeds.append(feed)
             }
         }
-        guard let hub else { return nil }
-        config.hub = hub
-        return config
+        return feeds
+    }
+
+    /// One feed of `feeds:`.
+    private func readFeed(_ item: Node, path: String, seenURLs: inout [String: Int], seenNames: inout [String: Int],
+                          reader: NodeReader) -> FeedSettings? {
+        let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run", "language"])
+        guard m.present else { return nil }
+        let line = item.mark?.line ?? 0
+        guard let urlNode = m["url"] else {
+            reader.report(item, "\(path).url", "is required")
+            return nil
+        }
+        let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
+        if let name, let nameNode = m["name"] {
+            if let first = seenNames[name] {
+                reader.report(nameNode, "\(path).name", "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
+            }
+            seenNames[name] = line
+        }
+        guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else { return nil }
+        if let first = seenURLs[url] {
+            reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
+        }
+        seenURLs[url] = line
+        var category: NewsCategory?
+        if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
+            category = reader.category(n, name: value, path: "\(path).category")
+        }
+        var firstRun: PolicySettings.FirstRun?
+        if let n = m["first_run"], let v = reader.string(n, path: "\(path).first_run") {
+            firstRun = PolicySettings.FirstRun(rawValue: v)
+            if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
+        }
+        let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
+        return FeedSettings(url: url, name: name, category: category, firstRun: firstRun, language: language, line: line)
+    }
+
+    /// `link_params:`: query parameters added to every pushed URL, in order.
+    private func readLinkParams(_ node: Node, reader: NodeReader) -> [(name: String, value: String)] {
+        var params: [(name: String, value: String)] = []
+        for (keyNode, valueNode) in reader.pairs(node, path: "link_params") {
+            guard let name = reader.string(keyNode, path: "link_params"), let value = reader.string(valueNode, path: "link_params.\(name)") else { continue }
+            if name.isEmpty { reader.report(keyNode, "link_params", "a parameter needs a name") }
+            params.append((name, value))
+        }
+        return params
     }
 
     /// `expiry`, `importance`, `messages`, `names` and `max_length` of a category.
@@ -349,44 +386,4 @@ public struct ConfigLoader: Sendable {
     }
 
     static func reason(_ error: any Error) -> String { SystemErrors.reason(error) }
-}
-
-/// The `{name}` placeholders of a push message and their rendering.
-public enum MessageTemplate {
-    /// The names inside `{…}` in `template`.
-    public static func placeholders(in template: String) -> Set<String> {
-        var names: Set<String> = []
-        var rest = Substring(template)
-        while let open = rest.firstIndex(of: "{") {
-            let after = rest[rest.index(after: open)...]
-            guard let close = after.firstIndex(of: "}") else { break }
-            names.insert(String(after[..<close]))
-            rest = after[after.index(after: close)...]
-        }
-        return names
-    }
-
-    /// `template` with each `{name}` replaced by `values[name]` ("" when absent).
-    public static func render(_ template: String, _ values: [String: String]) -> String {
-        var out = ""
-        var rest = Substring(template)
-        while let open = rest.firstIndex(of: "{") {
-            out += rest[..<open]
-            let after = rest[rest.index(after: open)...]
-            guard let close = after.firstIndex(of: "}") else {
-                out += rest[open...]
-                return out
-            }
-            out += values[String(after[..<close])] ?? ""
-            rest = after[after.index(after: close)...]
-        }
-        out += rest
-        return out
-    }
-}
-
-/// Durations as the config writes them (`20s`, `3h`, `1h30m`), for flags that take one too.
-public enum Durations {
-    /// Seconds, or nil when `text` is not a duration.
-    public static func parse(_ text: String) -> Double? { NodeReader.parseDuration(text) }
 }

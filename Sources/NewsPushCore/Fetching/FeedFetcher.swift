@@ -115,7 +115,7 @@ public struct FeedFetcher: Sendable {
         let urls = feeds.map(\.url).filter { paused[$0] == nil }
         let validators = records.compactMapValues(\.validators)
         let pausedCount = paused.count
-        let fetched = fetch(urls, validators: validators) { progress(pausedCount + $0, feeds.count) }
+        let fetched = fetch(urls, validators: validators, now: now) { progress(pausedCount + $0, feeds.count) }
         var byURL = Dictionary(zip(urls, fetched), uniquingKeysWith: { a, _ in a })
         for (url, until) in paused {
             byURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, paused: true,
@@ -127,7 +127,7 @@ public struct FeedFetcher: Sendable {
 
     /// Fetches every URL, sending each one's validators; results in the same order.
     /// One failing feed never affects the others.
-    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:],
+    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
                       finished: (Int) -> Void = { _ in }) -> [FetchedFeed] {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)
         var transfers: [HTTPTransfer] = []
@@ -157,7 +157,7 @@ public struct FeedFetcher: Sendable {
                 transferred = transfers.map { HTTPTransferResult(effectiveURL: $0.url, failure: error) }
             }
             for (position, result) in transferred.enumerated() {
-                results[transferIndex[position]] = feed(from: result, url: transfers[position].url)
+                results[transferIndex[position]] = feed(from: result, url: transfers[position].url, now: now)
             }
         }
         return results.enumerated().map { index, result in
@@ -165,7 +165,7 @@ public struct FeedFetcher: Sendable {
         }
     }
 
-    private func feed(from result: HTTPTransferResult, url: String) -> FetchedFeed {
+    private func feed(from result: HTTPTransferResult, url: String, now: Date) -> FetchedFeed {
         var feed = FetchedFeed(url: url, status: .error, httpStatus: result.status == 0 ? nil : result.status,
                                body: Data(), contentType: result.headers["content-type"], finalURL: result.effectiveURL)
         if let first = result.redirects.first, first.status == 301 || first.status == 308 {
@@ -185,9 +185,9 @@ public struct FeedFetcher: Sendable {
             feed.validators = validators(from: result.headers)
         default:
             if result.status == 429 || result.status == 503, let value = result.headers["retry-after"],
-               let seconds = NotificationHubClient.parseRetryAfter(value) {
+               let seconds = NotificationHubClient.parseRetryAfter(value, now: now) {
                 // Honoured up to a day: a longer wait is more likely a misconfigured server.
-                feed.retryAfter = Date().addingTimeInterval(min(seconds, 86400))
+                feed.retryAfter = now.addingTimeInterval(min(seconds, 86400))
             }
             feed.failure = .http(url: url, status: result.status, retryAfter: feed.retryAfter)
         }

@@ -148,240 +148,320 @@ enum SimpleHTML {
 
     /// The text of `html` written into `out`; the number of bytes written, or nil for libxml2.
     private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, firstImage: inout Int?) -> Int? {
-        withUnsafeTemporaryAllocation(of: Tag.self, capacity: 48) { storage in
-            write(html, into: out, open: OpenElements(storage: storage), firstImage: &firstImage)
+        guard let base = html.baseAddress, let outBase = out.baseAddress else { return html.isEmpty ? 0 : nil }
+        return withUnsafeTemporaryAllocation(of: Tag.self, capacity: 48) { storage in
+            var writer = Writer(html: html, base: base, out: out, outBase: outBase, open: OpenElements(storage: storage))
+            let written = writer.run()
+            firstImage = writer.firstImage
+            return written
         }
     }
 
-    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, open: OpenElements,
-                              firstImage: inout Int?) -> Int? {
-        var open = open
+    /// One pass over a fragment: text runs are copied whole, white space collapsed, tags and
+    /// references read one at a time. Every step answers false when the fragment is for libxml2.
+    private struct Writer {
+        let html: UnsafeBufferPointer<UInt8>
+        let base: UnsafePointer<UInt8>
+        let out: UnsafeMutableBufferPointer<UInt8>
+        let outBase: UnsafeMutablePointer<UInt8>
+        var open: OpenElements
         var count = 0
-        // Never expected (see `string`), but a write past the end would corrupt memory.
+        /// Never expected (see `string`), but a write past the end would corrupt memory.
         var overflow = false
-        func put(_ byte: UInt8) {
+        var i = 0
+        var runStart = 0
+        /// White space (or a block boundary) seen since the last text written.
+        var pendingSpace = false
+        /// Where the first `<img` tag starts.
+        var firstImage: Int?
+        var n: Int { html.count }
+
+        init(html: UnsafeBufferPointer<UInt8>, base: UnsafePointer<UInt8>, out: UnsafeMutableBufferPointer<UInt8>,
+             outBase: UnsafeMutablePointer<UInt8>, open: OpenElements) {
+            self.html = html
+            self.base = base
+            self.out = out
+            self.outBase = outBase
+            self.open = open
+        }
+
+        /// The bytes written, or nil for libxml2.
+        mutating func run() -> Int? {
+            let classes = byteClass
+            while i < n {
+                let b = html[i]
+                switch classes[Int(b)] {
+                case 0:
+                    // Text: on to the end of its run (single spaces between words belong to it).
+                    i += 1 + ByteScan.textRun(base + i + 1, n - i - 1, markup: true)
+                case 1:
+                    flush()
+                    guard tag() else { return nil }
+                case 2:
+                    flush()
+                    guard reference() else { return nil }
+                default:
+                    whiteSpace(b)
+                }
+            }
+            flush()
+            return overflow ? nil : count
+        }
+
+        private mutating func put(_ byte: UInt8) {
             guard count < out.count else { overflow = true; return }
             out[count] = byte
             count += 1
         }
-        let n = html.count
-        var i = 0
-        var runStart = 0
-        // White space (or a block boundary) seen since the last text written.
-        var pendingSpace = false
-        func flush() {
+
+        /// Writes the text run that ends here.
+        private mutating func flush() {
             guard runStart < i else { return }
             if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
             guard count + (i - runStart) <= out.count else { overflow = true; return }
-            UnsafeMutableRawPointer(out.baseAddress! + count).copyMemory(from: html.baseAddress! + runStart, byteCount: i - runStart)
+            UnsafeMutableRawPointer(outBase + count).copyMemory(from: base + runStart, byteCount: i - runStart)
             count += i - runStart
         }
+
         /// Text made by a reference: a run of its own.
-        func append(_ value: UInt32) {
+        private mutating func append(_ value: UInt32) {
             if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
             UTF8.encode(Unicode.Scalar(value) ?? "\u{FFFD}") { put($0) }
         }
-        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
-        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-        let classes = byteClass
-        let (slots, slotMask) = roleSlots
-        let base = html.baseAddress!
-        while i < n {
-            let b = html[i]
-            let kind = classes[Int(b)]
-            if kind == 0 {
-                // Text: on to the end of its run (single spaces between words belong to it).
-                i += 1 + ByteScan.textRun(base + i + 1, n - i - 1, markup: true)
-                continue
-            }
-            if b == UInt8(ascii: "<") {
-                flush()
-                var j = i + 1
-                // A comment is skipped whole; an unterminated one is left to libxml2.
-                if j + 2 < n, html[j] == UInt8(ascii: "!"), html[j + 1] == UInt8(ascii: "-"), html[j + 2] == UInt8(ascii: "-") {
-                    j += 3
-                    while j + 2 < n, !(html[j] == UInt8(ascii: "-") && html[j + 1] == UInt8(ascii: "-") && html[j + 2] == UInt8(ascii: ">")) { j += 1 }
-                    guard j + 2 < n else { return nil }
-                    i = j + 3
-                    runStart = i
-                    continue
-                }
-                let closing = j < n && html[j] == UInt8(ascii: "/")
-                if closing { j += 1 }
-                let nameStart = j
-                // The name, read and hashed as `key` does in one pass.
-                var name = keyBasis
-                while j < n {
-                    let c = html[j]
-                    guard isLetter(c) || (j > nameStart && isDigit(c)) else { break }
-                    name = (name ^ UInt64(c | 0x20)) &* keyPrime
-                    j += 1
-                }
-                guard j > nameStart, j < n else { return nil }
-                // The name ends at white space, '/' or '>'.
-                let after = html[j]
-                guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x0A || after == 0x09 || after == 0x0D else { return nil }
-                let nameEnd = j
-                let tag: Tag
-                if let listed = slots[Int(name & slotMask)], listed.key == name {
-                    tag = listed
-                } else {
-                    // An element libxml2 does not know (SVG's svg and path, custom elements)
-                    // opens and closes nothing by itself, so it reads like an inline element.
-                    // Elements libxml2 knows but this loop does not list have rules of their own.
-                    guard !HTMLParser.isKnownElement(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return nil }
-                    tag = Tag(key: name, role: .inline)
-                }
-                let role = tag.role
-                // Attributes: skip to the '>' outside quotes (sixteen bytes at a time to the next
-                // quote or bracket; a quoted value, often a long URL, is skipped with memchr).
-                while j < n, html[j] != UInt8(ascii: ">") {
-                    j += ByteScan.tag(base + j, n - j)
-                    guard j < n else { break }
-                    let c = html[j]
-                    if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
-                        guard let close = memchr(html.baseAddress! + j + 1, Int32(c), n - j - 1) else { return nil }
-                        j = UnsafePointer<UInt8>(close.assumingMemoryBound(to: UInt8.self)) - html.baseAddress! + 1
-                        continue
-                    }
-                    if c == UInt8(ascii: "<") { return nil }
-                    break
-                }
-                guard j < n else { return nil }
-                // "<path d='…'/>": libxml2 ends any element written this way at once. A '/' that
-                // may end an unquoted attribute value (`<a href=x/>`) is left to libxml2.
-                var selfClosing = false
-                if !closing, role != .void, html[j - 1] == UInt8(ascii: "/") {
-                    let before = html[j - 2]
-                    guard j - 1 == nameEnd || before == 0x20 || before == 0x0A || before == 0x09 || before == 0x0D
-                            || before == UInt8(ascii: "\"") || before == UInt8(ascii: "'"), role != .rawText else { return nil }
-                    selfClosing = true
-                }
-                switch role {
-                case .void:
-                    // libxml2 ignores </img> and the like but reads </br> as <br>.
-                    if closing { guard name != brKey && name != hrKey else { return nil }; break }
-                    if tag.tableParents != 0 {
-                        // <col> only right inside a table or column group.
-                        guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return nil }
-                    } else if let top = open.last, top.tableOnly || (name == hrKey && !top.container) { return nil }
-                    if name == brKey || name == hrKey { pendingSpace = true }
-                    if name == imgKey, firstImage == nil { firstImage = i }
-                case .rawText:
-                    guard !closing else { return nil }
-                case .document:
-                    // Whole documents in a description ("<html><head></head><body>…</body></html>"):
-                    // read here only outside any other element and with an empty head.
-                    // libxml2 drops text after </html> and reads a late <html> or <body> its own way:
-                    // start tags only before any text, end tags only where nothing but white space
-                    // and </html> follows.
-                    guard open.isEmpty, !selfClosing else { return nil }
-                    var k = j + 1
-                    while k < n, html[k] == 0x20 || html[k] == 0x0A || html[k] == 0x09 || html[k] == 0x0D { k += 1 }
-                    func follows(_ literal: String) -> Bool {
-                        let bytes = Array(literal.utf8)
-                        return k + bytes.count <= n && bytes.indices.allSatisfy { html[k + $0] | 0x20 == bytes[$0] }
-                    }
-                    if closing {
-                        guard name != headKey, k == n || follows("</html>") else { return nil }
-                    } else {
-                        guard count == 0 else { return nil }
-                        if name == headKey {
-                            guard follows("</head>") else { return nil }
-                            j = k + 6
-                        }
-                    }
-                case .inline, .block:
-                    if closing {
-                        guard open.last?.key == name else { return nil }
-                        open.removeLast()
-                    } else {
-                        if tag.tableParents != 0 {
-                            // A table part opens only right inside its parent.
-                            guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return nil }
-                        } else if let top = open.last, top.tableOnly {
-                            // Anything else directly inside a table or row is moved by libxml2.
-                            return nil
-                        } else if role == .block, let top = open.last, !top.container || (name == liKey && top.key == liKey) {
-                            return nil
-                        }
-                        if !selfClosing { guard open.push(tag) else { return nil } }
-                    }
-                    if role == .block { pendingSpace = true }
-                }
-                i = j + 1
-                if role == .rawText, !closing {
-                    // libxml2 (recovering) ends the content at "</" and the same name, in any case.
-                    let rawName = UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])
-                    var k = i
-                    while k + 1 + rawName.count < n {
-                        if html[k] == UInt8(ascii: "<"), html[k + 1] == UInt8(ascii: "/"),
-                           rawName.indices.allSatisfy({ (html[k + 2 + $0] | 0x20) == (rawName[$0] | 0x20) }) { break }
-                        k += 1
-                    }
-                    // Past the end tag itself.
-                    var close = k + 2 + rawName.count
-                    while close < n, html[close] != UInt8(ascii: ">") { close += 1 }
-                    guard close < n else { return nil }
-                    i = close + 1
-                }
-                runStart = i
-                continue
-            }
-            if b == UInt8(ascii: "&") {
-                flush()
-                var j = i + 1
-                // libxml2 keeps or drops a bare '&' at the very end depending on what came before.
-                guard j < n else { return nil }
-                if html[j] == UInt8(ascii: "#") {
-                    j += 1
-                    let hex = j < n && (html[j] | 0x20) == UInt8(ascii: "x")
-                    if hex { j += 1 }
-                    let digitsStart = j
-                    let value: UInt32
-                    (value, j) = FeedBytes.referenceDigits(html, from: digitsStart, hex: hex, maxDigits: 7)
-                    guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else { return nil }
-                    append(value)
-                } else if isLetter(html[j]) {
-                    let nameStart = j
-                    while j < n, isLetter(html[j]) || isDigit(html[j]) { j += 1 }
-                    guard j < n else { return nil }
-                    if html[j] == UInt8(ascii: ";"), let value = HTMLEntities.codePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])), value > 0 {
-                        append(value)
-                    } else {
-                        // An entity HTML does not define, or one without its ';' ("AT&T",
-                        // "&D class"), is text to libxml2: '&' and the name, and what follows.
-                        runStart = i
-                        i = j
-                        continue
-                    }
-                } else {
-                    // A bare '&' ("R & D", "&&", "&(") is kept as text: a new run starts with it.
-                    runStart = i
-                    i += 1
-                    continue
-                }
-                i = j + 1
-                runStart = i
-                continue
-            }
-            if b <= 0x20, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C {
-                // One space between two characters of text needs no collapsing: the run goes on.
-                if b == 0x20, i > runStart, i + 1 < n, html[i + 1] > 0x20, html[i + 1] != UInt8(ascii: "<") {
-                    i += 1
-                    continue
-                }
-                flush()
-                pendingSpace = true
+
+        private static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+        private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D }
+
+        /// White space: one space between two characters of text needs no collapsing (the run
+        /// goes on); anything else ends the run and becomes one space before the next text.
+        private mutating func whiteSpace(_ b: UInt8) {
+            if b == 0x20, i > runStart, i + 1 < n, html[i + 1] > 0x20, html[i + 1] != UInt8(ascii: "<") {
                 i += 1
-                runStart = i
-                continue
+                return
             }
+            flush()
+            pendingSpace = true
             i += 1
+            runStart = i
         }
-        flush()
-        return overflow ? nil : count
+
+        // MARK: Tags
+
+        /// A tag (or comment) at `i`.
+        private mutating func tag() -> Bool {
+            var j = i + 1
+            if j + 2 < n, html[j] == UInt8(ascii: "!"), html[j + 1] == UInt8(ascii: "-"), html[j + 2] == UInt8(ascii: "-") {
+                return comment(from: j + 3)
+            }
+            let closing = j < n && html[j] == UInt8(ascii: "/")
+            if closing { j += 1 }
+            let nameStart = j
+            guard let (name, nameEnd) = tagName(from: nameStart), let tag = known(name, nameStart..<nameEnd) else { return false }
+            guard let end = endOfAttributes(from: nameEnd) else { return false }
+            j = end
+            guard let selfClosing = selfClosing(tag, closing: closing, end: j, nameEnd: nameEnd) else { return false }
+            guard apply(tag, closing: closing, selfClosing: selfClosing, end: &j) else { return false }
+            i = j + 1
+            if tag.role == .rawText, !closing {
+                guard let after = endOfRawText(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return false }
+                i = after
+            }
+            runStart = i
+            return true
+        }
+
+        /// A comment is skipped whole; an unterminated one is left to libxml2.
+        private mutating func comment(from start: Int) -> Bool {
+            var j = start
+            while j + 2 < n, !(html[j] == UInt8(ascii: "-") && html[j + 1] == UInt8(ascii: "-") && html[j + 2] == UInt8(ascii: ">")) {
+                j += 1
+            }
+            guard j + 2 < n else { return false }
+            i = j + 3
+            runStart = i
+            return true
+        }
+
+        /// The tag's name, read and hashed as `key` does in one pass, and where it ends (at white
+        /// space, '/' or '>').
+        private func tagName(from nameStart: Int) -> (UInt64, Int)? {
+            var name = keyBasis
+            var j = nameStart
+            while j < n {
+                let c = html[j]
+                guard Self.isLetter(c) || (j > nameStart && Self.isDigit(c)) else { break }
+                name = (name ^ UInt64(c | 0x20)) &* keyPrime
+                j += 1
+            }
+            guard j > nameStart, j < n else { return nil }
+            let after = html[j]
+            guard after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || Self.isSpace(after) else { return nil }
+            return (name, j)
+        }
+
+        /// What the loop knows of the element named `name`. An element libxml2 does not know
+        /// (SVG's svg and path, custom elements) opens and closes nothing by itself, so it reads
+        /// like an inline element; elements libxml2 knows but this loop does not list have rules
+        /// of their own (nil).
+        private func known(_ name: UInt64, _ range: Range<Int>) -> Tag? {
+            let (slots, slotMask) = roleSlots
+            if let listed = slots[Int(name & slotMask)], listed.key == name { return listed }
+            guard !HTMLParser.isKnownElement(UnsafeBufferPointer(rebasing: html[range])) else { return nil }
+            return Tag(key: name, role: .inline)
+        }
+
+        /// Attributes: skips to the '>' outside quotes (sixteen bytes at a time to the next quote
+        /// or bracket; a quoted value, often a long URL, is skipped with memchr).
+        private func endOfAttributes(from start: Int) -> Int? {
+            var j = start
+            while j < n, html[j] != UInt8(ascii: ">") {
+                j += ByteScan.tag(base + j, n - j)
+                guard j < n else { break }
+                let c = html[j]
+                if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
+                    guard let close = memchr(base + j + 1, Int32(c), n - j - 1) else { return nil }
+                    j = UnsafePointer<UInt8>(close.assumingMemoryBound(to: UInt8.self)) - base + 1
+                    continue
+                }
+                if c == UInt8(ascii: "<") { return nil }
+                break
+            }
+            return j < n ? j : nil
+        }
+
+        /// "<path d='…'/>": libxml2 ends any element written this way at once. A '/' that may
+        /// end an unquoted attribute value (`<a href=x/>`) is left to libxml2 (nil).
+        private func selfClosing(_ tag: Tag, closing: Bool, end j: Int, nameEnd: Int) -> Bool? {
+            guard !closing, tag.role != .void, html[j - 1] == UInt8(ascii: "/") else { return false }
+            let before = html[j - 2]
+            guard j - 1 == nameEnd || Self.isSpace(before) || before == UInt8(ascii: "\"") || before == UInt8(ascii: "'"),
+                  tag.role != .rawText else { return nil }
+            return true
+        }
+
+        /// Applies the nesting rules of the tag's role; `end` moves past a `<head></head>`.
+        private mutating func apply(_ tag: Tag, closing: Bool, selfClosing: Bool, end j: inout Int) -> Bool {
+            switch tag.role {
+            case .void: return void(tag, closing: closing)
+            case .rawText: return !closing
+            case .document: return document(tag, closing: closing, selfClosing: selfClosing, end: &j)
+            case .inline, .block: return element(tag, closing: closing, selfClosing: selfClosing)
+            }
+        }
+
+        /// libxml2 ignores </img> and the like but reads </br> as <br>.
+        private mutating func void(_ tag: Tag, closing: Bool) -> Bool {
+            let name = tag.key
+            if closing { return name != brKey && name != hrKey }
+            if tag.tableParents != 0 {
+                // <col> only right inside a table or column group.
+                guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return false }
+            } else if let top = open.last, top.tableOnly || (name == hrKey && !top.container) {
+                return false
+            }
+            if name == brKey || name == hrKey { pendingSpace = true }
+            if name == imgKey, firstImage == nil { firstImage = i }
+            return true
+        }
+
+        /// Whole documents in a description ("<html><head></head><body>…</body></html>"): read
+        /// here only outside any other element and with an empty head. libxml2 drops text after
+        /// </html> and reads a late <html> or <body> its own way: start tags only before any
+        /// text, end tags only where nothing but white space and </html> follows.
+        private func document(_ tag: Tag, closing: Bool, selfClosing: Bool, end j: inout Int) -> Bool {
+            guard open.isEmpty, !selfClosing else { return false }
+            var k = j + 1
+            while k < n, Self.isSpace(html[k]) { k += 1 }
+            func follows(_ literal: String) -> Bool {
+                let bytes = Array(literal.utf8)
+                return k + bytes.count <= n && bytes.indices.allSatisfy { html[k + $0] | 0x20 == bytes[$0] }
+            }
+            if closing { return tag.key != headKey && (k == n || follows("</html>")) }
+            guard count == 0 else { return false }
+            if tag.key == headKey {
+                guard follows("</head>") else { return false }
+                j = k + 6
+            }
+            return true
+        }
+
+        /// Inline and block elements open and close in order; a table part only right inside its
+        /// parent, and a block only inside a container.
+        private mutating func element(_ tag: Tag, closing: Bool, selfClosing: Bool) -> Bool {
+            if closing {
+                guard open.last?.key == tag.key else { return false }
+                open.removeLast()
+            } else {
+                if tag.tableParents != 0 {
+                    guard let top = open.last, top.tableBit & tag.tableParents != 0 else { return false }
+                } else if let top = open.last, top.tableOnly {
+                    // Anything else directly inside a table or row is moved by libxml2.
+                    return false
+                } else if tag.role == .block, let top = open.last, !top.container || (tag.key == liKey && top.key == liKey) {
+                    return false
+                }
+                if !selfClosing { guard open.push(tag) else { return false } }
+            }
+            if tag.role == .block { pendingSpace = true }
+            return true
+        }
+
+        /// libxml2 (recovering) ends script or style content at "</" and the same name, in any
+        /// case: where the text goes on after its end tag.
+        private func endOfRawText(_ rawName: UnsafeBufferPointer<UInt8>) -> Int? {
+            var k = i
+            while k + 1 + rawName.count < n {
+                if html[k] == UInt8(ascii: "<"), html[k + 1] == UInt8(ascii: "/"),
+                   rawName.indices.allSatisfy({ (html[k + 2 + $0] | 0x20) == (rawName[$0] | 0x20) }) { break }
+                k += 1
+            }
+            var close = k + 2 + rawName.count
+            while close < n, html[close] != UInt8(ascii: ">") { close += 1 }
+            return close < n ? close + 1 : nil
+        }
+
+        // MARK: References
+
+        /// A character reference or entity at `i`; a bare '&' and names HTML does not define stay
+        /// text.
+        private mutating func reference() -> Bool {
+            var j = i + 1
+            // libxml2 keeps or drops a bare '&' at the very end depending on what came before.
+            guard j < n else { return false }
+            if html[j] == UInt8(ascii: "#") {
+                j += 1
+                let hex = j < n && (html[j] | 0x20) == UInt8(ascii: "x")
+                if hex { j += 1 }
+                let digitsStart = j
+                let value: UInt32
+                (value, j) = FeedBytes.referenceDigits(html, from: digitsStart, hex: hex, maxDigits: 7)
+                guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else { return false }
+                append(value)
+            } else if Self.isLetter(html[j]) {
+                let nameStart = j
+                while j < n, Self.isLetter(html[j]) || Self.isDigit(html[j]) { j += 1 }
+                guard j < n else { return false }
+                guard html[j] == UInt8(ascii: ";"), let value = HTMLEntities.codePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])),
+                      value > 0 else {
+                    // An entity HTML does not define, or one without its ';' ("AT&T", "&D class"),
+                    // is text to libxml2: '&' and the name, and what follows.
+                    runStart = i
+                    i = j
+                    return true
+                }
+                append(value)
+            } else {
+                // A bare '&' ("R & D", "&&", "&(") is kept as text: a new run starts with it.
+                runStart = i
+                i += 1
+                return true
+            }
+            i = j + 1
+            runStart = i
+            return true
+        }
     }
 }

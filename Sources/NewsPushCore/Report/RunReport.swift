@@ -5,43 +5,78 @@ import NotificationHubs
 /// The report of one run: SPEC §3's `run --format json` object.
 public struct RunReport: Encodable, Sendable {
     public var dryRun: Bool
-    public var startedAt: Date
-    public var finishedAt: Date
+    @Timestamped public var startedAt: Date
+    @Timestamped public var finishedAt: Date
     public var feeds: [FeedReport] = []
     public var items: [ItemReport] = []
     public var pushes: [PushReport] = []
     public var summary = RunSummary()
+    /// Why sending stopped before the outbox was empty (exit status 1), when it did.
+    public var stop: SendStop? {
+        didSet { sendingStopped = stop?.reason }
+    }
+    /// `stop`'s reason, as the JSON names it.
+    private var sendingStopped: String?
+    /// The hub requests (signature redacted), when `--show-requests` asks for them in the JSON.
+    public var requests: [RequestReport]?
 
     enum CodingKeys: String, CodingKey {
         case dryRun = "dry_run", startedAt = "started_at", finishedAt = "finished_at", feeds, items, pushes, summary
         case sendingStopped = "sending_stopped", requests
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(dryRun, forKey: .dryRun)
-        try c.encode(FeedDates.format(startedAt), forKey: .startedAt)
-        try c.encode(FeedDates.format(finishedAt), forKey: .finishedAt)
-        try c.encode(feeds, forKey: .feeds)
-        try c.encode(items, forKey: .items)
-        try c.encode(pushes, forKey: .pushes)
-        try c.encode(summary, forKey: .summary)
-        if let stop { try c.encode(stop.reason, forKey: .sendingStopped) }
-        if let requests { try c.encode(requests, forKey: .requests) }
+    /// An empty report of a run (or, `dryRun`, a preview) between two times.
+    public init(dryRun: Bool, startedAt: Date, finishedAt: Date) {
+        self.dryRun = dryRun
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
     }
 
     /// Whether anything failed (exit status 2).
     public var isPartial: Bool { summary.feedsFailed > 0 || summary.pushesFailed > 0 }
 
-    /// Why sending stopped before the outbox was empty (exit status 1), when it did.
-    public var stop: SendStop?
-    /// The hub requests (signature redacted), when `--show-requests` asks for them in the JSON.
-    public var requests: [RequestReport]?
-
     /// How the run ended, for the exit status.
     public var outcome: RunOutcome {
         if stop != nil { return .stopped }
         return isPartial ? .partial : .complete
+    }
+}
+
+/// An optional value the JSON shows as `null` when it is absent (SPEC §3 lists these fields
+/// always), where the synthesized encoding would leave the key out.
+@propertyWrapper
+public struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
+    public var wrappedValue: Value?
+
+    /// The value, or nil.
+    public init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
+/// A time the JSON shows in newspush's one form (RFC 3339 in UTC), whatever the encoder's
+/// date strategy; `null` when absent.
+@propertyWrapper
+public struct Timestamped<Value: Sendable>: Encodable, Sendable {
+    public var wrappedValue: Value
+
+    /// The time (or an optional time).
+    public init(wrappedValue: Value) {
+        self.wrappedValue = wrappedValue
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch wrappedValue {
+        case let date as Date: try container.encode(Timestamp.format(date))
+        case let date as Date?: if let date { try container.encode(Timestamp.format(date)) } else { try container.encodeNil() }
+        default: try container.encodeNil()
+        }
     }
 }
 
@@ -77,64 +112,60 @@ public struct RequestReport: Encodable, Sendable {
     }
 }
 
+/// One feed of a run, as the report shows it.
 public struct FeedReport: Encodable, Sendable {
     public var name: String
     public var url: String
     public var status: FetchedFeed.Status
-    public var httpStatus: Int?
+    @Nullable public var httpStatus: Int?
     public var items: Int
     public var new: Int
-    public var error: String?
+    @Nullable public var error: String?
     /// The feed's new address when it answered with a permanent redirect: update the config.
     public var movedTo: String?
-    /// Read for the first time this run: its items are a baseline, not pushed.
-    public var baseline = false
+    /// Read for the first time this run: its items are a baseline, not pushed (absent
+    /// otherwise).
+    public var baseline: Bool?
 
     enum CodingKeys: String, CodingKey {
         case name, url, status, httpStatus = "http_status", items, new, error, movedTo = "moved_to", baseline
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .name)
-        try c.encode(url, forKey: .url)
-        try c.encode(status, forKey: .status)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(items, forKey: .items)
-        try c.encode(new, forKey: .new)
-        try c.encode(error, forKey: .error)
-        if let movedTo { try c.encode(movedTo, forKey: .movedTo) }
-        if baseline { try c.encode(baseline, forKey: .baseline) }
-    }
+    /// Whether the feed was read for the first time this run.
+    public var isBaseline: Bool { baseline == true }
 }
 
+/// One item of a run and the decision it got.
 public struct ItemReport: Encodable, Sendable {
     public var key: String
     public var feed: String
-    public var title: String?
-    public var link: String?
-    public var category: NewsCategory?
+    @Nullable public var title: String?
+    @Nullable public var link: String?
+    @Nullable public var category: NewsCategory?
+    /// The classifier's confidence, to three decimals.
     public var confidence: Double
     public var decision: ItemDecision
     /// Why, in more words than the decision: the story it repeats and where, when quiet hours
     /// end, the best guess below `min_confidence`, what the hub said.
-    public var reason: String?
+    @Nullable public var reason: String?
 
     enum CodingKeys: String, CodingKey { case key, feed, title, link, category, confidence, decision, reason }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(key, forKey: .key)
-        try c.encode(feed, forKey: .feed)
-        try c.encode(title, forKey: .title)
-        try c.encode(link, forKey: .link)
-        try c.encode(category, forKey: .category)
-        try c.encode((confidence * 1000).rounded() / 1000, forKey: .confidence)
-        try c.encode(decision, forKey: .decision)
-        try c.encode(reason, forKey: .reason)
+    /// An item's line in the report; `confidence` is kept to three decimals.
+    public init(key: String, feed: String, title: String?, link: String?, category: NewsCategory?, confidence: Double,
+                decision: ItemDecision, reason: String?) {
+        self.key = key
+        self.feed = feed
+        self.title = title
+        self.link = link
+        self.category = category
+        self.confidence = (confidence * 1000).rounded() / 1000
+        self.decision = decision
+        self.reason = reason
     }
 }
 
+/// One push of a run and what became of it.
 public struct PushReport: Encodable, Sendable {
     public enum Status: String, Encodable, Sendable {
         case sent
@@ -149,28 +180,17 @@ public struct PushReport: Encodable, Sendable {
     public var properties: [String: String]
     public var itemKey: String
     public var status: Status
-    public var httpStatus: Int?
-    public var notificationId: String?
-    public var error: String?
+    @Nullable public var httpStatus: Int?
+    @Nullable public var notificationId: String?
+    @Nullable public var error: String?
 
     enum CodingKeys: String, CodingKey {
         case category, tags, properties, itemKey = "item_key", status, httpStatus = "http_status"
         case notificationId = "notification_id", error
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(category, forKey: .category)
-        try c.encode(tags, forKey: .tags)
-        try c.encode(properties, forKey: .properties)
-        try c.encode(itemKey, forKey: .itemKey)
-        try c.encode(status, forKey: .status)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(notificationId, forKey: .notificationId)
-        try c.encode(error, forKey: .error)
-    }
 }
 
+/// The counts of a run.
 public struct RunSummary: Encodable, Sendable {
     public var feedsOk = 0
     public var feedsFailed = 0
@@ -180,7 +200,7 @@ public struct RunSummary: Encodable, Sendable {
     /// Pushes waiting in the outbox after this run.
     public var pushesPending = 0
     /// When the last of them stops being fresh: until then each run tries again.
-    public var pendingUntil: Date?
+    @Timestamped public var pendingUntil: Date?
 
     enum CodingKeys: String, CodingKey {
         case feedsOk = "feeds_ok", feedsFailed = "feeds_failed", itemsNew = "items_new"
@@ -188,16 +208,8 @@ public struct RunSummary: Encodable, Sendable {
         case pendingUntil = "pending_until"
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(feedsOk, forKey: .feedsOk)
-        try c.encode(feedsFailed, forKey: .feedsFailed)
-        try c.encode(itemsNew, forKey: .itemsNew)
-        try c.encode(pushesSent, forKey: .pushesSent)
-        try c.encode(pushesFailed, forKey: .pushesFailed)
-        try c.encode(pushesPending, forKey: .pushesPending)
-        try c.encode(pendingUntil.map(FeedDates.format), forKey: .pendingUntil)
-    }
+    /// All counts zero.
+    public init() {}
 }
 
 extension RunReport {
@@ -232,7 +244,7 @@ extension RunReport {
             failures.append("FEED FAILED \(feed.name): \(feed.error ?? "error")")
         }
         if let stop { failures.append("SENDING STOPPED: \(stop.reason)") }
-        for feed in feeds where feed.baseline {
+        for feed in feeds where feed.isBaseline {
             notes.append("baseline: \(feed.name) read for the first time: \(feed.items) item\(feed.items == 1 ? "" : "s") recorded as already known, none pushed (first_run: send on the feed pushes them)")
         }
         if failuresOnly { return failures.isEmpty ? nil : failures.joined(separator: "\n") }
@@ -293,7 +305,7 @@ extension RunReport {
             lines.append("Feeds that failed")
             for feed in failedFeeds { lines.append("  \(feed.name): \(feed.error ?? "error")") }
         }
-        let firstRead = feeds.filter(\.baseline)
+        let firstRead = feeds.filter(\.isBaseline)
         if !firstRead.isEmpty {
             lines.append("")
             lines.append("Feeds read for the first time (their items are a baseline, nothing of theirs is pushed; first_run: send pushes them)")
@@ -303,7 +315,7 @@ extension RunReport {
         if !moved.isEmpty {
             lines.append("")
             lines.append("Feeds that moved for good (update feeds.yaml)")
-            for feed in moved { lines.append("  \(feed.name): \(feed.url) -> \(feed.movedTo!)") }
+            for feed in moved { lines.append("  \(feed.name): \(feed.url) -> \(feed.movedTo ?? "")") }
         }
         if let stop {
             lines.append("")

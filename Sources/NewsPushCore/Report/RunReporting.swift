@@ -62,7 +62,7 @@ extension RunReport {
             let name = settings.name ?? read.feed?.title ?? settings.url
             report.feeds.append(FeedReport(name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
                                            items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
-                                           movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url)))
+                                           movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url) ? true : nil))
         }
         var errors: [String: String] = [:]
         for push in report.pushes { if let error = push.error { errors[push.itemKey] = error } }

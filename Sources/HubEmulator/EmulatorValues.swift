@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+import NotificationHubs
+
+/// One notification handed to one virtual device: a line of the delivery log.
+public struct Delivery: Codable, Sendable, Equatable {
+    public var device: String
+    public var platform: String
+    public var tags: [String]
+    public var payload: String
+    public var notificationId: String
+    /// The collapse id the push service got (`apns-collapse-id`, FCM's `collapse_key`), if any.
+    public var collapseId: String?
+    /// The push-service headers of the delivery (`apns-priority`, `apns-expiration`…), if any.
+    public var headers: [String: String]?
+
+    public init(device: String, platform: String, tags: [String], payload: String, notificationId: String,
+                collapseId: String? = nil, headers: [String: String]? = nil) {
+        self.device = device
+        self.platform = platform
+        self.tags = tags
+        self.payload = payload
+        self.notificationId = notificationId
+        self.collapseId = collapseId
+        self.headers = headers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case device, platform, tags, payload, headers
+        case notificationId = "notification_id", collapseId = "collapse_id"
+    }
+}
+
+/// A fault the emulator injects into the next `count` send requests (default 1).
+public struct Fault: Codable, Sendable, Equatable {
+    /// Answer with this status (and an error body) instead of handling the send.
+    public var status: Int?
+    /// `Retry-After` header value to add.
+    public var retryAfter: String?
+    /// Wait this long before handling the request, so a client that times out first finds it
+    /// not delivered; with `delayAfterDelivery`, deliver first and then wait (a hub that
+    /// accepted the send but answers too late).
+    public var delaySeconds: Double?
+    public var delayAfterDelivery: Bool?
+    /// Close the connection without answering (after delivering, as a hub that took the send
+    /// and then lost the connection).
+    public var drop: Bool?
+    public var count: Int
+
+    public init(status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
+                drop: Bool? = nil, count: Int = 1) {
+        self.status = status
+        self.retryAfter = retryAfter
+        self.delaySeconds = delaySeconds
+        self.delayAfterDelivery = delayAfterDelivery
+        self.drop = drop
+        self.count = count
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status, drop, count
+        case retryAfter = "retry_after"
+        case delaySeconds = "delay_seconds"
+        case delayAfterDelivery = "delay_after_delivery"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        status = try c.decodeIfPresent(Int.self, forKey: .status)
+        retryAfter = try c.decodeIfPresent(String.self, forKey: .retryAfter)
+        delaySeconds = try c.decodeIfPresent(Double.self, forKey: .delaySeconds)
+        delayAfterDelivery = try c.decodeIfPresent(Bool.self, forKey: .delayAfterDelivery)
+        drop = try c.decodeIfPresent(Bool.self, forKey: .drop)
+        count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 1
+        if count < 1 { throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more") }
+    }
+}
+
+/// A request as the emulator sees it, independent of the HTTP server.
+public struct EmulatorRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var query: [String: String]
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(method: String, path: String, query: [String: String], headers: [String: String], body: Data) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        self.body = body
+    }
+
+    /// Splits `/path?a=1&test` into path and query items.
+    public static func splitURI(_ uri: String) -> (String, [String: String]) {
+        let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        var query: [String: String] = [:]
+        if parts.count == 2 {
+            for item in parts[1].split(separator: "&") {
+                let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                query[String(pair[0]).removingPercentEncoding ?? String(pair[0])] =
+                    pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? String(pair[1])) : ""
+            }
+        }
+        return (String(parts[0]), query)
+    }
+}
+
+/// What the emulator answers.
+public struct EmulatorResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: Data
+    /// Close the connection instead of answering.
+    public var drop = false
+    /// Seconds to wait before answering (the send, if any, is already delivered).
+    public var delay: Double = 0
+
+    static func xmlError(_ status: Int, _ detail: String, trackingId: String) -> EmulatorResponse {
+        let body = "<Error><Code>\(status)</Code><Detail>\(detail).TrackingId:\(trackingId),TimeStamp:\(ErrorTimestamp.now())</Detail></Error>"
+        return EmulatorResponse(status: status, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
+                                body: Data(body.utf8))
+    }
+}
+
+/// The `TimeStamp` the service writes into error details (only error answers need it).
+enum ErrorTimestamp {
+    static func now() -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "M/d/yyyy h:mm:ss a"
+        return formatter.string(from: Date())
+    }
+}
+
+/// What the emulated hub remembers of a notification, for per-message telemetry.
+public struct NotificationRecord: Sendable {
+    public var id: String
+    public var hub: String
+    public var host: String
+    /// Enqueued, Processing, Completed, NoTargetFound, Scheduled or Cancelled.
+    public var state: String
+    public var enqueued: Date
+    public var started: Date?
+    public var ended: Date?
+    public var body: String
+    public var tags: String?
+    public var platforms: Set<String>
+    /// Platform → outcome (Success, Dropped) → devices.
+    public var outcomes: [String: [String: Int]] = [:]
+    /// Devices not reached yet (off, and not expired so far).
+    var waiting = 0
+
+    mutating func count(_ platform: VirtualDevice.Platform, _ outcome: String, at now: Date) {
+        outcomes[platform.rawValue, default: [:]][outcome, default: 0] += 1
+        waiting -= 1
+        if waiting <= 0 {
+            state = "Completed"
+            ended = now
+        }
+    }
+
+    /// The service's `NotificationDetails` XML.
+    func detailsXML() -> String {
+        func date(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "" }
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let element = ["apple": "Apns", "fcmv1": "FcmV1", "windows": "Wns"]
+        var xml = "<NotificationDetails xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
+        xml += "<NotificationId>\(escape(id))</NotificationId><Location>sb://\(host)/\(hub)/messages/\(escape(id))?api-version=2016-07</Location>"
+        xml += "<State>\(state)</State><EnqueueTime>\(date(enqueued))</EnqueueTime>"
+        if let started { xml += "<StartTime>\(date(started))</StartTime>" }
+        if let ended { xml += "<EndTime>\(date(ended))</EndTime>" }
+        xml += "<NotificationBody>\(escape(body))</NotificationBody>"
+        if let tags { xml += "<Tags>\(escape(tags))</Tags>" }
+        xml += "<TargetPlatforms>\(platforms.sorted().joined(separator: ","))</TargetPlatforms>"
+        for (platform, counts) in outcomes.sorted(by: { $0.key < $1.key }) {
+            let name = element[platform] ?? platform.capitalized
+            xml += "<\(name)OutcomeCounts>"
+            for (outcome, count) in counts.sorted(by: { $0.key < $1.key }) {
+                xml += "<Outcome><Name>\(outcome)</Name><Count>\(count)</Count></Outcome>"
+            }
+            xml += "</\(name)OutcomeCounts>"
+        }
+        return xml + "</NotificationDetails>"
+    }
+}
