@@ -121,7 +121,8 @@ let package = Package(
         .executableTarget(
             name: "newspush-bench",
             dependencies: [
-                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs", "NewsPushTesting", "CLibXML2",
+                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs",
+                "NewsPushTesting", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -149,14 +150,17 @@ let package = Package(
         .testTarget(
             name: "NewsPushCoreTests",
             dependencies: [
-                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs", "NewsPushTesting",
+                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs",
+                "NewsPushTesting",
                 "HubEmulator", "NewsPushFuzzing",
             ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "newspushTests",
-            dependencies: ["newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel"]
+            dependencies: [
+                "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel",
+            ]
         ),
     ]
 )

@@ -20,8 +20,10 @@ public struct VirtualDevice: Sendable, Equatable {
     /// that expired meanwhile is dropped, as the push service drops it.
     public var offlineSeconds: Double?
 
-    public init(id: String, platform: Platform, tags: [String], template: String?, headers: [String: String] = [:],
-                expiry: String? = nil, offlineSeconds: Double? = nil) {
+    public init(
+        id: String, platform: Platform, tags: [String], template: String?, headers: [String: String] = [:],
+        expiry: String? = nil, offlineSeconds: Double? = nil
+    ) {
         self.id = id
         self.platform = platform
         self.tags = tags
@@ -79,20 +81,26 @@ public struct DeviceRegistry: Sendable {
         do { root = try Yams.compose(yaml: text) } catch {
             throw LoadError(description: "\(file): not valid YAML: \(error)")
         }
-        guard let mapping = root?.mapping else { throw LoadError(description: "\(file): expected a mapping with a devices list") }
+        guard let mapping = root?.mapping else {
+            throw LoadError(description: "\(file): expected a mapping with a devices list")
+        }
         func fail(_ node: Node?, _ message: String) -> LoadError {
             LoadError(description: "\(file):\(node?.mark?.line ?? 0): \(message)")
         }
         var registry = DeviceRegistry(hub: mapping["hub"]?.string, devices: [])
         if let tier = mapping["tier"]?.string {
-            guard let value = Tier(rawValue: tier) else { throw fail(mapping["tier"], "tier must be free, basic or standard, not '\(tier)'") }
+            guard let value = Tier(rawValue: tier) else {
+                throw fail(mapping["tier"], "tier must be free, basic or standard, not '\(tier)'")
+            }
             registry.tier = value
         }
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()
         for (index, node) in list.enumerated() {
             guard let device = node.mapping else { throw fail(node, "devices[\(index)] must be a mapping") }
-            guard let id = device["id"]?.string, !id.isEmpty else { throw fail(node, "devices[\(index)].id is required") }
+            guard let id = device["id"]?.string, !id.isEmpty else {
+                throw fail(node, "devices[\(index)].id is required")
+            }
             guard seen.insert(id).inserted else { throw fail(node, "device id '\(id)' is used twice") }
             let platformName = device["platform"]?.string ?? ""
             guard let platform = VirtualDevice.Platform(rawValue: platformName) else {
@@ -100,7 +108,9 @@ public struct DeviceRegistry: Sendable {
             }
             var tags: [String] = []
             if let tagNode = device["tags"] {
-                guard let sequence = tagNode.sequence else { throw fail(tagNode, "devices[\(index)].tags must be a list") }
+                guard let sequence = tagNode.sequence else {
+                    throw fail(tagNode, "devices[\(index)].tags must be a list")
+                }
                 tags = sequence.compactMap(\.string)
             }
             let template = device["template"]?.string
@@ -111,24 +121,33 @@ public struct DeviceRegistry: Sendable {
             }
             var headers: [String: String] = [:]
             if let headerNode = device["headers"] {
-                guard let pairs = headerNode.mapping else { throw fail(headerNode, "devices[\(index)].headers must be a mapping") }
+                guard let pairs = headerNode.mapping else {
+                    throw fail(headerNode, "devices[\(index)].headers must be a mapping")
+                }
                 for (name, value) in pairs {
                     guard let key = name.string, key.lowercased().hasPrefix("apns-"), let text = value.string else {
-                        throw fail(name, "devices[\(index)].headers: keys must start with apns- (as in an Apple template registration)")
+                        throw fail(
+                            name,
+                            "devices[\(index)].headers: keys must start with apns- (as in an Apple template "
+                                + "registration)"
+                        )
                     }
                     headers[key.lowercased()] = text
                 }
             }
             let offline = device["offline_seconds"].flatMap { $0.string }.flatMap(Double.init)
-            registry.devices.append(VirtualDevice(id: id, platform: platform, tags: tags, template: template, headers: headers,
-                                                  expiry: device["expiry"]?.string, offlineSeconds: offline))
+            registry.devices.append(
+                VirtualDevice(
+                    id: id, platform: platform, tags: tags, template: template, headers: headers,
+                    expiry: device["expiry"]?.string, offlineSeconds: offline))
         }
         for node in mapping["policies"]?.sequence ?? [] {
             guard let policy = node.mapping, let name = policy["name"]?.string, let key = policy["key"]?.string else {
                 throw fail(node, "policies entries need name and key")
             }
             let rights = policy["rights"]?.sequence?.compactMap(\.string) ?? ["Listen", "Send"]
-            registry.policies.append(AccessPolicy(name: name, key: key, canSend: rights.contains("Send") || rights.contains("Manage")))
+            registry.policies.append(
+                AccessPolicy(name: name, key: key, canSend: rights.contains("Send") || rights.contains("Manage")))
         }
         return registry
     }

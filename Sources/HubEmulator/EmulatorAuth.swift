@@ -11,8 +11,13 @@ extension HubEmulator {
             return .xmlError(401, "MissingToken: The authorization header was not provided", trackingId: trackingId)
         }
         guard let fields = SharedAccessSignature.fields(of: header), let sr = fields["sr"], let sig = fields["sig"],
-              let seText = fields["se"], let se = Int(seText), let keyName = fields["skn"] else {
-            return .xmlError(401, "MalformedToken: The credentials contained in the authorization header are not in the SharedAccessSignature format", trackingId: trackingId)
+            let seText = fields["se"], let se = Int(seText), let keyName = fields["skn"]
+        else {
+            return .xmlError(
+                401,
+                "MalformedToken: The credentials contained in the authorization header are not in the "
+                    + "SharedAccessSignature format",
+                trackingId: trackingId)
         }
         let policy: AccessPolicy
         if keyName == connection.keyName {
@@ -20,7 +25,9 @@ extension HubEmulator {
         } else if let other = registry.policies.first(where: { $0.name == keyName }) {
             policy = other
         } else {
-            return .xmlError(401, "40103: Invalid authorization token signature (unknown key name '\(keyName)')", trackingId: trackingId)
+            return .xmlError(
+                401, "40103: Invalid authorization token signature (unknown key name '\(keyName)')",
+                trackingId: trackingId)
         }
         // The service HMACs the sr string exactly as sent.
         let expected = SharedAccessSignature.sign(sr: sr, expiry: se, key: policy.key)
@@ -28,11 +35,18 @@ extension HubEmulator {
             return .xmlError(401, "InvalidSignature: The token has an invalid signature", trackingId: trackingId)
         }
         guard Double(se) > now.timeIntervalSince1970 else {
-            return .xmlError(401, "ExpiredToken: The token is expired. Expiration time: '\(se)'", trackingId: trackingId)
+            return .xmlError(
+                401, "ExpiredToken: The token is expired. Expiration time: '\(se)'", trackingId: trackingId)
         }
-        let hosts = [connection.host] + (ownAddress.map { [$0, $0.replacingOccurrences(of: "127.0.0.1", with: "localhost")] } ?? [])
+        let hosts =
+            [connection.host]
+            + (ownAddress.map { [$0, $0.replacingOccurrences(of: "127.0.0.1", with: "localhost")] } ?? [])
         guard hosts.contains(where: { Self.audienceCovers(sr: sr, host: $0, hub: hub) }) else {
-            return .xmlError(401, "InvalidAudience: The token audience '\(SharedAccessSignature.percentDecode(sr))' does not cover this hub's messages", trackingId: trackingId)
+            return .xmlError(
+                401,
+                "InvalidAudience: The token audience '\(SharedAccessSignature.percentDecode(sr))' does not cover "
+                    + "this hub's messages",
+                trackingId: trackingId)
         }
         guard policy.canSend else {
             // The service answers a Listen-only policy with an empty 403.

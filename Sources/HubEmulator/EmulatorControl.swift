@@ -9,7 +9,11 @@ extension HubEmulator {
         switch (request.method, request.path) {
         case ("POST", "/_emulator/faults"):
             guard let fault = try? JSONDecoder().decode(Fault.self, from: request.body) else {
-                return EmulatorResponse(status: 400, headers: [], body: Data("expected {\"status\":503,\"count\":1,\"retry_after\":\"1\",\"delay_seconds\":0.5,\"drop\":true}".utf8))
+                return EmulatorResponse(
+                    status: 400, headers: [],
+                    body: Data(
+                        ("expected {\"status\":503,\"count\":1,\"retry_after\":\"1\",\"delay_seconds\":0.5,"
+                            + "\"drop\":true}").utf8))
             }
             faults.append(fault)
             return EmulatorResponse(status: 204, headers: [], body: Data())

@@ -5,14 +5,20 @@ import NotificationHubs
 extension HubEmulator {
     /// The `NotificationOutcome` XML a test send answers with.
     static func outcomeXML(_ devices: [VirtualDevice]) -> String {
-        var xml = "<NotificationOutcome xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
+        var xml =
+            "<NotificationOutcome xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" "
+            + "xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
         xml += "<Success>\(devices.count)</Success><Failure>0</Failure>"
         if devices.isEmpty {
             xml += "<Results i:nil=\"true\"/>"
         } else {
             xml += "<Results>"
             for device in devices {
-                xml += "<RegistrationResult><ApplicationPlatform>\(device.platform.rawValue)</ApplicationPlatform><PnsHandle>\(device.id)</PnsHandle><RegistrationId>\(device.id)</RegistrationId><Outcome>The Notification was successfully sent to the Push Notification System</Outcome></RegistrationResult>"
+                xml +=
+                    "<RegistrationResult><ApplicationPlatform>\(device.platform.rawValue)</ApplicationPlatform>"
+                    + "<PnsHandle>\(device.id)</PnsHandle><RegistrationId>\(device.id)</RegistrationId><Outcome>"
+                    + "The Notification was successfully sent to the Push Notification System</Outcome></"
+                    + "RegistrationResult>"
             }
             xml += "</Results>"
         }

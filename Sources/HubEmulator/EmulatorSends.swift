@@ -17,7 +17,9 @@ struct SendTarget: Sendable {
     /// `android.collapse_key` (in the body, templated or native).
     var collapseId: String? {
         if device.platform == .fcmv1 {
-            let message = (try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["message"] as? [String: Any]
+            let message =
+                (try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["message"]
+                as? [String: Any]
             let key = (message?["android"] as? [String: Any])?["collapse_key"] as? String
             return key?.isEmpty == false ? key : nil
         }
@@ -44,10 +46,13 @@ extension DeviceRegistry {
     /// as the service checks it; the error is the service's answer.
     func prepare(_ request: EmulatorRequest, trackingId: String) -> Result<PreparedSend, EmulatorRefusal> {
         if request.query["direct"] != nil {
-            return .failure(EmulatorRefusal(response: .xmlError(400, "Direct sends are not emulated", trackingId: trackingId)))
+            return .failure(
+                EmulatorRefusal(response: .xmlError(400, "Direct sends are not emulated", trackingId: trackingId)))
         }
         if request.body.count > 64 * 1024 {
-            return .failure(EmulatorRefusal(response: .xmlError(413, "The message size cannot be over 64 KB", trackingId: trackingId)))
+            return .failure(
+                EmulatorRefusal(
+                    response: .xmlError(413, "The message size cannot be over 64 KB", trackingId: trackingId)))
         }
         let format = (request.headers["servicebusnotification-format"] ?? "template").lowercased()
         let tags = request.headers["servicebusnotification-tags"]
@@ -63,39 +68,62 @@ extension DeviceRegistry {
         switch format {
         case "template":
             guard (request.headers["content-type"] ?? "").lowercased().hasPrefix("application/json") else {
-                return .failure(EmulatorRefusal(response: .xmlError(400, "Content-Type must be application/json for template notifications", trackingId: trackingId)))
+                return .failure(
+                    EmulatorRefusal(
+                        response: .xmlError(
+                            400, "Content-Type must be application/json for template notifications",
+                            trackingId: trackingId)))
             }
             guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-                  object.values.allSatisfy({ $0 is String }) else {
-                return .failure(EmulatorRefusal(response: .xmlError(400, "The template notification body must be a flat JSON object of string properties", trackingId: trackingId)))
+                object.values.allSatisfy({ $0 is String })
+            else {
+                return .failure(
+                    EmulatorRefusal(
+                        response: .xmlError(
+                            400, "The template notification body must be a flat JSON object of string properties",
+                            trackingId: trackingId)))
             }
             let properties = object.compactMapValues { $0 as? String }
             if let bad = properties.keys.first(where: { !NotificationHubClient.isValidPropertyName($0) }) {
-                return .failure(EmulatorRefusal(response: .xmlError(400, "Invalid property name '\(bad)'", trackingId: trackingId)))
+                return .failure(
+                    EmulatorRefusal(response: .xmlError(400, "Invalid property name '\(bad)'", trackingId: trackingId)))
             }
             for device in matching {
-                guard let template = device.template else { continue }   // native registrations skip template sends
+                guard let template = device.template else { continue }  // native registrations skip template sends
                 targets.append(Self.templateTarget(device, template: template, properties: properties))
             }
-        case "apple", "fcmv1", "windows":
-            let platform = VirtualDevice.Platform(rawValue: format)!
+        default:
+            guard let platform = VirtualDevice.Platform(rawValue: format) else {
+                return .failure(
+                    EmulatorRefusal(
+                        response: .xmlError(
+                            400, "The notification format '\(format)' is not supported by this emulator",
+                            trackingId: trackingId)))
+            }
             var object: [String: Any] = [:]
             if platform != .windows {
                 guard let parsed = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
-                    return .failure(EmulatorRefusal(response: .xmlError(400, "The \(format) notification body must be a JSON object", trackingId: trackingId)))
+                    return .failure(
+                        EmulatorRefusal(
+                            response: .xmlError(
+                                400, "The \(format) notification body must be a JSON object", trackingId: trackingId)))
                 }
                 if platform == .fcmv1, !(parsed["message"] is [String: Any]) {
-                    return .failure(EmulatorRefusal(response: .xmlError(400, "An fcmv1 notification must be a complete FCM v1 message: {\"message\":{…}}", trackingId: trackingId)))
+                    return .failure(
+                        EmulatorRefusal(
+                            response: .xmlError(
+                                400, "An fcmv1 notification must be a complete FCM v1 message: {\"message\":{…}}",
+                                trackingId: trackingId)))
                 }
                 object = parsed
             }
             let headers = Self.nativeHeaders(request.headers, object: object, platform: platform)
-            let expiry = headers["apns-expiration"].flatMap(Double.init).flatMap { $0 > 0 ? Date(timeIntervalSince1970: $0) : nil }
+            let expiry = headers["apns-expiration"].flatMap(Double.init).flatMap {
+                $0 > 0 ? Date(timeIntervalSince1970: $0) : nil
+            }
             for device in matching where device.platform == platform && device.template == nil {
                 targets.append(SendTarget(device: device, payload: body, headers: headers, expiry: expiry))
             }
-        default:
-            return .failure(EmulatorRefusal(response: .xmlError(400, "The notification format '\(format)' is not supported by this emulator", trackingId: trackingId)))
         }
         // The test flag limits a send to 10 registrations.
         if request.query["test"].map({ $0.lowercased() != "false" }) ?? false { targets = Array(targets.prefix(10)) }
@@ -106,19 +134,24 @@ extension DeviceRegistry {
     /// rendered with the send's properties (an Apple template registration's headers and expiry
     /// may be expressions such as `$(collapseId)`).
     static func templateTarget(_ device: VirtualDevice, template: String, properties: [String: String]) -> SendTarget {
-        let payload = device.platform == .windows ? TemplateRenderer.renderXML(template, properties: properties)
+        let payload =
+            device.platform == .windows
+            ? TemplateRenderer.renderXML(template, properties: properties)
             : (try? TemplateRenderer.renderJSON(template, properties: properties)) ?? template
         var headers: [String: String] = [:]
         for (name, expression) in device.headers {
             let value = TemplateRenderer.evaluateText(expression, properties.lowercasedKeys)
             if !value.isEmpty { headers[name] = value }
         }
-        let expiry = device.expiry.map { TemplateRenderer.evaluateText($0, properties.lowercasedKeys) }.flatMap(Self.date)
+        let expiry = device.expiry.map { TemplateRenderer.evaluateText($0, properties.lowercasedKeys) }.flatMap(
+            Self.date)
         return SendTarget(device: device, payload: payload, headers: headers, expiry: expiry)
     }
 
     /// The push-service headers of a native send: the request's `apns-*` headers (APNs only).
-    static func nativeHeaders(_ requestHeaders: [String: String], object: [String: Any], platform: VirtualDevice.Platform) -> [String: String] {
+    static func nativeHeaders(
+        _ requestHeaders: [String: String], object: [String: Any], platform: VirtualDevice.Platform
+    ) -> [String: String] {
         platform == .apple ? requestHeaders.filter { $0.key.hasPrefix("apns-") } : [:]
     }
 

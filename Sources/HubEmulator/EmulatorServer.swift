@@ -21,16 +21,19 @@ public struct EmulatorContext: RequestContext {
 /// Serves a `HubEmulator` over HTTP on 127.0.0.1.
 public enum EmulatorServer {
     /// Runs until the task is cancelled; `onReady` receives the bound port.
-    public static func run(_ emulator: HubEmulator, port: Int, logger: Logger,
-                           onReady: @escaping @Sendable (Int) async -> Void) async throws {
+    public static func run(
+        _ emulator: HubEmulator, port: Int, logger: Logger,
+        onReady: @escaping @Sendable (Int) async -> Void
+    ) async throws {
         let responder = CallbackResponder<EmulatorContext> { request, context in
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             // Read at most a little over the service's 64 KB limit: enough to answer 413.
             let buffer = try await request.body.collect(upTo: 1 << 20)
             let (path, query) = EmulatorRequest.splitURI(request.uri.description)
-            let received = EmulatorRequest(method: request.method.rawValue, path: path, query: query, headers: headers,
-                                           body: Data(buffer.readableBytesView))
+            let received = EmulatorRequest(
+                method: request.method.rawValue, path: path, query: query, headers: headers,
+                body: Data(buffer.readableBytesView))
             let fault = await emulator.nextFault(for: received)
             // A delay before delivery: a client that gives up first leaves nothing delivered.
             if let delay = fault?.delaySeconds, fault?.delayAfterDelivery != true {
@@ -46,8 +49,9 @@ public enum EmulatorServer {
             for (name, value) in answer.headers {
                 if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
             }
-            return Response(status: HTTPResponse.Status(code: answer.status), headers: fields,
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+            return Response(
+                status: HTTPResponse.Status(code: answer.status), headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
         let app = Application(
             responder: responder,

@@ -14,8 +14,10 @@ public struct Delivery: Codable, Sendable, Equatable {
     /// The push-service headers of the delivery (`apns-priority`, `apns-expiration`…), if any.
     public var headers: [String: String]?
 
-    public init(device: String, platform: String, tags: [String], payload: String, notificationId: String,
-                collapseId: String? = nil, headers: [String: String]? = nil) {
+    public init(
+        device: String, platform: String, tags: [String], payload: String, notificationId: String,
+        collapseId: String? = nil, headers: [String: String]? = nil
+    ) {
         self.device = device
         self.platform = platform
         self.tags = tags
@@ -47,8 +49,10 @@ public struct Fault: Codable, Sendable, Equatable {
     public var drop: Bool?
     public var count: Int
 
-    public init(status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
-                drop: Bool? = nil, count: Int = 1) {
+    public init(
+        status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
+        drop: Bool? = nil, count: Int = 1
+    ) {
         self.status = status
         self.retryAfter = retryAfter
         self.delaySeconds = delaySeconds
@@ -72,7 +76,9 @@ public struct Fault: Codable, Sendable, Equatable {
         delayAfterDelivery = try c.decodeIfPresent(Bool.self, forKey: .delayAfterDelivery)
         drop = try c.decodeIfPresent(Bool.self, forKey: .drop)
         count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 1
-        if count < 1 { throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more") }
+        if count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more")
+        }
     }
 }
 
@@ -118,9 +124,12 @@ public struct EmulatorResponse: Sendable {
     public var delay: Double = 0
 
     static func xmlError(_ status: Int, _ detail: String, trackingId: String) -> EmulatorResponse {
-        let body = "<Error><Code>\(status)</Code><Detail>\(detail).TrackingId:\(trackingId),TimeStamp:\(ErrorTimestamp.now())</Detail></Error>"
-        return EmulatorResponse(status: status, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
-                                body: Data(body.utf8))
+        let body =
+            "<Error><Code>\(status)</Code><Detail>\(detail).TrackingId:\(trackingId),"
+            + "TimeStamp:\(ErrorTimestamp.now())</Detail></Error>"
+        return EmulatorResponse(
+            status: status, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
+            body: Data(body.utf8))
     }
 }
 
@@ -166,11 +175,16 @@ public struct NotificationRecord: Sendable {
     func detailsXML() -> String {
         func date(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "" }
         func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
         }
         let element = ["apple": "Apns", "fcmv1": "FcmV1", "windows": "Wns"]
-        var xml = "<NotificationDetails xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
-        xml += "<NotificationId>\(escape(id))</NotificationId><Location>sb://\(host)/\(hub)/messages/\(escape(id))?api-version=2016-07</Location>"
+        var xml =
+            "<NotificationDetails xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" "
+            + "xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
+        xml +=
+            "<NotificationId>\(escape(id))</NotificationId><Location>sb://\(host)/\(hub)/messages/"
+            + "\(escape(id))?api-version=2016-07</Location>"
         xml += "<State>\(state)</State><EnqueueTime>\(date(enqueued))</EnqueueTime>"
         if let started { xml += "<StartTime>\(date(started))</StartTime>" }
         if let ended { xml += "<EndTime>\(date(ended))</EndTime>" }

@@ -97,11 +97,14 @@ public actor HubEmulator {
     /// `DELETE {hub}/schedulednotifications/{id}`, `GET {hub}/messages/{id}` (telemetry).
     func route(_ request: EmulatorRequest, trackingId: String, now: Date) -> EmulatorResponse {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        let notFound = EmulatorResponse.xmlError(404, "The requested resource \(request.path) was not found", trackingId: trackingId)
+        let notFound = EmulatorResponse.xmlError(
+            404, "The requested resource \(request.path) was not found", trackingId: trackingId)
         guard segments.count >= 2, ["messages", "schedulednotifications"].contains(segments[1]) else { return notFound }
         let hub = segments[0]
         // Authentication, as the service: token present, signature, expiry, audience.
-        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: now, trackingId: trackingId) { return failure }
+        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: now, trackingId: trackingId) {
+            return failure
+        }
         if let expected = registry.hub, expected.lowercased() != hub.lowercased() {
             return .xmlError(404, "No hub named '\(hub)' in this namespace", trackingId: trackingId)
         }
@@ -110,7 +113,9 @@ public actor HubEmulator {
             return send(request, hub: hub, trackingId: trackingId, now: now)
         case ("POST", "schedulednotifications", 2), ("DELETE", "schedulednotifications", 3), ("GET", "messages", 3):
             guard registry.tier == .standard else {
-                return .xmlError(403, "This feature requires the Standard tier; this hub is \(registry.tier.rawValue)", trackingId: trackingId)
+                return .xmlError(
+                    403, "This feature requires the Standard tier; this hub is \(registry.tier.rawValue)",
+                    trackingId: trackingId)
             }
             if request.method == "POST" { return schedule(request, hub: hub, trackingId: trackingId, now: now) }
             if request.method == "DELETE" { return cancel(segments[2], trackingId: trackingId, now: now) }
@@ -122,7 +127,8 @@ public actor HubEmulator {
 
     func newNotificationId(_ now: Date) -> String {
         sendCount += 1
-        return "NH-\(idTimeFormatter.string(from: now))-\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())-\(String(format: "%02d", (sendCount % 99) + 1))"
+        let unique = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        return "NH-\(idTimeFormatter.string(from: now))-\(unique)-\(String(format: "%02d", (sendCount % 99) + 1))"
     }
 
     func send(_ request: EmulatorRequest, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
@@ -133,8 +139,9 @@ public actor HubEmulator {
         }
         let id = newNotificationId(now)
         let isTest = request.query["test"].map { $0.lowercased() != "false" } ?? false
-        notifications[id] = NotificationRecord(id: id, hub: hub, host: connection.host, state: "Enqueued", enqueued: now, body: prepared.body,
-                                               tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
+        notifications[id] = NotificationRecord(
+            id: id, hub: hub, host: connection.host, state: "Enqueued", enqueued: now, body: prepared.body,
+            tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
         deliver(prepared.targets, id: id, at: now, ignoringOffline: isTest)
         let apiVersion = request.query["api-version"] ?? "2020-06"
         var headers: [(String, String)] = [
@@ -144,7 +151,8 @@ public actor HubEmulator {
         ]
         if isTest {
             headers.append(("Content-Type", "application/xml; charset=utf-8"))
-            return EmulatorResponse(status: 201, headers: headers, body: Data(Self.outcomeXML(prepared.targets.map(\.device)).utf8))
+            return EmulatorResponse(
+                status: 201, headers: headers, body: Data(Self.outcomeXML(prepared.targets.map(\.device)).utf8))
         }
         return EmulatorResponse(status: 201, headers: headers, body: Data())
     }
@@ -152,8 +160,11 @@ public actor HubEmulator {
     /// A scheduled send: checked like a send, held until `ServiceBusNotification-ScheduleTime`
     /// (UTC, `yyyy-MM-ddTHH:mm:ss`), then delivered unless cancelled.
     func schedule(_ request: EmulatorRequest, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
-        guard let text = request.headers["servicebusnotification-scheduletime"], let time = Self.scheduleTime(text) else {
-            return .xmlError(400, "ServiceBusNotification-ScheduleTime is missing or not yyyy-MM-ddTHH:mm:ss", trackingId: trackingId)
+        guard let text = request.headers["servicebusnotification-scheduletime"], let time = Self.scheduleTime(text)
+        else {
+            return .xmlError(
+                400, "ServiceBusNotification-ScheduleTime is missing or not yyyy-MM-ddTHH:mm:ss", trackingId: trackingId
+            )
         }
         guard time <= now.addingTimeInterval(7 * 86400 + 60) else {
             return .xmlError(400, "Scheduled notifications can be at most 7 days ahead", trackingId: trackingId)
@@ -164,8 +175,9 @@ public actor HubEmulator {
         case .success(let value): prepared = value
         }
         let id = newNotificationId(now)
-        notifications[id] = NotificationRecord(id: id, hub: hub, host: connection.host, state: "Scheduled", enqueued: now, body: prepared.body,
-                                               tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
+        notifications[id] = NotificationRecord(
+            id: id, hub: hub, host: connection.host, state: "Scheduled", enqueued: now, body: prepared.body,
+            tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
         let delay = max(0, time.timeIntervalSince(now))
         scheduled[id] = Task { [weak self] in
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
@@ -173,10 +185,15 @@ public actor HubEmulator {
             await self?.fire(id, targets: prepared.targets)
         }
         let apiVersion = request.query["api-version"] ?? "2020-06"
-        return EmulatorResponse(status: 201, headers: [
-            ("Location", "https://\(connection.host)/\(hub)/schedulednotifications/\(id)?api-version=\(apiVersion)"),
-            ("TrackingId", trackingId),
-        ], body: Data())
+        return EmulatorResponse(
+            status: 201,
+            headers: [
+                (
+                    "Location",
+                    "https://\(connection.host)/\(hub)/schedulednotifications/\(id)?api-version=\(apiVersion)"
+                ),
+                ("TrackingId", trackingId),
+            ], body: Data())
     }
 
     func fire(_ id: String, targets: [SendTarget]) {
@@ -187,7 +204,9 @@ public actor HubEmulator {
 
     func cancel(_ id: String, trackingId: String, now: Date) -> EmulatorResponse {
         guard let task = scheduled.removeValue(forKey: id) else {
-            return .xmlError(404, "No scheduled notification '\(id)' (delivered, cancelled, or never scheduled)", trackingId: trackingId)
+            return .xmlError(
+                404, "No scheduled notification '\(id)' (delivered, cancelled, or never scheduled)",
+                trackingId: trackingId)
         }
         task.cancel()
         notifications[id]?.state = "Cancelled"
@@ -199,8 +218,9 @@ public actor HubEmulator {
         guard let record = notifications[id] else {
             return .xmlError(404, "No notification '\(id)' in this hub", trackingId: trackingId)
         }
-        return EmulatorResponse(status: 200, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
-                                body: Data(record.detailsXML().utf8))
+        return EmulatorResponse(
+            status: 200, headers: [("Content-Type", "application/xml; charset=utf-8"), ("TrackingId", trackingId)],
+            body: Data(record.detailsXML().utf8))
     }
 
     /// Hands a notification to its devices now; a device that is off gets it when it comes
@@ -228,8 +248,9 @@ public actor HubEmulator {
             notifications[id]?.count(platform, "Dropped", at: now)
             return
         }
-        let delivery = Delivery(device: target.device.id, platform: platform.rawValue, tags: target.device.tags, payload: target.payload,
-                                notificationId: id, collapseId: target.collapseId, headers: target.headers.isEmpty ? nil : target.headers)
+        let delivery = Delivery(
+            device: target.device.id, platform: platform.rawValue, tags: target.device.tags, payload: target.payload,
+            notificationId: id, collapseId: target.collapseId, headers: target.headers.isEmpty ? nil : target.headers)
         deliveries.append(delivery)
         if let log, var line = try? encoder.encode(delivery) {
             line.append(0x0A)
@@ -246,6 +267,5 @@ public actor HubEmulator {
         formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
         return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
     }
-
 
 }

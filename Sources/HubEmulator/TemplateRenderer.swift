@@ -9,7 +9,9 @@ public enum TemplateRenderer {
     public enum RenderError: Error, Equatable, CustomStringConvertible {
         case notJSON(String)
         public var description: String {
-            switch self { case .notJSON(let why): return "template is not a JSON document: \(why)" }
+            switch self {
+            case .notJSON(let why): return "template is not a JSON document: \(why)"
+            }
         }
     }
 
@@ -23,7 +25,8 @@ public enum TemplateRenderer {
         }
         let lookup = Dictionary(properties.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         let rendered = render(object, lookup)
-        let data = try JSONSerialization.data(withJSONObject: rendered, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        let data = try JSONSerialization.data(
+            withJSONObject: rendered, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -35,14 +38,21 @@ public enum TemplateRenderer {
         // Text between tags, and quoted attribute values inside tags.
         while let open = rest.firstIndex(of: "<") {
             out += xmlValue(String(rest[..<open]), lookup)
-            guard let close = rest[open...].firstIndex(of: ">") else { out += rest[open...]; return out }
+            guard let close = rest[open...].firstIndex(of: ">") else {
+                out += rest[open...]
+                return out
+            }
             var tag = Substring(rest[open...close])
             var renderedTag = ""
             while let quote = tag.firstIndex(where: { $0 == "\"" || $0 == "'" }) {
                 let q = tag[quote]
                 renderedTag += tag[...quote]
                 let after = tag[tag.index(after: quote)...]
-                guard let end = after.firstIndex(of: q) else { renderedTag += after; tag = ""; break }
+                guard let end = after.firstIndex(of: q) else {
+                    renderedTag += after
+                    tag = ""
+                    break
+                }
                 renderedTag += xmlValue(String(after[..<end]), lookup) + String(q)
                 tag = after[after.index(after: end)...]
             }
@@ -82,7 +92,10 @@ public enum TemplateRenderer {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("#("), trimmed.hasSuffix(")"), let (name, _) = arguments(trimmed.dropFirst(2).dropLast()) {
             let value = properties[name.lowercased()] ?? ""
-            if let number = Double(value) { return value.contains(".") || value.contains("e") ? number as Any : (Int(value).map { $0 as Any } ?? number as Any) }
+            if let number = Double(value) {
+                return value.contains(".") || value.contains("e")
+                    ? number as Any : (Int(value).map { $0 as Any } ?? number as Any)
+            }
             return value
         }
         return evaluateText(text, properties)
@@ -108,7 +121,9 @@ public enum TemplateRenderer {
                 out += after[..<end]
                 rest = after[after.index(after: end)...]
             } else {
-                guard let close = rest.firstIndex(of: ")"), let value = single(rest[...close], properties) else { return nil }
+                guard let close = rest.firstIndex(of: ")"), let value = single(rest[...close], properties) else {
+                    return nil
+                }
                 out += value
                 rest = rest[rest.index(after: close)...]
             }
@@ -124,7 +139,8 @@ public enum TemplateRenderer {
     private static func single(_ text: Substring, _ properties: [String: String]) -> String? {
         guard text.count >= 4, text.hasSuffix(")") else { return nil }
         let marker = text.prefix(2)
-        guard ["$(", ".(", "%("].contains(String(marker)), let (name, limit) = arguments(text.dropFirst(2).dropLast()) else { return nil }
+        guard ["$(", ".(", "%("].contains(String(marker)), let (name, limit) = arguments(text.dropFirst(2).dropLast())
+        else { return nil }
         let value = properties[name.lowercased()] ?? ""
         switch marker {
         case "$(":
@@ -135,7 +151,9 @@ public enum TemplateRenderer {
             if value.count <= limit { return value }
             return String(value.prefix(max(0, limit - 3))) + "..."
         default:
-            return value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()")) ?? value
+            return value.addingPercentEncoding(
+                withAllowedCharacters: CharacterSet(
+                    charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()")) ?? value
         }
     }
 
@@ -143,7 +161,9 @@ public enum TemplateRenderer {
     private static func arguments(_ inside: Substring) -> (String, Int?)? {
         let parts = inside.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)
         let name = parts[0].trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else { return nil }
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            return nil
+        }
         if parts.count == 2 {
             guard let n = Int(parts[1].trimmingCharacters(in: .whitespaces)), n >= 0 else { return nil }
             return (name, n)

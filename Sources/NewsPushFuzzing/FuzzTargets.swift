@@ -55,7 +55,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     private static func config(_ text: String) {
         let environment = [
-            "NEWSPUSH_HUB_CONNECTION_STRING": "Endpoint=sb://fuzz.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(sentinelKey)",
+            "NEWSPUSH_HUB_CONNECTION_STRING":
+                "Endpoint=sb://fuzz.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(sentinelKey)",
             "FUZZ": "value",
         ]
         do {
@@ -68,7 +69,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     private static func tags(_ text: String) {
         // The emulator routes with `TagExpression.Node` (its `TagPredicate`).
         guard let node = try? TagExpression.parse(text) else { return }
-        for tags: Set<String> in [[], ["World"], ["World", "Sports", "lang_en"], Set(text.split(whereSeparator: { !$0.isLetter }).map(String.init))] {
+        for tags: Set<String> in [
+            [], ["World"], ["World", "Sports", "lang_en"],
+            Set(text.split(whereSeparator: { !$0.isLetter }).map(String.init)),
+        ] {
             _ = node.matches(tags)
         }
         do {
@@ -88,8 +92,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     private static func connection(_ text: String) {
         // The fuzzed text with a key part before or after it, as a config would hold it, and
         // with the ';' before the key part missing.
-        for candidate in [text + ";SharedAccessKey=\(sentinelKey)", "SharedAccessKey=\(sentinelKey);" + text,
-                          text + "SharedAccessKey=\(sentinelKey)"] {
+        for candidate in [
+            text + ";SharedAccessKey=\(sentinelKey)", "SharedAccessKey=\(sentinelKey);" + text,
+            text + "SharedAccessKey=\(sentinelKey)",
+        ] {
             do {
                 let parsed = try HubConnectionString(parsing: candidate)
                 requireNoSecret(in: parsed.description)

@@ -1,7 +1,8 @@
 import Foundation
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a configured `state:` path puts the ledger, and the JSON state file of earlier
@@ -11,7 +12,9 @@ public struct LedgerLocation: Sendable, Equatable {
     public var legacyJSONPath: String
 
     public init(configured path: String) {
-        let stem = path.hasSuffix(".json") || path.hasSuffix(".db") ? String(path[..<(path.lastIndex(of: ".") ?? path.endIndex)]) : path
+        let stem =
+            path.hasSuffix(".json") || path.hasSuffix(".db")
+            ? String(path[..<(path.lastIndex(of: ".") ?? path.endIndex)]) : path
         databasePath = path.hasSuffix(".json") ? stem + ".db" : path
         legacyJSONPath = stem + ".json"
     }
@@ -59,7 +62,9 @@ public final class Ledger {
         if files.fileExists(atPath: path) {
             return try openExisting(path: path, access: access)
         }
-        let legacy = files.fileExists(atPath: location.legacyJSONPath) ? try LegacyJSONState.load(path: location.legacyJSONPath) : nil
+        let legacy =
+            files.fileExists(atPath: location.legacyJSONPath)
+            ? try LegacyJSONState.load(path: location.legacyJSONPath) : nil
         switch access {
         case .read:
             let db = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
@@ -79,8 +84,9 @@ public final class Ledger {
                 unlink(location.legacyJSONPath + ".prev")
             }
             let ledger = try openExisting(path: path, access: .write)
-            return Ledger(path: path, db: ledger.db, isNew: legacy == nil,
-                          migratedFrom: legacy == nil ? nil : location.legacyJSONPath, writable: true)
+            return Ledger(
+                path: path, db: ledger.db, isNew: legacy == nil,
+                migratedFrom: legacy == nil ? nil : location.legacyJSONPath, writable: true)
         }
     }
 

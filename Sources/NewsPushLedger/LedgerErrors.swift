@@ -8,7 +8,8 @@ extension LedgerError {
         case .diskFull: return .diskFull(path: path)
         case .corrupt: return .corrupt(path: path, reason: error.message)
         case .readOnly, .cannotOpen, .io, .busy, .constraint, .connection, .other:
-            return writing ? .writeFailed(path: path, reason: error.message) : .unreadable(path: path, reason: error.message)
+            return writing
+                ? .writeFailed(path: path, reason: error.message) : .unreadable(path: path, reason: error.message)
         }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The run lock: an exclusive `flock` on `<ledger>.lock`, held for a whole run (or publish),

@@ -11,22 +11,31 @@ extension Ledger {
     public func prune(retention: Double, now: Date) throws(LedgerError) -> Int {
         let cutoff = SQLValue(now.addingTimeInterval(-retention))
         return try writing {
-            let keys = try db.query("""
+            let keys = try db.query(
+                """
                 SELECT key FROM stories s
                 WHERE s.last_seen < ? AND s.status NOT IN ('pending', 'sending', 'scheduled')
                   AND NOT EXISTS (SELECT 1 FROM feed_members m JOIN feeds f ON f.url = m.feed
                                   WHERE m.story_key = s.key AND f.listed_at >= ?)
-                """, [cutoff, cutoff]).compactMap { $0.text(0) }
+                """, [cutoff, cutoff]
+            ).compactMap { $0.text(0) }
             for key in keys {
-                try db.run("INSERT INTO tombstones (key, pruned_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET pruned_at = excluded.pruned_at",
-                           [.text(key), SQLValue(now)])
+                try db.run(
+                    "INSERT INTO tombstones (key, pruned_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+                        + "pruned_at = excluded.pruned_at",
+                    [.text(key), SQLValue(now)])
                 try db.run("DELETE FROM feed_members WHERE story_key = ?", [.text(key)])
                 try db.run("DELETE FROM outbox WHERE story_key = ? AND status NOT IN ('sent', 'unknown')", [.text(key)])
                 try db.run("DELETE FROM stories WHERE key = ?", [.text(key)])
             }
             // Sent pushes are kept for the budget and history until they are older than the retention.
-            try db.run("DELETE FROM outbox WHERE status IN ('sent', 'unknown') AND last_attempt < ? AND story_key NOT IN (SELECT key FROM stories)", [cutoff])
-            try db.run("DELETE FROM tombstones WHERE pruned_at < ?", [SQLValue(now.addingTimeInterval(-retention * Self.tombstoneFactor))])
+            try db.run(
+                "DELETE FROM outbox WHERE status IN ('sent', 'unknown') AND last_attempt < ? AND story_key NOT IN "
+                    + "(SELECT key FROM stories)",
+                [cutoff])
+            try db.run(
+                "DELETE FROM tombstones WHERE pruned_at < ?",
+                [SQLValue(now.addingTimeInterval(-retention * Self.tombstoneFactor))])
             return keys.count
         }
     }
@@ -39,16 +48,20 @@ extension Ledger {
     /// if they would answer 304. Returns false when the ledger knows no such key.
     public func forget(_ key: String) throws(LedgerError) -> Bool {
         try writing {
-            let feeds = try db.query("SELECT feed FROM feed_members WHERE story_key = ? UNION SELECT feed FROM stories WHERE key = ?",
-                                     [.text(key), .text(key)]).compactMap { $0.text(0) }
-            let known = try db.query("SELECT key FROM stories WHERE key = ? UNION SELECT key FROM tombstones WHERE key = ?",
-                                     [.text(key), .text(key)])
+            let feeds = try db.query(
+                "SELECT feed FROM feed_members WHERE story_key = ? UNION SELECT feed FROM stories WHERE key = ?",
+                [.text(key), .text(key)]
+            ).compactMap { $0.text(0) }
+            let known = try db.query(
+                "SELECT key FROM stories WHERE key = ? UNION SELECT key FROM tombstones WHERE key = ?",
+                [.text(key), .text(key)])
             guard !known.isEmpty else { return false }
             for feed in feeds {
                 try db.run("UPDATE feeds SET etag = NULL, last_modified = NULL WHERE url = ?", [.text(feed)])
             }
             try db.run("DELETE FROM feed_members WHERE story_key = ?", [.text(key)])
-            try db.run("DELETE FROM outbox WHERE story_key = ? AND status IN ('pending', 'expired', 'failed')", [.text(key)])
+            try db.run(
+                "DELETE FROM outbox WHERE story_key = ? AND status IN ('pending', 'expired', 'failed')", [.text(key)])
             try db.run("DELETE FROM stories WHERE key = ?", [.text(key)])
             try db.run("DELETE FROM tombstones WHERE key = ?", [.text(key)])
             return true
@@ -61,11 +74,14 @@ extension Ledger {
     /// the last time a feed listing it was confirmed), newest first.
     public func allStories() throws(LedgerError) -> [(record: StoryRecord, lastListed: Date)] {
         try reading {
-            try db.query("""
+            try db.query(
+                """
                 SELECT \(Self.storyColumns),
-                       (SELECT MAX(f.listed_at) FROM feed_members m JOIN feeds f ON f.url = m.feed WHERE m.story_key = stories.key)
+                       (SELECT MAX(f.listed_at) FROM feed_members m JOIN feeds f ON f.url = m.feed WHERE
+                           m.story_key = stories.key)
                 FROM stories ORDER BY first_seen DESC, key
-                """, []).map { row in
+                """, []
+            ).map { row in
                 let record = Self.story(row)
                 return (record, max(record.lastSeen, row.date(14) ?? record.lastSeen))
             }
@@ -108,8 +124,15 @@ extension Ledger {
             for row in try db.query("SELECT s.key FROM stories s JOIN tombstones t ON t.key = s.key", []) {
                 problems.append("\(row.text(0) ?? "?"): both a story and a tombstone")
             }
-            for row in try db.query("SELECT o.id, o.story_key FROM outbox o WHERE o.status = 'pending' AND NOT EXISTS (SELECT 1 FROM stories s WHERE s.key = o.story_key)", []) {
-                problems.append("outbox entry \(row.text(0) ?? "?") waits for a story that is not in the ledger (\(row.text(1) ?? "?"))")
+            for row in try db.query(
+                "SELECT o.id, o.story_key FROM outbox o WHERE o.status = 'pending' AND NOT EXISTS (SELECT 1 FROM "
+                    + "stories s WHERE s.key = o.story_key)",
+                [])
+            {
+                problems.append(
+                    "outbox entry \(row.text(0) ?? "?") waits for a story that is not in the ledger "
+                        + "(\(row.text(1) ?? "?"))"
+                )
             }
             return problems
         }

@@ -24,8 +24,10 @@ extension Ledger {
     public func stories(linkKeys: some Collection<String>) throws(LedgerError) -> [String: StoryRecord] {
         try reading {
             var records: [String: StoryRecord] = [:]
-            for record in try rows("SELECT \(Self.storyColumns) FROM stories WHERE link_key IN", linkKeys).map(Self.story)
-                .sorted(by: { $0.firstSeen < $1.firstSeen }) {
+            for record in try rows("SELECT \(Self.storyColumns) FROM stories WHERE link_key IN", linkKeys).map(
+                Self.story
+            )
+            .sorted(by: { $0.firstSeen < $1.firstSeen }) {
                 if let link = record.linkKey, records[link] == nil { records[link] = record }
             }
             return records
@@ -50,10 +52,13 @@ extension Ledger {
     /// the same story.
     public func recentPushes(since: Date) throws(LedgerError) -> [StoryRecord] {
         try reading {
-            try db.query("""
+            try db.query(
+                """
                 SELECT \(Self.storyColumns) FROM stories
-                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled') AND COALESCE(pushed_at, first_seen) >= ?
-                """, [SQLValue(since)]).map(Self.story)
+                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled') AND COALESCE(pushed_at,
+                    first_seen) >= ?
+                """, [SQLValue(since)]
+            ).map(Self.story)
         }
     }
 
@@ -61,12 +66,14 @@ extension Ledger {
     public func pushesSent(since: Date) throws(LedgerError) -> [NewsCategory: Int] {
         try reading {
             var used: [NewsCategory: Int] = [:]
-            for row in try db.query("""
+            for row in try db.query(
+                """
                 SELECT category, COUNT(*) FROM outbox
                 WHERE (status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
                    OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?)
                 GROUP BY category
-                """, [SQLValue(since), SQLValue(since)]) {
+                """, [SQLValue(since), SQLValue(since)])
+            {
                 if let category = row.text(0).flatMap(NewsCategory.init(rawValue:)) { used[category] = row.int(1) ?? 0 }
             }
             return used
@@ -76,8 +83,11 @@ extension Ledger {
     /// Outbox entries with these statuses, oldest first.
     public func outbox(_ statuses: [OutboxEntry.Status] = [.pending]) throws(LedgerError) -> [OutboxEntry] {
         try reading {
-            try db.query("SELECT \(Self.outboxColumns) FROM outbox WHERE status IN (\(Self.marks(statuses.count))) ORDER BY created_at, id",
-                         statuses.map { .text($0.rawValue) }).compactMap(Self.outboxEntry)
+            try db.query(
+                "SELECT \(Self.outboxColumns) FROM outbox WHERE status IN (\(Self.marks(statuses.count))) ORDER BY "
+                    + "created_at, id",
+                statuses.map { .text($0.rawValue) }
+            ).compactMap(Self.outboxEntry)
         }
     }
 }

@@ -5,51 +5,75 @@ extension Ledger {
     // MARK: Rows
 
     static let feedColumns = "url, etag, last_modified, last_fetched, last_success, listed_at, retry_after, moved_to"
-    static let storyColumns = "key, feed, title, link, link_key, category, first_seen, last_seen, published, status, pushed_at, notification_id, error, origin"
-    static let outboxColumns = "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at"
+    static let storyColumns =
+        "key, feed, title, link, link_key, category, first_seen, last_seen, published, status, pushed_at, "
+        + "notification_id, error, origin"
+    static let outboxColumns =
+        "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, "
+        + "attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at"
 
     static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
 
     static func feed(_ row: SQLRow) -> FeedRecord {
         let etag = row.text(1), modified = row.text(2)
-        return FeedRecord(url: row.text(0) ?? "", validators: etag == nil && modified == nil ? nil : ConditionalGetValidators(etag: etag, lastModified: modified),
-                          lastFetched: row.date(3), lastSuccess: row.date(4), listedAt: row.date(5), retryAfter: row.date(6), movedTo: row.text(7))
+        return FeedRecord(
+            url: row.text(0) ?? "",
+            validators: etag == nil && modified == nil
+                ? nil : ConditionalGetValidators(etag: etag, lastModified: modified),
+            lastFetched: row.date(3), lastSuccess: row.date(4), listedAt: row.date(5), retryAfter: row.date(6),
+            movedTo: row.text(7))
     }
 
     static func story(_ row: SQLRow) -> StoryRecord {
-        StoryRecord(key: row.text(0) ?? "", feed: row.text(1) ?? "", title: row.text(2), link: row.text(3), category: row.text(5),
-                    firstSeen: row.date(6) ?? Date(timeIntervalSince1970: 0), lastSeen: row.date(7) ?? Date(timeIntervalSince1970: 0),
-                    published: row.date(8), status: row.text(9).flatMap(StoryRecord.Status.init(rawValue:)) ?? .seen,
-                    pushedAt: row.date(10), notificationId: row.text(11), error: row.text(12),
-                    origin: row.text(13).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run)
+        StoryRecord(
+            key: row.text(0) ?? "", feed: row.text(1) ?? "", title: row.text(2), link: row.text(3),
+            category: row.text(5),
+            firstSeen: row.date(6) ?? Date(timeIntervalSince1970: 0),
+            lastSeen: row.date(7) ?? Date(timeIntervalSince1970: 0),
+            published: row.date(8), status: row.text(9).flatMap(StoryRecord.Status.init(rawValue:)) ?? .seen,
+            pushedAt: row.date(10), notificationId: row.text(11), error: row.text(12),
+            origin: row.text(13).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run)
     }
 
     /// The values of `storyColumns`.
     static func values(_ s: StoryRecord) -> [SQLValue] {
-        [.text(s.key), .text(s.feed), SQLValue(s.title), SQLValue(s.link), SQLValue(s.linkKey), SQLValue(s.category),
-         SQLValue(s.firstSeen), SQLValue(s.lastSeen), SQLValue(s.published), .text(s.status.rawValue), SQLValue(s.pushedAt),
-         SQLValue(s.notificationId), SQLValue(s.error), .text(s.origin.rawValue)]
+        [
+            .text(s.key), .text(s.feed), SQLValue(s.title), SQLValue(s.link), SQLValue(s.linkKey), SQLValue(s.category),
+            SQLValue(s.firstSeen), SQLValue(s.lastSeen), SQLValue(s.published), .text(s.status.rawValue),
+            SQLValue(s.pushedAt),
+            SQLValue(s.notificationId), SQLValue(s.error), .text(s.origin.rawValue),
+        ]
     }
 
     static func outboxEntry(_ row: SQLRow) -> OutboxEntry? {
-        guard let id = row.text(0), let storyKey = row.text(1), let category = row.text(4).flatMap(NewsCategory.init(rawValue:)),
-              let format = row.text(5).flatMap(PushFormat.init(rawValue:)), let created = row.date(8), let fresh = row.date(9),
-              let status = row.text(10).flatMap(OutboxEntry.Status.init(rawValue:)) else { return nil }
-        let properties = row.text(7).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
-        return OutboxEntry(id: id, storyKey: storyKey, kind: row.text(2).flatMap(OutboxEntry.Kind.init(rawValue:)) ?? .push,
-                           origin: row.text(3).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run, category: category, format: format,
-                           tags: row.text(6) ?? "", properties: properties, createdAt: created, freshUntil: fresh, status: status,
-                           attempts: row.int(11) ?? 0, lastAttempt: row.date(12), httpStatus: row.int(13), notificationId: row.text(14),
-                           error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17))
+        guard let id = row.text(0), let storyKey = row.text(1),
+            let category = row.text(4).flatMap(NewsCategory.init(rawValue:)),
+            let format = row.text(5).flatMap(PushFormat.init(rawValue:)), let created = row.date(8),
+            let fresh = row.date(9),
+            let status = row.text(10).flatMap(OutboxEntry.Status.init(rawValue:))
+        else { return nil }
+        let properties =
+            row.text(7).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+        return OutboxEntry(
+            id: id, storyKey: storyKey, kind: row.text(2).flatMap(OutboxEntry.Kind.init(rawValue:)) ?? .push,
+            origin: row.text(3).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run, category: category, format: format,
+            tags: row.text(6) ?? "", properties: properties, createdAt: created, freshUntil: fresh, status: status,
+            attempts: row.int(11) ?? 0, lastAttempt: row.date(12), httpStatus: row.int(13),
+            notificationId: row.text(14),
+            error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17))
     }
 
     static func values(_ e: OutboxEntry) -> [SQLValue] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let properties = (try? encoder.encode(e.properties)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        return [.text(e.id), .text(e.storyKey), .text(e.kind.rawValue), .text(e.origin.rawValue), .text(e.category.rawValue),
-                .text(e.format.rawValue), .text(e.tags), .text(properties), SQLValue(e.createdAt), SQLValue(e.freshUntil),
-                .text(e.status.rawValue), .integer(Int64(e.attempts)), SQLValue(e.lastAttempt), SQLValue(e.httpStatus),
-                SQLValue(e.notificationId), SQLValue(e.error), .integer(Int64(e.expiresAfter.rounded())), SQLValue(e.scheduledAt)]
+        return [
+            .text(e.id), .text(e.storyKey), .text(e.kind.rawValue), .text(e.origin.rawValue),
+            .text(e.category.rawValue),
+            .text(e.format.rawValue), .text(e.tags), .text(properties), SQLValue(e.createdAt), SQLValue(e.freshUntil),
+            .text(e.status.rawValue), .integer(Int64(e.attempts)), SQLValue(e.lastAttempt), SQLValue(e.httpStatus),
+            SQLValue(e.notificationId), SQLValue(e.error), .integer(Int64(e.expiresAfter.rounded())),
+            SQLValue(e.scheduledAt),
+        ]
     }
 }

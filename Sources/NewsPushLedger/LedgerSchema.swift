@@ -37,7 +37,7 @@ enum LedgerMigrations {
             "CREATE INDEX outbox_story ON outbox (story_key)",
             "CREATE INDEX outbox_last_attempt ON outbox (last_attempt)",
             "CREATE TABLE tombstones (key TEXT PRIMARY KEY, pruned_at BIGINT NOT NULL)",
-        ],
+        ]
     ]
 
     /// Creates every table of a new ledger and records its version and creation time.

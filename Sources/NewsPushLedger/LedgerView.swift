@@ -11,17 +11,21 @@ public struct LedgerView: Sendable {
     public var tombstones: [String: Date]
 
     public static func read(_ ledger: Ledger) throws(LedgerError) -> LedgerView {
-        LedgerView(path: ledger.path, stories: try ledger.allStories(), feeds: try ledger.allFeeds(),
-                   outbox: try ledger.outbox(OutboxEntry.Status.allCases), tombstones: try ledger.tombstones())
+        LedgerView(
+            path: ledger.path, stories: try ledger.allStories(), feeds: try ledger.allFeeds(),
+            outbox: try ledger.outbox(OutboxEntry.Status.allCases), tombstones: try ledger.tombstones())
     }
 
     /// "12 stories (3 pushed, 9 seen), 4 feeds, 2 tombstones, 1 push waiting in the outbox"
     public var summary: String {
         var counts: [StoryRecord.Status: Int] = [:]
         for story in stories { counts[story.record.status, default: 0] += 1 }
-        let byStatus = counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ")
+        let byStatus = counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+            .joined(separator: ", ")
         let waiting = outbox.filter { $0.status == .pending }.count
-        return "\(stories.count) stories (\(byStatus.isEmpty ? "none" : byStatus)), \(feeds.count) feeds, \(tombstones.count) tombstones, "
+        return
+            "\(stories.count) stories (\(byStatus.isEmpty ? "none" : byStatus)), \(feeds.count) feeds, "
+            + "\(tombstones.count) tombstones, "
             + "\(waiting) push\(waiting == 1 ? "" : "es") waiting in the outbox"
     }
 
@@ -31,10 +35,14 @@ public struct LedgerView: Sendable {
         let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var lines = ["\(path): \(summary)"]
         for (record, _) in stories {
-            var line = "\(record.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.category ?? "-") \(record.key)  \(record.title ?? "")"
+            var line =
+                "\(record.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) "
+                + "\(record.category ?? "-") \(record.key)  \(record.title ?? "")"
             if let pushedAt = record.pushedAt { line += " pushed \(Timestamp.format(pushedAt))" }
             if let push = latest[record.key] {
-                line += "  [outbox: \(push.kind == .push ? "" : "\(push.kind.rawValue) ")\(push.status.rawValue), \(push.attempts) attempt\(push.attempts == 1 ? "" : "s")"
+                line +=
+                    "  [outbox: \(push.kind == .push ? "" : "\(push.kind.rawValue) ")\(push.status.rawValue), "
+                    + "\(push.attempts) attempt\(push.attempts == 1 ? "" : "s")"
                 if push.status == .pending { line += ", fresh until \(Timestamp.format(push.freshUntil))" }
                 line += "]"
             }
@@ -52,33 +60,50 @@ public struct LedgerView: Sendable {
         let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var items: [String: Any] = [:]
         for (record, lastListed) in stories {
-            items[record.key] = [
-                "status": record.status.rawValue, "feed": record.feed, "title": text(record.title), "link": text(record.link),
-                "category": text(record.category), "first_seen": date(record.firstSeen), "last_seen": date(lastListed),
-                "published": date(record.published), "pushed_at": date(record.pushedAt), "notification_id": text(record.notificationId),
-                "error": text(record.error), "origin": record.origin.rawValue, "outbox_status": text(latest[record.key]?.status.rawValue),
-            ] as [String: Any]
+            items[record.key] =
+                [
+                    "status": record.status.rawValue, "feed": record.feed, "title": text(record.title),
+                    "link": text(record.link),
+                    "category": text(record.category), "first_seen": date(record.firstSeen),
+                    "last_seen": date(lastListed),
+                    "published": date(record.published), "pushed_at": date(record.pushedAt),
+                    "notification_id": text(record.notificationId),
+                    "error": text(record.error), "origin": record.origin.rawValue,
+                    "outbox_status": text(latest[record.key]?.status.rawValue),
+                ] as [String: Any]
         }
         var feedObjects: [String: Any] = [:]
         for feed in feeds {
-            feedObjects[feed.url] = [
-                "etag": text(feed.validators?.etag), "last_modified": text(feed.validators?.lastModified),
-                "last_fetched": date(feed.lastFetched), "last_success": date(feed.lastSuccess), "listed_at": date(feed.listedAt),
-                "retry_after": date(feed.retryAfter), "moved_to": text(feed.movedTo),
-            ] as [String: Any]
+            feedObjects[feed.url] =
+                [
+                    "etag": text(feed.validators?.etag), "last_modified": text(feed.validators?.lastModified),
+                    "last_fetched": date(feed.lastFetched), "last_success": date(feed.lastSuccess),
+                    "listed_at": date(feed.listedAt),
+                    "retry_after": date(feed.retryAfter), "moved_to": text(feed.movedTo),
+                ] as [String: Any]
         }
         let entries: [[String: Any]] = outbox.map { entry in
-            ["id": entry.id, "story_key": entry.storyKey, "kind": entry.kind.rawValue, "origin": entry.origin.rawValue,
-             "category": entry.category.rawValue, "format": entry.format.rawValue, "tags": entry.tags, "properties": entry.properties,
-             "created_at": date(entry.createdAt), "fresh_until": date(entry.freshUntil), "status": entry.status.rawValue,
-             "attempts": entry.attempts, "last_attempt": date(entry.lastAttempt), "http_status": entry.httpStatus as Any? ?? NSNull(),
-             "notification_id": text(entry.notificationId), "error": text(entry.error)]
+            [
+                "id": entry.id, "story_key": entry.storyKey, "kind": entry.kind.rawValue,
+                "origin": entry.origin.rawValue,
+                "category": entry.category.rawValue, "format": entry.format.rawValue, "tags": entry.tags,
+                "properties": entry.properties,
+                "created_at": date(entry.createdAt), "fresh_until": date(entry.freshUntil),
+                "status": entry.status.rawValue,
+                "attempts": entry.attempts, "last_attempt": date(entry.lastAttempt),
+                "http_status": entry.httpStatus as Any? ?? NSNull(),
+                "notification_id": text(entry.notificationId), "error": text(entry.error),
+            ]
         }
         let document: [String: Any] = [
-            "ledger": path, "schema_version": Ledger.schemaVersion, "items": items, "feeds": feedObjects, "outbox": entries,
+            "ledger": path, "schema_version": Ledger.schemaVersion, "items": items, "feeds": feedObjects,
+            "outbox": entries,
             "tombstones": tombstones.mapValues { Timestamp.format($0) },
         ]
-        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)

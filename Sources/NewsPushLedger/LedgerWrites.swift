@@ -11,7 +11,10 @@ extension Ledger {
         let interrupted = try outbox([.sending])
         guard !interrupted.isEmpty else { return [] }
         let reason = "the run sending it was interrupted; outcome unknown, not re-sent"
-        try record(interrupted.map { OutboxOutcome(entryID: $0.id, storyKey: $0.storyKey, status: .unknown, at: time, error: reason) })
+        try record(
+            interrupted.map {
+                OutboxOutcome(entryID: $0.id, storyKey: $0.storyKey, status: .unknown, at: time, error: reason)
+            })
         return interrupted
     }
 
@@ -19,12 +22,15 @@ extension Ledger {
     /// from then on (pushed at their scheduled time).
     public func settleScheduledSends(at time: Date) throws(LedgerError) {
         try writing {
-            let due = try db.query("SELECT id, story_key, scheduled_at FROM outbox WHERE status = 'scheduled' AND scheduled_at <= ?", [SQLValue(time)])
+            let due = try db.query(
+                "SELECT id, story_key, scheduled_at FROM outbox WHERE status = 'scheduled' AND scheduled_at <= ?",
+                [SQLValue(time)])
             for row in due {
                 guard let id = row.text(0), let key = row.text(1) else { continue }
                 try db.run("UPDATE outbox SET status = 'sent', last_attempt = scheduled_at WHERE id = ?", [.text(id)])
-                try db.run("UPDATE stories SET status = 'pushed', pushed_at = ? WHERE key = ? AND status = 'scheduled'",
-                           [SQLValue(row.date(2)), .text(key)])
+                try db.run(
+                    "UPDATE stories SET status = 'pushed', pushed_at = ? WHERE key = ? AND status = 'scheduled'",
+                    [SQLValue(row.date(2)), .text(key)])
             }
         }
     }
@@ -34,7 +40,8 @@ extension Ledger {
         try writing {
             for feed in run.feeds { try upsert(feed) }
             for story in run.newStories {
-                try db.run("""
+                try db.run(
+                    """
                     INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14)))
                     ON CONFLICT (key) DO NOTHING
                     """, Self.values(story))
@@ -44,18 +51,23 @@ extension Ledger {
             for (feed, keys) in run.listings {
                 try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(feed)])
                 for key in Set(keys) {
-                    try db.run("INSERT INTO feed_members (feed, story_key) VALUES (?, ?) ON CONFLICT (feed, story_key) DO NOTHING",
-                               [.text(feed), .text(key)])
+                    try db.run(
+                        "INSERT INTO feed_members (feed, story_key) VALUES (?, ?) ON CONFLICT (feed, story_key) DO "
+                            + "NOTHING",
+                        [.text(feed), .text(key)])
                 }
                 for chunk in Array(Set(keys)).chunked(500) {
-                    try db.run("UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
-                               [SQLValue(run.at)] + chunk.map(SQLValue.init))
+                    try db.run(
+                        "UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
+                        [SQLValue(run.at)] + chunk.map(SQLValue.init))
                 }
             }
             for entry in run.outbox { try insert(entry) }
             for id in run.expired {
-                try setOutbox(OutboxOutcome(entryID: id, storyKey: "", status: .expired, at: run.at,
-                                            error: "no longer fresh (policy.max_age) before the hub took it"))
+                try setOutbox(
+                    OutboxOutcome(
+                        entryID: id, storyKey: "", status: .expired, at: run.at,
+                        error: "no longer fresh (policy.max_age) before the hub took it"))
             }
         }
     }
@@ -63,7 +75,9 @@ extension Ledger {
     /// Adds one outbox entry (a manual publish) and its story when new.
     public func enqueue(_ entry: OutboxEntry, story: StoryRecord) throws(LedgerError) {
         try writing {
-            try db.run("INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING", Self.values(story))
+            try db.run(
+                "INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING",
+                Self.values(story))
             try insert(entry)
         }
     }
@@ -74,10 +88,13 @@ extension Ledger {
         guard !entries.isEmpty else { return }
         try writing {
             for entry in entries {
-                try db.run("UPDATE outbox SET status = 'sending', attempts = attempts + 1, last_attempt = ? WHERE id = ?",
-                           [SQLValue(time), .text(entry.id)])
+                try db.run(
+                    "UPDATE outbox SET status = 'sending', attempts = attempts + 1, last_attempt = ? WHERE id = ?",
+                    [SQLValue(time), .text(entry.id)])
                 guard entry.kind == .push else { continue }
-                try db.run("UPDATE stories SET status = 'sending', pushed_at = ? WHERE key = ?", [SQLValue(time), .text(entry.storyKey)])
+                try db.run(
+                    "UPDATE stories SET status = 'sending', pushed_at = ? WHERE key = ?",
+                    [SQLValue(time), .text(entry.storyKey)])
             }
         }
     }
@@ -91,55 +108,79 @@ extension Ledger {
     }
 
     private func setOutbox(_ outcome: OutboxOutcome) throws {
-        try db.run("UPDATE outbox SET status = ?, http_status = ?, notification_id = COALESCE(?, notification_id), error = ? WHERE id = ?",
-                   [.text(outcome.status.rawValue), SQLValue(outcome.httpStatus), SQLValue(outcome.notificationId),
-                    SQLValue(outcome.error), .text(outcome.entryID)])
+        try db.run(
+            "UPDATE outbox SET status = ?, http_status = ?, notification_id = COALESCE(?, notification_id), error = "
+                + "? WHERE id = ?",
+            [
+                .text(outcome.status.rawValue), SQLValue(outcome.httpStatus), SQLValue(outcome.notificationId),
+                SQLValue(outcome.error), .text(outcome.entryID),
+            ])
         // A story's status follows its first push only: repeats and corrections of a pushed story
         // are pushes of their own and leave it pushed.
         let storyStatus = outcome.status.storyStatus.rawValue
-        try db.run("""
+        try db.run(
+            """
             UPDATE stories SET status = ?, notification_id = COALESCE(?, notification_id), error = ?,
                 pushed_at = CASE WHEN ? IN ('pending', 'expired') THEN NULL ELSE pushed_at END
             WHERE key = (SELECT story_key FROM outbox WHERE id = ? AND kind = 'push')
-            """, [.text(storyStatus), SQLValue(outcome.notificationId), SQLValue(outcome.error), .text(storyStatus), .text(outcome.entryID)])
+            """,
+            [
+                .text(storyStatus), SQLValue(outcome.notificationId), SQLValue(outcome.error), .text(storyStatus),
+                .text(outcome.entryID),
+            ])
     }
 
     private func insert(_ entry: OutboxEntry) throws {
         try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(18)))", Self.values(entry))
         guard entry.kind == .push else { return }
-        try db.run("UPDATE stories SET status = ?, error = NULL WHERE key = ?", [.text(entry.status.storyStatus.rawValue), .text(entry.storyKey)])
+        try db.run(
+            "UPDATE stories SET status = ?, error = NULL WHERE key = ?",
+            [.text(entry.status.storyStatus.rawValue), .text(entry.storyKey)])
     }
 
     private func upsert(_ feed: FeedRecord) throws {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO feeds (\(Self.feedColumns)) VALUES (\(Self.marks(8)))
             ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
-                last_fetched = excluded.last_fetched, last_success = excluded.last_success, listed_at = excluded.listed_at,
+                last_fetched = excluded.last_fetched, last_success = excluded.last_success,
+                    listed_at = excluded.listed_at,
                 retry_after = excluded.retry_after, moved_to = excluded.moved_to
-            """, [.text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified), SQLValue(feed.lastFetched),
-                  SQLValue(feed.lastSuccess), SQLValue(feed.listedAt), SQLValue(feed.retryAfter), SQLValue(feed.movedTo)])
+            """,
+            [
+                .text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified),
+                SQLValue(feed.lastFetched),
+                SQLValue(feed.lastSuccess), SQLValue(feed.listedAt), SQLValue(feed.retryAfter), SQLValue(feed.movedTo),
+            ])
     }
 
     /// Records that the scheduled send with this notification id was cancelled at the hub;
     /// false when the ledger holds no such scheduled send.
     public func cancelScheduled(notificationId: String, at time: Date) throws(LedgerError) -> Bool {
         let entries = try reading {
-            try db.query("SELECT id, story_key FROM outbox WHERE notification_id = ? AND status = 'scheduled'", [.text(notificationId)])
+            try db.query(
+                "SELECT id, story_key FROM outbox WHERE notification_id = ? AND status = 'scheduled'",
+                [.text(notificationId)])
         }
         guard let row = entries.first, let id = row.text(0), let key = row.text(1) else { return false }
-        try record([OutboxOutcome(entryID: id, storyKey: key, status: .cancelled, at: time, notificationId: notificationId,
-                                  error: "scheduled send cancelled (newspush hub cancel)")])
+        try record([
+            OutboxOutcome(
+                entryID: id, storyKey: key, status: .cancelled, at: time, notificationId: notificationId,
+                error: "scheduled send cancelled (newspush hub cancel)")
+        ])
         return true
     }
 
     /// The latest pushes the hub took (sent or scheduled), newest first, for `hub status --last N`.
     public func latestNotifications(_ count: Int) throws(LedgerError) -> [OutboxEntry] {
         try reading {
-            try db.query("""
+            try db.query(
+                """
                 SELECT \(Self.outboxColumns) FROM outbox
                 WHERE status IN ('sent', 'scheduled', 'cancelled') AND notification_id IS NOT NULL
                 ORDER BY COALESCE(last_attempt, created_at) DESC, id LIMIT ?
-                """, [.integer(Int64(count))]).compactMap(Self.outboxEntry)
+                """, [.integer(Int64(count))]
+            ).compactMap(Self.outboxEntry)
         }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The JSON state file of newspush before the ledger (version 1: one file rewritten whole on
@@ -21,8 +22,11 @@ public struct LegacyJSONState: Codable, Sendable {
         public var notificationId: String?
         public var error: String?
 
-        public init(status: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date,
-                    lastSeen: Date, published: Date? = nil, pushedAt: Date? = nil, notificationId: String? = nil, error: String? = nil) {
+        public init(
+            status: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date,
+            lastSeen: Date, published: Date? = nil, pushedAt: Date? = nil, notificationId: String? = nil,
+            error: String? = nil
+        ) {
             self.status = status
             self.feed = feed
             self.title = title
@@ -38,7 +42,8 @@ public struct LegacyJSONState: Codable, Sendable {
 
         enum CodingKeys: String, CodingKey {
             case status, feed, title, link, category, published, error
-            case firstSeen = "first_seen", lastSeen = "last_seen", pushedAt = "pushed_at", notificationId = "notification_id"
+            case firstSeen = "first_seen", lastSeen = "last_seen", pushedAt = "pushed_at", notificationId =
+                "notification_id"
         }
     }
 
@@ -87,7 +92,10 @@ public struct LegacyJSONState: Codable, Sendable {
         tombstones = try c.decodeIfPresent([String: Date].self, forKey: .tombstones) ?? [:]
         let known: Set<String> = ["seen", "sending", "pushed", "failed", "pending", "unknown"]
         if let bad = stories.first(where: { !known.contains($0.value.status) }) {
-            throw DecodingError.dataCorrupted(.init(codingPath: [CodingKeys.stories], debugDescription: "\(bad.key) has the unknown status '\(bad.value.status)'"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: [CodingKeys.stories],
+                    debugDescription: "\(bad.key) has the unknown status '\(bad.value.status)'"))
         }
     }
 
@@ -101,7 +109,9 @@ public struct LegacyJSONState: Codable, Sendable {
         }
         if data.isEmpty { throw .corrupt(path: path, reason: "the file is empty") }
         struct VersionProbe: Decodable { var version: Int? }
-        guard let probe = try? decoder.decode(VersionProbe.self, from: data) else { throw .corrupt(path: path, reason: "not valid JSON") }
+        guard let probe = try? decoder.decode(VersionProbe.self, from: data) else {
+            throw .corrupt(path: path, reason: "not valid JSON")
+        }
         guard let version = probe.version else { throw .corrupt(path: path, reason: "no version field") }
         if version > Self.version { throw .newerSchema(path: path, version: version) }
         var state: LegacyJSONState
@@ -128,7 +138,7 @@ public struct LegacyJSONState: Codable, Sendable {
             if let entry = try? decoder.decode(JournalEntry.self, from: Data(line)) {
                 entries.append(entry)
             } else if index == lines.count - 1 && data.last != 0x0A {
-                break   // a line cut short by a crash mid-write: its send had not started
+                break  // a line cut short by a crash mid-write: its send had not started
             } else {
                 throw .corrupt(path: path, reason: "line \(index + 1) is not a journal entry")
             }
@@ -145,27 +155,38 @@ public struct LegacyJSONState: Codable, Sendable {
     static func importState(_ state: LegacyJSONState, into db: any LedgerDatabase) throws {
         try db.transaction {
             for (url, feed) in state.feeds {
-                let record = FeedRecord(url: url, lastFetched: feed.lastFetched, lastSuccess: feed.lastFetched,
-                                        listedAt: feed.lastFetched, retryAfter: feed.retryAfter, movedTo: feed.movedTo)
-                try db.run("INSERT INTO feeds (\(Ledger.feedColumns)) VALUES (\(Ledger.marks(8)))",
-                           [.text(record.url), .null, .null, SQLValue(record.lastFetched), SQLValue(record.lastSuccess),
-                            SQLValue(record.listedAt), SQLValue(record.retryAfter), SQLValue(record.movedTo)])
+                let record = FeedRecord(
+                    url: url, lastFetched: feed.lastFetched, lastSuccess: feed.lastFetched,
+                    listedAt: feed.lastFetched, retryAfter: feed.retryAfter, movedTo: feed.movedTo)
+                try db.run(
+                    "INSERT INTO feeds (\(Ledger.feedColumns)) VALUES (\(Ledger.marks(8)))",
+                    [
+                        .text(record.url), .null, .null, SQLValue(record.lastFetched), SQLValue(record.lastSuccess),
+                        SQLValue(record.listedAt), SQLValue(record.retryAfter), SQLValue(record.movedTo),
+                    ])
             }
             for (key, story) in state.stories where story.status != "pending" {
-                let status: StoryRecord.Status = story.status == "sending" ? .unknown : StoryRecord.Status(rawValue: story.status) ?? .seen
+                let status: StoryRecord.Status =
+                    story.status == "sending" ? .unknown : StoryRecord.Status(rawValue: story.status) ?? .seen
                 let origin: StoryRecord.Origin = story.feed == "manual" ? .publish : .run
-                let record = StoryRecord(key: key, feed: story.feed, title: story.title, link: story.link, category: story.category,
-                                         firstSeen: story.firstSeen, lastSeen: story.lastSeen, published: story.published, status: status,
-                                         pushedAt: story.pushedAt, notificationId: story.notificationId, error: story.error, origin: origin)
-                try db.run("INSERT INTO stories (\(Ledger.storyColumns)) VALUES (\(Ledger.marks(14)))", Ledger.values(record))
+                let record = StoryRecord(
+                    key: key, feed: story.feed, title: story.title, link: story.link, category: story.category,
+                    firstSeen: story.firstSeen, lastSeen: story.lastSeen, published: story.published, status: status,
+                    pushedAt: story.pushedAt, notificationId: story.notificationId, error: story.error, origin: origin)
+                try db.run(
+                    "INSERT INTO stories (\(Ledger.storyColumns)) VALUES (\(Ledger.marks(14)))", Ledger.values(record))
                 // Pushes become outbox history, so the rolling budget still counts them.
-                guard [.pushed, .unknown, .failed].contains(status), let category = story.category.flatMap(NewsCategory.init(rawValue:)) else { continue }
+                guard [.pushed, .unknown, .failed].contains(status),
+                    let category = story.category.flatMap(NewsCategory.init(rawValue:))
+                else { continue }
                 let at = story.pushedAt ?? story.lastSeen
-                let entry = OutboxEntry(storyKey: key, origin: origin, category: category, format: .template, tags: category.rawValue,
-                                        properties: [:], createdAt: at, freshUntil: at,
-                                        status: status == .pushed ? .sent : status == .failed ? .failed : .unknown,
-                                        attempts: 1, lastAttempt: at, notificationId: story.notificationId, error: story.error)
-                try db.run("INSERT INTO outbox (\(Ledger.outboxColumns)) VALUES (\(Ledger.marks(18)))", Ledger.values(entry))
+                let entry = OutboxEntry(
+                    storyKey: key, origin: origin, category: category, format: .template, tags: category.rawValue,
+                    properties: [:], createdAt: at, freshUntil: at,
+                    status: status == .pushed ? .sent : status == .failed ? .failed : .unknown,
+                    attempts: 1, lastAttempt: at, notificationId: story.notificationId, error: story.error)
+                try db.run(
+                    "INSERT INTO outbox (\(Ledger.outboxColumns)) VALUES (\(Ledger.marks(18)))", Ledger.values(entry))
             }
             for (key, at) in state.tombstones where state.stories[key] == nil {
                 try db.run("INSERT INTO tombstones (key, pruned_at) VALUES (?, ?)", [.text(key), SQLValue(at)])
@@ -181,7 +202,10 @@ public struct LegacyJSONState: Codable, Sendable {
         let temporary = "\(path).tmp-\(getpid())"
         try data.write(to: URL(fileURLWithPath: temporary))
         let fd = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
         if FileManager.default.fileExists(atPath: path) {
             unlink(path + ".prev")
             link(path, path + ".prev")
@@ -205,7 +229,8 @@ public struct LegacyJSONState: Codable, Sendable {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             guard let date = Timestamp.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an RFC 3339 date")
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'\(text)' is not an RFC 3339 date")
             }
             return date
         }

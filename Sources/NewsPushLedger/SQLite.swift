@@ -1,8 +1,9 @@
 internal import CSQLite
 import Foundation
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The only file that talks to SQLite's C API. Everything else sees the `LedgerDatabase` seam,
@@ -100,7 +101,10 @@ final class SQLiteDatabase {
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else { try check(code, done: true); break }
+            guard code == SQLITE_ROW else {
+                try check(code, done: true)
+                break
+            }
             var values: [SQLValue] = []
             values.reserveCapacity(Int(columns))
             for column in 0..<columns {
@@ -111,7 +115,8 @@ final class SQLiteDatabase {
                 default:
                     let count = Int(sqlite3_column_bytes(statement, column))
                     if let text = sqlite3_column_text(statement, column) {
-                        values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)))
+                        values.append(
+                            .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)))
                     } else {
                         values.append(.text(""))
                     }
@@ -171,7 +176,8 @@ final class SQLiteDatabase {
     }
 
     private func error(_ code: Int32) -> DatabaseError {
-        databaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
+        databaseError(
+            code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
     }
 
     /// The library's version, for `state check`.

@@ -16,13 +16,22 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreadable(let path, let reason):
             return "ledger \(path) cannot be read: \(reason); nothing was sent"
         case .corrupt(let path, let reason):
-            return "ledger \(path) is corrupt (\(reason)); nothing was sent and the file was left untouched. Inspect it with 'newspush state check', restore it from a backup, or move it away only if re-sending old news is acceptable"
+            return
+                "ledger \(path) is corrupt (\(reason)); nothing was sent and the file was left untouched. Inspect "
+                + "it with 'newspush state check', restore it from a backup, or move it away only if re-sending "
+                + "old news is acceptable"
         case .newerSchema(let path, let version):
-            return "ledger \(path) has schema version \(version), newer than this newspush understands (\(LedgerSchema.version)); upgrade newspush. Nothing was sent"
+            return
+                "ledger \(path) has schema version \(version), newer than this newspush understands "
+                + "(\(LedgerSchema.version)); upgrade newspush. Nothing was sent"
         case .locked(let path):
-            return "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits for it)"
+            return
+                "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits "
+                + "for it)"
         case .diskFull(let path):
-            return "the disk holding the ledger \(path) is full: nothing was sent without its intent recorded, and the pushes not yet sent stay pending for the next run. Free some space"
+            return
+                "the disk holding the ledger \(path) is full: nothing was sent without its intent recorded, and the "
+                + "pushes not yet sent stay pending for the next run. Free some space"
         case .writeFailed(let path, let reason):
             return "cannot write the ledger \(path): \(reason); the pushes not yet sent stay pending"
         case .noLedger(let path):

@@ -46,9 +46,11 @@ public struct StoryRecord: Sendable, Equatable {
     public var error: String?
     public var origin: Origin
 
-    public init(key: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date, lastSeen: Date,
-                published: Date?, status: Status, pushedAt: Date? = nil, notificationId: String? = nil, error: String? = nil,
-                origin: Origin = .run) {
+    public init(
+        key: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date, lastSeen: Date,
+        published: Date?, status: Status, pushedAt: Date? = nil, notificationId: String? = nil, error: String? = nil,
+        origin: Origin = .run
+    ) {
         self.key = key
         self.feed = feed
         self.title = title
@@ -88,8 +90,10 @@ public struct FeedRecord: Sendable, Equatable {
     /// Where the feed said it moved for good (301/308), to tell the operator.
     public var movedTo: String?
 
-    public init(url: String, validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil, lastSuccess: Date? = nil,
-                listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil) {
+    public init(
+        url: String, validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil, lastSuccess: Date? = nil,
+        listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil
+    ) {
         self.url = url
         self.validators = validators
         self.lastFetched = lastFetched
@@ -154,11 +158,13 @@ public struct OutboxEntry: Sendable, Equatable {
     /// When the hub is to deliver it (`publish --at`); nil: now.
     public var scheduledAt: Date?
 
-    public init(id: String = OutboxEntry.newID(), storyKey: String, kind: Kind = .push, origin: StoryRecord.Origin,
-                category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
-                freshUntil: Date, status: Status = .pending, attempts: Int = 0, lastAttempt: Date? = nil,
-                httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil, expiresAfter: Double = 3600,
-                scheduledAt: Date? = nil) {
+    public init(
+        id: String = OutboxEntry.newID(), storyKey: String, kind: Kind = .push, origin: StoryRecord.Origin,
+        category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
+        freshUntil: Date, status: Status = .pending, attempts: Int = 0, lastAttempt: Date? = nil,
+        httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil, expiresAfter: Double = 3600,
+        scheduledAt: Date? = nil
+    ) {
         self.expiresAfter = expiresAfter
         self.scheduledAt = scheduledAt
         self.id = id
@@ -195,8 +201,10 @@ public struct OutboxOutcome: Sendable, Equatable {
     public var notificationId: String?
     public var error: String?
 
-    public init(entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
-                notificationId: String? = nil, error: String? = nil) {
+    public init(
+        entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
+        notificationId: String? = nil, error: String? = nil
+    ) {
         self.entryID = entryID
         self.storyKey = storyKey
         self.status = status
@@ -237,7 +245,7 @@ enum OrderedIDs {
             } else if last.counter < 0x0FFF {
                 last.counter += 1
             } else {
-                last = (last.milliseconds + 1, 0)   // the counter's twelve bits are used up
+                last = (last.milliseconds + 1, 0)  // the counter's twelve bits are used up
             }
             return last
         }
@@ -245,7 +253,10 @@ enum OrderedIDs {
         let high = (milliseconds << 16) | 0x7000 | (counter & 0x0FFF)
         let low = (UInt64(0b10) << 62) | (random.next() >> 2)
         let hex = String(format: "%016llx%016llx", high, low)
-        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        let parts = [
+            hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
+            hex.dropFirst(20),
+        ]
         return parts.joined(separator: "-")
     }
 }

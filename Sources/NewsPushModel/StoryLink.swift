@@ -12,7 +12,8 @@ public enum StoryLink {
     /// the remaining query parameters sorted: two spellings of one article compare equal.
     public static func canonical(_ link: String) -> String? {
         guard var components = URLComponents(string: link.trimmingCharacters(in: .whitespacesAndNewlines)),
-              var host = components.host?.lowercased(), !host.isEmpty else { return nil }
+            var host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
         if host.hasPrefix("www.") { host.removeFirst(4) }
         components.fragment = nil
         let kept = (components.queryItems ?? []).filter { item in

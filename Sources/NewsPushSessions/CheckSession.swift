@@ -2,8 +2,9 @@ import Foundation
 import NewsPushCore
 import NewsPushLedger
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One feed fetched and parsed by `check --fetch`.
@@ -42,12 +43,15 @@ public struct CheckSession: Sendable {
         let config = context.config
         let checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath)
         guard fetch else { return CheckOutcome(checks: checks, feeds: nil) }
-        let reads = FeedReading.fetchAndRead(config.feeds, records: [:], settings: config.fetch, baseFolder: config.folder,
-                                             now: context.clock.now())
+        let reads = FeedReading.fetchAndRead(
+            config.feeds, records: [:], settings: config.fetch, baseFolder: config.folder,
+            now: context.clock.now())
         let feeds = zip(config.feeds, reads).map { feed, read in
-            FeedCheck(name: feed.name ?? read.feed?.title ?? feed.url, url: feed.url, ok: read.feed != nil,
-                      format: read.feed?.format.rawValue, items: read.feed?.items.count,
-                      error: read.feed == nil ? read.error ?? "\(feed.url): not read" : nil, problems: read.feed?.problems ?? [])
+            FeedCheck(
+                name: feed.name ?? read.feed?.title ?? feed.url, url: feed.url, ok: read.feed != nil,
+                format: read.feed?.format.rawValue, items: read.feed?.items.count,
+                error: read.feed == nil ? read.error ?? "\(feed.url): not read" : nil,
+                problems: read.feed?.problems ?? [])
         }
         return CheckOutcome(checks: checks, feeds: feeds)
     }
@@ -55,19 +59,28 @@ public struct CheckSession: Sendable {
     /// The ledger's folder is there and writable, and the ledger (if any) can be read.
     static func ledgerChecks(_ configured: String) -> [ConfigCheck] {
         let path = LedgerLocation(configured: configured).databasePath
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
-            return [ConfigCheck(check: "ledger folder", severity: .config, detail: "\(folder) does not exist (state: in the config)")]
+            return [
+                ConfigCheck(
+                    check: "ledger folder", severity: .config, detail: "\(folder) does not exist (state: in the config)"
+                )
+            ]
         }
         guard access(folder, W_OK) == 0 else {
-            return [ConfigCheck(check: "ledger folder", severity: .config,
-                                detail: "\(folder) is not writable by this user: runs could not record anything")]
+            return [
+                ConfigCheck(
+                    check: "ledger folder", severity: .config,
+                    detail: "\(folder) is not writable by this user: runs could not record anything")
+            ]
         }
         var checks = [ConfigCheck(check: "ledger folder", severity: .ok, detail: "\(folder) is writable")]
         do {
             let ledger = try Ledger.open(configured: configured, access: .read)
-            let detail = ledger.isNew ? "no ledger yet at \(path): the first run records a baseline" : "\(path) can be read"
+            let detail =
+                ledger.isNew ? "no ledger yet at \(path): the first run records a baseline" : "\(path) can be read"
             checks.append(ConfigCheck(check: "ledger", severity: .ok, detail: detail))
         } catch {
             checks.append(ConfigCheck(check: "ledger", severity: .ledger, detail: error.description))

@@ -38,15 +38,19 @@ public struct ClassifySession: Sendable {
     /// names the input in those errors.
     public func classify(lines data: Data, source: String) -> [ClassifiedLine] {
         var lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }   // the newline that ends the file
+        if lines.last?.isEmpty == true { lines.removeLast() }  // the newline that ends the file
         return lines.enumerated().map { number, line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                  let title = object["title"] as? String, !title.allSatisfy(\.isWhitespace) else {
-                let what = line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) ? "an empty line" : "not a JSON object with a title"
+                let title = object["title"] as? String, !title.allSatisfy(\.isWhitespace)
+            else {
+                let what =
+                    line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D })
+                    ? "an empty line" : "not a JSON object with a title"
                 return .notAnItem("\(source):\(number + 1): \(what)", line: number + 1)
             }
-            var item = FeedItem(title: title, link: object["link"] as? String, summary: object["summary"] as? String,
-                                categories: object["categories"] as? [String] ?? [])
+            var item = FeedItem(
+                title: title, link: object["link"] as? String, summary: object["summary"] as? String,
+                categories: object["categories"] as? [String] ?? [])
             item.id = nil
             let feedCategory = (object["feed_category"] as? String).flatMap(NewsCategory.init(rawValue:))
             return .classified(classifier.classify(item, feedCategory: feedCategory))

@@ -16,7 +16,9 @@ public struct HubStatusRow: Sendable, Encodable {
     /// Set when the hub could not be reached at all.
     public var unreachable = false
 
-    enum CodingKeys: String, CodingKey { case telemetry, error, message, notificationId = "notification_id", storyKey = "story_key" }
+    enum CodingKeys: String, CodingKey {
+        case telemetry, error, message, notificationId = "notification_id", storyKey = "story_key"
+    }
 }
 
 /// What `hub status` found: one row per notification asked about.
@@ -55,7 +57,8 @@ public struct HubSession: Sendable {
         }
         let se = expiry ?? Int(Date().timeIntervalSince1970 + (lifetime ?? 3600))
         let resource = uri ?? SharedAccessSignature.hubResourceURI(host: connection.host, hub: context.config.hub.name)
-        return SharedAccessSignature.token(resourceURI: resource, keyName: connection.keyName, key: connection.key, expiry: se)
+        return SharedAccessSignature.token(
+            resourceURI: resource, keyName: connection.keyName, key: connection.key, expiry: se)
     }
 
     /// The hub's telemetry of `notificationId`, or of the latest `last` pushes in the ledger.
@@ -66,12 +69,15 @@ public struct HubSession: Sendable {
             rows = [HubStatusRow(notificationId: notificationId)]
         } else if let last {
             let entries: [OutboxEntry]
-            do { entries = try Ledger.open(configured: context.config.statePath, access: .read).latestNotifications(last) } catch {
+            do {
+                entries = try Ledger.open(configured: context.config.statePath, access: .read).latestNotifications(last)
+            } catch {
                 throw .ledger(error)
             }
             rows = entries.map {
-                HubStatusRow(notificationId: $0.notificationId ?? "", storyKey: $0.storyKey,
-                             message: $0.properties["messageParam"] ?? $0.properties["url"])
+                HubStatusRow(
+                    notificationId: $0.notificationId ?? "", storyKey: $0.storyKey,
+                    message: $0.properties["messageParam"] ?? $0.properties["url"])
             }
         }
         for index in rows.indices {
@@ -93,7 +99,10 @@ public struct HubSession: Sendable {
     public func cancel(_ scheduledId: String, wait: Double = 30) throws(SessionError) -> HubCancelOutcome {
         let client = try context.hubClient()
         let lock: LedgerLock
-        do { lock = try LedgerLock(ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: wait) } catch {
+        do {
+            lock = try LedgerLock(
+                ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: wait)
+        } catch {
             throw .ledger(error)
         }
         defer { withExtendedLifetime(lock) {} }
@@ -101,7 +110,8 @@ public struct HubSession: Sendable {
         guard answer == .cancelled else { return .refused(answer) }
         do {
             let ledger = try Ledger.open(configured: context.config.statePath, access: .write)
-            return .cancelled(recorded: try ledger.cancelScheduled(notificationId: scheduledId, at: context.clock.now()))
+            return .cancelled(
+                recorded: try ledger.cancelScheduled(notificationId: scheduledId, at: context.clock.now()))
         } catch {
             return .notRecorded(error)
         }

@@ -25,9 +25,11 @@ public struct PublishRequest: Sendable {
     public var wait: Double?
 
     /// A request for a push to `category` (or to the corrected story's when nil).
-    public init(category: NewsCategory?, title: String? = nil, message: String? = nil, url: String? = nil, tags: String? = nil,
-                test: Bool = false, force: Bool = false, importance: Importance? = nil, at: String? = nil,
-                replacing: String? = nil, language: String = "en", dryRun: Bool = false, wait: Double? = nil) {
+    public init(
+        category: NewsCategory?, title: String? = nil, message: String? = nil, url: String? = nil, tags: String? = nil,
+        test: Bool = false, force: Bool = false, importance: Importance? = nil, at: String? = nil,
+        replacing: String? = nil, language: String = "en", dryRun: Bool = false, wait: Double? = nil
+    ) {
         self.category = category
         self.title = title
         self.message = message
@@ -81,8 +83,10 @@ public struct PublishSession: Sendable {
 
     /// Publishes `request`. `planned` is told the plan before the lock is taken (the command
     /// line shows it); `confirm` is asked, under the lock, before anything is sent.
-    public func publish(_ request: PublishRequest, planned: (PublishPlan) -> Void = { _ in },
-                        confirm: (PublishPlan) -> Bool = { _ in true }) throws(SessionError) -> PublishOutcome {
+    public func publish(
+        _ request: PublishRequest, planned: (PublishPlan) -> Void = { _ in },
+        confirm: (PublishPlan) -> Bool = { _ in true }
+    ) throws(SessionError) -> PublishOutcome {
         let now = context.clock.now()
         let push = try manualPush(request, now: now)
         let client = try context.hubClient()
@@ -96,7 +100,10 @@ public struct PublishSession: Sendable {
         }
         // The lock first, so a running job is reported before anyone is asked to confirm.
         let lock: LedgerLock
-        do { lock = try LedgerLock(ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: request.wait) } catch {
+        do {
+            lock = try LedgerLock(
+                ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: request.wait)
+        } catch {
             throw .ledger(error)
         }
         defer { withExtendedLifetime(lock) {} }
@@ -119,12 +126,15 @@ public struct PublishSession: Sendable {
             throw .usage("give --category (or --replace KEY to correct a story)")
         }
         let at: Date?
-        do { at = try request.at.map { text throws(ScheduleTimeError) in try ScheduleTime.parse(text, now: now) } } catch {
+        do {
+            at = try request.at.map { text throws(ScheduleTimeError) in try ScheduleTime.parse(text, now: now) }
+        } catch {
             throw .usage(error.description)
         }
-        return ManualPush(category: category, title: request.title, message: request.message, url: request.url, tags: request.tags,
-                          test: request.test, force: request.force, importance: request.importance, at: at,
-                          replacing: request.replacing, language: Languages.normalized(request.language))
+        return ManualPush(
+            category: category, title: request.title, message: request.message, url: request.url, tags: request.tags,
+            test: request.test, force: request.force, importance: request.importance, at: at,
+            replacing: request.replacing, language: Languages.normalized(request.language))
     }
 
     /// The category of the story `--replace` corrects.
@@ -143,11 +153,15 @@ public struct PublishSession: Sendable {
     }
 
     private func open(_ access: LedgerAccess) throws(SessionError) -> Ledger {
-        do { return try Ledger.open(configured: context.config.statePath, access: access) } catch { throw .ledger(error) }
+        do { return try Ledger.open(configured: context.config.statePath, access: access) } catch {
+            throw .ledger(error)
+        }
     }
 
     /// The plan against what the ledger knows now.
-    private func plan(_ push: ManualPush, ledger: Ledger, client: NotificationHubClient, now: Date) throws(SessionError) -> PublishPlan {
+    private func plan(_ push: ManualPush, ledger: Ledger, client: NotificationHubClient, now: Date) throws(SessionError)
+        -> PublishPlan
+    {
         let knowledge: PublishKnowledge
         do { knowledge = try Self.knowledge(of: push, in: ledger, now: now) } catch { throw .ledger(error) }
         do {
@@ -175,17 +189,23 @@ public struct PublishSession: Sendable {
     }
 
     /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
-    private func send(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date) throws(SessionError) -> PublishResult {
+    private func send(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)
+        throws(SessionError) -> PublishResult
+    {
         do { try ledger.enqueue(plan.entry, story: plan.story) } catch { throw .ledger(error) }
         let sent = sender(client, now: now).send([plan.entry], journal: ledger)
-        let outcome = sent.outcomes.last ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now)
+        let outcome =
+            sent.outcomes.last
+            ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now)
         return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
     }
 
     /// Sends a trial (`--tags`, `--test`): the same request and outcome rules, nothing recorded.
     private func sendTrial(_ plan: PublishPlan, client: NotificationHubClient) -> PublishResult {
-        let (outcome, answer) = sender(client, now: context.clock.now()).sendUnrecorded(plan.entry, request: plan.request)
-        let stop = answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
+        let (outcome, answer) = sender(client, now: context.clock.now()).sendUnrecorded(
+            plan.entry, request: plan.request)
+        let stop =
+            answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
         var testOutcome: TestSendOutcome?
         if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
         return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)

@@ -36,9 +36,10 @@ enum RunLoad {
 
     /// The recent pushes, the waiting outbox and the budget spent, as of `now`.
     static func history(_ ledger: Ledger, policy: PolicySettings, now: Date) throws(LedgerError) -> RunHistory {
-        RunHistory(recentPushes: try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)),
-                   waiting: try ledger.outbox(),
-                   sentInWindow: try ledger.pushesSent(since: now.addingTimeInterval(-policy.budgetWindow)))
+        RunHistory(
+            recentPushes: try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)),
+            waiting: try ledger.outbox(),
+            sentInWindow: try ledger.pushesSent(since: now.addingTimeInterval(-policy.budgetWindow)))
     }
 }
 

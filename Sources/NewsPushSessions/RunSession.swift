@@ -63,7 +63,9 @@ public struct RunSession: Sendable {
         let client = try context.hubClient()
         let now = context.clock.now()
         do {
-            let lock = request.dryRun ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
+            let lock =
+                request.dryRun
+                ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
             defer { withExtendedLifetime(lock) {} }
             let ledger = try Ledger.open(configured: config.statePath, access: request.dryRun ? .read : .write)
             return try run(feeds, ledger: ledger, client: client, request: request, now: now)
@@ -73,29 +75,42 @@ public struct RunSession: Sendable {
     }
 
     /// The stages in order, with the ledger open (and locked, unless a preview).
-    private func run(_ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
-                     now: Date) throws(LedgerError) -> RunResult {
+    private func run(
+        _ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
+        now: Date
+    ) throws(LedgerError) -> RunResult {
         if !request.dryRun { try RunLoad.settle(ledger, now: now) }
         let records = try ledger.feeds(feeds.map(\.url))
-        let reads = FeedReading.fetchAndRead(feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now) {
+        let reads = FeedReading.fetchAndRead(
+            feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now
+        ) {
             progress?(.fetching(done: $0, total: $1))
         }
         logProblems(reads, feeds)
-        let unidentified = StoryIdentifier.candidates(Array(zip(feeds, reads)), records: records, policy: config.policy, now: now)
-        let identified = StoryIdentifier.identify(unidentified, known: try RunLoad.known(unidentified, in: ledger), now: now)
+        let unidentified = StoryIdentifier.candidates(
+            Array(zip(feeds, reads)), records: records, policy: config.policy, now: now)
+        let identified = StoryIdentifier.identify(
+            unidentified, known: try RunLoad.known(unidentified, in: ledger), now: now)
         announceBaselines(identified, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
         let candidates = classified(identified)
         let history = try RunLoad.history(ledger, policy: config.policy, now: now)
         let matches = StoryMatcher.match(candidates, recentPushes: history.recentPushes)
-        let plan = RunPlanner.plan(candidates, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
-                                   sendInitial: request.sendInitial, config: config, now: now)
-        let requests = request.keepRequests ? plan.toSend.map { entry in
-            Result { () throws(HubError) -> HubRequest in try PushRequests.request(entry, client: client, now: Date()) }
-        } : []
+        let plan = RunPlanner.plan(
+            candidates, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
+            sendInitial: request.sendInitial, config: config, now: now)
+        let requests =
+            request.keepRequests
+            ? plan.toSend.map { entry in
+                Result { () throws(HubError) -> HubRequest in
+                    try PushRequests.request(entry, client: client, now: Date())
+                }
+            } : []
         var sent: SendResult?
         if !request.dryRun {
-            try ledger.record(RunRecord.make(reads: Array(zip(feeds, reads)), records: records, candidates: candidates, plan: plan,
-                                              at: now))
+            try ledger.record(
+                RunRecord.make(
+                    reads: Array(zip(feeds, reads)), records: records, candidates: candidates, plan: plan,
+                    at: now))
             var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
             sender.progress = { progress?(.sending(done: $0, total: $1)) }
             sent = sender.send(plan.toSend, journal: ledger)
@@ -103,8 +118,9 @@ public struct RunSession: Sendable {
         }
         let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
         let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(candidates.map(\.key)))
-        let facts = RunFacts(dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
-                             plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
+        let facts = RunFacts(
+            dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
+            plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
         return RunResult(report: RunReport.make(facts, finishedAt: context.clock.now()), requests: requests)
     }
 
@@ -128,7 +144,9 @@ public struct RunSession: Sendable {
         for (settings, read) in zip(feeds, reads) {
             let name = settings.name ?? read.feed?.title ?? settings.url
             for problem in read.feed?.problems ?? [] { logger.info("\(name) (\(settings.url)): \(problem)") }
-            if let movedTo = read.fetched.movedTo { logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config") }
+            if let movedTo = read.fetched.movedTo {
+                logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config")
+            }
             if read.fetched.httpStatus == 410 {
                 logger.info("feed \(settings.url) is GONE (410): the publisher removed it; take it out of the config")
             }
@@ -137,17 +155,23 @@ public struct RunSession: Sendable {
     }
 
     /// Says which feeds record a baseline this run, and why nothing of theirs is pushed.
-    private func announceBaselines(_ candidates: [Candidate], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest) {
+    private func announceBaselines(
+        _ candidates: [Candidate], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest
+    ) {
         let baseline = Dictionary(grouping: candidates.filter(\.inBaselineFeed), by: \.feedURL)
         guard !baseline.isEmpty else { return }
-        let what = request.sendInitial.map { "sending at most \($0) eligible item(s) of them" }
+        let what =
+            request.sendInitial.map { "sending at most \($0) eligible item(s) of them" }
             ?? "recording every item as a baseline and sending nothing"
         if ledgerIsNew {
             logger.info("no ledger at \(ledgerPath): first run, \(what)")
             return
         }
         for (url, items) in baseline.sorted(by: { $0.key < $1.key }) {
-            logger.info("feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), \(what) (first_run: send on the feed pushes them)")
+            let message =
+                "feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), "
+                + "\(what) (first_run: send on the feed pushes them)"
+            logger.info("\(message)")
         }
     }
 
@@ -167,13 +191,17 @@ public struct RunSession: Sendable {
     /// The bundled text models, or none (items of feeds without a category stay unclassified).
     /// The sentence encoder is loaded only when a new item (not a baseline) has no feed or
     /// section evidence: otherwise the bag-of-words model alone classifies the rest.
-    static func loadTextClassifier(for candidates: [Candidate], evidence: [Classification?], _ logger: Logger) -> TextClassifier? {
+    static func loadTextClassifier(for candidates: [Candidate], evidence: [Classification?], _ logger: Logger)
+        -> TextClassifier?
+    {
         do {
-            let (classifier, warning) = try TextClassifier.bundled(wantsTextEncoder(candidates, evidence: evidence) ? .full : .none)
+            let (classifier, warning) = try TextClassifier.bundled(
+                wantsTextEncoder(candidates, evidence: evidence) ? .full : .none)
             if let warning { logger.warning("\(warning)") }
             return classifier
         } catch {
-            logger.warning("text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
+            logger.warning(
+                "text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
             return nil
         }
     }

@@ -67,11 +67,13 @@ public struct StateSession: Sendable {
             let ledger = try existing()
             let problems = try ledger.problems()
             let view = try LedgerView.read(ledger)
-            return StateCheckOutcome(ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
-                                     summary: view.summary, problems: problems)
+            return StateCheckOutcome(
+                ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
+                summary: view.summary, problems: problems)
         } catch {
-            return StateCheckOutcome(ledger: path, ok: false, schemaVersion: Ledger.schemaVersion, summary: "",
-                                     problems: [error.description], error: error)
+            return StateCheckOutcome(
+                ledger: path, ok: false, schemaVersion: Ledger.schemaVersion, summary: "",
+                problems: [error.description], error: error)
         }
     }
 
@@ -92,8 +94,9 @@ public struct StateSession: Sendable {
     /// Creates the ledger or brings it to this version's schema.
     public func migrate() throws(SessionError) -> MigrateOutcome {
         try changing { ledger throws(LedgerError) in
-            MigrateOutcome(path: ledger.path, schemaVersion: Ledger.schemaVersion, migratedFrom: ledger.migratedFrom,
-                           created: ledger.isNew)
+            MigrateOutcome(
+                path: ledger.path, schemaVersion: Ledger.schemaVersion, migratedFrom: ledger.migratedFrom,
+                created: ledger.isNew)
         }
     }
 

@@ -46,19 +46,27 @@ public enum TrainingSession {
         }
         guard let table = request.table else {
             try write(ClassifierTraining.train(examples).serialized(), to: request.output)
-            say("model (\(ClassifierTraining.Method.chosen.name)) trained on \(examples.count) examples written to \(request.output)")
+            say(
+                "model (\(ClassifierTraining.Method.chosen.name)) trained on \(examples.count) examples written to "
+                    + "\(request.output)"
+            )
             return
         }
         for (name, encoder, headPath) in try encoders(request, table: table, examples: examples, say: say) {
             let fit = request.weightFit == .heldOutSources ? "held-out sources" : "a random 10 %"
             say("== bag of words + \(name) (weights fitted on \(fit))")
-            for evaluation in ClassifierTraining.measurements(examples, encoder: encoder, fit: request.weightFit, textModels: textModels) {
+            for evaluation in ClassifierTraining.measurements(
+                examples, encoder: encoder, fit: request.weightFit, textModels: textModels)
+            {
                 say(evaluation.description)
             }
-            let head = ClassifierTraining.trainHeadCombined(examples, encoder: encoder, fit: request.weightFit, textModels: textModels)
+            let head = ClassifierTraining.trainHeadCombined(
+                examples, encoder: encoder, fit: request.weightFit, textModels: textModels)
             try write(head.serialized(), to: headPath)
-            say(String(format: "head trained on %d examples written to %@ (weights: bag of words %.2f, %@ %.2f)",
-                       examples.count, headPath, head.textWeight, name, head.encoderWeight))
+            say(
+                String(
+                    format: "head trained on %d examples written to %@ (weights: bag of words %.2f, %@ %.2f)",
+                    examples.count, headPath, head.textWeight, name, head.encoderWeight))
         }
         // (The same model both heads were fitted beside.)
         try write(textModels.model(examples).serialized(), to: request.output)
@@ -67,9 +75,11 @@ public enum TrainingSession {
 
     /// The encoders to train heads for: the distilled table, and the full encoder when given
     /// (its vectors computed once for every training text).
-    private static func encoders(_ request: TrainingRequest, table: (path: String, headOutput: String),
-                                 examples: [ClassifierTraining.Example],
-                                 say: (String) -> Void) throws(SessionError) -> [(String, any TextEncoder, String)] {
+    private static func encoders(
+        _ request: TrainingRequest, table: (path: String, headOutput: String),
+        examples: [ClassifierTraining.Example],
+        say: (String) -> Void
+    ) throws(SessionError) -> [(String, any TextEncoder, String)] {
         let tokenTable: TokenTable
         do { tokenTable = try TokenTable(serialized: try Data(contentsOf: URL(fileURLWithPath: table.path))) } catch {
             throw .unreadable(path: table.path, reason: "\(error)")
@@ -78,15 +88,19 @@ public enum TrainingSession {
         guard let encoder = request.encoder else { return encoders }
         let full: SentenceEncoder
         do {
-            full = try SentenceEncoder(encoder: TransformerEncoder(serialized: try Data(contentsOf: URL(fileURLWithPath: encoder.path))),
-                                       table: tokenTable)
+            full = try SentenceEncoder(
+                encoder: TransformerEncoder(serialized: try Data(contentsOf: URL(fileURLWithPath: encoder.path))),
+                table: tokenTable)
         } catch {
             throw .unreadable(path: encoder.path, reason: "\(error)")
         }
         let started = Date()
         let precomputed = ClassifierTraining.Precomputed(full, examples: examples)
-        say(String(format: "full encoder: %d texts encoded in %.1f s on %d cores (%@)", examples.count,
-                   Date().timeIntervalSince(started), ProcessInfo.processInfo.activeProcessorCount, SentenceEncoder.backend))
+        say(
+            String(
+                format: "full encoder: %d texts encoded in %.1f s on %d cores (%@)", examples.count,
+                Date().timeIntervalSince(started), ProcessInfo.processInfo.activeProcessorCount, SentenceEncoder.backend
+            ))
         encoders.append(("full sentence encoder", precomputed, encoder.headOutput))
         return encoders
     }

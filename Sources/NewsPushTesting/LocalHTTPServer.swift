@@ -26,7 +26,9 @@ public struct CannedResponse: Sendable {
     /// Wait this long before answering (slow servers).
     public var delay: Double
 
-    public init(status: Int = 200, headers: [(name: String, value: String)] = [], body: Data = Data(), delay: Double = 0) {
+    public init(
+        status: Int = 200, headers: [(name: String, value: String)] = [], body: Data = Data(), delay: Double = 0
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -74,15 +76,18 @@ public final class LocalHTTPServer: Sendable {
     }
 
     /// Starts a server answering every request with `handler`.
-    public static func start(_ handler: @escaping @Sendable (RecordedRequest) async -> CannedResponse) async throws -> LocalHTTPServer {
+    public static func start(_ handler: @escaping @Sendable (RecordedRequest) async -> CannedResponse) async throws
+        -> LocalHTTPServer
+    {
         let log = RequestLog()
         let box = PortBox()
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             var headers: [(name: String, value: String)] = []
             for field in request.headers { headers.append((field.name.rawName, field.value)) }
             let buffer = try await request.body.collect(upTo: 64 << 20)
-            let recorded = RecordedRequest(method: request.method.rawValue, uri: request.uri.description, headers: headers,
-                                           body: Data(buffer.readableBytesView))
+            let recorded = RecordedRequest(
+                method: request.method.rawValue, uri: request.uri.description, headers: headers,
+                body: Data(buffer.readableBytesView))
             await log.append(recorded)
             let canned = await handler(recorded)
             if canned.delay > 0 { try await Task.sleep(nanoseconds: UInt64(canned.delay * 1e9)) }
@@ -90,8 +95,9 @@ public final class LocalHTTPServer: Sendable {
             for (name, value) in canned.headers {
                 if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
             }
-            return Response(status: HTTPResponse.Status(code: canned.status), headers: fields,
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: canned.body)))
+            return Response(
+                status: HTTPResponse.Status(code: canned.status), headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: canned.body)))
         }
         var logger = Logger(label: "test-server")
         logger.logLevel = .critical

@@ -20,10 +20,13 @@ public final class LocalHub: Sendable {
 
     /// Starts an emulator whose namespace key is that of `connectionString`, with the devices
     /// of `devicesYAML` and an optional JSON Lines delivery log.
-    public static func start(devicesYAML: String, connectionString: String = testConnectionString,
-                             logPath: String? = nil) async throws -> LocalHub {
-        let emulator = try HubEmulator(connection: try HubConnectionString(parsing: connectionString),
-                                       registry: try DeviceRegistry.parse(devicesYAML, file: "devices.yaml"), logPath: logPath)
+    public static func start(
+        devicesYAML: String, connectionString: String = testConnectionString,
+        logPath: String? = nil
+    ) async throws -> LocalHub {
+        let emulator = try HubEmulator(
+            connection: try HubConnectionString(parsing: connectionString),
+            registry: try DeviceRegistry.parse(devicesYAML, file: "devices.yaml"), logPath: logPath)
         var logger = Logger(label: "test-hub")
         logger.logLevel = .critical
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A bare TCP server on 127.0.0.1 for misbehaving peers an HTTP library will not imitate:
@@ -27,9 +28,10 @@ public final class RawTCPServer: @unchecked Sendable {
         @discardableResult
         public func write(_ data: Data) -> Bool {
             data.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress else { return true }
                 var offset = 0
                 while offset < raw.count {
-                    let n = send(socket, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                    let n = send(socket, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                     if n <= 0 { return false }
                     offset += n
                 }
@@ -55,9 +57,14 @@ public final class RawTCPServer: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard bound == 0, listen(fd, 64) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
@@ -74,7 +81,9 @@ public final class RawTCPServer: @unchecked Sendable {
                 Thread {
                     var head = Data()
                     var byte: UInt8 = 0
-                    while !head.suffix(4).elementsEqual([13, 10, 13, 10]), recv(client, &byte, 1, 0) == 1 { head.append(byte) }
+                    while !head.suffix(4).elementsEqual([13, 10, 13, 10]), recv(client, &byte, 1, 0) == 1 {
+                        head.append(byte)
+                    }
                     handler(Connection(socket: client, request: String(decoding: head, as: UTF8.self)))
                 }.start()
             }

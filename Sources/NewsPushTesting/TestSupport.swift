@@ -14,7 +14,8 @@ public struct TemporaryFolder: Sendable {
     @discardableResult
     public func write(_ name: String, _ text: String) throws -> String {
         let target = file(name)
-        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try text.write(toFile: target, atomically: true, encoding: .utf8)
         return target
     }
@@ -23,7 +24,9 @@ public struct TemporaryFolder: Sendable {
 }
 
 /// The fake connection string of hub-api.md's vectors (its key is not a real secret).
-public let testConnectionString = "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+public let testConnectionString =
+    "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;"
+    + "SharedAccessKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 public let testKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 /// Runs blocking work (libcurl transfers, child processes) on a thread of its own. Not on
@@ -54,7 +57,9 @@ public func rssFeed(title: String, items: [(guid: String, title: String, minutes
         <guid isPermaLink="false">\(item.guid)</guid><pubDate>\(rfc822(minutesAgo: item.minutesAgo))</pubDate></item>
         """
     }.joined(separator: "\n")
-    return "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>\(title)</title><link>https://news.example.org/</link>\n\(body)\n</channel></rss>"
+    return
+        "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>\(title)</title><link>https://news.example.org/"
+        + "</link>\n\(body)\n</channel></rss>"
 }
 
 /// `data` gzipped by the system's gzip tool (tests only). The input is written from another
@@ -67,7 +72,10 @@ public func gzipped(_ data: Data) throws -> Data {
     process.standardInput = input
     process.standardOutput = output
     try process.run()
-    let writer = Thread { input.fileHandleForWriting.write(data); try? input.fileHandleForWriting.close() }
+    let writer = Thread {
+        input.fileHandleForWriting.write(data)
+        try? input.fileHandleForWriting.close()
+    }
     writer.start()
     let result = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

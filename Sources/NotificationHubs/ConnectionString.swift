@@ -18,15 +18,20 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
     /// string holds the key.
     public init(parsing text: String) throws(HubError) {
         var parts: [String: String] = [:]
-        let pieces = text.split(separator: ";", omittingEmptySubsequences: true).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+        let pieces = text.split(separator: ";", omittingEmptySubsequences: true).map { $0.trimmingWhitespace() }.filter
+        { !$0.isEmpty }
         for (index, part) in pieces.enumerated() {
             guard let eq = part.firstIndex(of: "=") else {
-                throw .invalidConnectionString("part \(index + 1) of \(pieces.count) has no '=' (expected Name=value; parts are separated by ';')")
+                throw .invalidConnectionString(
+                    "part \(index + 1) of \(pieces.count) has no '=' (expected Name=value; parts are separated by ';')")
             }
             let name = String(part[..<eq]).trimmingWhitespace()
             let known = ["endpoint", "sharedaccesskeyname", "sharedaccesskey", "entitypath"]
             guard known.contains(name.lowercased()) else {
-                throw .invalidConnectionString("part \(index + 1) of \(pieces.count) has an unknown name (expected Endpoint, SharedAccessKeyName, SharedAccessKey)")
+                throw .invalidConnectionString(
+                    "part \(index + 1) of \(pieces.count) has an unknown name (expected Endpoint, "
+                        + "SharedAccessKeyName, SharedAccessKey)"
+                )
             }
             parts[name.lowercased()] = String(part[part.index(after: eq)...]).trimmingWhitespace()
         }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// Platforms newspush can address natively (without a registered template).
@@ -18,11 +19,16 @@ extension NotificationHubClient {
     /// `headers` carries the platform's own fields (`apns-priority`, `apns-expiration`,
     /// `apns-collapse-id`…); an apple send gets `apns-push-type: alert` and `apns-priority: 10`
     /// unless they are given.
-    public func nativeRequest(_ format: NativeFormat, payload: [String: Any], tags: String?, headers extra: [(name: String, value: String)] = [],
-                              test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+    public func nativeRequest(
+        _ format: NativeFormat, payload: [String: Any], tags: String?,
+        headers extra: [(name: String, value: String)] = [],
+        test: Bool = false, now: Date = Date()
+    ) throws(HubError) -> HubRequest {
         if let tags { try TagExpression.validate(tags) }
         guard JSONSerialization.isValidJSONObject(payload),
-              let body = try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            let body = try? JSONSerialization.data(
+                withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])
+        else {
             throw .invalidPayload("the \(format.rawValue) payload is not a JSON object")
         }
         if format == .fcmv1, !(payload["message"] is [String: Any]) {
@@ -40,8 +46,12 @@ extension NotificationHubClient {
             headers.append((name, value))
         }
         if format == .apple {
-            if !extra.contains(where: { $0.name.lowercased() == "apns-push-type" }) { headers.append(("apns-push-type", "alert")) }
-            if !extra.contains(where: { $0.name.lowercased() == "apns-priority" }) { headers.append(("apns-priority", "10")) }
+            if !extra.contains(where: { $0.name.lowercased() == "apns-push-type" }) {
+                headers.append(("apns-push-type", "alert"))
+            }
+            if !extra.contains(where: { $0.name.lowercased() == "apns-priority" }) {
+                headers.append(("apns-priority", "10"))
+            }
         }
         headers.append(("x-ms-version", apiVersion))
         return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
@@ -80,11 +90,15 @@ public struct TestSendOutcome: Sendable, Equatable {
         private var current: Registration?
         private var text = ""
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             text = ""
             if name == "NotificationOutcome" { sawOutcome = true }
-            if name == "RegistrationResult" { current = Registration(platform: "", pnsHandle: "", registrationId: "", outcome: "") }
+            if name == "RegistrationResult" {
+                current = Registration(platform: "", pnsHandle: "", registrationId: "", outcome: "")
+            }
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
@@ -125,8 +139,10 @@ extension NotificationHubClient {
 
     /// Cancels a scheduled notification: `DELETE {hub}/schedulednotifications/{id}` (200).
     public func cancelScheduledRequest(id: String, now: Date = Date()) -> HubRequest {
-        HubRequest(method: "DELETE", url: "\(baseURL)\(hubName)/schedulednotifications/\(Self.pathSegment(id))?api-version=\(apiVersion)",
-                   headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
+        HubRequest(
+            method: "DELETE",
+            url: "\(baseURL)\(hubName)/schedulednotifications/\(Self.pathSegment(id))?api-version=\(apiVersion)",
+            headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
     }
 
     /// Cancels scheduled notification `id` at the hub and says what came back.
@@ -146,8 +162,9 @@ extension NotificationHubClient {
 
     /// Per-message telemetry (Standard tier): `GET {hub}/messages/{id}?api-version=2016-07`.
     public func telemetryRequest(id: String, now: Date = Date()) -> HubRequest {
-        HubRequest(method: "GET", url: "\(baseURL)\(hubName)/messages/\(Self.pathSegment(id))?api-version=2016-07",
-                   headers: [("Authorization", authorization(now: now)), ("x-ms-version", "2016-07")], body: Data())
+        HubRequest(
+            method: "GET", url: "\(baseURL)\(hubName)/messages/\(Self.pathSegment(id))?api-version=2016-07",
+            headers: [("Authorization", authorization(now: now)), ("x-ms-version", "2016-07")], body: Data())
     }
 
     /// Asks for the telemetry of notification `id` and says what came back.
@@ -158,14 +175,26 @@ extension NotificationHubClient {
         case .success(let response):
             switch response.status {
             case 200:
-                guard let details = NotificationDetails(xml: response.body) else { return .failed(status: 200, reason: "the hub's answer is not NotificationDetails XML") }
+                guard let details = NotificationDetails(xml: response.body) else {
+                    return .failed(status: 200, reason: "the hub's answer is not NotificationDetails XML")
+                }
                 return .details(details)
             case 403:
-                return .failed(status: 403, reason: "per-message telemetry needs the Standard tier (or the policy '\(connection.keyName)' lacks the right): the hub answered 403")
+                return .failed(
+                    status: 403,
+                    reason:
+                        "per-message telemetry needs the Standard tier (or the policy '\(connection.keyName)' lacks "
+                        + "the right): the hub answered 403"
+                )
             case 404:
-                return .failed(status: 404, reason: "the hub knows no notification '\(id)' (ids come from the Location of a Standard-tier send)")
+                return .failed(
+                    status: 404,
+                    reason: "the hub knows no notification '\(id)' (ids come from the Location of a Standard-tier send)"
+                )
             case 401:
-                return .failed(status: 401, reason: "hub rejected the token (401): check the connection string's key and the clock")
+                return .failed(
+                    status: 401, reason: "hub rejected the token (401): check the connection string's key and the clock"
+                )
             default:
                 return .failed(status: response.status, reason: "unexpected hub answer \(response.status)")
             }
@@ -174,7 +203,9 @@ extension NotificationHubClient {
 
     /// An id made safe as one path segment.
     static func pathSegment(_ id: String) -> String {
-        id.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")) ?? id
+        id.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(
+                charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")) ?? id
     }
 }
 
@@ -213,12 +244,15 @@ public struct NotificationDetails: Sendable, Equatable, Codable {
     public var outcomeCounts: [String: [String: Int]]
 
     enum CodingKeys: String, CodingKey {
-        case state, notificationId = "notification_id", enqueueTime = "enqueue_time", startTime = "start_time", endTime = "end_time"
+        case state, notificationId = "notification_id", enqueueTime = "enqueue_time", startTime = "start_time",
+            endTime = "end_time"
         case targetPlatforms = "target_platforms", outcomeCounts = "outcome_counts"
     }
 
-    public init(notificationId: String?, state: String?, enqueueTime: String?, startTime: String?, endTime: String?,
-                targetPlatforms: String?, outcomeCounts: [String: [String: Int]]) {
+    public init(
+        notificationId: String?, state: String?, enqueueTime: String?, startTime: String?, endTime: String?,
+        targetPlatforms: String?, outcomeCounts: [String: [String: Int]]
+    ) {
         self.notificationId = notificationId
         self.state = state
         self.enqueueTime = enqueueTime
@@ -252,8 +286,10 @@ public struct NotificationDetails: Sendable, Equatable, Codable {
         private var outcomeCount: Int?
         private var text = ""
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             text = ""
             if name == "NotificationDetails" { sawDetails = true }
             if name.hasSuffix("OutcomeCounts") { platform = String(name.dropLast("OutcomeCounts".count)) }

@@ -53,8 +53,10 @@ public struct RetryPolicy: Sendable {
     /// Waits the given number of seconds (tests pass one that records instead of sleeping).
     public var sleep: @Sendable (Double) -> Void
 
-    public init(maxRetries: Int = 3, baseDelay: Double = 1, maxDelay: Double = 60, jitter: Double = 0.08,
-                sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }) {
+    public init(
+        maxRetries: Int = 3, baseDelay: Double = 1, maxDelay: Double = 60, jitter: Double = 0.08,
+        sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
+    ) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -82,9 +84,11 @@ public struct NotificationHubClient: Sendable {
     private let tokens: SASTokenProvider
     private let transport: any HubTransport
 
-    public init(connection: HubConnectionString, hubName: String, endpoint: String? = nil,
-                apiVersion: String = "2020-06", transport: any HubTransport,
-                retryPolicy: RetryPolicy = RetryPolicy(), maxPayloadBytes: Int = 64 * 1024) {
+    public init(
+        connection: HubConnectionString, hubName: String, endpoint: String? = nil,
+        apiVersion: String = "2020-06", transport: any HubTransport,
+        retryPolicy: RetryPolicy = RetryPolicy(), maxPayloadBytes: Int = 64 * 1024
+    ) {
         self.connection = connection
         self.hubName = hubName
         var base = endpoint ?? connection.httpsBase
@@ -109,8 +113,10 @@ public struct NotificationHubClient: Sendable {
 
     /// A template send: a flat JSON object of string properties for the devices matching `tags`
     /// (nil broadcasts).
-    public func templateRequest(properties: [String: String], tags: String?, test: Bool = false,
-                                now: Date = Date()) throws(HubError) -> HubRequest {
+    public func templateRequest(
+        properties: [String: String], tags: String?, test: Bool = false,
+        now: Date = Date()
+    ) throws(HubError) -> HubRequest {
         for name in properties.keys where !Self.isValidPropertyName(name) {
             throw .invalidPropertyName(name)
         }
@@ -179,24 +185,56 @@ public struct NotificationHubClient: Sendable {
         switch status {
         case 200, 201:
             let id = response.headers["location"].flatMap(Self.notificationId(fromLocation:))
-            return .done(.accepted(status: status, notificationId: id, trackingId: response.headers["trackingid"],
-                                   body: response.body))
+            return .done(
+                .accepted(
+                    status: status, notificationId: id, trackingId: response.headers["trackingid"],
+                    body: response.body))
         case 429, 503:
-            return .retry(retryAfter, .notAccepted(status: status, reason: "hub throttled or unavailable (\(status))\(detail); retries exhausted"))
+            return .retry(
+                retryAfter,
+                .notAccepted(
+                    status: status, reason: "hub throttled or unavailable (\(status))\(detail); retries exhausted"))
         case 403 where retryAfter != nil:
-            return .retry(retryAfter, .notAccepted(status: status, reason: "hub quota exceeded (403 with Retry-After)\(detail); retries exhausted"))
+            return .retry(
+                retryAfter,
+                .notAccepted(
+                    status: status, reason: "hub quota exceeded (403 with Retry-After)\(detail); retries exhausted"))
         case 408, 500, 504:
-            return .retry(retryAfter, .unknown(status: status, reason: "hub error \(status)\(detail) after retries; it may have queued the notification"))
+            return .retry(
+                retryAfter,
+                .unknown(
+                    status: status,
+                    reason: "hub error \(status)\(detail) after retries; it may have queued the notification"))
         case 400:
             return .done(.refused(status: status, reason: "hub rejected the request as malformed (400)\(detail)"))
         case 401:
-            return .done(.refused(status: status, reason: "hub rejected the token (401)\(detail): check SharedAccessKeyName/SharedAccessKey in the connection string, and the clock (ExpiredToken means clock skew)"))
+            return .done(
+                .refused(
+                    status: status,
+                    reason:
+                        "hub rejected the token (401)\(detail): check SharedAccessKeyName/SharedAccessKey in the "
+                        + "connection string, and the clock (ExpiredToken means clock skew)"
+                ))
         case 403:
-            return .done(.refused(status: status, reason: "hub refused the send (403)\(detail): the policy '\(connection.keyName)' needs the Send right, or the namespace quota is used up"))
+            return .done(
+                .refused(
+                    status: status,
+                    reason:
+                        "hub refused the send (403)\(detail): the policy '\(connection.keyName)' needs the Send "
+                        + "right, or the namespace quota is used up"
+                ))
         case 404:
-            return .done(.refused(status: status, reason: "hub '\(hubName)' not found at \(baseURL) (404)\(detail): check hub.name and the connection string's Endpoint"))
+            return .done(
+                .refused(
+                    status: status,
+                    reason:
+                        "hub '\(hubName)' not found at \(baseURL) (404)\(detail): check hub.name and the connection "
+                        + "string's Endpoint"
+                ))
         case 413:
-            return .done(.refused(status: status, reason: "notification too large for the hub (413)\(detail); shorten the message"))
+            return .done(
+                .refused(
+                    status: status, reason: "notification too large for the hub (413)\(detail); shorten the message"))
         default:
             if (400..<500).contains(status) {
                 return .done(.refused(status: status, reason: "hub refused the send (\(status))\(detail)"))
@@ -208,7 +246,9 @@ public struct NotificationHubClient: Sendable {
     /// The `<Detail>` of an XML error body, prefixed for a message, or "".
     static func errorDetail(_ response: HubResponse) -> String {
         let text = String(decoding: response.body.prefix(2048), as: UTF8.self)
-        if let start = text.range(of: "<Detail>"), let end = text.range(of: "</Detail>", range: start.upperBound..<text.endIndex) {
+        if let start = text.range(of: "<Detail>"),
+            let end = text.range(of: "</Detail>", range: start.upperBound..<text.endIndex)
+        {
             return ": " + text[start.upperBound..<end.lowerBound]
         }
         return ""
@@ -227,8 +267,12 @@ public struct NotificationHubClient: Sendable {
     /// the date formatter (Foundation's traps on some combining characters; found by fuzzing).
     public static func parseRetryAfter(_ value: String, now: Date = Date()) -> Double? {
         let trimmed = value.trimmingWhitespace()
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
-        if trimmed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }), trimmed.utf8.filter({ $0 == 0x2E }).count <= 1 {
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 64, trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            return nil
+        }
+        if trimmed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }),
+            trimmed.utf8.filter({ $0 == 0x2E }).count <= 1
+        {
             return Double(trimmed)
         }
         let formatter = DateFormatter()
@@ -241,8 +285,9 @@ public struct NotificationHubClient: Sendable {
 
     /// Template property names: `[A-Za-z0-9_]`, 1 to 120 characters.
     public static func isValidPropertyName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 120 && name.unicodeScalars.allSatisfy {
-            ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
-        }
+        !name.isEmpty && name.count <= 120
+            && name.unicodeScalars.allSatisfy {
+                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+            }
     }
 }

@@ -11,7 +11,9 @@ public enum SharedAccessSignature {
     public static func token(resourceURI: String, keyName: String, key: String, expiry: Int) -> String {
         let sr = percentEncode(resourceURI.lowercased(), lowercaseHex: true)
         let signature = sign(sr: sr, expiry: expiry, key: key)
-        return "SharedAccessSignature sr=\(sr)&sig=\(percentEncode(signature, lowercaseHex: false))&se=\(expiry)&skn=\(keyName)"
+        return
+            "SharedAccessSignature sr=\(sr)&sig=\(percentEncode(signature, lowercaseHex: false))&se=\(expiry)&skn="
+            + "\(keyName)"
     }
 
     /// The base64 HMAC-SHA256 of `sr + "\n" + expiry` under the UTF-8 bytes of `key`.
@@ -36,8 +38,8 @@ public enum SharedAccessSignature {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"),
-                 UInt8(ascii: "."), UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"),
+                UInt8(ascii: "."), UInt8(ascii: "~"):
                 out.append(byte)
             default:
                 out.append(UInt8(ascii: "%"))
@@ -54,7 +56,8 @@ public enum SharedAccessSignature {
         var bytes = Array(text.utf8)[...]
         while let byte = bytes.popFirst() {
             if byte == UInt8(ascii: "%"), bytes.count >= 2,
-               let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+            {
                 out.append(value)
                 bytes = bytes.dropFirst(2)
             } else {

@@ -54,7 +54,10 @@ public enum TagExpression {
         let onlyOr = !tokens.contains(.and) && !tokens.contains(.not)
         let limit = onlyOr ? 20 : 6
         if tagCount > limit {
-            throw fail("\(tagCount) tags; the hub allows at most \(limit) \(onlyOr ? "in an OR-only expression" : "when && or ! is used")")
+            throw fail(
+                "\(tagCount) tags; the hub allows at most \(limit) "
+                    + "\(onlyOr ? "in an OR-only expression" : "when && or ! is used")"
+            )
         }
         return node
     }
@@ -66,7 +69,9 @@ public enum TagExpression {
         for byte in expression.utf8 {
             switch byte {
             case UInt8(ascii: "("): open += 1
-            case UInt8(ascii: ")"): open -= 1; nots = 0
+            case UInt8(ascii: ")"):
+                open -= 1
+                nots = 0
             case UInt8(ascii: "!"): nots += 1
             case UInt8(ascii: " "), UInt8(ascii: "\t"): continue
             default: nots = 0
@@ -83,16 +88,31 @@ public enum TagExpression {
         var i = 0
         while i < chars.count {
             let c = chars[i]
-            if c == " " || c == "\t" { i += 1; continue }
+            if c == " " || c == "\t" {
+                i += 1
+                continue
+            }
             if c == "&" || c == "|" {
                 guard i + 1 < chars.count, chars[i + 1] == c else { throw fail("single '\(c)' (use '\(c)\(c)')") }
                 tokens.append(c == "&" ? .and : .or)
                 i += 2
                 continue
             }
-            if c == "!" { tokens.append(.not); i += 1; continue }
-            if c == "(" { tokens.append(.open); i += 1; continue }
-            if c == ")" { tokens.append(.close); i += 1; continue }
+            if c == "!" {
+                tokens.append(.not)
+                i += 1
+                continue
+            }
+            if c == "(" {
+                tokens.append(.open)
+                i += 1
+                continue
+            }
+            if c == ")" {
+                tokens.append(.close)
+                i += 1
+                continue
+            }
             var tag = ""
             while i < chars.count, isTagCharacter(chars[i]) {
                 tag.unicodeScalars.append(chars[i])

@@ -22,14 +22,18 @@ enum BareSAXPass {
         let me = Unmanaged.passUnretained(counter).toOpaque()
         guard let context = xmlCreatePushParserCtxt(&handler, me, nil, 0, nil) else { return 0 }
         defer { xmlFreeParserCtxt(context) }
-        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOERROR.rawValue
-                                         | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue))
+        xmlCtxtUseOptions(
+            context,
+            Int32(
+                XML_PARSE_NONET.rawValue | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOERROR.rawValue
+                    | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue))
         data.withUnsafeBytes { raw in
             let chars = raw.bindMemory(to: CChar.self)
+            guard let start = chars.baseAddress else { return }
             var offset = 0
             while offset < chars.count {
                 let length = min(1 << 20, chars.count - offset)
-                xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
+                xmlParseChunk(context, start + offset, Int32(length), 0)
                 offset += length
             }
             xmlParseChunk(context, nil, 0, 1)

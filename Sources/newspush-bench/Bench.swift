@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import NewsPushCore
-import NewsPushSessions
 import NewsPushLedger
 import NewsPushModel
+import NewsPushSessions
 import NewsPushTesting
 import NotificationHubs
 
@@ -14,14 +14,20 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush-bench",
         abstract: "Benchmarks for newspush.",
-        subcommands: [HubPushes.self, FetchFeeds.self, ParseFeeds.self, DumpFeeds.self, ClassifyItems.self, PlanItems.self, LedgerIdleRun.self, JSONStoreIdle.self])
+        subcommands: [
+            HubPushes.self, FetchFeeds.self, ParseFeeds.self, DumpFeeds.self, ClassifyItems.self, PlanItems.self,
+            LedgerIdleRun.self, JSONStoreIdle.self,
+        ])
 }
 
 /// `newspush-bench hub`: N pushes through the whole run pipeline to the local emulator.
 struct HubPushes: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
-        abstract: "Push N items through a full `newspush run` to the in-process hub emulator, and time the bare client beside it.")
+        abstract:
+            "Push N items through a full `newspush run` to the in-process hub emulator, and time the bare client "
+            + "beside it."
+    )
 
     @Option(help: "Pushes per measurement.")
     var pushes = 1000
@@ -33,25 +39,34 @@ struct HubPushes: AsyncParsableCommand {
     var repeats = 3
 
     func run() async throws {
-        let hub = try await LocalHub.start(devicesYAML: """
-            hub: breaking-news
-            devices:
-              - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
-            """)
+        let hub = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                devices:
+                  - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                """)
         defer { hub.stop() }
         var pipelineTimes: [Double] = []
         var sequentialTimes: [Double] = []
         for round in 0..<repeats {
-            let items = (0..<pushes).map { (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120)) }
-            let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))])
+            let items = (0..<pushes).map {
+                (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120))
+            }
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+            ])
             let folder = try TemporaryFolder()
-            let configPath = try folder.write("feeds.yaml", """
-                hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
+            let configPath = try folder.write(
+                "feeds.yaml",
+                """
+                hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                    endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
                 policy: {first_run: send, budget: {per_category: \(pushes), per: 1h}}
                 feeds:
                   - {url: "\(feeds.baseURL)/world.xml", category: World}
                 """)
-            let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(path: configPath)
+            let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(
+                path: configPath)
             var logger = Logger(label: "bench")
             logger.logLevel = .critical
             let session = RunSession(context: SessionContext(config: config, logger: logger))
@@ -68,7 +83,10 @@ struct HubPushes: AsyncParsableCommand {
             let sequential = await offThePool { () -> Double in
                 seconds {
                     for i in 0..<pushes {
-                        guard let request = try? client.templateRequest(properties: ["messageParam": "bare \(i)"], tags: "World") else { continue }
+                        guard
+                            let request = try? client.templateRequest(
+                                properties: ["messageParam": "bare \(i)"], tags: "World")
+                        else { continue }
                         _ = client.send(request)
                     }
                 }
@@ -79,9 +97,14 @@ struct HubPushes: AsyncParsableCommand {
         }
         func summary(_ times: [Double]) -> String {
             let sorted = times.sorted()
-            return String(format: "best %.3f s, median %.3f s (%.0f pushes/s at best)", sorted[0], sorted[sorted.count / 2], Double(pushes) / sorted[0])
+            return String(
+                format: "best %.3f s, median %.3f s (%.0f pushes/s at best)", sorted[0], sorted[sorted.count / 2],
+                Double(pushes) / sorted[0])
         }
-        print("newspush run, \(pushes) pushes, hub.concurrency \(concurrency), state journalled: \(summary(pipelineTimes))")
+        print(
+            "newspush run, \(pushes) pushes, hub.concurrency \(concurrency), state journalled: "
+                + "\(summary(pipelineTimes))"
+        )
         print("bare client, \(pushes) sequential sends, no state:           \(summary(sequentialTimes))")
         print("deliveries logged by the emulator: \(await hub.emulator.allDeliveries().count)")
     }
@@ -111,19 +134,27 @@ struct FetchFeeds: AsyncParsableCommand {
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(separator: "\n")
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "http://127.0.0.1:9/"}
+        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(
+            separator: "\n")
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "http://127.0.0.1:9/"}
             fetch: {concurrency: \(concurrency), per_host: \(concurrency), timeout: 20s}
             feeds:
             \(list)
             """)
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("newspush").path
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "newspush"
+        ).path
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
 
         var fresh: [(Double, Int)] = []
         for _ in 0..<repeats {
-            fresh.append(try await spawn(binary, ["run", "--dry-run", "-q", "--config", config, "--format", "json"], environment))
+            fresh.append(
+                try await spawn(
+                    binary, ["run", "--dry-run", "-q", "--config", config, "--format", "json"], environment))
         }
         // A real run (first run: a baseline, nothing pushed) stores every feed's ETag.
         let baseline = try await spawn(binary, ["run", "-q", "--config", config], environment)
@@ -134,10 +165,18 @@ struct FetchFeeds: AsyncParsableCommand {
         func describe(_ runs: [(Double, Int)]) -> String {
             let times = runs.map(\.0).sorted()
             let rss = runs.map(\.1).max() ?? 0
-            return String(format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2], Double(rss) / 1024)
+            return String(
+                format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
+                Double(rss) / 1024)
         }
-        print("\(feeds) feeds answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): \(describe(fresh))")
-        print("\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  \(describe(notModified))")
+        print(
+            "\(feeds) feeds answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): "
+                + "\(describe(fresh))"
+        )
+        print(
+            "\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  "
+                + "\(describe(notModified))"
+        )
         print(String(format: "(baseline run that stored the validators: %.3f s)", baseline.0))
     }
 }
@@ -159,8 +198,10 @@ struct ParseFeeds: ParsableCommand {
 
     func run() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".xml") }.sorted()
-        let named = names.compactMap { name in FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent(name)).map { (name, $0) } }
-            .filter { $0.1.count >= minBytes && $0.1.count <= maxBytes }
+        let named = names.compactMap { name in
+            FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent(name)).map { (name, $0) }
+        }
+        .filter { $0.1.count >= minBytes && $0.1.count <= maxBytes }
         let files = named.map(\.1)
         let megabytes = Double(files.reduce(0) { $0 + $1.count }) / 1_048_576
         var items = 0, elements = 0
@@ -170,21 +211,38 @@ struct ParseFeeds: ParsableCommand {
         var feedTimes = [Double](repeating: .infinity, count: files.count), saxTimes = feedTimes
         for _ in 0..<passes {
             for (index, file) in files.enumerated() {
-                feedTimes[index] = min(feedTimes[index], seconds { items += (try? FeedParser.parse(file, url: "https://example.com/feed.xml"))?.items.count ?? 0 })
+                feedTimes[index] = min(
+                    feedTimes[index],
+                    seconds {
+                        items += (try? FeedParser.parse(file, url: "https://example.com/feed.xml"))?.items.count ?? 0
+                    })
                 if !feedOnly { saxTimes[index] = min(saxTimes[index], seconds { elements += BareSAXPass.run(file) }) }
             }
         }
         if worst > 0, !feedOnly {
             print("files where FeedParser spends most beyond the bare pass:")
-            let rows = files.indices.map { (named[$0].0, files[$0].count, feedTimes[$0], saxTimes[$0]) }.sorted { ($0.2 - $0.3) > ($1.2 - $1.3) }
+            let rows = files.indices.map { (named[$0].0, files[$0].count, feedTimes[$0], saxTimes[$0]) }.sorted {
+                ($0.2 - $0.3) > ($1.2 - $1.3)
+            }
             for row in rows.prefix(worst) {
-                print("  \(row.0), \(row.1) bytes: " + String(format: "FeedParser %.2f ms, bare %.2f ms, ratio %.2f", row.2 * 1000, row.3 * 1000, row.3 / row.2))
+                print(
+                    "  \(row.0), \(row.1) bytes: "
+                        + String(
+                            format: "FeedParser %.2f ms, bare %.2f ms, ratio %.2f", row.2 * 1000, row.3 * 1000,
+                            row.3 / row.2))
             }
         }
         let feed = megabytes / feedTimes.reduce(0, +), sax = megabytes / saxTimes.reduce(0, +)
-        print(String(format: "%d files, %.1f MB (%d–%d bytes each), each file's best of %d passes, parsed both ways back to back:",
-                     files.count, megabytes, minBytes, maxBytes, passes))
-        print(String(format: "  FeedParser (pre-pass, SAX, items, HTML to text, dates): %.1f MB/s, %.2f ms per 100 KB", feed, 100.0 / 1024 / feed * 1000))
+        print(
+            String(
+                format:
+                    "%d files, %.1f MB (%d–%d bytes each), each file's best of %d passes, parsed both ways back to "
+                    + "back:",
+                files.count, megabytes, minBytes, maxBytes, passes))
+        print(
+            String(
+                format: "  FeedParser (pre-pass, SAX, items, HTML to text, dates): %.1f MB/s, %.2f ms per 100 KB", feed,
+                100.0 / 1024 / feed * 1000))
         if feedOnly {
             print("  (bare pass skipped: --feed-only)")
         } else {
@@ -193,12 +251,16 @@ struct ParseFeeds: ParsableCommand {
         }
         if hugeNodeMB > 0 {
             for size in [hugeNodeMB / 5, hugeNodeMB] where size > 0 {
-                var document = Data("<rss version=\"2.0\"><channel><title>Big</title><item><title>One item</title><description>".utf8)
+                var document = Data(
+                    "<rss version=\"2.0\"><channel><title>Big</title><item><title>One item</title><description>".utf8)
                 let line = Data("A long article body, with words &amp; entities, repeated to fill one text node. ".utf8)
                 while document.count < size * 1_048_576 { document.append(line) }
                 document.append(Data("</description></item></channel></rss>".utf8))
                 let elapsed = seconds { _ = try? FeedParser.parse(document, url: nil) }
-                print(String(format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed, Double(document.count) / 1_048_576 / elapsed))
+                print(
+                    String(
+                        format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed,
+                        Double(document.count) / 1_048_576 / elapsed))
             }
         }
     }
@@ -251,39 +313,68 @@ struct ClassifyItems: ParsableCommand {
         var combined: TextClassifier?
         var full: TextClassifier?
         let loads = try (0..<10).map { _ in try seconds { model = try TextModel.bundled() } }
-        let combinedLoads = try (0..<10).map { _ in try seconds { combined = try TextClassifier.bundled(.table).classifier } }
+        let combinedLoads = try (0..<10).map { _ in
+            try seconds { combined = try TextClassifier.bundled(.table).classifier }
+        }
         let fullLoads = try (0..<5).map { _ in try seconds { full = try TextClassifier.bundled(.full).classifier } }
-        guard combined?.encoder != nil else { throw ValidationError("the distilled encoder's files are not in the bundle") }
-        guard full?.encoder?.encoder is SentenceEncoder else { throw ValidationError("the full encoder's files are not in the bundle") }
+        guard let model, let combined, combined.encoder != nil else {
+            throw ValidationError("the distilled encoder's files are not in the bundle")
+        }
+        guard let full, full.encoder?.encoder is SentenceEncoder else {
+            throw ValidationError("the full encoder's files are not in the bundle")
+        }
         let examples = try ClassifierTraining.load(path: file)
         var counts = [Int](repeating: 0, count: NewsCategory.allCases.count)
-        func best(_ items: ArraySlice<ClassifierTraining.Example>, _ classify: (String, String) -> NewsCategory) -> Double {
-            (0..<passes).map { _ in
-                seconds {
-                    for example in items { counts[NewsCategory.allCases.firstIndex(of: classify(example.title, example.summary))!] += 1 }
-                }
-            }.min()!
+        func best(_ items: ArraySlice<ClassifierTraining.Example>, _ classify: (String, String) -> NewsCategory)
+            -> Double
+        {
+            fastest(
+                (0..<passes).map { _ in
+                    seconds {
+                        for example in items { counts[classify(example.title, example.summary).index] += 1 }
+                    }
+                })
         }
         let subset = examples.prefix(encoderItems)
         let cores = "\(ProcessInfo.processInfo.activeProcessorCount) cores"
         let rows = [
-            ("bag of words", loads, "one thread", Double(examples.count) / best(examples[...]) { model!.classify(title: $0, summary: $1).category }),
-            ("bag of words + distilled encoder", combinedLoads, "one thread",
-             Double(examples.count) / best(examples[...]) { combined!.classify(title: $0, summary: $1).category }),
-            ("bag of words + full encoder (\(SentenceEncoder.backend)), one item at a time", fullLoads, "one thread",
-             Double(subset.count) / best(subset) { full!.classify(title: $0, summary: $1).category }),
-            ("bag of words + full encoder, a run's items together", fullLoads, cores,
-             Double(subset.count) / (0..<passes).map { _ in seconds { _ = full!.classify(subset.map { ($0.title, $0.summary) }) } }.min()!),
+            (
+                "bag of words", loads, "one thread",
+                Double(examples.count) / best(examples[...]) { model.classify(title: $0, summary: $1).category }
+            ),
+            (
+                "bag of words + distilled encoder", combinedLoads, "one thread",
+                Double(examples.count) / best(examples[...]) { combined.classify(title: $0, summary: $1).category }
+            ),
+            (
+                "bag of words + full encoder (\(SentenceEncoder.backend)), one item at a time", fullLoads, "one thread",
+                Double(subset.count) / best(subset) { full.classify(title: $0, summary: $1).category }
+            ),
+            (
+                "bag of words + full encoder, a run's items together", fullLoads, cores,
+                Double(subset.count)
+                    / fastest(
+                        (0..<passes).map { _ in
+                            seconds { _ = full.classify(subset.map { ($0.title, $0.summary) }) }
+                        })
+            ),
         ]
         for (name, times, how, rate) in rows {
             let sorted = times.sorted()
-            print(String(format: "%@: load first %.1f ms, median %.1f ms; %.0f items/s on %@ (%.1f µs per item); 100 undecided items: %.1f ms + load",
-                         name, times[0] * 1000, sorted[times.count / 2] * 1000, rate, how, 1e6 / rate, 100 / rate * 1000))
+            print(
+                String(
+                    format:
+                        "%@: load first %.1f ms, median %.1f ms; %.0f items/s on %@ (%.1f µs per item); 100 "
+                        + "undecided items: %.1f ms + load",
+                    name, times[0] * 1000, sorted[times.count / 2] * 1000, rate, how, 1e6 / rate, 100 / rate * 1000))
         }
     }
 }
 
 /// Wall-clock seconds `body` takes.
+/// The best of several timings (0 when there are none).
+func fastest(_ times: [Double]) -> Double { times.min() ?? 0 }
+
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now()
     try body()
@@ -310,7 +401,9 @@ func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async
         }
         guard started else { return .failure(ValidationError("cannot start \(path)")) }
         let code = (status >> 8) & 0xFF
-        guard code == 0 || code == 2 else { return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)")) }
+        guard code == 0 || code == 2 else {
+            return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)"))
+        }
         return .success((elapsed, Int(usage.ru_maxrss)))
     }.get()
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
-import NewsPushSessions
 import NewsPushLedger
 import NewsPushModel
+import NewsPushSessions
 import NewsPushTesting
 
 /// `newspush-bench ledger`: an idle run (every feed answers 304) of the release `newspush` binary
@@ -11,7 +11,10 @@ import NewsPushTesting
 struct LedgerIdleRun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger",
-        abstract: "Time an idle `newspush run` (all feeds 304) over a large ledger, beside the JSON store's load and save of the same stories.")
+        abstract:
+            "Time an idle `newspush run` (all feeds 304) over a large ledger, beside the JSON store's load and save "
+            + "of the same stories."
+    )
 
     @Option(help: "Number of feeds.") var feeds = 1000
     @Option(help: "Stories in each feed (feeds × stories are in the ledger).") var stories = 150
@@ -21,17 +24,30 @@ struct LedgerIdleRun: AsyncParsableCommand {
     func run() async throws {
         let perFeed = stories
         let server = try await LocalHTTPServer.start { request in
-            if request.header("If-None-Match") == "\"v1\"" { return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")]) }
+            if request.header("If-None-Match") == "\"v1\"" {
+                return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")])
+            }
             let feed = request.uri.split(separator: "/").last.map { String($0.dropLast(4)) } ?? "0"
-            let items = (0..<perFeed).map { (guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the local wire", minutesAgo: Double($0) * 3) }
-            return CannedResponse(headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")], text: rssFeed(title: "Desk \(feed)", items: items))
+            let items = (0..<perFeed).map {
+                (
+                    guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the local wire",
+                    minutesAgo: Double($0) * 3
+                )
+            }
+            return CannedResponse(
+                headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")],
+                text: rssFeed(title: "Desk \(feed)", items: items))
         }
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(separator: "\n")
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "http://127.0.0.1:9/"}
+        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(
+            separator: "\n")
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "http://127.0.0.1:9/"}
             fetch: {concurrency: \(concurrency), per_host: \(concurrency), timeout: 60s, max_bytes: 50MB}
             feeds:
             \(list)
@@ -52,15 +68,26 @@ struct LedgerIdleRun: AsyncParsableCommand {
         try Self.legacyState(feeds: feeds, stories: perFeed, baseURL: server.baseURL).save(path: json)
         let jsonSize = (try? FileManager.default.attributesOfItem(atPath: json)[.size] as? Int) ?? 0
         var store: [(Double, Int)] = []
-        for _ in 0..<repeats { store.append(try await spawn(here.appendingPathComponent("newspush-bench").path, ["json-idle", json], environment)) }
+        for _ in 0..<repeats {
+            store.append(
+                try await spawn(here.appendingPathComponent("newspush-bench").path, ["json-idle", json], environment))
+        }
 
         func describe(_ runs: [(Double, Int)]) -> String {
             let times = runs.map(\.0).sorted()
-            return String(format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2], Double(runs.map(\.1).max() ?? 0) / 1024)
+            return String(
+                format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
+                Double(runs.map(\.1).max() ?? 0) / 1024)
         }
-        print(String(format: "first run (baseline of %d stories from %d feeds): %.3f s; ledger %.1f MB", feeds * perFeed, feeds, baseline.0, Double(size) / 1_048_576))
+        print(
+            String(
+                format: "first run (baseline of %d stories from %d feeds): %.3f s; ledger %.1f MB", feeds * perFeed,
+                feeds, baseline.0, Double(size) / 1_048_576))
         print("idle newspush run, \(feeds) feeds all 304, \(feeds * perFeed) stories in the ledger: \(describe(idle))")
-        print(String(format: "JSON store of the same stories (%.1f MB), load + save only (no fetching): ", Double(jsonSize) / 1_048_576) + describe(store))
+        print(
+            String(
+                format: "JSON store of the same stories (%.1f MB), load + save only (no fetching): ",
+                Double(jsonSize) / 1_048_576) + describe(store))
     }
 
     /// A JSON state as the old store kept it: every story of every feed, seen.
@@ -69,11 +96,14 @@ struct LedgerIdleRun: AsyncParsableCommand {
         let now = Date()
         for feed in 0..<feeds {
             let url = "\(baseURL)/feed/\(feed).xml"
-            state.feeds[url] = LegacyJSONState.Feed(validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
+            state.feeds[url] = LegacyJSONState.Feed(
+                validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
             for i in 0..<stories {
                 state.stories["guid:127.0.0.1/f\(feed)-\(i)"] = LegacyJSONState.Story(
-                    status: "seen", feed: url, title: "Story \(i) of desk \(feed) on the local wire", link: "https://news.example.org/f\(feed)-\(i)",
-                    category: "World", firstSeen: now, lastSeen: now, published: now.addingTimeInterval(-Double(i) * 180))
+                    status: "seen", feed: url, title: "Story \(i) of desk \(feed) on the local wire",
+                    link: "https://news.example.org/f\(feed)-\(i)",
+                    category: "World", firstSeen: now, lastSeen: now,
+                    published: now.addingTimeInterval(-Double(i) * 180))
             }
         }
         return state

@@ -16,12 +16,14 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 #if FUZZING
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // (libFuzzer's entry point, by its C name.)
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
 #endif
 
 @main
@@ -35,21 +37,21 @@ struct FuzzMain {
         }
         selected = target
         #if FUZZING
-        // libFuzzer reads its own options: drop the target name from argv.
-        var argv = CommandLine.unsafeArgv
-        argv[1] = argv[0]
-        var rest = argv + 1
-        var argc = CommandLine.argc - 1
-        exit(LLVMFuzzerRunDriver(&argc, &rest, fuzzOneInput))
+            // libFuzzer reads its own options: drop the target name from argv.
+            var argv = CommandLine.unsafeArgv
+            argv[1] = argv[0]
+            var rest = argv + 1
+            var argc = CommandLine.argc - 1
+            exit(LLVMFuzzerRunDriver(&argc, &rest, fuzzOneInput))
         #else
-        for path in arguments.dropFirst(2) {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                FileHandle.standardError.write(Data("newspush-fuzz: cannot read \(path)\n".utf8))
-                exit(66)
+            for path in arguments.dropFirst(2) {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    FileHandle.standardError.write(Data("newspush-fuzz: cannot read \(path)\n".utf8))
+                    exit(66)
+                }
+                print("\(target.rawValue): \(path)")
+                target.run(data)
             }
-            print("\(target.rawValue): \(path)")
-            target.run(data)
-        }
         #endif
     }
 }

@@ -19,7 +19,9 @@ struct EmulatorCommand: AsyncParsableCommand {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "A local Azure Notification Hubs emulator: verifies SAS tokens, delivers sends to virtual devices and logs each delivery.",
+        abstract:
+            "A local Azure Notification Hubs emulator: verifies SAS tokens, delivers sends to virtual devices and "
+            + "logs each delivery.",
         discussion: """
             Listens on 127.0.0.1. Sends: POST /{hub}/messages/?api-version=2020-06 as the service \
             takes them (template, apple, fcmv1; &test). Control: POST /_emulator/faults with \
@@ -41,7 +43,8 @@ struct Serve: AsyncParsableCommand {
     var log: String?
 
     func run() async throws {
-        guard let text = connectionString ?? ProcessInfo.processInfo.environment["NEWSPUSH_HUB_CONNECTION_STRING"] else {
+        guard let text = connectionString ?? ProcessInfo.processInfo.environment["NEWSPUSH_HUB_CONNECTION_STRING"]
+        else {
             throw ValidationError("give --connection-string or set NEWSPUSH_HUB_CONNECTION_STRING")
         }
         let connection: HubConnectionString
@@ -58,10 +61,15 @@ struct Serve: AsyncParsableCommand {
         do {
             try await EmulatorServer.run(emulator, port: port, logger: logger) { bound in
                 // Written straight to the descriptor: scripts wait for this line to learn the port.
-                FileHandle.standardOutput.write(Data("newspush-hub listening on http://127.0.0.1:\(bound)/ (\(deviceCount) virtual devices)\n".utf8))
+                FileHandle.standardOutput.write(
+                    Data("newspush-hub listening on http://127.0.0.1:\(bound)/ (\(deviceCount) virtual devices)\n".utf8)
+                )
             }
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            FileHandle.standardError.write(Data("newspush-hub: port \(port) on 127.0.0.1 is already in use; give another with --port (0 picks a free one)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    ("newspush-hub: port \(port) on 127.0.0.1 is already in use; give another with --port (0 picks a "
+                        + "free one)\n").utf8))
             throw ExitCode(1)
         }
     }
@@ -70,7 +78,8 @@ struct Serve: AsyncParsableCommand {
 /// `newspush-hub deliveries LOG`: what each virtual device received, from a delivery log.
 struct ShowDeliveries: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "deliveries", abstract: "Print what each virtual device received, from the JSON Lines log of --log.")
+        commandName: "deliveries",
+        abstract: "Print what each virtual device received, from the JSON Lines log of --log.")
 
     @Argument(help: "The delivery log.", completion: .file()) var log: String
 
@@ -79,12 +88,16 @@ struct ShowDeliveries: ParsableCommand {
             FileHandle.standardError.write(Data("newspush-hub: cannot read \(log)\n".utf8))
             throw ExitCode(1)
         }
-        let deliveries = data.split(separator: 0x0A).compactMap { try? JSONDecoder().decode(Delivery.self, from: Data($0)) }
+        let deliveries = data.split(separator: 0x0A).compactMap {
+            try? JSONDecoder().decode(Delivery.self, from: Data($0))
+        }
         let byDevice = Dictionary(grouping: deliveries, by: \.device)
         if byDevice.isEmpty { print("no device received anything") }
-        for device in byDevice.keys.sorted() {
-            let received = byDevice[device]!
-            print("\(device) (\(received[0].platform); tags \(received[0].tags.joined(separator: ", "))): \(received.count) notification\(received.count == 1 ? "" : "s")")
+        for (device, received) in byDevice.sorted(by: { $0.key < $1.key }) {
+            print(
+                "\(device) (\(received[0].platform); tags \(received[0].tags.joined(separator: ", "))): "
+                    + "\(received.count) notification\(received.count == 1 ? "" : "s")"
+            )
             for delivery in received { print("  \(delivery.payload)") }
         }
     }

@@ -6,7 +6,10 @@ import NewsPushSessions
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Validate the config and report every problem found: the file, the hub credentials (signing, offline), the ledger's folder; with --fetch, also fetch and parse every feed once.")
+        abstract:
+            "Validate the config and report every problem found: the file, the hub credentials (signing, offline), "
+            + "the ledger's folder; with --fetch, also fetch and parse every feed once."
+    )
 
     @OptionGroup var global: GlobalOptions
 
@@ -27,11 +30,14 @@ struct Check: ParsableCommand {
     func run() throws {
         let config: NewsPushConfig
         if format == .text {
-            config = try global.loadConfig()   // every problem on stderr, exit 78
+            config = try global.loadConfig()  // every problem on stderr, exit 78
         } else {
             // Every problem in the document instead.
             do { config = try ConfigLoader().load(path: global.config) } catch {
-                print(Output(config: global.config, ok: false, problems: error.problems.map(\.description), checks: [], feeds: nil))
+                print(
+                    Output(
+                        config: global.config, ok: false, problems: error.problems.map(\.description), checks: [],
+                        feeds: nil))
                 try ExitStatus.finish(ExitStatus.code(for: error))
                 return
             }
@@ -40,10 +46,15 @@ struct Check: ParsableCommand {
         let problems = outcome.problems
         switch format {
         case .json:
-            print(Output(config: config.file, ok: problems.isEmpty && outcome.feeds?.allSatisfy(\.ok) != false, problems: problems,
-                         checks: outcome.checks, feeds: outcome.feeds))
+            print(
+                Output(
+                    config: config.file, ok: problems.isEmpty && outcome.feeds?.allSatisfy(\.ok) != false,
+                    problems: problems,
+                    checks: outcome.checks, feeds: outcome.feeds))
         case .text:
-            for check in outcome.checks { Terminal.output("\(check.severity == .ok ? "ok  " : "FAIL") \(check.check): \(check.detail)") }
+            for check in outcome.checks {
+                Terminal.output("\(check.severity == .ok ? "ok  " : "FAIL") \(check.check): \(check.detail)")
+            }
             for feed in outcome.feeds ?? [] {
                 if feed.ok {
                     let notes = feed.problems.isEmpty ? "" : " (\(feed.problems.joined(separator: "; ")))"
@@ -68,7 +79,8 @@ struct Check: ParsableCommand {
 enum JSONText {
     static func encode(_ value: some Encodable, pretty: Bool = true) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }

@@ -21,12 +21,24 @@ struct Classify: ParsableCommand {
     @Option(help: "Train the text model from this labelled JSON Lines file.") var train: String?
     @Option(help: "Where --train writes the model.") var output: String?
     @Flag(help: "With --train, measure every training method, not only the chosen one.") var compare = false
-    @Option(help: "With --train: the distilled encoder's table (tools/classifier/distil.py writes it); trains its head too.") var table: String?
+    @Option(
+        help: "With --train: the distilled encoder's table (tools/classifier/distil.py writes it); trains its head too."
+    ) var table: String?
     @Option(help: "With --table: where the encoder's head is written.") var headOutput: String?
-    @Option(help: "With --table: the full sentence encoder's weights (tools/classifier/export_encoder.py writes them); trains its head too.")
+    @Option(
+        help:
+            ArgumentHelp(
+                "With --table: the full sentence encoder's weights (tools/classifier/export_encoder.py writes them); "
+                    + "trains its head too.")
+    )
     var encoder: String?
     @Option(help: "With --encoder: where the full encoder's head is written.") var encoderHeadOutput: String?
-    @Option(help: "With --table: fit the weights that add the models' scores on held-out sources (sources) or a random 10 % (random).")
+    @Option(
+        help:
+            ArgumentHelp(
+                "With --table: fit the weights that add the models' scores on held-out sources (sources) or a "
+                    + "random 10 % (random).")
+    )
     var weightFit: WeightFitOption = .sources
 
     enum WeightFitOption: String, ExpressibleByArgument, CustomStringConvertible {
@@ -38,8 +50,12 @@ struct Classify: ParsableCommand {
     func validate() throws {
         if train != nil && output == nil { throw ValidationError("--train needs --output") }
         if (table == nil) != (headOutput == nil) { throw ValidationError("--table and --head-output go together") }
-        if (encoder == nil) != (encoderHeadOutput == nil) { throw ValidationError("--encoder and --encoder-head-output go together") }
-        if encoder != nil && table == nil { throw ValidationError("--encoder needs --table (its WordPiece vocabulary)") }
+        if (encoder == nil) != (encoderHeadOutput == nil) {
+            throw ValidationError("--encoder and --encoder-head-output go together")
+        }
+        if encoder != nil && table == nil {
+            throw ValidationError("--encoder needs --table (its WordPiece vocabulary)")
+        }
         if train == nil && (text == nil) == (input == nil) { throw ValidationError("give a TEXT or --input FILE") }
         if let text, text.allSatisfy(\.isWhitespace) { throw ValidationError("the TEXT to classify is blank") }
     }
@@ -62,7 +78,9 @@ struct Classify: ParsableCommand {
             return
         }
         let source = input ?? "-"
-        let data = source == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: source)
+        let data =
+            source == "-"
+            ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: source)
         guard let data else { throw SessionError.unreadable(path: source, reason: "cannot read the file") }
         let lines = session.classify(lines: data, source: source)
         let outputs = lines.map { line in
@@ -71,10 +89,14 @@ struct Classify: ParsableCommand {
             case .notAnItem(let message, let number): return Self.errorJSON(message, line: number)
             }
         }
-        Terminal.output(format == .json ? "[" + outputs.joined(separator: ",\n") + "]" : outputs.joined(separator: "\n"))
+        Terminal.output(
+            format == .json ? "[" + outputs.joined(separator: ",\n") + "]" : outputs.joined(separator: "\n"))
         let bad = lines.filter { if case .notAnItem = $0 { return true } else { return false } }.count
         if bad > 0 {
-            Terminal.error("\(bad) of \(lines.count) line\(lines.count == 1 ? "" : "s") of \(source) could not be classified (an error object stands in their place)")
+            Terminal.error(
+                "\(bad) of \(lines.count) line\(lines.count == 1 ? "" : "s") of \(source) could not be classified "
+                    + "(an error object stands in their place)"
+            )
         }
         try ExitStatus.finish(ExitStatus.code(failures: bad))
     }

@@ -27,12 +27,15 @@ struct Hub: ParsableCommand {
 
         func validate() throws {
             if expiry != nil && ttl != nil { throw ValidationError("give --expiry or --ttl, not both") }
-            if let ttl, NewsPushCore.Durations.parse(ttl) == nil { throw ValidationError("--ttl '\(ttl)' is not a duration (e.g. 1h, 20m)") }
+            if let ttl, NewsPushCore.Durations.parse(ttl) == nil {
+                throw ValidationError("--ttl '\(ttl)' is not a duration (e.g. 1h, 20m)")
+            }
         }
 
         func run() throws {
             let session = HubSession(context: global.context(try global.loadConfig()))
-            Terminal.output(try session.token(uri: uri, expiry: expiry, lifetime: ttl.flatMap(NewsPushCore.Durations.parse)))
+            Terminal.output(
+                try session.token(uri: uri, expiry: expiry, lifetime: ttl.flatMap(NewsPushCore.Durations.parse)))
         }
     }
 }

@@ -8,8 +8,12 @@ import NotificationHubs
 extension Hub {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the hub's per-message telemetry (Standard tier): state, times, and per-platform outcome counts.",
-            discussion: "Give a notification id (as `run` and `publish` print it), or --last N for the latest pushes in the ledger.")
+            abstract:
+                "Show the hub's per-message telemetry (Standard tier): state, times, and per-platform outcome counts.",
+            discussion:
+                "Give a notification id (as `run` and `publish` print it), or --last N for the latest pushes in the "
+                + "ledger."
+        )
 
         @OptionGroup var global: GlobalOptions
 
@@ -25,7 +29,9 @@ extension Hub {
         func run() throws {
             let session = HubSession(context: global.context(try global.loadConfig()))
             let outcome = try session.status(notificationId: notificationId, last: last)
-            if outcome.nothingInLedger { Terminal.error("the ledger holds no push with a notification id yet (ids come from Standard-tier hubs)") }
+            if outcome.nothingInLedger {
+                Terminal.error("the ledger holds no push with a notification id yet (ids come from Standard-tier hubs)")
+            }
             if format == .json {
                 Terminal.output(JSONText.encode(outcome.rows))
             } else {
@@ -38,10 +44,15 @@ extension Hub {
             var lines = ["\(row.notificationId)\(row.message.map { "  \($0)" } ?? "")"]
             if let error = row.error { lines.append("  \(error)") }
             if let t = row.telemetry {
-                lines.append("  state \(t.state ?? "?"); enqueued \(t.enqueueTime ?? "-"), started \(t.startTime ?? "-"), ended \(t.endTime ?? "-")")
+                lines.append(
+                    "  state \(t.state ?? "?"); enqueued \(t.enqueueTime ?? "-"), started \(t.startTime ?? "-"), "
+                        + "ended \(t.endTime ?? "-")"
+                )
                 if t.outcomeCounts.isEmpty { lines.append("  no device outcomes yet") }
                 for (platform, counts) in t.outcomeCounts.sorted(by: { $0.key < $1.key }) {
-                    lines.append("  \(platform): " + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+                    lines.append(
+                        "  \(platform): "
+                            + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
                 }
             }
             return lines.joined(separator: "\n")

@@ -17,7 +17,9 @@ struct NewsPush: ParsableCommand {
             feed or push failed, 64 usage error, 75 another run holds the lock, 78 configuration error.
             """,
         version: NewsPushVersion.current,
-        subcommands: [Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self]
+        subcommands: [
+            Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self,
+        ]
     )
 
     /// Parses the command line and runs the command; every way it can end goes through
@@ -60,7 +62,8 @@ struct GlobalOptions: ParsableArguments {
     /// every problem.
     func loadConfig() throws(SessionError) -> NewsPushConfig {
         guard FileManager.default.fileExists(atPath: config) else {
-            throw .missingConfig(path: URL(fileURLWithPath: config).standardizedFileURL.path, isDefault: config == "feeds.yaml")
+            throw .missingConfig(
+                path: URL(fileURLWithPath: config).standardizedFileURL.path, isDefault: config == "feeds.yaml")
         }
         do {
             return try ConfigLoader().load(path: config)
@@ -79,9 +82,9 @@ struct GlobalOptions: ParsableArguments {
     /// The session clock (see `context`).
     static var clock: SessionClock {
         #if DEBUG
-        if let text = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_NOW"], let date = Timestamp.parse(text) {
-            return .fixed(date)
-        }
+            if let text = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_NOW"], let date = Timestamp.parse(text) {
+                return .fixed(date)
+            }
         #endif
         return .system
     }

@@ -21,7 +21,12 @@ struct Publish: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(help: "World, Politics, Business, Technology, Science or Sports (with --replace: the corrected story's, unless given).")
+    @Option(
+        help:
+            ArgumentHelp(
+                "World, Politics, Business, Technology, Science or Sports (with --replace: the corrected story's, "
+                    + "unless given).")
+    )
     var category: NewsCategory?
 
     @Option(help: "The headline; the message is the category's template with it.")
@@ -39,13 +44,21 @@ struct Publish: ParsableCommand {
     @Flag(help: "Push the story even if it was pushed before (recorded as a deliberate repeat).")
     var force = false
 
-    @Option(help: "major (time-sensitive, with sound) or minor (silent); default: the category's, or an importance rule's.")
+    @Option(
+        help: "major (time-sensitive, with sound) or minor (silent); default: the category's, or an importance rule's.")
     var importance: Importance?
 
-    @Option(help: "Have the hub deliver it at this time: an RFC 3339 time (2026-11-23T18:00:00Z) or +DURATION (+2h); at most 7 days ahead (Standard tier).")
+    @Option(
+        help:
+            ArgumentHelp(
+                "Have the hub deliver it at this time: an RFC 3339 time (2026-11-23T18:00:00Z) or +DURATION (+2h); at "
+                    + "most 7 days ahead (Standard tier).")
+    )
     var at: String?
 
-    @Option(name: .customLong("replace"), help: "Correct the alert of this story (its key, as `state show` prints it): same collapse id, new text.")
+    @Option(
+        name: .customLong("replace"),
+        help: "Correct the alert of this story (its key, as `state show` prints it): same collapse id, new text.")
     var replacing: String?
 
     @Option(help: "The language of the text: picks the category's message template for it (default en).")
@@ -71,20 +84,29 @@ struct Publish: ParsableCommand {
         if let text = title ?? message, text.allSatisfy(\.isWhitespace) {
             throw ValidationError("--\(title != nil ? "title" : "message") is blank: a push needs words")
         }
-        if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) { throw ValidationError("--url must be an http(s) URL") }
-        if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)") }
-        if category == nil && replacing == nil { throw ValidationError("give --category (or --replace KEY to correct a story)") }
+        if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ValidationError("--url must be an http(s) URL")
+        }
+        if let wait, Durations.parse(wait) == nil {
+            throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
+        }
+        if category == nil && replacing == nil {
+            throw ValidationError("give --category (or --replace KEY to correct a story)")
+        }
         if replacing != nil && force { throw ValidationError("--replace sends a correction; --force is for repeats") }
         if let at {
-            do { _ = try ScheduleTime.parse(at, now: GlobalOptions.clock.now()) } catch { throw ValidationError(error.description) }
+            do { _ = try ScheduleTime.parse(at, now: GlobalOptions.clock.now()) } catch {
+                throw ValidationError(error.description)
+            }
         }
     }
 
     func run() throws {
         let context = global.context(try global.loadConfig())
-        let request = PublishRequest(category: category, title: title, message: message, url: url, tags: tags, test: test,
-                                     force: force, importance: importance, at: at, replacing: replacing, language: language,
-                                     dryRun: dryRun, wait: wait.flatMap(Durations.parse))
+        let request = PublishRequest(
+            category: category, title: title, message: message, url: url, tags: tags, test: test,
+            force: force, importance: importance, at: at, replacing: replacing, language: language,
+            dryRun: dryRun, wait: wait.flatMap(Durations.parse))
         try PublishView.execute(request, context: context, confirm: !yes, format: format)
     }
 }
@@ -110,8 +132,9 @@ extension Hub {
 
         func run() throws {
             let context = global.context(try global.loadConfig())
-            try PublishView.execute(PublishRequest(category: category, title: title, test: true), context: context, confirm: false,
-                                    format: format)
+            try PublishView.execute(
+                PublishRequest(category: category, title: title, test: true), context: context, confirm: false,
+                format: format)
         }
     }
 }
@@ -169,13 +192,19 @@ struct PublishOutput: Encodable {
 /// as text or one JSON object; the publish session decides everything else.
 enum PublishView {
     /// Publishes through the session, asking for confirmation on the terminal when `confirm`.
-    static func execute(_ request: PublishRequest, context: SessionContext, confirm: Bool, format: OutputFormat) throws {
+    static func execute(_ request: PublishRequest, context: SessionContext, confirm: Bool, format: OutputFormat) throws
+    {
         let session = PublishSession(context: context)
-        let outcome = try session.publish(request, planned: { plan in
-            guard format == .text else { return }
-            let text = plan.entry.properties["messageParam"] ?? plan.entry.properties["url"] ?? ""
-            Terminal.output("\(plan.push.test ? "test push" : "push") to [\(plan.entry.tags)] (\(plan.entry.format.rawValue)): \(text)")
-        }, confirm: { _ in !confirm || ask() })
+        let outcome = try session.publish(
+            request,
+            planned: { plan in
+                guard format == .text else { return }
+                let text = plan.entry.properties["messageParam"] ?? plan.entry.properties["url"] ?? ""
+                Terminal.output(
+                    "\(plan.push.test ? "test push" : "push") to [\(plan.entry.tags)] "
+                        + "(\(plan.entry.format.rawValue)): \(text)"
+                )
+            }, confirm: { _ in !confirm || ask() })
         render(outcome, dryRun: request.dryRun, format: format)
         try ExitStatus.finish(ExitStatus.code(for: outcome))
     }
@@ -212,11 +241,15 @@ enum PublishView {
     private static func report(_ result: PublishResult, plan: PublishPlan, format: OutputFormat) {
         let outcome = result.outcome
         var output = PublishOutput(plan, dryRun: false)
-        output.status = outcome.status == .sent ? "sent" : outcome.status == .pending ? "pending" : outcome.status == .unknown ? "unknown" : "failed"
+        output.status =
+            outcome.status == .sent
+            ? "sent" : outcome.status == .pending ? "pending" : outcome.status == .unknown ? "unknown" : "failed"
         output.httpStatus = outcome.httpStatus
         output.notificationId = outcome.notificationId
         output.error = outcome.error
-        output.devices = result.testOutcome?.results.map { .init(platform: $0.platform, registrationId: $0.registrationId, outcome: $0.outcome) }
+        output.devices = result.testOutcome?.results.map {
+            .init(platform: $0.platform, registrationId: $0.registrationId, outcome: $0.outcome)
+        }
         if outcome.status == .scheduled { output.status = "scheduled" }
         if format == .text { reportText(outcome, push: plan.push) } else { reportErrors(outcome, push: plan.push) }
         if format == .json {
@@ -235,10 +268,14 @@ enum PublishView {
     private static func reportText(_ outcome: OutboxOutcome, push: ManualPush) {
         switch outcome.status {
         case .sent:
-            Terminal.output("sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
+            Terminal.output(
+                "sent (\(outcome.httpStatus ?? 201))\(outcome.notificationId.map { ", notification id \($0)" } ?? "")")
         case .scheduled:
             let when = push.at.map(FeedDates.format) ?? ""
-            let id = outcome.notificationId.map { ", scheduled notification id \($0) (newspush hub cancel \($0) cancels it)" } ?? ""
+            let id =
+                outcome.notificationId.map {
+                    ", scheduled notification id \($0) (newspush hub cancel \($0) cancels it)"
+                } ?? ""
             Terminal.output("scheduled for \(when)\(id)")
         default:
             reportErrors(outcome, push: push)
@@ -258,7 +295,8 @@ enum PublishView {
         case .failed, .expired:
             Terminal.error("not sent: \(outcome.error ?? "refused")")
         case .unknown, .sending:
-            Terminal.error("outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
+            Terminal.error(
+                "outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
         }
     }
 }

@@ -26,19 +26,33 @@ struct RunArguments: ParsableArguments {
     @Option(help: "Output format: text or json (one JSON document on stdout).")
     var format: OutputFormat = .text
 
-    @Option(name: .customLong("report"), help: "Text report: changes (default for run: a line per push and per failure, nothing when nothing happened) or full (default for previews: every item and why).")
+    @Option(
+        name: .customLong("report"),
+        help:
+            ArgumentHelp(
+                "Text report: changes (default for run: a line per push and per failure, nothing when nothing "
+                    + "happened) or full (default for previews: every item and why).")
+    )
     var reportMode: ReportMode?
 
-    @Flag(help: "Print each hub request as it would go out (signature redacted); with --format json, inside the report.")
+    @Flag(
+        help: "Print each hub request as it would go out (signature redacted); with --format json, inside the report.")
     var showRequests = false
 
     @Option(name: .customLong("feed"), help: "Only this feed (its name or URL); repeatable.")
     var feeds: [String] = []
 
-    @Option(help: "Feeds read for the first time (all of them on a first run) push their N newest eligible items instead of a silent baseline.")
+    @Option(
+        help:
+            ArgumentHelp(
+                "Feeds read for the first time (all of them on a first run) push their N newest eligible items instead "
+                    + "of a silent baseline.")
+    )
     var sendInitial: Int?
 
-    @Option(help: "Write Prometheus metrics of the run here (atomically), for node exporter's textfile collector.", completion: .file())
+    @Option(
+        help: "Write Prometheus metrics of the run here (atomically), for node exporter's textfile collector.",
+        completion: .file())
     var metricsFile: String?
 
     func validate() throws {
@@ -61,7 +75,8 @@ struct RunArguments: ParsableArguments {
         session.progress = progress.show
         let result: RunResult
         do {
-            result = try session.run(RunRequest(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial, keepRequests: showRequests))
+            result = try session.run(
+                RunRequest(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial, keepRequests: showRequests))
         } catch {
             progress.clear()
             writeMetrics(nil, started: started)
@@ -98,7 +113,8 @@ struct RunArguments: ParsableArguments {
             }
             let text: String?
             switch reportMode ?? (dryRun ? .full : .changes) {
-            case .full: text = global.quiet ? report.changesText(failuresOnly: true) : report.text(verbose: global.verbose)
+            case .full:
+                text = global.quiet ? report.changesText(failuresOnly: true) : report.text(verbose: global.verbose)
             case .changes: text = report.changesText(failuresOnly: global.quiet)
             }
             if let text { Terminal.output(text) }
@@ -109,9 +125,12 @@ struct RunArguments: ParsableArguments {
     private func writeMetrics(_ report: RunReport?, started: Date) {
         guard let metricsFile else { return }
         let now = Date()
-        let text = RunMetrics.text(report: report, failure: report == nil, duration: now.timeIntervalSince(started), now: now,
-                                   previousFile: metricsFile)
-        do { try RunMetrics.write(text, to: metricsFile) } catch { Terminal.error("\(metricsFile): \(error.localizedDescription)") }
+        let text = RunMetrics.text(
+            report: report, failure: report == nil, duration: now.timeIntervalSince(started), now: now,
+            previousFile: metricsFile)
+        do { try RunMetrics.write(text, to: metricsFile) } catch {
+            Terminal.error("\(metricsFile): \(error.localizedDescription)")
+        }
     }
 }
 

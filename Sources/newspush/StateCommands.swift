@@ -54,12 +54,17 @@ struct StateCommand: ParsableCommand {
 
     struct Prune: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Drop stories no feed has listed for longer than state_retention (tombstones keep them from coming back).")
+            abstract:
+                "Drop stories no feed has listed for longer than state_retention (tombstones keep them from coming "
+                + "back)."
+        )
         @OptionGroup var options: Options
         @Option(help: "Retention instead of the config's state_retention, e.g. 7d.") var retention: String?
 
         func validate() throws {
-            if let retention, Durations.parse(retention) == nil { throw ValidationError("--retention '\(retention)' is not a duration") }
+            if let retention, Durations.parse(retention) == nil {
+                throw ValidationError("--retention '\(retention)' is not a duration")
+            }
         }
 
         func run() throws {
@@ -67,13 +72,19 @@ struct StateCommand: ParsableCommand {
             let seconds = try retention.flatMap(Durations.parse) ?? options.global.loadConfig().stateRetention
             let outcome = try session.prune(retention: seconds)
             let removed = outcome.removed
-            Terminal.output("pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(outcome.kept) kept, \(outcome.tombstones) tombstones")
+            Terminal.output(
+                "pruned \(removed) stor\(removed == 1 ? "y" : "ies"); \(outcome.kept) kept, \(outcome.tombstones) "
+                    + "tombstones"
+            )
         }
     }
 
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget one story (by its key, as `state show` prints it) so a later run treats it as new; its feeds are read in full next run.")
+            abstract:
+                "Forget one story (by its key, as `state show` prints it) so a later run treats it as new; its "
+                + "feeds are read in full next run."
+        )
         @OptionGroup var options: Options
         @Argument(help: "The story key.") var id: String
 
@@ -83,7 +94,8 @@ struct StateCommand: ParsableCommand {
             if found {
                 Terminal.output("forgot \(id)")
             } else {
-                Terminal.error("no story with key '\(id)' in \(LedgerLocation(configured: session.location).databasePath)")
+                Terminal.error(
+                    "no story with key '\(id)' in \(LedgerLocation(configured: session.location).databasePath)")
             }
             try ExitStatus.finish(ExitStatus.code(forgot: found))
         }
@@ -106,7 +118,8 @@ struct StateCommand: ParsableCommand {
                 Terminal.output(JSONText.encode(outcome))
             } else {
                 for problem in outcome.problems { Terminal.output("problem: \(problem)") }
-                Terminal.output("\(outcome.ledger): schema \(outcome.schemaVersion), \(outcome.summary)\(outcome.ok ? ": ok" : "")")
+                Terminal.output(
+                    "\(outcome.ledger): schema \(outcome.schemaVersion), \(outcome.summary)\(outcome.ok ? ": ok" : "")")
             }
             try ExitStatus.finish(ExitStatus.code(for: outcome))
         }
@@ -114,12 +127,17 @@ struct StateCommand: ParsableCommand {
 
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create the ledger, or bring it to this version's schema; a JSON state file of earlier versions is migrated (kept as <name>.json.migrated).")
+            abstract:
+                "Create the ledger, or bring it to this version's schema; a JSON state file of earlier versions is "
+                + "migrated (kept as <name>.json.migrated)."
+        )
         @OptionGroup var options: Options
 
         func run() throws {
             let outcome = try options.session().migrate()
-            let how = outcome.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" } ?? (outcome.created ? "created" : "up to date")
+            let how =
+                outcome.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" }
+                ?? (outcome.created ? "created" : "up to date")
             Terminal.output("\(outcome.path): schema \(outcome.schemaVersion), \(how)")
         }
     }

@@ -13,12 +13,12 @@ enum Fixtures {
     }
 }
 
-
 /// The corpora of ../shared (beside the repository). Tests that read them are skipped, and
 /// reported as skipped, when they are absent.
 enum SharedCorpus {
     static func folder(_ name: String) -> URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("shared/corpus/\(name)")
     }
 

@@ -21,25 +21,35 @@ struct AlertFeaturesTests {
             template: '{"aps":{"alert":"$(messageParam)","mutable-content":1},"image":"$(image)","url":"$(url)"}'
             headers: {apns-priority: "$(priority)", apns-collapse-id: "$(collapseId)"}
             expiry: "$(expiry)"
-          - {id: android, platform: fcmv1, tags: [World], template: '{"message":{"notification":{"body":"$(messageParam)","image":"$(image)"},"android":{"collapse_key":"$(collapseId)"}}}'}
+          - {id: android, platform: fcmv1, tags: [World],
+                template: '{"message":{"notification":{"body":"$(messageParam)","image":"$(image)"},\
+                "android":{"collapse_key":"$(collapseId)"}}}'}
           - {id: iphone-fr, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam_fr)"}}'}
           - {id: ipad-native, platform: apple, tags: [Sports]}
           - {id: pixel-native, platform: fcmv1, tags: [Business]}
         """
 
-    func feedWithImage(title: String = "Storm closes the harbour for the first time", guid: String = "storm") -> String {
+    func feedWithImage(title: String = "Storm closes the harbour for the first time", guid: String = "storm") -> String
+    {
         """
-        <rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/"><channel><title>Desk</title><language>fr-FR</language>
+        <rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/"><channel><title>Desk</title>
+        <language>fr-FR</language>
         <item><title>\(title)</title><link>https://news.example.org/\(guid)?utm_source=rss</link><guid>\(guid)</guid>
         <pubDate>\(rfc822(minutesAgo: 2))</pubDate>
         <media:content url="https://img.example.org/\(guid)-big.jpg" medium="image" width="1200" height="800"/>
-        <media:thumbnail url="https://img.example.org/\(guid)-thumb.jpg" width="120" height="80"/></item></channel></rss>
+        <media:thumbnail url="https://img.example.org/\(guid)-thumb.jpg" width="120" height="80"/></item></channel>
+        </rss>
         """
     }
 
-    func config(_ folder: TemporaryFolder, hub: LocalHub, feeds: [(String, String)], extra: String = "") throws -> String {
-        try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", retries: 0}
+    func config(_ folder: TemporaryFolder, hub: LocalHub, feeds: [(String, String)], extra: String = "") throws
+        -> String
+    {
+        try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", retries: 0}
             policy: {first_run: send, budget: {per_category: 20, per: 1h}}
             categories:
               World: {messages: {fr: "Dernière minute ({category}) : {title}"}, names: {fr: Monde}, importance: minor}
@@ -63,12 +73,15 @@ struct AlertFeaturesTests {
         defer { hub.stop() }
         let feeds = try await LocalHTTPServer.serving([
             "/world.xml": CannedResponse(text: feedWithImage()),
-            "/breaking.xml": CannedResponse(text: feedWithImage(title: "BREAKING: Parliament dissolved", guid: "dissolved")),
+            "/breaking.xml": CannedResponse(
+                text: feedWithImage(title: "BREAKING: Parliament dissolved", guid: "dissolved")),
         ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, hub: hub, feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/breaking.xml", "Politics")])
+        let config = try config(
+            folder, hub: hub,
+            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/breaking.xml", "Politics")])
         let started = Date()
         let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
@@ -76,11 +89,15 @@ struct AlertFeaturesTests {
         let iphone = try #require(deliveries.first { $0.device == "iphone" && $0.payload.contains("Storm") })
         let body = try payload(iphone)
         #expect(body["image"] as? String == "https://img.example.org/storm-big.jpg", "the largest media image")
-        #expect(body["url"] as? String == "https://news.example.org/storm?utm_source=newspush&utm_medium=push&utm_campaign=World")
+        #expect(
+            body["url"] as? String
+                == "https://news.example.org/storm?utm_source=newspush&utm_medium=push&utm_campaign=World")
         #expect(iphone.collapseId == CollapseID.of("guid:127.0.0.1/storm"))
         #expect(iphone.headers?["apns-priority"] == "5", "World is minor")
         // The feed is French: its items use the French message, and the French device its own property.
-        #expect((body["aps"] as? [String: Any])?["alert"] as? String == "Dernière minute (Monde) : Storm closes the harbour for the first time")
+        #expect(
+            (body["aps"] as? [String: Any])?["alert"] as? String
+                == "Dernière minute (Monde) : Storm closes the harbour for the first time")
         let french = try #require(deliveries.first { $0.device == "iphone-fr" && $0.payload.contains("Storm") })
         #expect(french.payload.contains("Dernière minute (Monde) : Storm"))
         let android = try #require(deliveries.first { $0.device == "android" && $0.payload.contains("Storm") })
@@ -105,7 +122,9 @@ struct AlertFeaturesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, hub: hub, feeds: [("\(feeds.baseURL)/sport.xml", "Sports"), ("\(feeds.baseURL)/biz.xml", "Business")])
+        let config = try config(
+            folder, hub: hub,
+            feeds: [("\(feeds.baseURL)/sport.xml", "Sports"), ("\(feeds.baseURL)/biz.xml", "Business")])
         let before = Date()
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         let deliveries = await hub.emulator.allDeliveries()
@@ -121,7 +140,8 @@ struct AlertFeaturesTests {
         #expect(abs(expiration - before.addingTimeInterval(3600).timeIntervalSince1970) < 30, "one hour by default")
         let fcm = try #require(deliveries.first { $0.device == "pixel-native" })
         let message = try #require(try payload(fcm)["message"] as? [String: Any])
-        #expect((message["notification"] as? [String: Any])?["image"] as? String == "https://img.example.org/rates-big.jpg")
+        #expect(
+            (message["notification"] as? [String: Any])?["image"] as? String == "https://img.example.org/rates-big.jpg")
         let android = try #require(message["android"] as? [String: Any])
         #expect(android["ttl"] as? String == "1800s", "Business expiry: 30m")
         #expect(android["collapse_key"] as? String == CollapseID.of("guid:127.0.0.1/rates"))
@@ -129,25 +149,34 @@ struct AlertFeaturesTests {
     }
 
     @Test func anExpiredAlertIsNotDeliveredToAPhoneThatWasOff() async throws {
-        let hub = try await LocalHub.start(devicesYAML: """
-            hub: breaking-news
-            devices:
-              - {id: off-briefly, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}', expiry: "$(expiry)", offline_seconds: 5}
-              - {id: on, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}', expiry: "$(expiry)"}
-            """)
+        let hub = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                devices:
+                  - {id: off-briefly, platform: apple, tags: [World],
+                        template: '{"aps":{"alert":"$(messageParam)"}}', expiry: "$(expiry)", offline_seconds: 5}
+                  - {id: on, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}',
+                        expiry: "$(expiry)"}
+                """)
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)"}
             categories: {World: {expiry: 3s}}
             feeds: []
             """)
-        let sent = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Polls close", "--yes"], environment: hubEnvironment)
+        let sent = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "Polls close", "--yes"],
+            environment: hubEnvironment)
         #expect(sent.status == 0)
         try await Task.sleep(nanoseconds: 5_800_000_000)
         #expect(await hub.emulator.allDeliveries().map(\.device) == ["on"], "the phone that was off never shows it")
-        let status = try await newspush(["hub", "status", "--config", config, "--last", "1", "--format", "json"], environment: hubEnvironment)
+        let status = try await newspush(
+            ["hub", "status", "--config", config, "--last", "1", "--format", "json"], environment: hubEnvironment)
         #expect(status.status == 0)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]])
         let telemetry = try #require(rows.first?["telemetry"] as? [String: Any])
@@ -161,15 +190,22 @@ struct AlertFeaturesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [])
-        let first = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Bridge closed after crash",
-                                        "--url", "https://news.example.org/bridge", "--yes"], environment: hubEnvironment)
+        let first = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Bridge closed after crash",
+                "--url", "https://news.example.org/bridge", "--yes",
+            ], environment: hubEnvironment)
         #expect(first.status == 0)
-        let unknown = try await newspush(["publish", "--config", config, "--replace", "link:nowhere.example/x", "--title", "x", "--yes"],
-                                         environment: hubEnvironment)
+        let unknown = try await newspush(
+            ["publish", "--config", config, "--replace", "link:nowhere.example/x", "--title", "x", "--yes"],
+            environment: hubEnvironment)
         #expect(unknown.status == 64)
         #expect(unknown.stderr.contains("no story with this key"))
-        let fix = try await newspush(["publish", "--config", config, "--replace", "link:news.example.org/bridge",
-                                      "--title", "Bridge reopened after crash", "--yes"], environment: hubEnvironment)
+        let fix = try await newspush(
+            [
+                "publish", "--config", config, "--replace", "link:news.example.org/bridge",
+                "--title", "Bridge reopened after crash", "--yes",
+            ], environment: hubEnvironment)
         #expect(fix.status == 0, "\(fix.stderr)")
         let iphone = await hub.emulator.allDeliveries().filter { $0.device == "iphone" }
         #expect(iphone.count == 2)
@@ -187,23 +223,29 @@ struct AlertFeaturesTests {
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [])
         func publish(_ title: String, _ extra: [String] = []) async throws -> Delivery? {
-            let result = try await newspush(["publish", "--config", config, "--category", "World", "--title", title, "--yes"] + extra,
-                                            environment: hubEnvironment)
+            let result = try await newspush(
+                ["publish", "--config", config, "--category", "World", "--title", title, "--yes"] + extra,
+                environment: hubEnvironment)
             #expect(result.status == 0, "\(result.stderr)")
             return await hub.emulator.allDeliveries().last { $0.device == "iphone" }
         }
         #expect(try await publish("Weather warning for the coast")?.headers?["apns-priority"] == "5")
         #expect(try await publish("BREAKING: Prime minister resigns")?.headers?["apns-priority"] == "10")
-        #expect(try await publish("BREAKING: Minor thing", ["--importance", "minor"])?.headers?["apns-priority"] == "5")
+        #expect(
+            try await publish("BREAKING: Minor thing", ["--importance", "minor"])?.headers?["apns-priority"] == "5")
     }
 
     @Test func aScheduledSendIsDeliveredAtItsTimeCancellableAndNeverRepeatedByTheRun() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: """
-            <rss version="2.0"><channel><title>Desk</title><item><title>Results are in</title>
-            <link>https://news.example.org/results</link><guid>r1</guid><pubDate>\(rfc822(minutesAgo: 1))</pubDate></item></channel></rss>
-            """)])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(
+                text: """
+                    <rss version="2.0"><channel><title>Desk</title><item><title>Results are in</title>
+                    <link>https://news.example.org/results</link><guid>r1</guid>
+                    <pubDate>\(rfc822(minutesAgo: 1))</pubDate></item></channel></rss>
+                    """)
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -211,9 +253,12 @@ struct AlertFeaturesTests {
         // Twelve seconds ahead: the publish and the run before it must finish first, which
         // takes longer on a loaded machine.
         let published = ContinuousClock.now
-        let scheduled = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Results are in",
-                                            "--url", "https://news.example.org/results", "--at", "+12s", "--yes", "--format", "json"],
-                                           environment: hubEnvironment)
+        let scheduled = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Results are in",
+                "--url", "https://news.example.org/results", "--at", "+12s", "--yes", "--format", "json",
+            ],
+            environment: hubEnvironment)
         #expect(scheduled.status == 0, "\(scheduled.stderr)")
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(scheduled.stdout.utf8)) as? [String: Any])
         #expect(answer["status"] as? String == "scheduled")
@@ -228,38 +273,52 @@ struct AlertFeaturesTests {
         try await Task.sleep(until: published + .milliseconds(13_500))
         #expect(await hub.emulator.allDeliveries().filter { $0.device == "iphone" }.count == 1, "delivered at its time")
 
-        let second = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Embargo two",
-                                         "--at", "+2s", "--yes", "--format", "json"], environment: hubEnvironment)
-        let secondAnswer = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
+        let second = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Embargo two",
+                "--at", "+2s", "--yes", "--format", "json",
+            ], environment: hubEnvironment)
+        let secondAnswer = try #require(
+            try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
         let secondId = secondAnswer["notification_id"] as? String
         let cancelled = try #require(secondId)
         let cancel = try await newspush(["hub", "cancel", "--config", config, cancelled], environment: hubEnvironment)
         #expect(cancel.status == 0, "\(cancel.stderr)")
         try await Task.sleep(nanoseconds: 2_500_000_000)
-        #expect(!(await hub.emulator.allDeliveries().contains { $0.payload.contains("Embargo two") }), "a cancelled send is never delivered")
+        #expect(
+            !(await hub.emulator.allDeliveries().contains { $0.payload.contains("Embargo two") }),
+            "a cancelled send is never delivered")
         let status = try await newspush(["hub", "status", "--config", config, cancelled], environment: hubEnvironment)
         #expect(status.stdout.contains("state Cancelled"))
     }
 
     @Test func lowerTiersSayTelemetryAndSchedulesNeedStandard() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices.replacingOccurrences(of: "hub: breaking-news", with: "hub: breaking-news\ntier: basic"))
+        let hub = try await LocalHub.start(
+            devicesYAML: Self.devices.replacingOccurrences(
+                of: "hub: breaking-news", with: "hub: breaking-news\ntier: basic"))
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [])
-        let sent = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Basic tier alert", "--yes"],
-                                      environment: hubEnvironment)
+        let sent = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "Basic tier alert", "--yes"],
+            environment: hubEnvironment)
         #expect(sent.status == 0)
-        let status = try await newspush(["hub", "status", "--config", config, "--last", "1"], environment: hubEnvironment)
+        let status = try await newspush(
+            ["hub", "status", "--config", config, "--last", "1"], environment: hubEnvironment)
         #expect(status.status == 1)
         #expect(status.stdout.contains("needs the Standard tier"))
-        let later = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Scheduled on basic",
-                                        "--at", "+1h", "--yes"], environment: hubEnvironment)
+        let later = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Scheduled on basic",
+                "--at", "+1h", "--yes",
+            ], environment: hubEnvironment)
         #expect(later.status == 2, "refused for itself, not a hub-wide stop")
         #expect(later.stderr.contains("Standard tier"))
         // Immediate sends are not held up by it.
-        let next = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Another alert", "--yes"],
-                                      environment: hubEnvironment)
+        let next = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "Another alert", "--yes"],
+            environment: hubEnvironment)
         #expect(next.status == 0)
     }
 
@@ -268,16 +327,21 @@ struct AlertFeaturesTests {
         defer { hub.stop() }
         // What the official Python REST sample signs when its Endpoint is the emulator's URL.
         let resource = "https://127.0.0.1:\(hub.port)/breaking-news".lowercased()
-        let token = SharedAccessSignature.token(resourceURI: resource, keyName: "DefaultFullSharedAccessSignature", key: testKey,
-                                                expiry: Int(Date().timeIntervalSince1970) + 600)
-        let request = EmulatorRequest(method: "POST", path: "/breaking-news/messages", query: ["api-version": "2015-01"],
-                                      headers: ["Authorization": token, "Content-Type": "application/json;charset=utf-8",
-                                                "ServiceBusNotification-Format": "template", "ServiceBusNotification-Tags": "World"],
-                                      body: Data(#"{"messageParam":"From the Python sample"}"#.utf8))
+        let token = SharedAccessSignature.token(
+            resourceURI: resource, keyName: "DefaultFullSharedAccessSignature", key: testKey,
+            expiry: Int(Date().timeIntervalSince1970) + 600)
+        let request = EmulatorRequest(
+            method: "POST", path: "/breaking-news/messages", query: ["api-version": "2015-01"],
+            headers: [
+                "Authorization": token, "Content-Type": "application/json;charset=utf-8",
+                "ServiceBusNotification-Format": "template", "ServiceBusNotification-Tags": "World",
+            ],
+            body: Data(#"{"messageParam":"From the Python sample"}"#.utf8))
         let answer = await hub.emulator.handle(request)
         #expect(answer.status == 201)
-        let elsewhere = SharedAccessSignature.token(resourceURI: "https://127.0.0.1:1/breaking-news", keyName: "DefaultFullSharedAccessSignature",
-                                                    key: testKey, expiry: Int(Date().timeIntervalSince1970) + 600)
+        let elsewhere = SharedAccessSignature.token(
+            resourceURI: "https://127.0.0.1:1/breaking-news", keyName: "DefaultFullSharedAccessSignature",
+            key: testKey, expiry: Int(Date().timeIntervalSince1970) + 600)
         var other = request
         other.headers["authorization"] = elsewhere
         #expect(await hub.emulator.handle(other).status == 401, "another address is still refused")
@@ -290,7 +354,9 @@ struct AlertFeaturesTests {
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [])
         let title = String(repeating: "Parliament debates the budget again ", count: 8)
-        let result = try await newspush(["publish", "--config", config, "--category", "World", "--title", title, "--yes"], environment: hubEnvironment)
+        let result = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", title, "--yes"],
+            environment: hubEnvironment)
         #expect(result.status == 0)
         let delivery = try #require(await hub.emulator.allDeliveries().first { $0.device == "iphone" })
         let aps = try #require(try payload(delivery)["aps"] as? [String: Any])

@@ -1,8 +1,9 @@
 import Foundation
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a run of the built `newspush` binary printed and returned.
@@ -13,14 +14,18 @@ struct CommandResult: Sendable {
 }
 
 /// Runs the built binary with arguments and environment, off the concurrency pool.
-func newspush(_ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
-              input: String? = nil, binary name: String = "newspush") async throws -> CommandResult {
+func newspush(
+    _ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
+    input: String? = nil, binary name: String = "newspush"
+) async throws -> CommandResult {
     try await newspushRaw(try binaryURL(name).path, arguments, environment: environment, in: folder, input: input)
 }
 
 /// Runs any executable the same way (a tool that wraps the binary, such as `script`).
-func newspushRaw(_ path: String, _ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
-                 input: String? = nil) async throws -> CommandResult {
+func newspushRaw(
+    _ path: String, _ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
+    input: String? = nil
+) async throws -> CommandResult {
     let binary = URL(fileURLWithPath: path)
     return await offThePool {
         let process = Process()
@@ -41,8 +46,9 @@ func newspushRaw(_ path: String, _ arguments: [String], environment: [String: St
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        return CommandResult(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 }
 
@@ -52,12 +58,15 @@ func binaryURL(_ name: String = "newspush") throws -> URL {
     if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
     candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
     candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     candidates.append(root.appendingPathComponent(".build/debug"))
     for folder in candidates {
         let url = folder.appendingPathComponent(name)
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue { return url }
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            return url
+        }
     }
     throw CLITestError.binaryNotFound(candidates.map(\.path))
 }
@@ -69,8 +78,12 @@ let hubEnvironment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
 @Suite("newspush command line")
 struct CLITests {
     /// A newsroom of one World feed on a local server and a local hub; returns the config path.
-    func newsroom(folder: TemporaryFolder, feeds: LocalHTTPServer, hub: LocalHTTPServer, firstRun: String = "send") throws -> String {
-        try folder.write("feeds.yaml", """
+    func newsroom(folder: TemporaryFolder, feeds: LocalHTTPServer, hub: LocalHTTPServer, firstRun: String = "send")
+        throws -> String
+    {
+        try folder.write(
+            "feeds.yaml",
+            """
             hub:
               name: breaking-news
               connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
@@ -83,10 +96,18 @@ struct CLITests {
 
     func servers() async throws -> (LocalHTTPServer, LocalHTTPServer) {
         let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("a1", "Flood barrier closes", 3), ("a2", "Talks resume", 20)])),
+            "/world.xml": CannedResponse(
+                text: rssFeed(title: "World", items: [("a1", "Flood barrier closes", 3), ("a2", "Talks resume", 20)]))
         ])
         let hub = try await LocalHTTPServer.start { _ in
-            CannedResponse(status: 201, headers: [("Location", "https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-1?api-version=2020-06")])
+            CannedResponse(
+                status: 201,
+                headers: [
+                    (
+                        "Location",
+                        "https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-1?api-version=2020-06"
+                    )
+                ])
         }
         return (feeds, hub)
     }
@@ -112,19 +133,29 @@ struct CLITests {
     @Test func hubTokenReproducesVectorV1() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
+        let config = try folder.write(
+            "feeds.yaml",
+            """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             feeds: []
             """)
-        let result = try await newspush(["hub", "token", "--config", config, "--expiry", "1700000000"], environment: hubEnvironment)
+        let result = try await newspush(
+            ["hub", "token", "--config", config, "--expiry", "1700000000"], environment: hubEnvironment)
         #expect(result.status == 0)
-        #expect(result.stdout == "SharedAccessSignature sr=https%3a%2f%2fcontoso-news.servicebus.windows.net%2fbreaking-news&sig=4bSt6dDEW84kmiFi2wOpNGo14Ej0mMs8D%2FvmmxrF%2B8Y%3D&se=1700000000&skn=DefaultFullSharedAccessSignature\n")
+        #expect(
+            result.stdout
+                == "SharedAccessSignature sr=https%3a%2f%2fcontoso-news.servicebus.windows.net%2fbreaking-news&sig="
+                + "4bSt6dDEW84kmiFi2wOpNGo14Ej0mMs8D%2FvmmxrF%2B8Y%3D&se=1700000000&skn="
+                + "DefaultFullSharedAccessSignature\n"
+        )
     }
 
     @Test func configErrorsExit78WithEveryProblem() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
+        let config = try folder.write(
+            "feeds.yaml",
+            """
             hub: {name: news, connection_string: "${NOT_SET_ANYWHERE}"}
             fetch: {timeout: forever}
             feeds:
@@ -134,7 +165,9 @@ struct CLITests {
         #expect(result.status == 78)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("configuration error (3 problems)"))
-        #expect(result.stderr.contains("\(config):1: hub.connection_string: environment variable NOT_SET_ANYWHERE is not set"))
+        #expect(
+            result.stderr.contains(
+                "\(config):1: hub.connection_string: environment variable NOT_SET_ANYWHERE is not set"))
         #expect(result.stderr.contains("\(config):2: fetch.timeout:"))
         #expect(result.stderr.contains("\(config):4: feeds[0].category: unknown category 'Sport'"))
         let check = try await newspush(["check", "--config", config])
@@ -145,7 +178,10 @@ struct CLITests {
 
     @Test func runThenRunAgainPushesEachStoryOnce() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
@@ -172,11 +208,15 @@ struct CLITests {
 
     @Test func previewPrintsThePlanAndWritesNothing() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
-        let preview = try await newspush(["preview", "--config", config, "--show-requests"], environment: hubEnvironment)
+        let preview = try await newspush(
+            ["preview", "--config", config, "--show-requests"], environment: hubEnvironment)
         #expect(preview.status == 0, "stderr: \(preview.stderr)")
         #expect(preview.stdout.contains("would push [World] Breaking World News : Flood barrier closes"))
         #expect(preview.stdout.contains("would push [World] Breaking World News : Talks resume"))
@@ -186,7 +226,8 @@ struct CLITests {
         #expect(!preview.stdout.contains(testKey))
         #expect(await hub.requests().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")))
-        let dryRun = try await newspush(["run", "--dry-run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let dryRun = try await newspush(
+            ["run", "--dry-run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(dryRun.status == 0)
         #expect(dryRun.stdout.contains("\"would-send\""))
         #expect(await hub.requests().isEmpty)
@@ -194,14 +235,19 @@ struct CLITests {
 
     @Test func baselineFirstRunSaysSo() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub, firstRun: "baseline")
         let result = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty)
-        #expect(result.stdout.contains("baseline: World Desk read for the first time: 2 items recorded as already known, none pushed"))
+        #expect(
+            result.stdout.contains(
+                "baseline: World Desk read for the first time: 2 items recorded as already known, none pushed"))
         let full = try await newspush(["preview", "--config", config], environment: hubEnvironment)
         #expect(full.stdout.contains("2 items already seen"), "the baseline is known: \(full.stdout)")
         #expect(await hub.requests().isEmpty)
@@ -209,7 +255,10 @@ struct CLITests {
 
     @Test func lockedStateExits75() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
@@ -223,10 +272,16 @@ struct CLITests {
     }
 
     /// A JSON state of an earlier version that cannot be migrated stops the run, untouched.
-    @Test(arguments: ["{not json", "", "{\"version\": 99, \"items\": {}, \"feeds\": {}}", "{\"version\": 1, \"items\": {\"k\": {\"status\": \"bogus\"}}, \"feeds\": {}}"])
+    @Test(arguments: [
+        "{not json", "", "{\"version\": 99, \"items\": {}, \"feeds\": {}}",
+        "{\"version\": 1, \"items\": {\"k\": {\"status\": \"bogus\"}}, \"feeds\": {}}",
+    ])
     func unusableStateExits1AndIsLeftUntouched(content: String) async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
@@ -246,15 +301,21 @@ struct CLITests {
         try await unusableLedger(kind)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "the sqlite3 tool prepares these ledgers"),
-          arguments: ["sqlite-other", "newer"])
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
+            "the sqlite3 tool prepares these ledgers"),
+        arguments: ["sqlite-other", "newer"])
     func anotherDatabaseOrANewerLedgerExits1AndIsLeftUntouched(kind: String) async throws {
         try await unusableLedger(kind)
     }
 
     func unusableLedger(_ kind: String) async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder: folder, feeds: feeds, hub: hub)
@@ -264,7 +325,8 @@ struct CLITests {
             // A real database: another program's, or a ledger from a newer newspush.
             let make = try await newspush(["state", "migrate", "--state", ledger])
             #expect(make.status == 0, "\(make.stderr)")
-            let sql = kind == "newer" ? "UPDATE meta SET value = '7' WHERE name = 'schema_version';" : "DROP TABLE meta;"
+            let sql =
+                kind == "newer" ? "UPDATE meta SET value = '7' WHERE name = 'schema_version';" : "DROP TABLE meta;"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             process.arguments = [ledger, sql]
@@ -286,11 +348,17 @@ struct CLITests {
 
     @Test func failedFeedExits2() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.baseURL)/"}
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.baseURL)/"}
             policy: {first_run: send}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
@@ -304,10 +372,15 @@ struct CLITests {
 
     @Test func checkFetchReportsEveryFeed() async throws {
         let (feeds, hub) = try await servers()
-        defer { feeds.stop(); hub.stop() }
+        defer {
+            feeds.stop()
+            hub.stop()
+        }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
+        let config = try folder.write(
+            "feeds.yaml",
+            """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", name: World Desk, category: World}
@@ -342,15 +415,21 @@ struct CLITests {
     }
 
     @Test func theExamplesPreviewOffline() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let result = try await newspush(["preview", "--config", root.appendingPathComponent("Examples/feeds.yaml").path,
-                                         "--state", folder.file("state.db")],
-                                        environment: hubEnvironment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:9/"]) { $1 })
+        let result = try await newspush(
+            [
+                "preview", "--config", root.appendingPathComponent("Examples/feeds.yaml").path,
+                "--state", folder.file("state.db"),
+            ],
+            environment: hubEnvironment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:9/"]) { $1 })
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stdout.contains("would push [World] Breaking World News : Harbour city opens its new flood barrier"))
-        #expect(result.stdout.contains("would push [Technology || Science] Tech: Open-source compiler reaches version 2.0"))
+        #expect(
+            result.stdout.contains("would push [World] Breaking World News : Harbour city opens its new flood barrier"))
+        #expect(
+            result.stdout.contains("would push [Technology || Science] Tech: Open-source compiler reaches version 2.0"))
         #expect(result.stdout.contains("same-story"))
     }
 }
@@ -363,14 +442,18 @@ struct ClassifyCLITests {
         #expect(one.stdout.hasPrefix("{\"category\": \"Sports\", \"confidence\": "))
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let input = try folder.write("items.jsonl", """
+        let input = try folder.write(
+            "items.jsonl",
+            """
             {"title": "Central bank raises interest rates again", "extra": 1}
             {"title": "Anything at all", "feed_category": "Science"}
             {"title": "Match report", "categories": ["Politique"]}
             """)
         let lines = try await newspush(["classify", "--input", input, "--format", "jsonl"])
         #expect(lines.status == 0, "\(lines.stderr)")
-        let results = lines.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let results = lines.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
         #expect(results.map { $0["category"] as? String } == ["Business", "Science", "Politics"])
         #expect(results[1]["confidence"] as? Double == 1)
         let bad = try await newspush(["classify", "--input", try folder.write("bad.jsonl", "{not json}\n")])

@@ -2,8 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small tmpfs the tests can fill: only as root, and only where mounting is allowed.
@@ -59,8 +60,11 @@ struct DiskFaultTests {
         """
 
     func newsroom(_ folder: TemporaryFolder, hub: LocalHub, feeds: LocalHTTPServer, ledger: String) throws -> String {
-        try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", concurrency: 2}
+        try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", concurrency: 2}
             state: \(ledger)
             policy: {first_run: send, budget: {per_category: 100, per: 1h}}
             feeds:
@@ -71,19 +75,24 @@ struct DiskFaultTests {
     func storiesDelivered(_ hub: LocalHub) async throws -> [String: Int] {
         var perStory: [String: Int] = [:]
         for delivery in await hub.emulator.allDeliveries() {
-            let payload = try #require(try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])
+            let payload = try #require(
+                try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])
             perStory[payload["story"] as? String ?? "?", default: 0] += 1
         }
         return perStory
     }
 
     /// The disk fills at several levels, from nothing left to enough for part of the run.
-    @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"), arguments: [0, 8_192, 32_768, 98_304, 196_608])
+    @Test(
+        .enabled(if: SmallDisk.available, "needs root and a tmpfs mount"),
+        arguments: [0, 8_192, 32_768, 98_304, 196_608])
     func aFullDiskNeverSendsWithoutAnIntentAndLosesNoStory(freeBytes: Int) async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let items = (0..<6).map { (guid: "d\($0)", title: "Disk story number \($0) of six", minutesAgo: Double($0)) }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -98,21 +107,29 @@ struct DiskFaultTests {
         let full = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(full.status == 0 || full.status == 1, "exit \(full.status): \(full.stderr)")
         if full.status == 1 {
-            #expect((full.stdout + full.stderr).contains("is full"), "says the disk is full: \(full.stdout) \(full.stderr)")
+            #expect(
+                (full.stdout + full.stderr).contains("is full"), "says the disk is full: \(full.stdout) \(full.stderr)")
         }
         let afterFull = try await storiesDelivered(hub)
         #expect(afterFull.values.allSatisfy { $0 == 1 })
-        print("disk full with \(freeBytes) bytes free: exit \(full.status), \(afterFull.count) of 6 sent before space came back")
+        print(
+            "disk full with \(freeBytes) bytes free: exit \(full.status), \(afterFull.count) of 6 sent before space "
+                + "came back"
+        )
 
         // Space again: every story is delivered, none twice; none that was never sent is "unknown".
         try FileManager.default.removeItem(atPath: disk + "/filler")
-        let recovered = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let recovered = try await newspush(
+            ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(recovered.status == 0, "\(recovered.stderr)")
         let delivered = try await storiesDelivered(hub)
         #expect(delivered.count == 6, "every story reached the phone: \(delivered)")
         #expect(delivered.values.allSatisfy { $0 == 1 }, "pushed twice: \(delivered.filter { $0.value > 1 })")
-        let show = try await newspush(["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
-        let stories = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"] as? [String: [String: Any]]
+        let show = try await newspush(
+            ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let stories =
+            try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
+            as? [String: [String: Any]]
         #expect(stories?.count == 6)
         for (key, story) in stories ?? [:] {
             let status = story["status"] as? String
@@ -125,7 +142,9 @@ struct DiskFaultTests {
     func aReadOnlyLedgerFolderStopsTheRunBeforeSending() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("r1", "Read only story", 1)]))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("r1", "Read only story", 1)]))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }

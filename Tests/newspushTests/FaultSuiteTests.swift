@@ -2,8 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The hostile-input and fault campaign, kept: hostile feeds beside good ones, every class of
@@ -14,14 +15,21 @@ struct FaultSuiteTests {
     static let devices = """
         hub: breaking-news
         devices:
-          - {id: phone, platform: apple, tags: [World, Sports], template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
+          - {id: phone, platform: apple, tags: [World, Sports],
+                template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
         """
 
     /// Hostile documents, each under every size limit or cut by one, served beside a good feed.
     static func hostileDocuments(peer: String) throws -> [String: CannedResponse] {
-        let item = "<item><title>Hostile</title><link>https://h.example/1</link><pubDate>\(rfc822(minutesAgo: 1))</pubDate></item>"
+        let item =
+            "<item><title>Hostile</title><link>https://h.example/1</link><pubDate>\(rfc822(minutesAgo: 1))</pubDate>"
+            + "</item>"
         func rss(_ doctype: String, _ title: String = "Hostile") -> CannedResponse {
-            CannedResponse(text: "<?xml version=\"1.0\"?>\(doctype)<rss version=\"2.0\"><channel><title>\(title)</title>\(item)</channel></rss>")
+            CannedResponse(
+                text:
+                    "<?xml version=\"1.0\"?>\(doctype)<rss "
+                    + "version=\"2.0\"><channel><title>\(title)</title>\(item)</channel></rss>"
+            )
         }
         var attributes = "<item"
         for i in 0..<200_000 { attributes += " a\(i)=\"1\"" }
@@ -30,24 +38,40 @@ struct FaultSuiteTests {
             "/xxe-http.xml": rss("<!DOCTYPE rss [<!ENTITY xxe SYSTEM \"\(peer)/secret\">]>", "&xxe;"),
             "/xxe-parameter.xml": rss("<!DOCTYPE rss [<!ENTITY % p SYSTEM \"\(peer)/evil.dtd\"> %p;]>"),
             "/xxe-dtd.xml": rss("<!DOCTYPE rss SYSTEM \"\(peer)/evil.dtd\">", "&from-dtd;"),
-            "/laughs.xml": rss("<!DOCTYPE rss [<!ENTITY a \"ha\">" + (1...9).map { "<!ENTITY \(Character(UnicodeScalar(97 + $0)!)) \"" + String(repeating: "&\(Character(UnicodeScalar(96 + $0)!));", count: 10) + "\">" }.joined() + "]>", "&j;"),
-            "/deep.xml": CannedResponse(text: "<rss version=\"2.0\"><channel><title>Deep</title>" + String(repeating: "<x>", count: 100_000) + "</channel></rss>"),
-            "/attributes.xml": CannedResponse(text: "<rss version=\"2.0\"><channel><title>Attrs</title>\(attributes)><title>x</title></item></channel></rss>"),
-            "/bomb.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(count: 64 << 20))),
+            "/laughs.xml": rss(
+                "<!DOCTYPE rss [<!ENTITY a \"ha\">"
+                    + (1...9).map {
+                        "<!ENTITY \(Character(UnicodeScalar(97 + $0)!)) \""
+                            + String(repeating: "&\(Character(UnicodeScalar(96 + $0)!));", count: 10) + "\">"
+                    }.joined() + "]>", "&j;"),
+            "/deep.xml": CannedResponse(
+                text: "<rss version=\"2.0\"><channel><title>Deep</title>" + String(repeating: "<x>", count: 100_000)
+                    + "</channel></rss>"),
+            "/attributes.xml": CannedResponse(
+                text:
+                    "<rss version=\"2.0\"><channel><title>Attrs</title>\(attributes)><title>x</title></item></"
+                    + "channel></rss>"
+            ),
+            "/bomb.xml": CannedResponse(
+                headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(count: 64 << 20))),
         ]
     }
 
     @Test func hostileFeedsFailAloneInBoundedTimeAndTheGoodOnesArePushed() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let peer = try await LocalHTTPServer.start { _ in CannedResponse(text: "<!ENTITY from-dtd \"SECRET FROM THE NETWORK\">") }
+        let peer = try await LocalHTTPServer.start { _ in
+            CannedResponse(text: "<!ENTITY from-dtd \"SECRET FROM THE NETWORK\">")
+        }
         defer { peer.stop() }
         var documents = try Self.hostileDocuments(peer: peer.baseURL)
-        documents["/good.xml"] = CannedResponse(text: rssFeed(title: "Good", items: [("g1", "Good story reaches the phone", 1)]))
+        documents["/good.xml"] = CannedResponse(
+            text: rssFeed(title: "Good", items: [("g1", "Good story reaches the phone", 1)]))
         let feeds = try await LocalHTTPServer.serving(documents)
         defer { feeds.stop() }
         let slow = try RawTCPServer { connection in
-            connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: 100000\r\n\r\n<rss>")
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: 100000\r\n\r\n<rss>")
             for _ in 0..<60 {
                 Thread.sleep(forTimeInterval: 0.5)
                 if !connection.write("x") { break }
@@ -56,7 +80,8 @@ struct FaultSuiteTests {
         }
         defer { slow.stop() }
         let endless = try RawTCPServer { connection in
-            connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\n\r\n<rss version=\"2.0\"><channel><title>")
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\n\r\n<rss version=\"2.0\"><channel><title>")
             let chunk = Data(repeating: UInt8(ascii: "a"), count: 65536)
             while connection.write(chunk) {}
             connection.reset()
@@ -64,9 +89,15 @@ struct FaultSuiteTests {
         defer { endless.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let urls = documents.keys.sorted().map { "\(feeds.baseURL)\($0)" } + ["\(slow.baseURL)/slow.xml", "\(endless.baseURL)/endless.xml"]
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
+        let urls =
+            documents.keys.sorted().map { "\(feeds.baseURL)\($0)" } + [
+                "\(slow.baseURL)/slow.xml", "\(endless.baseURL)/endless.xml",
+            ]
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)"}
             fetch: {timeout: 3s, max_bytes: 4MB, concurrency: 16, per_host: 16}
             policy: {first_run: send, budget: {per_category: 50, per: 1h}}
             feeds:
@@ -79,7 +110,9 @@ struct FaultSuiteTests {
         #expect(elapsed < 20, "bounded: \(elapsed) s")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let feedReports = try #require(report["feeds"] as? [[String: Any]])
-        func status(_ suffix: String) -> String? { feedReports.first { ($0["url"] as? String)?.hasSuffix(suffix) == true }?["status"] as? String }
+        func status(_ suffix: String) -> String? {
+            feedReports.first { ($0["url"] as? String)?.hasSuffix(suffix) == true }?["status"] as? String
+        }
         #expect(status("/good.xml") == "ok")
         // (Deep nesting is cut by libxml2's depth limit: that feed is read, with nothing in it.)
         for failing in ["/attributes.xml", "/bomb.xml", "/slow.xml", "/endless.xml"] {
@@ -111,15 +144,22 @@ struct FaultSuiteTests {
     ])
     // hub.timeout 3 s: long enough for an answer while the whole suite runs on two cores,
     // shorter than the 4 s delay that models a hub timing out before it accepts.
-    func everyHubErrorClassDecidesAndRetriesAsPromised(fault: String, decision: String, status: Int32, retried: Bool) async throws {
+    func everyHubErrorClassDecidesAndRetriesAsPromised(fault: String, decision: String, status: Int32, retried: Bool)
+        async throws
+    {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("e1", "Error class story", 1)]))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("e1", "Error class story", 1)]))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", timeout: 3s, retries: 1, retry_delay: 10ms}
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", timeout: 3s, retries: 1, retry_delay: 10ms}
             policy: {first_run: send}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
@@ -143,12 +183,17 @@ struct FaultSuiteTests {
 
     @Test(arguments: ["http://127.0.0.1:1/", "http://newspush-test.invalid/"])
     func aHubOutOfReachKeepsThePushPending(endpoint: String) async throws {
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("u1", "Unreachable hub story", 1)]))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("u1", "Unreachable hub story", 1)]))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(endpoint)", timeout: 2s, retries: 0}
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(endpoint)", timeout: 2s, retries: 0}
             policy: {first_run: send}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
@@ -163,20 +208,29 @@ struct FaultSuiteTests {
     @Test func fiveRunsAtOnceSendEachStoryOnce() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let items = (0..<5).map { (guid: "c\($0)", title: "Concurrent story number \($0) of five", minutesAgo: Double($0)) }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))])
+        let items = (0..<5).map {
+            (guid: "c\($0)", title: "Concurrent story number \($0) of five", minutesAgo: Double($0))
+        }
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)"}
             policy: {first_run: send, budget: {per_category: 50, per: 1h}}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
             """)
         await hub.emulator.inject(Fault(delaySeconds: 0.3, count: 5))
         let results = try await withThrowingTaskGroup(of: CommandResult.self) { group in
-            for _ in 0..<5 { group.addTask { try await newspush(["run", "--config", config], environment: hubEnvironment) } }
+            for _ in 0..<5 {
+                group.addTask { try await newspush(["run", "--config", config], environment: hubEnvironment) }
+            }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.filter { $0.status == 0 }.count >= 1)

@@ -2,8 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A feed whose items can change between runs; it answers 304 to the ETag of its current items.
@@ -42,17 +43,23 @@ struct LedgerPromisesTests {
     static let devices = """
         hub: breaking-news
         devices:
-          - {id: phone, platform: apple, tags: [World, Politics, Sports], template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
+          - {id: phone, platform: apple, tags: [World, Politics, Sports],
+                template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
         """
 
     /// A connection string for the same namespace with another key: the hub answers 401.
     static let wrongKeyConnection = testConnectionString.replacingOccurrences(of: "AAECAwQF", with: "ZZECAwQF")
 
-    func config(_ folder: TemporaryFolder, endpoint: String, feeds: [(url: String, category: String)],
-                firstRun: String = "send", extra: String = "") throws -> String {
+    func config(
+        _ folder: TemporaryFolder, endpoint: String, feeds: [(url: String, category: String)],
+        firstRun: String = "send", extra: String = ""
+    ) throws -> String {
         let list = feeds.map { "  - {url: \"\($0.url)\", category: \($0.category)}" }.joined(separator: "\n")
-        return try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(endpoint)", retries: 1, retry_delay: 10ms}
+        return try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(endpoint)", retries: 1, retry_delay: 10ms}
             policy: {first_run: \(firstRun), budget: {per_category: 50, per: 1h}}
             \(extra)
             feeds:
@@ -61,7 +68,9 @@ struct LedgerPromisesTests {
     }
 
     func json(_ result: CommandResult) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "not JSON: \(result.stdout) \(result.stderr)")
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            "not JSON: \(result.stdout) \(result.stderr)")
     }
 
     func decisions(_ report: [String: Any]) -> [String: String] {
@@ -105,15 +114,18 @@ struct LedgerPromisesTests {
     @Test func aWrongKeyKeepsEveryStoryPendingUntilItIsFixed() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let desk = FeedDesk([("k1", "Talks resume in the capital after a week", 3), ("k2", "Flood warnings issued along the river", 6),
-                             ("k3", "Election date set for the spring", 9)])
+        let desk = FeedDesk([
+            ("k1", "Talks resume in the capital after a week", 3), ("k2", "Flood warnings issued along the river", 6),
+            ("k3", "Election date set for the spring", 9),
+        ])
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
-        let wrong = try await newspush(["run", "--config", config, "--format", "json"],
-                                       environment: ["NEWSPUSH_HUB_CONNECTION_STRING": Self.wrongKeyConnection])
+        let wrong = try await newspush(
+            ["run", "--config", config, "--format", "json"],
+            environment: ["NEWSPUSH_HUB_CONNECTION_STRING": Self.wrongKeyConnection])
         #expect(wrong.status == 1)
         let report = try json(wrong)
         let stopped = try #require(report["sending_stopped"] as? String)
@@ -138,8 +150,11 @@ struct LedgerPromisesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         var config = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [])
-        let publish = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Scoop of the day",
-                                          "--url", "https://news.example.org/scoop", "--yes"], environment: hubEnvironment)
+        let publish = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Scoop of the day",
+                "--url", "https://news.example.org/scoop", "--yes",
+            ], environment: hubEnvironment)
         #expect(publish.status == 1)
         #expect(publish.stderr.contains("waits in the outbox"), "\(publish.stderr)")
         // The hub is back, and the feed now carries the same article (another id, same link).
@@ -151,7 +166,9 @@ struct LedgerPromisesTests {
         #expect(decisions(report)["guid:127.0.0.1/scoop"] == "seen", "the feed's copy is the published story")
         let deliveries = await hub.emulator.allDeliveries()
         #expect(deliveries.count == 1)
-        #expect(deliveries.first?.payload.contains("link:news.example.org/scoop") == true, "the publish's push, not the feed's")
+        #expect(
+            deliveries.first?.payload.contains("link:news.example.org/scoop") == true,
+            "the publish's push, not the feed's")
         let again = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(again.status == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)
@@ -162,23 +179,33 @@ struct LedgerPromisesTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let world = FeedDesk([("w1", "First world story of the morning", 5)])
-        let sport = FeedDesk([("s1", "Cup final goes to extra time", 4), ("s2", "Record transfer agreed overnight", 8),
-                              ("s3", "Marathon course changed for the heat", 12)])
+        let sport = FeedDesk([
+            ("s1", "Cup final goes to extra time", 4), ("s2", "Record transfer agreed overnight", 8),
+            ("s3", "Marathon course changed for the heat", 12),
+        ])
         let feeds = try await FeedDesk.serve(["/world.xml": world, "/sport.xml": sport])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        var config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], firstRun: "baseline")
+        var config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], firstRun: "baseline")
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        config = try self.config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/sport.xml", "Sports")],
-                                 firstRun: "baseline")
+        config = try self.config(
+            folder, endpoint: hub.endpoint,
+            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/sport.xml", "Sports")],
+            firstRun: "baseline")
         let added = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(added.status == 0)
-        #expect(added.stdout.contains("baseline: Desk read for the first time: 3 items recorded as already known, none pushed"), "\(added.stdout)")
+        #expect(
+            added.stdout.contains(
+                "baseline: Desk read for the first time: 3 items recorded as already known, none pushed"),
+            "\(added.stdout)")
 
         #expect(await hub.emulator.allDeliveries().isEmpty)
         // From then on the feed's new stories are news.
-        await sport.set([("s4", "Late winner sends the champions through", 1), ("s1", "Cup final goes to extra time", 4)])
+        await sport.set([
+            ("s4", "Late winner sends the champions through", 1), ("s1", "Cup final goes to extra time", 4),
+        ])
         let next = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(decisions(try json(next))["guid:127.0.0.1/s4"] == "pushed")
         #expect(await hub.emulator.allDeliveries().count == 1)
@@ -196,7 +223,8 @@ struct LedgerPromisesTests {
         let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)
-        let forget = try await newspush(["state", "forget", "guid:127.0.0.1/f1", "--config", config], environment: hubEnvironment)
+        let forget = try await newspush(
+            ["state", "forget", "guid:127.0.0.1/f1", "--config", config], environment: hubEnvironment)
         #expect(forget.status == 0, "\(forget.stderr)")
         let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(decisions(try json(run))["guid:127.0.0.1/f1"] == "pushed")
@@ -208,12 +236,16 @@ struct LedgerPromisesTests {
     @Test func storiesGoneFromA304FeedArePruned() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let desk = FeedDesk([("old", "Story that leaves the feed soon", 5), ("stays", "Story that stays in the feed", 4)])
+        let desk = FeedDesk([
+            ("old", "Story that leaves the feed soon", 5), ("stays", "Story that stays in the feed", 4),
+        ])
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], extra: "state_retention: 2s")
+        let config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")],
+            extra: "state_retention: 2s")
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         await desk.set([("stays", "Story that stays in the feed", 4)])
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
@@ -221,8 +253,11 @@ struct LedgerPromisesTests {
         // Every run from now on gets 304.
         let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect((try json(run)["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
-        let show = try await newspush(["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
-        let items = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"] as? [String: Any]
+        let show = try await newspush(
+            ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let items =
+            try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
+            as? [String: Any]
         #expect(items?.keys.sorted() == ["guid:127.0.0.1/stays"])
         let prune = try await newspush(["state", "prune", "--config", config], environment: hubEnvironment)
         #expect(prune.stdout.contains("0 stories; 1 kept, 1 tombstones"), "\(prune.stdout)")
@@ -237,8 +272,11 @@ struct LedgerPromisesTests {
         defer { folder.cleanup() }
         let config = try config(folder, endpoint: hub.endpoint, feeds: [])
         await hub.emulator.inject(Fault(status: 503, count: 100))
-        let throttled = try await newspush(["publish", "--config", config, "--category", "World", "--title", "Polls have closed",
-                                            "--yes"], environment: hubEnvironment)
+        let throttled = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Polls have closed",
+                "--yes",
+            ], environment: hubEnvironment)
         #expect(throttled.status == 1)
         #expect(throttled.stderr.contains("waits in the outbox"))
         await hub.emulator.clearFaults()
@@ -248,8 +286,11 @@ struct LedgerPromisesTests {
         #expect(await hub.emulator.allDeliveries().count == 1)
 
         await hub.emulator.inject(Fault(status: 400, count: 1))
-        let refused = try await newspush(["publish", "--config", config, "--category", "Politics", "--title", "Budget vote delayed",
-                                          "--yes"], environment: hubEnvironment)
+        let refused = try await newspush(
+            [
+                "publish", "--config", config, "--category", "Politics", "--title", "Budget vote delayed",
+                "--yes",
+            ], environment: hubEnvironment)
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("not sent") && refused.stderr.contains("400"))
         let after = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
@@ -264,7 +305,9 @@ struct LedgerPromisesTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("k9", "Bridge reopens after repairs", 2)])
-        let slow = try await LocalHTTPServer.start { _ in CannedResponse(status: 200, body: Data("<rss/>".utf8), delay: 5) }
+        let slow = try await LocalHTTPServer.start { _ in
+            CannedResponse(status: 200, body: Data("<rss/>".utf8), delay: 5)
+        }
         defer { slow.stop() }
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
@@ -275,7 +318,9 @@ struct LedgerPromisesTests {
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 1)
         await hub.emulator.clearFaults()
         // The next run hangs on a slow feed and is killed before it sends anything.
-        config = try self.config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")])
+        config = try self.config(
+            folder, endpoint: hub.endpoint,
+            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")])
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = ["run", "--config", config]
@@ -302,14 +347,18 @@ struct LedgerPromisesTests {
         // max_age 40 s: "aging" (30 s old at the first fetch) is stale once the hub is back 12 s
         // later, "fresh" (1 s old) is not. The two runs while the hub is down have 10 s before
         // "aging" goes stale (they take one or two seconds each, more on a loaded machine).
-        let desk = FeedDesk([("aging", "Story published a while ago already", 0.5), ("fresh", "Story published a second ago", 0.02)])
+        let desk = FeedDesk([
+            ("aging", "Story published a while ago already", 0.5), ("fresh", "Story published a second ago", 0.02),
+        ])
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let down = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [("\(feeds.baseURL)/world.xml", "World")])
-        try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(of: "policy: {", with: "policy: {max_age: 40s, ")
-            .write(toFile: down, atomically: true, encoding: .utf8)
+        try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(
+            of: "policy: {", with: "policy: {max_age: 40s, "
+        )
+        .write(toFile: down, atomically: true, encoding: .utf8)
         let firstFetch = ContinuousClock.now
         for _ in 0..<2 {
             let run = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
@@ -319,7 +368,8 @@ struct LedgerPromisesTests {
             #expect(stopped.contains("connection refused") && stopped.contains("could not reach the hub"), "\(stopped)")
         }
         try await Task.sleep(until: firstFetch + .seconds(12))
-        let up = try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(of: "http://127.0.0.1:1/", with: hub.endpoint)
+        let up = try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(
+            of: "http://127.0.0.1:1/", with: hub.endpoint)
         try up.write(toFile: down, atomically: true, encoding: .utf8)
         let back = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
         #expect(back.status == 0, "\(back.stderr)")

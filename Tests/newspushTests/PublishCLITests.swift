@@ -2,8 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("publish, hub test-send and the emulator binary")
@@ -12,13 +13,17 @@ struct PublishCLITests {
         hub: breaking-news
         devices:
           - {id: phone-world, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
-          - {id: phone-alice, platform: fcmv1, tags: [World, "user:alice"], template: '{"message":{"notification":{"body":"$(messageParam)"}}}'}
+          - {id: phone-alice, platform: fcmv1, tags: [World, "user:alice"],
+                template: '{"message":{"notification":{"body":"$(messageParam)"}}}'}
         """
 
     func config(_ folder: TemporaryFolder, hub: LocalHub, feedURL: String? = nil) throws -> String {
         let feeds = feedURL.map { "  - {url: \"\($0)\", category: World}" } ?? ""
-        return try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
+        return try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)"}
             policy: {first_run: send}
             feeds:
             \(feeds.isEmpty ? "  []" : feeds)
@@ -28,12 +33,17 @@ struct PublishCLITests {
     @Test func publishSendsOnceAndTheScheduledRunDoesNotRepeatIt() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("scoop", "Scoop of the day", 2)]))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("scoop", "Scoop of the day", 2)]))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feedURL: "\(feeds.baseURL)/world.xml")
-        let args = ["publish", "--config", config, "--category", "World", "--title", "Scoop of the day", "--url", "https://news.example.org/scoop?utm_source=app"]
+        let args = [
+            "publish", "--config", config, "--category", "World", "--title", "Scoop of the day", "--url",
+            "https://news.example.org/scoop?utm_source=app",
+        ]
 
         let published = try await newspush(args + ["--yes"], environment: hubEnvironment)
         #expect(published.status == 0, "stderr: \(published.stderr)")
@@ -79,7 +89,10 @@ struct PublishCLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub)
-        let base = ["publish", "--config", config, "--category", "World", "--title", "Trial story", "--url", "https://news.example.org/t"]
+        let base = [
+            "publish", "--config", config, "--category", "World", "--title", "Trial story", "--url",
+            "https://news.example.org/t",
+        ]
         let dry = try await newspush(base + ["--dry-run"], environment: hubEnvironment)
         #expect(dry.status == 0)
         #expect(dry.stdout.contains("sig=<redacted>"))
@@ -94,13 +107,17 @@ struct PublishCLITests {
         #expect(real.status == 0, "stderr: \(real.stderr)")
         #expect(await hub.emulator.allDeliveries().count == 3)
 
-        let badTags = try await newspush(base + ["--tags", "$InstallationId:{x}", "--yes"], environment: hubEnvironment)
+        let badTags = try await newspush(
+            base + ["--tags", "$InstallationId:{x}", "--yes"], environment: hubEnvironment)
         #expect(badTags.status == 64)
         // Deep nesting used to overflow the stack (exit 139): now a usage error like any bad expression.
-        let deep = try await newspush(base + ["--tags", String(repeating: "!", count: 100_000) + "World", "--yes"], environment: hubEnvironment)
+        let deep = try await newspush(
+            base + ["--tags", String(repeating: "!", count: 100_000) + "World", "--yes"], environment: hubEnvironment)
         #expect(deep.status == 64, "\(deep.stderr.prefix(300))")
         #expect(deep.stderr.count < 1000, "the error does not repeat the whole expression")
-        let both = try await newspush(["publish", "--config", config, "--category", "World", "--title", "a", "--message", "b"], environment: hubEnvironment)
+        let both = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "a", "--message", "b"],
+            environment: hubEnvironment)
         #expect(both.status == 64)
     }
 
@@ -110,12 +127,18 @@ struct PublishCLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub)
-        let first = try await newspush(["publish", "--config", config, "--category", "World", "--title",
-                                         "Parliament passes the emergency budget after all-night session", "--yes"], environment: hubEnvironment)
+        let first = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title",
+                "Parliament passes the emergency budget after all-night session", "--yes",
+            ], environment: hubEnvironment)
         #expect(first.status == 0, "\(first.stderr)")
         // Another desk's wording of the same story, with a link of its own.
-        let copy = ["publish", "--config", config, "--category", "World", "--title", "Parliament passes emergency budget after all-night session",
-                    "--url", "https://other.example.org/budget"]
+        let copy = [
+            "publish", "--config", config, "--category", "World", "--title",
+            "Parliament passes emergency budget after all-night session",
+            "--url", "https://other.example.org/budget",
+        ]
         let dry = try await newspush(copy + ["--dry-run"], environment: hubEnvironment)
         #expect(dry.status == 1)
         #expect(dry.stdout.contains("dry run: the real command would refuse"))
@@ -130,9 +153,13 @@ struct PublishCLITests {
         let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
         #expect(show.stdout.contains("[outbox: repeat sent"), "\(show.stdout)")
         // Blank text is a usage error.
-        let blank = try await newspush(["publish", "--config", config, "--category", "World", "--title", "   ", "--yes"], environment: hubEnvironment)
+        let blank = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "   ", "--yes"],
+            environment: hubEnvironment)
         #expect(blank.status == 64)
-        let emptyMessage = try await newspush(["publish", "--config", config, "--category", "World", "--message", "", "--yes"], environment: hubEnvironment)
+        let emptyMessage = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--message", "", "--yes"],
+            environment: hubEnvironment)
         #expect(emptyMessage.status == 64)
     }
 
@@ -154,7 +181,11 @@ struct PublishCLITests {
         #expect(waited.status == 75)
         #expect(Date().timeIntervalSince(started) >= 1)
         // The running job finishes half a second in: a publish waiting for it goes out.
-        let release = Task { try await Task.sleep(nanoseconds: 500_000_000); flock(fd, LOCK_UN); close(fd) }
+        let release = Task {
+            try await Task.sleep(nanoseconds: 500_000_000)
+            flock(fd, LOCK_UN)
+            close(fd)
+        }
         let after = try await newspush(args + ["--yes", "--wait", "10s"], environment: hubEnvironment)
         _ = try await release.value
         #expect(after.status == 0, "\(after.stderr)")
@@ -167,7 +198,9 @@ struct PublishCLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub)
-        let result = try await newspush(["hub", "test-send", "--config", config, "--category", "World", "--title", "Test alert"], environment: hubEnvironment)
+        let result = try await newspush(
+            ["hub", "test-send", "--config", config, "--category", "World", "--title", "Test alert"],
+            environment: hubEnvironment)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("2 succeeded, 0 failed"))
         #expect(result.stdout.contains("apple phone-world: The Notification was successfully sent"))
@@ -178,11 +211,14 @@ struct PublishCLITests {
     @Test func emulatorBinaryServesTheREADMEDemo() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let process = Process()
         process.executableURL = try binaryURL("newspush-hub")
-        process.arguments = ["--port", "0", "--devices", root.appendingPathComponent("Examples/devices.yaml").path,
-                             "--log", folder.file("deliveries.jsonl")]
+        process.arguments = [
+            "--port", "0", "--devices", root.appendingPathComponent("Examples/devices.yaml").path,
+            "--log", folder.file("deliveries.jsonl"),
+        ]
         process.environment = hubEnvironment
         let out = Pipe()
         process.standardOutput = out
@@ -190,31 +226,52 @@ struct PublishCLITests {
         defer { process.terminate() }
         let firstLine = await offThePool { () -> String in
             var line = Data()
-            while let byte = try? out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 0x0A { line.append(b) }
+            while let byte = try? out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 0x0A {
+                line.append(b)
+            }
             return String(decoding: line, as: UTF8.self)
         }
         #expect(firstLine.hasPrefix("newspush-hub listening on http://127.0.0.1:"))
-        let port = try #require(firstLine.split(separator: ":").dropFirst(2).first.flatMap { Int($0.prefix { $0.isNumber }) })
+        let port = try #require(
+            firstLine.split(separator: ":").dropFirst(2).first.flatMap { Int($0.prefix { $0.isNumber }) })
         let config = try String(contentsOf: root.appendingPathComponent("Examples/feeds.yaml"), encoding: .utf8)
             .replacingOccurrences(of: "url: feeds/", with: "url: \(root.path)/Examples/feeds/")
         let configPath = try folder.write("feeds.yaml", config)
-        let run = try await newspush(["run", "--config", configPath],
-                                     environment: hubEnvironment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:\(port)/"]) { $1 })
+        let run = try await newspush(
+            ["run", "--config", configPath],
+            environment: hubEnvironment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:\(port)/"]) { $1 })
         #expect(run.status == 0, "stderr: \(run.stderr)")
         // Five section-feed stories and the wire's sports story, which the text model files under Sports.
         #expect(run.stdout.contains("sent 6 pushes, 0 failed"))
         let log = try String(contentsOfFile: folder.file("deliveries.jsonl"), encoding: .utf8)
-        let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let lines = log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
         #expect(lines.count == 16)
         let required: Set<String> = ["device", "platform", "tags", "payload", "notification_id"]
-        #expect(lines.allSatisfy { required.isSubset(of: $0.keys) && Set($0.keys).subtracting(required).isSubset(of: ["collapse_id", "headers"]) })
+        #expect(
+            lines.allSatisfy {
+                required.isSubset(of: $0.keys)
+                    && Set($0.keys).subtracting(required).isSubset(of: ["collapse_id", "headers"])
+            })
         // The recommended Apple registration shows its collapse id and priority (Technology is minor).
         let tech = try #require(lines.first { $0["device"] as? String == "iphone-tech" })
         #expect((tech["collapse_id"] as? String)?.hasPrefix("np-") == true)
         #expect((tech["headers"] as? [String: String])?["apns-priority"] == "5")
-        #expect(lines.contains { $0["device"] as? String == "iphone-fr" && ($0["payload"] as? String)?.contains("Dernière minute (Monde)") == true })
-        #expect(lines.contains { $0["device"] as? String == "iphone-world-politics" &&
-            $0["payload"] as? String == #"{"aps":{"alert":"Breaking World News : Harbour city opens its new flood barrier ahead of storm season"}}"# })
-        #expect(!lines.contains { $0["device"] as? String == "ipad-native" }, "native registrations do not get template sends")
+        #expect(
+            lines.contains {
+                $0["device"] as? String == "iphone-fr"
+                    && ($0["payload"] as? String)?.contains("Dernière minute (Monde)") == true
+            })
+        #expect(
+            lines.contains {
+                $0["device"] as? String == "iphone-world-politics"
+                    && $0["payload"] as? String
+                        == #"{"aps":{"alert":"Breaking World News : Harbour city opens its new flood barrier ahead of "#
+                        + #"storm season"}}"#
+            })
+        #expect(
+            !lines.contains { $0["device"] as? String == "ipad-native" },
+            "native registrations do not get template sends")
     }
 }

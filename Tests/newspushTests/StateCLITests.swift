@@ -2,8 +2,9 @@ import Foundation
 import HubEmulator
 import NewsPushTesting
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("State under failure: crashes, concurrent runs, maintenance commands")
@@ -14,9 +15,14 @@ struct StateCLITests {
           - {id: phone, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
         """
 
-    func newsroom(_ folder: TemporaryFolder, hub: LocalHub, feeds: LocalHTTPServer, concurrency: Int = 2) throws -> String {
-        try folder.write("feeds.yaml", """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
+    func newsroom(_ folder: TemporaryFolder, hub: LocalHub, feeds: LocalHTTPServer, concurrency: Int = 2) throws
+        -> String
+    {
+        try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
             policy: {first_run: send, budget: {per_category: 100, per: 1h}}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
@@ -38,8 +44,12 @@ struct StateCLITests {
     @Test func killingARunAtAnyMomentNeverPushesAStoryTwice() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let items = (0..<30).map { (guid: "s\($0)", title: "Story number \($0) of the crash test", minutesAgo: Double($0)) }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))])
+        let items = (0..<30).map {
+            (guid: "s\($0)", title: "Story number \($0) of the crash test", minutesAgo: Double($0))
+        }
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -64,14 +74,18 @@ struct StateCLITests {
 
         var perStory: [String: Int] = [:]
         for delivery in await hub.emulator.allDeliveries() {
-            let payload = try #require(try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])
+            let payload = try #require(
+                try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])
             perStory[payload["story"] as? String ?? "?", default: 0] += 1
         }
         #expect(perStory.values.allSatisfy { $0 == 1 }, "pushed twice: \(perStory.filter { $0.value > 1 })")
         let show = try await newspush(["state", "show", "--state", statePath, "--format", "json"])
         let state = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
         let stories = try #require(state["items"] as? [String: [String: Any]])
-        print("crash test: \(perStory.count) delivered, statuses \(Dictionary(grouping: stories.values, by: { $0["status"] as? String ?? "" }).mapValues(\.count))")
+        print(
+            "crash test: \(perStory.count) delivered, statuses "
+                + "\(Dictionary(grouping: stories.values, by: { $0["status"] as? String ?? "" }).mapValues(\.count))"
+        )
         #expect(stories.count == 30)
         // Every story ends pushed, or unknown when a kill hit it mid-send; none is left pending.
         #expect(stories.values.allSatisfy { ["pushed", "unknown"].contains($0["status"] as? String) })
@@ -83,7 +97,9 @@ struct StateCLITests {
     @Test func aSecondRunExits75AtOnce() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving(["/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("x", "Slow story to send now", 1)]))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("x", "Slow story to send now", 1)]))
+        ])
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -111,10 +127,14 @@ struct StateCLITests {
             return f.string(from: d)
         }
         let old = stamp(now.addingTimeInterval(-40 * 86400)), fresh = stamp(now)
-        let path = try folder.write("state.json", """
+        let path = try folder.write(
+            "state.json",
+            """
             {"version": 1, "feeds": {}, "items": {
-              "guid:a": {"status": "pushed", "feed": "f", "title": "Pushed story", "category": "World", "first_seen": "\(fresh)", "last_seen": "\(fresh)", "pushed_at": "\(fresh)"},
-              "guid:b": {"status": "seen", "feed": "f", "title": "Old story", "first_seen": "\(old)", "last_seen": "\(old)"}
+              "guid:a": {"status": "pushed", "feed": "f", "title": "Pushed story", "category": "World",
+                  "first_seen": "\(fresh)", "last_seen": "\(fresh)", "pushed_at": "\(fresh)"},
+              "guid:b": {"status": "seen", "feed": "f", "title": "Old story", "first_seen": "\(old)",
+                  "last_seen": "\(old)"}
             }}
             """)
         let show = try await newspush(["state", "show", "--state", path])

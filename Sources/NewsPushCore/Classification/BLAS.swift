@@ -8,15 +8,32 @@ import NewsPushModel
 enum BLAS {
     /// `C[m×n] = alpha · A[m×k] · B`, B being `[n×k]` (`transposedB`, a weight matrix stored
     /// one output per row) or `[k×n]`; leading dimensions as in CBLAS's row-major calls.
-    static func multiply(m: Int, n: Int, k: Int, alpha: Float = 1,
-                         _ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int, transposedB: Bool,
-                         into c: UnsafeMutablePointer<Float>, ldc: Int) {
+    static func multiply(
+        m: Int, n: Int, k: Int, alpha: Float = 1,
+        _ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int, transposedB: Bool,
+        into c: UnsafeMutablePointer<Float>, ldc: Int
+    ) {
         if let sgemm = library?.sgemm {
-            sgemm(rowMajor, noTrans, transposedB ? trans : noTrans, Int32(m), Int32(n), Int32(k), alpha,
-                  a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
+            sgemm(
+                rowMajor, noTrans, transposedB ? trans : noTrans, Int32(m), Int32(n), Int32(k), alpha,
+                a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
         } else {
-            portable(m: m, n: n, k: k, alpha: alpha, a, lda: lda, b, ldb: ldb, transposedB: transposedB, into: c, ldc: ldc)
+            portable(
+                m: m, n: n, k: k, alpha: alpha, a, lda: lda, b, ldb: ldb, transposedB: transposedB, into: c, ldc: ldc)
         }
+    }
+
+    /// `multiply` on buffers, each from an offset (empty buffers: nothing to multiply).
+    static func multiply(
+        m: Int, n: Int, k: Int, alpha: Float = 1,
+        _ a: UnsafeBufferPointer<Float>, aOffset: Int = 0, lda: Int,
+        _ b: UnsafeBufferPointer<Float>, bOffset: Int = 0, ldb: Int, transposedB: Bool,
+        into c: UnsafeMutableBufferPointer<Float>, cOffset: Int = 0, ldc: Int
+    ) {
+        guard let a = a.baseAddress, let b = b.baseAddress, let c = c.baseAddress else { return }
+        multiply(
+            m: m, n: n, k: k, alpha: alpha, a + aOffset, lda: lda, b + bOffset, ldb: ldb, transposedB: transposedB,
+            into: c + cOffset, ldc: ldc)
     }
 
     /// What does the products: "OpenBLAS" or the portable loops.
@@ -28,8 +45,11 @@ enum BLAS {
 
     // MARK: OpenBLAS through dlopen
 
-    private typealias SGEMM = @convention(c) (Int32, Int32, Int32, Int32, Int32, Int32, Float, UnsafePointer<Float>?, Int32,
-                                               UnsafePointer<Float>?, Int32, Float, UnsafeMutablePointer<Float>?, Int32) -> Void
+    private typealias SGEMM =
+        @convention(c) (
+            Int32, Int32, Int32, Int32, Int32, Int32, Float, UnsafePointer<Float>?, Int32,
+            UnsafePointer<Float>?, Int32, Float, UnsafeMutablePointer<Float>?, Int32
+        ) -> Void
     private typealias SetThreads = @convention(c) (Int32) -> Void
     private static let rowMajor: Int32 = 101, noTrans: Int32 = 111, trans: Int32 = 112
 
@@ -41,10 +61,14 @@ enum BLAS {
 
     private static let loaded: Library? = {
         for name in ["libopenblas.so.0", "libopenblas.so"] {
-            guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL), let symbol = dlsym(handle, "cblas_sgemm") else { continue }
+            guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL), let symbol = dlsym(handle, "cblas_sgemm") else {
+                continue
+            }
             // One thread: the encoder's matrices are small (a text's tokens × 384), and
             // OpenBLAS's threads cost more than they save there (measured: README "The classifier").
-            if let threads = dlsym(handle, "openblas_set_num_threads") { unsafeBitCast(threads, to: SetThreads.self)(1) }
+            if let threads = dlsym(handle, "openblas_set_num_threads") {
+                unsafeBitCast(threads, to: SetThreads.self)(1)
+            }
             return Library(sgemm: unsafeBitCast(symbol, to: SGEMM.self))
         }
         return nil
@@ -52,8 +76,10 @@ enum BLAS {
 
     // MARK: Portable loops
 
-    private static func portable(m: Int, n: Int, k: Int, alpha: Float, _ a: UnsafePointer<Float>, lda: Int,
-                                 _ b: UnsafePointer<Float>, ldb: Int, transposedB: Bool, into c: UnsafeMutablePointer<Float>, ldc: Int) {
+    private static func portable(
+        m: Int, n: Int, k: Int, alpha: Float, _ a: UnsafePointer<Float>, lda: Int,
+        _ b: UnsafePointer<Float>, ldb: Int, transposedB: Bool, into c: UnsafeMutablePointer<Float>, ldc: Int
+    ) {
         for i in 0..<m {
             let row = a + i * lda, out = c + i * ldc
             if transposedB {
@@ -74,11 +100,16 @@ enum BLAS {
         var sum = SIMD8<Float>()
         var i = 0
         while i + 8 <= count {
-            sum += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD8<Float>.self) * UnsafeRawPointer(y + i).loadUnaligned(as: SIMD8<Float>.self)
+            sum +=
+                UnsafeRawPointer(x + i).loadUnaligned(as: SIMD8<Float>.self)
+                * UnsafeRawPointer(y + i).loadUnaligned(as: SIMD8<Float>.self)
             i += 8
         }
         var total = sum.sum()
-        while i < count { total += x[i] * y[i]; i += 1 }
+        while i < count {
+            total += x[i] * y[i]
+            i += 1
+        }
         return total
     }
 }

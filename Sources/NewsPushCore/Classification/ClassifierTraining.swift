@@ -28,7 +28,9 @@ public enum ClassifierTraining {
             TextModel.trainLogistic(labelled($0), balanced: false)
         }
 
-        private static func labelled(_ examples: [Example]) -> [(title: String, summary: String, category: NewsCategory)] {
+        private static func labelled(_ examples: [Example]) -> [(
+            title: String, summary: String, category: NewsCategory
+        )] {
             examples.map { ($0.title, $0.summary, $0.category) }
         }
         /// The method the shipped model is trained with, chosen by the figures in the README.
@@ -54,18 +56,34 @@ public enum ClassifierTraining {
         public var bands: [(from: Double, items: Int, correct: Int)] = []
 
         public var description: String {
-            var lines = [String(format: "%@ (%d items): accuracy %.3f, macro-F1 %.3f; confidence >= 0.5 for %.1f%% of items, accuracy %.3f among them",
-                                name, count, accuracy, macroF1, confident * 100, confidentAccuracy)]
-            lines.append("  reliability: " + bands.map { band in
-                String(format: "confidence ≥ %.1f: %d items, accuracy %.3f", band.from, band.items, band.items > 0 ? Double(band.correct) / Double(band.items) : 0)
-            }.joined(separator: "; "))
-            lines.append("  F1: " + NewsCategory.allCases.compactMap { c in f1[c].map { String(format: "%@ %.2f", c.rawValue, $0) } }.joined(separator: ", "))
+            var lines = [
+                String(
+                    format:
+                        "%@ (%d items): accuracy %.3f, macro-F1 %.3f; confidence >= 0.5 for %.1f%% of items, "
+                        + "accuracy %.3f among them",
+                    name, count, accuracy, macroF1, confident * 100, confidentAccuracy)
+            ]
+            lines.append(
+                "  reliability: "
+                    + bands.map { band in
+                        String(
+                            format: "confidence ≥ %.1f: %d items, accuracy %.3f", band.from, band.items,
+                            band.items > 0 ? Double(band.correct) / Double(band.items) : 0)
+                    }.joined(separator: "; "))
+            lines.append(
+                "  F1: "
+                    + NewsCategory.allCases.compactMap { c in f1[c].map { String(format: "%@ %.2f", c.rawValue, $0) } }
+                    .joined(separator: ", "))
             lines.append("  confusion (rows true, columns predicted):")
-            lines.append("  " + "".padding(toLength: 11, withPad: " ", startingAt: 0)
-                         + NewsCategory.allCases.map { $0.rawValue.prefix(5).padding(toLength: 7, withPad: " ", startingAt: 0) }.joined())
+            lines.append(
+                "  " + "".padding(toLength: 11, withPad: " ", startingAt: 0)
+                    + NewsCategory.allCases.map {
+                        $0.rawValue.prefix(5).padding(toLength: 7, withPad: " ", startingAt: 0)
+                    }.joined())
             for (i, row) in confusion.enumerated() {
-                lines.append("  " + NewsCategory.allCases[i].rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
-                             + row.map { String($0).padding(toLength: 7, withPad: " ", startingAt: 0) }.joined())
+                lines.append(
+                    "  " + NewsCategory.allCases[i].rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+                        + row.map { String($0).padding(toLength: 7, withPad: " ", startingAt: 0) }.joined())
             }
             return lines.joined(separator: "\n")
         }
@@ -79,11 +97,16 @@ public enum ClassifierTraining {
         var examples: [Example] = []
         for (number, line) in data.split(separator: 0x0A).enumerated() where !line.isEmpty {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                  let label = object["label"] as? String, let category = NewsCategory(rawValue: label) else {
-                throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "\(path):\(number + 1): not an example with a known label"])
+                let label = object["label"] as? String, let category = NewsCategory(rawValue: label)
+            else {
+                throw CocoaError(
+                    .fileReadCorruptFile,
+                    userInfo: [NSLocalizedDescriptionKey: "\(path):\(number + 1): not an example with a known label"])
             }
-            examples.append(Example(title: object["title"] as? String ?? "", summary: object["summary"] as? String ?? "",
-                                    category: category, source: object["source"] as? String ?? ""))
+            examples.append(
+                Example(
+                    title: object["title"] as? String ?? "", summary: object["summary"] as? String ?? "",
+                    category: category, source: object["source"] as? String ?? ""))
         }
         return examples
     }
@@ -123,15 +146,18 @@ public enum ClassifierTraining {
             f1[category] = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0
         }
         let correct = classes.indices.reduce(0) { $0 + confusion[$1][$1] }
-        return Evaluation(name: name, count: examples.count, accuracy: Double(correct) / Double(max(1, examples.count)),
-                          macroF1: f1.values.reduce(0, +) / Double(max(1, f1.count)), f1: f1, confusion: confusion,
-                          confident: Double(confident) / Double(max(1, examples.count)),
-                          confidentAccuracy: Double(confidentCorrect) / Double(max(1, confident)), bands: bands)
+        return Evaluation(
+            name: name, count: examples.count, accuracy: Double(correct) / Double(max(1, examples.count)),
+            macroF1: f1.values.reduce(0, +) / Double(max(1, f1.count)), f1: f1, confusion: confusion,
+            confident: Double(confident) / Double(max(1, examples.count)),
+            confidentAccuracy: Double(confidentCorrect) / Double(max(1, confident)), bands: bands)
     }
 
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
     /// other three): the by-source split stands in for tomorrow's news from a new publisher.
-    public static func measurements(_ examples: [Example], method: Method = .chosen, textModels: TextModels = TextModels()) -> [Evaluation] {
+    public static func measurements(
+        _ examples: [Example], method: Method = .chosen, textModels: TextModels = TextModels()
+    ) -> [Evaluation] {
         measurements(examples) { TextClassifier(textModel: textModels.model($0, method: method)) }
     }
 
@@ -170,7 +196,8 @@ public enum ClassifierTraining {
         var results = [evaluate(train(Array(shuffled[cut...])), on: Array(shuffled[..<cut]), name: "random 10% split")]
         for source in Set(examples.map(\.source)).sorted() {
             let held = examples.filter { $0.source == source }
-            results.append(evaluate(train(examples.filter { $0.source != source }), on: held, name: "held-out source \(source)"))
+            results.append(
+                evaluate(train(examples.filter { $0.source != source }), on: held, name: "held-out source \(source)"))
         }
         return results
     }
@@ -189,19 +216,25 @@ public enum ClassifierTraining {
     /// Trains the bag-of-words model and the encoder's head, and fits the weights with which
     /// their scores are added (which also calibrates the confidence) by the log-loss on items
     /// the two were not trained on (`fit`); then both are trained again on everything.
-    public static func trainCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-                                     method: Method = .chosen, textModels: TextModels = TextModels()) -> TextClassifier {
+    public static func trainCombined(
+        _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+        method: Method = .chosen, textModels: TextModels = TextModels()
+    ) -> TextClassifier {
         let head = trainHeadCombined(examples, encoder: encoder, fit: fit, method: method, textModels: textModels)
         return TextClassifier(textModel: textModels.model(examples, method: method), encoder: (encoder, head))
     }
 
     /// The encoder's head of `trainCombined`, with the fitted weights.
-    public static func trainHeadCombined(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-                                         method: Method = .chosen, textModels: TextModels = TextModels()) -> EncoderHead {
+    public static func trainHeadCombined(
+        _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+        method: Method = .chosen, textModels: TextModels = TextModels()
+    ) -> EncoderHead {
         let sources = Set(examples.map(\.source)).sorted()
         var checks: [(fit: [Example], check: [Example])]
         if fit == .heldOutSources, sources.count >= 2 {
-            checks = sources.map { source in (examples.filter { $0.source != source }, examples.filter { $0.source == source }) }
+            checks = sources.map { source in
+                (examples.filter { $0.source != source }, examples.filter { $0.source == source })
+            }
         } else {
             var generator = SplitMix(seed: 20261123)
             let shuffled = examples.shuffled(using: &generator)
@@ -213,9 +246,12 @@ public enum ClassifierTraining {
             let textModel = textModels.model(fitted, method: method)
             let head = trainHead(fitted, encoder: encoder)
             for example in check {
-                scored.append((textModel.classify(title: example.title, summary: example.summary).scores.map(Float.init),
-                               head.scores(encoder.unitVector(example.title + " " + example.summary)),
-                               example.category.index))
+                scored.append(
+                    (
+                        textModel.classify(title: example.title, summary: example.summary).scores.map(Float.init),
+                        head.scores(encoder.unitVector(example.title + " " + example.summary)),
+                        example.category.index
+                    ))
             }
         }
         var best = (loss: Float.infinity, text: Float(1), encoder: Float(0))
@@ -238,13 +274,16 @@ public enum ClassifierTraining {
     }
 
     static func trainHead(_ examples: [Example], encoder: any TextEncoder) -> EncoderHead {
-        EncoderHead.train(examples.map { encoder.unitVector($0.title + " " + $0.summary) },
-                          labels: examples.map { $0.category.index })
+        EncoderHead.train(
+            examples.map { encoder.unitVector($0.title + " " + $0.summary) },
+            labels: examples.map { $0.category.index })
     }
 
     /// `measurements` for the bag-of-words model with the encoder beside it.
-    public static func measurements(_ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-                                    textModels: TextModels = TextModels()) -> [Evaluation] {
+    public static func measurements(
+        _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
+        textModels: TextModels = TextModels()
+    ) -> [Evaluation] {
         measurements(examples) { trainCombined($0, encoder: encoder, fit: fit, textModels: textModels) }
     }
 

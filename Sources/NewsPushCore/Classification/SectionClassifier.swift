@@ -20,18 +20,53 @@ public struct ItemClassifier: Sendable {
     static let synonyms: [String: NewsCategory] = {
         var table: [String: NewsCategory] = [:]
         let lists: [(NewsCategory, [String])] = [
-            (.world, ["world", "worldnews", "international", "internacional", "internazionale", "welt", "ausland", "monde", "mundo",
-                      "esteri", "europe", "asia", "africa", "middleeast", "middle-east", "americas", "global", "foreign"]),
-            (.politics, ["politics", "politik", "politique", "politica", "política", "elections", "election", "government",
-                         "parliament", "congress", "whitehouse", "uk-politics", "us-politics", "inland"]),
-            (.business, ["business", "economy", "economia", "economía", "wirtschaft", "économie", "economie", "finance", "finanzen",
-                         "markets", "money", "companies", "industry", "retail", "stocks"]),
-            (.technology, ["technology", "tech", "technik", "technologie", "tecnologia", "tecnología", "digital", "internet",
-                           "gadgets", "computing", "cybersecurity", "ai", "software"]),
-            (.science, ["science", "sciences", "wissenschaft", "wissen", "ciencia", "scienza", "sciences", "space", "environment",
-                        "climate", "health", "research"]),
-            (.sports, ["sport", "sports", "football", "soccer", "fussball", "fußball", "futbol", "fútbol", "deportes", "calcio",
-                       "tennis", "cricket", "rugby", "nba", "nfl", "mlb", "nhl", "golf", "formula1", "f1", "olympics", "cycling", "athletics"]),
+            (
+                .world,
+                [
+                    "world", "worldnews", "international", "internacional", "internazionale", "welt", "ausland",
+                    "monde", "mundo",
+                    "esteri", "europe", "asia", "africa", "middleeast", "middle-east", "americas", "global", "foreign",
+                ]
+            ),
+            (
+                .politics,
+                [
+                    "politics", "politik", "politique", "politica", "política", "elections", "election", "government",
+                    "parliament", "congress", "whitehouse", "uk-politics", "us-politics", "inland",
+                ]
+            ),
+            (
+                .business,
+                [
+                    "business", "economy", "economia", "economía", "wirtschaft", "économie", "economie", "finance",
+                    "finanzen",
+                    "markets", "money", "companies", "industry", "retail", "stocks",
+                ]
+            ),
+            (
+                .technology,
+                [
+                    "technology", "tech", "technik", "technologie", "tecnologia", "tecnología", "digital", "internet",
+                    "gadgets", "computing", "cybersecurity", "ai", "software",
+                ]
+            ),
+            (
+                .science,
+                [
+                    "science", "sciences", "wissenschaft", "wissen", "ciencia", "scienza", "sciences", "space",
+                    "environment",
+                    "climate", "health", "research",
+                ]
+            ),
+            (
+                .sports,
+                [
+                    "sport", "sports", "football", "soccer", "fussball", "fußball", "futbol", "fútbol", "deportes",
+                    "calcio",
+                    "tennis", "cricket", "rugby", "nba", "nfl", "mlb", "nhl", "golf", "formula1", "f1", "olympics",
+                    "cycling", "athletics",
+                ]
+            ),
         ]
         for (category, words) in lists { for word in words { table[word] = category } }
         return table
@@ -42,7 +77,9 @@ public struct ItemClassifier: Sendable {
         var votes: [NewsCategory: Int] = [:]
         for term in item.categories {
             let key = term.lowercased().trimmedASCIIWhitespace()
-            if let category = synonyms[key] ?? synonyms[key.replacingOccurrences(of: " ", with: "-")] { votes[category, default: 0] += 2 }
+            if let category = synonyms[key] ?? synonyms[key.replacingOccurrences(of: " ", with: "-")] {
+                votes[category, default: 0] += 2
+            }
         }
         if let link = item.link, let path = URLComponents(string: link)?.path {
             for segment in path.lowercased().split(separator: "/").prefix(3) {
@@ -62,14 +99,21 @@ public struct ItemClassifier: Sendable {
     /// `classify` for several items: the text model's work for those without evidence is done
     /// at once (the sentence encoder is faster on several texts together). `evidence`: each
     /// item's `evidence`, when the caller has it already.
-    public func classify(_ items: [(item: FeedItem, feedCategory: NewsCategory?)], evidence: [Classification?]? = nil,
-                         withEncoder: [Bool]) -> [Classification] {
+    public func classify(
+        _ items: [(item: FeedItem, feedCategory: NewsCategory?)], evidence: [Classification?]? = nil,
+        withEncoder: [Bool]
+    ) -> [Classification] {
         var results = evidence ?? items.map { Self.evidence($0.item, feedCategory: $0.feedCategory) }
         guard let text else { return results.map { $0 ?? .unclassified } }
         for encoded in [false, true] {
-            let asked = items.indices.filter { results[$0] == nil && withEncoder[$0] == encoded && Self.hasText(items[$0].item) }
-            let answers = text.classify(asked.map { (items[$0].item.title ?? "", items[$0].item.summary) }, withEncoder: encoded)
-            for (index, answer) in zip(asked, answers) { results[index] = Classification(category: answer.category, confidence: answer.confidence) }
+            let asked = items.indices.filter {
+                results[$0] == nil && withEncoder[$0] == encoded && Self.hasText(items[$0].item)
+            }
+            let answers = text.classify(
+                asked.map { (items[$0].item.title ?? "", items[$0].item.summary) }, withEncoder: encoded)
+            for (index, answer) in zip(asked, answers) {
+                results[index] = Classification(category: answer.category, confidence: answer.confidence)
+            }
         }
         return results.map { $0 ?? .unclassified }
     }
@@ -96,8 +140,9 @@ extension ItemClassifier {
     /// The classify stage: every candidate with its category and confidence (`evidence`: each
     /// one's `ItemClassifier.evidence`, when already known).
     public func classified(_ candidates: [Candidate], evidence: [Classification?]? = nil) -> [Candidate] {
-        let classifications = classify(candidates.map { ($0.item, $0.sectionCategory) }, evidence: evidence,
-                                       withEncoder: candidates.map(\.wantsEncoder))
+        let classifications = classify(
+            candidates.map { ($0.item, $0.sectionCategory) }, evidence: evidence,
+            withEncoder: candidates.map(\.wantsEncoder))
         return zip(candidates, classifications).map { candidate, classification in
             var candidate = candidate
             candidate.classification = classification

@@ -19,19 +19,31 @@ public struct TokenTable: Sendable {
     public init(serialized data: Data) throws(TextModel.ModelError) {
         guard data.count >= 20, data.prefix(5) == Data("NPTT1".utf8) else { throw .notAModel }
         func uint32(_ offset: Int) -> Int {
-            Int(UInt32(littleEndian: data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }))
+            Int(
+                UInt32(littleEndian: data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) })
+            )
         }
         let count = uint32(8), dimensions = uint32(12), blobLength = uint32(16)
         let vocabularyEnd = 20 + blobLength, floatsStart = vocabularyEnd + (4 - blobLength % 4) % 4
         let expected = floatsStart + count * 8 + count * dimensions
         guard data.count == expected else { throw .wrongSize(data.count, expected) }
-        vocabulary = String(decoding: data[20..<vocabularyEnd], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        vocabulary = String(decoding: data[20..<vocabularyEnd], as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).map(String.init)
         guard vocabulary.count == count else { throw .notAModel }
         self.dimensions = dimensions
         (weights, scales, codes) = data.withUnsafeBytes { raw in
-            let floats = { (start: Int) in (0..<count).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 4 * $0, as: UInt32.self))) } }
+            let floats = { (start: Int) in
+                (0..<count).map {
+                    Float(
+                        bitPattern: UInt32(
+                            littleEndian: raw.loadUnaligned(fromByteOffset: start + 4 * $0, as: UInt32.self)))
+                }
+            }
             let codeStart = floatsStart + count * 8
-            let codes = Array(UnsafeRawBufferPointer(rebasing: raw[codeStart..<codeStart + count * dimensions]).bindMemory(to: Int8.self))
+            let codes = Array(
+                UnsafeRawBufferPointer(rebasing: raw[codeStart..<codeStart + count * dimensions]).bindMemory(
+                    to: Int8.self))
             return (floats(floatsStart), floats(floatsStart + count * 4), codes)
         }
         tokenizer = WordPieceTokenizer(vocabulary: vocabulary)
@@ -74,7 +86,7 @@ public struct TokenTable: Sendable {
 /// calibrate the confidence (a temperature per model).
 public struct EncoderHead: Sendable {
     public let dimensions: Int
-    let weights: [Float]   // classes × dimensions
+    let weights: [Float]  // classes × dimensions
     let bias: [Float]
     public var textWeight: Float
     public var encoderWeight: Float
@@ -89,7 +101,9 @@ public struct EncoderHead: Sendable {
     }
 
     /// Trains the layer: full-batch gradient descent with AdaGrad and L2 regularisation.
-    public static func train(_ vectors: [[Float]], labels: [Int], epochs: Int = 300, rate: Float = 0.5, l2: Float = 1e-4) -> EncoderHead {
+    public static func train(
+        _ vectors: [[Float]], labels: [Int], epochs: Int = 300, rate: Float = 0.5, l2: Float = 1e-4
+    ) -> EncoderHead {
         let n = vectors.count, d = vectors.first?.count ?? 0, c = classCount
         var counts = [Float](repeating: 0, count: c)
         for label in labels { counts[label] += 1 }
@@ -131,20 +145,25 @@ extension EncoderHead {
     public func serialized() -> Data {
         var data = Data("NPEH1\0\0\0".utf8)
         withUnsafeBytes(of: UInt32(dimensions).littleEndian) { data.append(contentsOf: $0) }
-        for value in weights + bias + [textWeight, encoderWeight] { withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
+        for value in weights + bias + [textWeight, encoderWeight] {
+            withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) }
+        }
         return data
     }
 
     public init(serialized data: Data) throws(TextModel.ModelError) {
         guard data.count >= 12, data.prefix(5) == Data("NPEH1".utf8) else { throw .notAModel }
         let floats: [Float] = data.withUnsafeBytes { raw in
-            (0..<(raw.count - 12) / 4).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 12 + 4 * $0, as: UInt32.self))) }
+            (0..<(raw.count - 12) / 4).map {
+                Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 12 + 4 * $0, as: UInt32.self)))
+            }
         }
         let d = Int(UInt32(littleEndian: data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self) }))
         let c = Self.classCount
         guard floats.count == c * d + c + 2 else { throw .wrongSize(data.count, 12 + 4 * (c * d + c + 2)) }
-        self.init(dimensions: d, weights: Array(floats[0..<(c * d)]), bias: Array(floats[(c * d)..<(c * d + c)]),
-                  textWeight: floats[c * d + c], encoderWeight: floats[c * d + c + 1])
+        self.init(
+            dimensions: d, weights: Array(floats[0..<(c * d)]), bias: Array(floats[(c * d)..<(c * d + c)]),
+            textWeight: floats[c * d + c], encoderWeight: floats[c * d + c + 1])
     }
 }
 
@@ -183,18 +202,25 @@ public struct TextClassifier: Sendable {
 
     /// `withEncoder: false` is the bag-of-words model alone (items that will not be pushed:
     /// the encoder is not worth its time there).
-    public func classify(title: String, summary: String?, withEncoder: Bool = true) -> (category: NewsCategory, confidence: Double) {
+    public func classify(title: String, summary: String?, withEncoder: Bool = true) -> (
+        category: NewsCategory, confidence: Double
+    ) {
         classify([(title, summary)], withEncoder: withEncoder)[0]
     }
 
     /// `classify` for several texts, the encoder's work done for all of them at once.
-    public func classify(_ texts: [(title: String, summary: String?)], withEncoder: Bool = true) -> [(category: NewsCategory, confidence: Double)] {
+    public func classify(_ texts: [(title: String, summary: String?)], withEncoder: Bool = true) -> [(
+        category: NewsCategory, confidence: Double
+    )] {
         let bagOfWords = texts.map { textModel.classify(title: $0.title, summary: $0.summary) }
         guard withEncoder, let (encoder, head) = encoder else { return bagOfWords.map { ($0.category, $0.confidence) } }
         let vectors = encoder.unitVectors(texts.map { $0.title + " " + ($0.summary ?? "") })
         return zip(bagOfWords, vectors).map { text, vector in
             let encoded = head.scores(vector)
-            return Self.decide((0..<EncoderHead.classCount).map { head.textWeight * Float(text.scores[$0]) + head.encoderWeight * encoded[$0] })
+            return Self.decide(
+                (0..<EncoderHead.classCount).map {
+                    head.textWeight * Float(text.scores[$0]) + head.encoderWeight * encoded[$0]
+                })
         }
     }
 
@@ -216,42 +242,60 @@ public struct TextClassifier: Sendable {
 
     /// The shipped models; when an encoder's files are missing or damaged, the next one down
     /// and the reason in `warning`.
-    public static func bundled(_ choice: EncoderChoice = .full) throws -> (classifier: TextClassifier, warning: String?) {
+    public static func bundled(_ choice: EncoderChoice = .full) throws -> (classifier: TextClassifier, warning: String?)
+    {
         let textModel = try TextModel.bundled()
         switch choice {
         case .none:
             return (TextClassifier(textModel: textModel), nil)
         case .table:
-            return load(textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"))
+            return load(
+                textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"))
         case .full:
-            return load(textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"),
-                        encoder: bundledResource("encoder"), encoderHead: bundledResource("transformer-head"))
+            return load(
+                textModel: textModel, table: bundledResource("token-table"), head: bundledResource("encoder-head"),
+                encoder: bundledResource("encoder"), encoderHead: bundledResource("transformer-head"))
         }
     }
 
     /// The classifier with the full encoder when its weights, head and the table (its
     /// vocabulary) are there and readable; else the distilled table, else the bag of words,
     /// and why.
-    public static func load(textModel: TextModel, table: Data?, head: Data?, encoder: Data?, encoderHead: Data?) -> (classifier: TextClassifier, warning: String?) {
+    public static func load(textModel: TextModel, table: Data?, head: Data?, encoder: Data?, encoderHead: Data?) -> (
+        classifier: TextClassifier, warning: String?
+    ) {
         do {
             guard let table, let encoder, let encoderHead else { throw TextModel.ModelError.missingEncoder }
-            let head = try EncoderHead(serialized: encoderHead)   // (the small file first)
-            let sentenceEncoder = try SentenceEncoder(encoder: TransformerEncoder(serialized: encoder), table: TokenTable(serialized: table))
+            let head = try EncoderHead(serialized: encoderHead)  // (the small file first)
+            let sentenceEncoder = try SentenceEncoder(
+                encoder: TransformerEncoder(serialized: encoder), table: TokenTable(serialized: table))
             return (TextClassifier(textModel: textModel, encoder: (sentenceEncoder, head)), nil)
         } catch {
             let (fallback, warning) = load(textModel: textModel, table: table, head: head)
-            return (fallback, "the sentence encoder is not usable (\(error)); " + (warning ?? "classifying with the distilled table"))
+            return (
+                fallback,
+                "the sentence encoder is not usable (\(error)); " + (warning ?? "classifying with the distilled table")
+            )
         }
     }
 
     /// The classifier from the distilled table's files when both are there and readable, else
     /// the bag-of-words model alone and why.
-    public static func load(textModel: TextModel, table: Data?, head: Data?) -> (classifier: TextClassifier, warning: String?) {
+    public static func load(textModel: TextModel, table: Data?, head: Data?) -> (
+        classifier: TextClassifier, warning: String?
+    ) {
         do {
             guard let table, let head else { throw TextModel.ModelError.missingTable }
-            return (TextClassifier(textModel: textModel, encoder: (try TokenTable(serialized: table), try EncoderHead(serialized: head))), nil)
+            return (
+                TextClassifier(
+                    textModel: textModel,
+                    encoder: (try TokenTable(serialized: table), try EncoderHead(serialized: head))), nil
+            )
         } catch {
-            return (TextClassifier(textModel: textModel), "the distilled encoder is not usable (\(error)); classifying with the bag-of-words model alone")
+            return (
+                TextClassifier(textModel: textModel),
+                "the distilled encoder is not usable (\(error)); classifying with the bag-of-words model alone"
+            )
         }
     }
 }

@@ -36,7 +36,9 @@ public struct TextModel: Sendable {
     // MARK: Scoring
 
     /// The category, a confidence in 0…1 and the per-class scores.
-    public func classify(title: String, summary: String?) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
+    public func classify(title: String, summary: String?) -> (
+        category: NewsCategory, confidence: Double, scores: [Double]
+    ) {
         // Σ weight = offset × Σ x + step × Σ code × x, so the codes are summed and the scale
         // applied once.
         var codeSum = SIMD8<Float>()
@@ -131,14 +133,16 @@ public struct TextModel: Sendable {
                         if b >= 0x41 && b <= 0x5A { b |= 0x20 }
                         isWordByte = (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
                     } else if b == 0xE2, i + 1 < bytes.count, bytes[i + 1] == 0x80 || bytes[i + 1] == 0x81 {
-                        skip = 2   // U+2000–U+207F: a separator of three bytes
+                        skip = 2  // U+2000–U+207F: a separator of three bytes
                         isWordByte = false
                     } else if b == 0xC2 {
                         // U+0080–U+00BF: no-break space, «, », ¡… separate words.
                         skip = 1
                         isWordByte = false
                     } else {
-                        if b == 0xC3, i + 1 < bytes.count, bytes[i + 1] >= 0x80, bytes[i + 1] <= 0x9E, bytes[i + 1] != 0x97 {
+                        if b == 0xC3, i + 1 < bytes.count, bytes[i + 1] >= 0x80, bytes[i + 1] <= 0x9E,
+                            bytes[i + 1] != 0x97
+                        {
                             // Latin-1 capitals (À–Þ, not ×): lower-case the second byte.
                             hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
                             hash = (hash ^ UInt64(bytes[i + 1] | 0x20)) &* 0x100_0000_01b3
@@ -169,8 +173,10 @@ public struct TextModel: Sendable {
     // MARK: Training
 
     /// Multinomial Naive Bayes with uniform priors; `alpha` is the additive smoothing.
-    public static func trainNaiveBayes(_ examples: [(title: String, summary: String, category: NewsCategory)],
-                                       buckets: Int = 1 << 19, alpha: Float = 0.1) -> TextModel {
+    public static func trainNaiveBayes(
+        _ examples: [(title: String, summary: String, category: NewsCategory)],
+        buckets: Int = 1 << 19, alpha: Float = 0.1
+    ) -> TextModel {
         var counts = [Float](repeating: 0, count: classCount * buckets)
         var totals = [Float](repeating: 0, count: classCount)
         for example in examples {
@@ -185,16 +191,19 @@ public struct TextModel: Sendable {
             let denominator = log(totals[c] + alpha * Float(buckets))
             for b in 0..<buckets { table[b * classCount + c] = log(counts[b * classCount + c] + alpha) - denominator }
         }
-        return TextModel(kind: .naiveBayes, buckets: buckets, flat: table, bias: [Float](repeating: 0, count: classCount), idf: [])
+        return TextModel(
+            kind: .naiveBayes, buckets: buckets, flat: table, bias: [Float](repeating: 0, count: classCount), idf: [])
     }
 
     /// Multinomial logistic regression on unit-length idf-weighted feature vectors, trained by
     /// AdaGrad with L2 regularisation; each class weighs `N / (6 · N_class)` in the loss, so
     /// thin classes (Technology, Science) count as much as big ones. Deterministic: a fixed
     /// shuffle seed.
-    public static func trainLogistic(_ examples: [(title: String, summary: String, category: NewsCategory)],
-                                     buckets: Int = 1 << 19, epochs: Int = 12, learningRate: Float = 0.2,
-                                     l2: Float = 1e-6, balanced: Bool = true) -> TextModel {
+    public static func trainLogistic(
+        _ examples: [(title: String, summary: String, category: NewsCategory)],
+        buckets: Int = 1 << 19, epochs: Int = 12, learningRate: Float = 0.2,
+        l2: Float = 1e-6, balanced: Bool = true
+    ) -> TextModel {
         let featureLists = examples.map { features(title: $0.title, summary: $0.summary, buckets: buckets) }
         // Smoothed inverse document frequency, as commonly used with tf-idf.
         var documentFrequency = [Float](repeating: 0, count: buckets)
@@ -222,9 +231,12 @@ public struct TextModel: Sendable {
                 let scale = 1 / norm.squareRoot()
                 for c in 0..<classCount { scores[c] = bias[c] }
                 for f in list { for c in 0..<classCount { scores[c] += weights[f * classCount + c] * idf[f] * scale } }
-                let top = scores.max()!
+                let top = scores.max() ?? 0
                 var sum: Float = 0
-                for c in 0..<classCount { scores[c] = exp(scores[c] - top); sum += scores[c] }
+                for c in 0..<classCount {
+                    scores[c] = exp(scores[c] - top)
+                    sum += scores[c]
+                }
                 let weight = classWeights[labels[index]]
                 for c in 0..<classCount {
                     // Gradient of the weighted cross-entropy for class c.
@@ -285,13 +297,19 @@ public struct TextModel: Sendable {
 
     public init(serialized data: Data) throws {
         let header = Self.magic.count + 1 + 4 + Self.classCount * 12
-        guard data.count > header, data.prefix(Self.magic.count).elementsEqual(Self.magic) else { throw ModelError.notAModel }
+        guard data.count > header, data.prefix(Self.magic.count).elementsEqual(Self.magic) else {
+            throw ModelError.notAModel
+        }
         guard let kind = Kind(rawValue: data[data.startIndex + Self.magic.count]) else { throw ModelError.notAModel }
-        let buckets = data.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: Self.magic.count + 1, as: UInt32.self))) }
+        let buckets = data.withUnsafeBytes {
+            Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: Self.magic.count + 1, as: UInt32.self)))
+        }
         let expected = header + buckets * Self.classCount + (kind == .logistic ? 8 + buckets : 0)
         guard buckets > 0, data.count == expected else { throw ModelError.wrongSize(data.count, expected) }
         self = data.withUnsafeBytes { raw -> TextModel in
-            func uint32(_ offset: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+            func uint32(_ offset: Int) -> UInt32 {
+                UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            }
             func float(_ offset: Int) -> Float { Float(bitPattern: uint32(offset)) }
             var bias = SIMD8<Float>(), offsets = SIMD8<Float>(), steps = SIMD8<Float>()
             for c in 0..<Self.classCount {
@@ -317,13 +335,16 @@ public struct TextModel: Sendable {
                 idfStep = float(base + 4)
                 idfCodes = Array(raw[(base + 8)..<(base + 8 + buckets)])
             }
-            return TextModel(kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: bias,
-                             idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
+            return TextModel(
+                kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: bias,
+                idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
         }
     }
 
-    init(kind: Kind, buckets: Int, codes: [SIMD8<UInt8>], offsets: SIMD8<Float>, steps: SIMD8<Float>, bias: SIMD8<Float>,
-         idfCodes: [UInt8], idfLow: Float, idfStep: Float) {
+    init(
+        kind: Kind, buckets: Int, codes: [SIMD8<UInt8>], offsets: SIMD8<Float>, steps: SIMD8<Float>, bias: SIMD8<Float>,
+        idfCodes: [UInt8], idfLow: Float, idfStep: Float
+    ) {
         self.kind = kind
         self.buckets = buckets
         self.codes = codes
@@ -347,8 +368,9 @@ public struct TextModel: Sendable {
             biasVector[c] = bias[c]
         }
         let (idfCodes, idfLow, idfStep) = idf.isEmpty ? ([], 0, 0) : Self.quantize(idf)
-        self.init(kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: biasVector,
-                  idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
+        self.init(
+            kind: kind, buckets: buckets, codes: codes, offsets: offsets, steps: steps, bias: biasVector,
+            idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
     }
 
     public enum ModelError: Error, Equatable, CustomStringConvertible {
@@ -363,8 +385,10 @@ public struct TextModel: Sendable {
             case .notAModel: return "not a newspush text model"
             case .wrongSize(let got, let expected): return "model file has \(got) bytes, expected \(expected)"
             case .missing: return "the built-in text model is missing from the bundle"
-            case .missingTable: return "the encoder's table or head is missing (tools/classifier/build-model.sh makes them)"
-            case .missingEncoder: return "the sentence encoder's weights or head are missing (tools/classifier/build-model.sh makes them)"
+            case .missingTable:
+                return "the encoder's table or head is missing (tools/classifier/build-model.sh makes them)"
+            case .missingEncoder:
+                return "the sentence encoder's weights or head are missing (tools/classifier/build-model.sh makes them)"
             }
         }
     }
@@ -372,7 +396,8 @@ public struct TextModel: Sendable {
     /// The model shipped with newspush.
     public static func bundled() throws -> TextModel {
         guard let url = Bundle.module.url(forResource: "text-model", withExtension: "bin"),
-              let data = try? Data(contentsOf: url) else { throw ModelError.missing }
+            let data = try? Data(contentsOf: url)
+        else { throw ModelError.missing }
         return try TextModel(serialized: data)
     }
 }

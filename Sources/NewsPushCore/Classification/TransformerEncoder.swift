@@ -21,7 +21,7 @@ public struct TransformerEncoder: Sendable {
     let layers: [Layer]
 
     struct Dense: Sendable {
-        let weights: [Float]   // outputs × inputs
+        let weights: [Float]  // outputs × inputs
         let bias: [Float]
         var outputs: Int { bias.count }
     }
@@ -49,12 +49,23 @@ public struct TransformerEncoder: Sendable {
         guard data.count >= 32, data.prefix(6) == Data("NPENC1".utf8) else { throw .notAModel }
         var reader = Reader(data: data, offset: 8)
         let header = (0..<6).map { _ in reader.uint32() }
-        let (vocabulary, hidden, layerCount, heads, intermediate, maxTokens) = (header[0], header[1], header[2], header[3], header[4], header[5])
-        guard hidden > 0, heads > 0, hidden % heads == 0, layerCount > 0, layerCount < 64, maxTokens > 2 else { throw .notAModel }
-        let matrices = vocabulary * (hidden + 4) + layerCount * (4 * (hidden * hidden + 4 * hidden) + 2 * (hidden * intermediate) + 4 * (intermediate + hidden))
-        let vectors = 4 * (maxTokens * hidden + 3 * hidden + layerCount * (4 * hidden + 2 * hidden + intermediate + hidden + 2 * hidden))
+        let (vocabulary, hidden, layerCount, heads, intermediate, maxTokens) = (
+            header[0], header[1], header[2], header[3], header[4], header[5]
+        )
+        guard hidden > 0, heads > 0, hidden % heads == 0, layerCount > 0, layerCount < 64, maxTokens > 2 else {
+            throw .notAModel
+        }
+        let matrices =
+            vocabulary * (hidden + 4) + layerCount
+            * (4 * (hidden * hidden + 4 * hidden) + 2 * (hidden * intermediate) + 4 * (intermediate + hidden))
+        let vectors =
+            4
+            * (maxTokens * hidden + 3 * hidden + layerCount
+                * (4 * hidden + 2 * hidden + intermediate + hidden + 2 * hidden))
         guard data.count == 32 + matrices + vectors else { throw .wrongSize(data.count, 32 + matrices + vectors) }
-        (self.hidden, self.heads, self.intermediate, self.maxTokens, self.vocabularyCount) = (hidden, heads, intermediate, maxTokens, vocabulary)
+        (self.hidden, self.heads, self.intermediate, self.maxTokens, self.vocabularyCount) = (
+            hidden, heads, intermediate, maxTokens, vocabulary
+        )
         wordScales = reader.floats(vocabulary)
         wordCodes = reader.codes(vocabulary * hidden)
         positions = reader.floats(maxTokens * hidden)
@@ -65,11 +76,14 @@ public struct TransformerEncoder: Sendable {
             return Dense(weights: weights, bias: reader.floats(outputs))
         }
         layers = (0..<layerCount).map { _ in
-            let (q, k, v, o) = (dense(hidden, hidden), dense(hidden, hidden), dense(hidden, hidden), dense(hidden, hidden))
+            let (q, k, v, o) = (
+                dense(hidden, hidden), dense(hidden, hidden), dense(hidden, hidden), dense(hidden, hidden)
+            )
             let attentionNorm = Norm(weight: reader.floats(hidden), bias: reader.floats(hidden))
             let up = dense(intermediate, hidden), down = dense(hidden, intermediate)
-            return Layer(query: q, key: k, value: v, output: o, attentionNorm: attentionNorm, up: up, down: down,
-                         outputNorm: Norm(weight: reader.floats(hidden), bias: reader.floats(hidden)))
+            return Layer(
+                query: q, key: k, value: v, output: o, attentionNorm: attentionNorm, up: up, down: down,
+                outputNorm: Norm(weight: reader.floats(hidden), bias: reader.floats(hidden)))
         }
     }
 
@@ -85,14 +99,20 @@ public struct TransformerEncoder: Sendable {
 
         mutating func uint32() -> Int {
             defer { offset += 4 }
-            return Int(UInt32(littleEndian: data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }))
+            return Int(
+                UInt32(littleEndian: data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) })
+            )
         }
 
         mutating func floats(_ count: Int) -> [Float] {
             defer { offset += 4 * count }
             return data.withUnsafeBytes { raw in
                 [Float](unsafeUninitializedCapacity: count) { out, initialized in
-                    for i in 0..<count { out[i] = Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4 * i, as: UInt32.self))) }
+                    for i in 0..<count {
+                        out[i] = Float(
+                            bitPattern: UInt32(
+                                littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4 * i, as: UInt32.self)))
+                    }
                     initialized = count
                 }
             }
@@ -100,7 +120,9 @@ public struct TransformerEncoder: Sendable {
 
         mutating func codes(_ count: Int) -> [Int8] {
             defer { offset += count }
-            return data.withUnsafeBytes { Array(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + count]).bindMemory(to: Int8.self)) }
+            return data.withUnsafeBytes {
+                Array(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + count]).bindMemory(to: Int8.self))
+            }
         }
 
         /// An eight-bit matrix, made Float32 once at load.
@@ -132,15 +154,17 @@ public struct TransformerEncoder: Sendable {
     public func vectors(ids batch: [[Int32]]) -> [[Float]] {
         let h = hidden
         let lengths = batch.map { min($0.count, maxTokens) }
-        let starts = lengths.reduce(into: [0]) { $0.append($0.last! + $1) }
-        let rows = starts.last!
+        var starts = [0]
+        for length in lengths { starts.append(starts[starts.count - 1] + length) }
+        let rows = starts[starts.count - 1]
         guard rows > 0 else { return batch.map { _ in [Float](repeating: 0, count: h) } }
         var x = [Float](repeating: 0, count: rows * h)
         for (text, ids) in batch.enumerated() {
             for (position, id) in ids.prefix(lengths[text]).enumerated() {
                 let token = Int(id) < vocabularyCount ? Int(id) : 0, row = starts[text] + position
                 for c in 0..<h {
-                    x[row * h + c] = wordScales[token] * Float(wordCodes[token * h + c]) + positions[position * h + c] + tokenType[c]
+                    x[row * h + c] =
+                        wordScales[token] * Float(wordCodes[token * h + c]) + positions[position * h + c] + tokenType[c]
                 }
             }
         }
@@ -156,7 +180,8 @@ public struct TransformerEncoder: Sendable {
 
     private func apply(_ layer: Layer, to x: inout [Float], rows: Int, texts: [(start: Int, count: Int)]) {
         let h = hidden, size = hidden / heads
-        let q = project(x, rows: rows, layer.query), k = project(x, rows: rows, layer.key), v = project(x, rows: rows, layer.value)
+        let q = project(x, rows: rows, layer.query), k = project(x, rows: rows, layer.key),
+            v = project(x, rows: rows, layer.value)
         var context = [Float](repeating: 0, count: rows * h)
         let longest = texts.map(\.count).max() ?? 0
         var scores = [Float](repeating: 0, count: longest * longest)
@@ -164,15 +189,25 @@ public struct TransformerEncoder: Sendable {
             let t = text.count, first = text.start * h
             for head in 0..<heads {
                 let offset = first + head * size
-                q.withUnsafeBufferPointer { q in k.withUnsafeBufferPointer { k in scores.withUnsafeMutableBufferPointer { s in
-                    BLAS.multiply(m: t, n: t, k: size, alpha: 1 / Float(size).squareRoot(), q.baseAddress! + offset, lda: h,
-                                  k.baseAddress! + offset, ldb: h, transposedB: true, into: s.baseAddress!, ldc: t)
-                } } }
+                q.withUnsafeBufferPointer { q in
+                    k.withUnsafeBufferPointer { k in
+                        scores.withUnsafeMutableBufferPointer { s in
+                            BLAS.multiply(
+                                m: t, n: t, k: size, alpha: 1 / Float(size).squareRoot(), q, aOffset: offset, lda: h,
+                                k, bOffset: offset, ldb: h, transposedB: true, into: s, ldc: t)
+                        }
+                    }
+                }
                 softmaxRows(&scores, rows: t, columns: t)
-                scores.withUnsafeBufferPointer { s in v.withUnsafeBufferPointer { v in context.withUnsafeMutableBufferPointer { c in
-                    BLAS.multiply(m: t, n: size, k: t, s.baseAddress!, lda: t, v.baseAddress! + offset, ldb: h, transposedB: false,
-                                  into: c.baseAddress! + offset, ldc: h)
-                } } }
+                scores.withUnsafeBufferPointer { s in
+                    v.withUnsafeBufferPointer { v in
+                        context.withUnsafeMutableBufferPointer { c in
+                            BLAS.multiply(
+                                m: t, n: size, k: t, s, lda: t, v, bOffset: offset, ldb: h, transposedB: false,
+                                into: c, cOffset: offset, ldc: h)
+                        }
+                    }
+                }
             }
         }
         var attended = project(context, rows: rows, layer.output)
@@ -190,10 +225,15 @@ public struct TransformerEncoder: Sendable {
     private func project(_ x: [Float], rows t: Int, _ dense: Dense) -> [Float] {
         let inputs = x.count / t, outputs = dense.outputs
         var y = [Float](repeating: 0, count: t * outputs)
-        x.withUnsafeBufferPointer { x in dense.weights.withUnsafeBufferPointer { w in y.withUnsafeMutableBufferPointer { y in
-            BLAS.multiply(m: t, n: outputs, k: inputs, x.baseAddress!, lda: inputs, w.baseAddress!, ldb: inputs, transposedB: true,
-                          into: y.baseAddress!, ldc: outputs)
-        } } }
+        x.withUnsafeBufferPointer { x in
+            dense.weights.withUnsafeBufferPointer { w in
+                y.withUnsafeMutableBufferPointer { y in
+                    BLAS.multiply(
+                        m: t, n: outputs, k: inputs, x, lda: inputs, w, ldb: inputs, transposedB: true, into: y,
+                        ldc: outputs)
+                }
+            }
+        }
         for r in 0..<t { for c in 0..<outputs { y[r * outputs + c] += dense.bias[c] } }
         return y
     }
@@ -206,7 +246,10 @@ public struct TransformerEncoder: Sendable {
             for c in 0..<h { mean += x[base + c] }
             mean /= Float(h)
             var variance: Float = 0
-            for c in 0..<h { let d = x[base + c] - mean; variance += d * d }
+            for c in 0..<h {
+                let d = x[base + c] - mean
+                variance += d * d
+            }
             let scale = 1 / (variance / Float(h) + 1e-12).squareRoot()
             for c in 0..<h { x[base + c] = (x[base + c] - mean) * scale * norm.weight[c] + norm.bias[c] }
         }
@@ -219,7 +262,10 @@ public struct TransformerEncoder: Sendable {
             var top = -Float.infinity
             for c in 0..<n { top = max(top, s[base + c]) }
             var total: Float = 0
-            for c in 0..<n { s[base + c] = exp(s[base + c] - top); total += s[base + c] }
+            for c in 0..<n {
+                s[base + c] = exp(s[base + c] - top)
+                total += s[base + c]
+            }
             for c in 0..<n { s[base + c] /= total }
         }
     }
@@ -238,7 +284,10 @@ public struct TransformerEncoder: Sendable {
             UnsafeMutableRawPointer(base + i).storeBytes(of: result, as: V.self)
             i += 8
         }
-        while i < x.count { x[i] = 0.5 * x[i] * (1 + erf(x[i] / Float(2).squareRoot())); i += 1 }
+        while i < x.count {
+            x[i] = 0.5 * x[i] * (1 + erf(x[i] / Float(2).squareRoot()))
+            i += 1
+        }
     }
 
     private static func erf8(_ v: SIMD8<Float>) -> SIMD8<Float> {
@@ -283,7 +332,8 @@ public struct SentenceEncoder: Sendable {
 
     public init(encoder: TransformerEncoder, table: TokenTable) throws(TextModel.ModelError) {
         guard table.vocabulary.count == encoder.vocabularyCount, let cls = table.vocabulary.firstIndex(of: "[CLS]"),
-              let sep = table.vocabulary.firstIndex(of: "[SEP]") else { throw .notAModel }
+            let sep = table.vocabulary.firstIndex(of: "[SEP]")
+        else { throw .notAModel }
         self.encoder = encoder
         self.tokenizer = table.tokenizer
         (self.cls, self.sep) = (Int32(cls), Int32(sep))

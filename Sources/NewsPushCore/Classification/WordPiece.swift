@@ -16,7 +16,11 @@ public struct WordPieceTokenizer: Sendable {
     public init(vocabulary: [String]) {
         var starts: [String: Int32] = [:], continuations: [String: Int32] = [:]
         for (index, token) in vocabulary.enumerated() {
-            if token.hasPrefix("##") { continuations[String(token.dropFirst(2))] = Int32(index) } else { starts[token] = Int32(index) }
+            if token.hasPrefix("##") {
+                continuations[String(token.dropFirst(2))] = Int32(index)
+            } else {
+                starts[token] = Int32(index)
+            }
         }
         self.starts = starts
         self.continuations = continuations
@@ -42,15 +46,24 @@ public struct WordPieceTokenizer: Sendable {
         var boundaries: [Int] = [0]
         for (offset, byte) in word.enumerated() where offset > 0 && byte & 0xC0 != 0x80 { boundaries.append(offset) }
         boundaries.append(word.count)
-        guard boundaries.count - 1 <= Self.maxWordLength else { ids.append(unknown); return }
+        guard boundaries.count - 1 <= Self.maxWordLength else {
+            ids.append(unknown)
+            return
+        }
         let first = ids.count
         var start = 0
         while start < boundaries.count - 1 {
             var end = boundaries.count - 1
             var piece: Int32?
             while start < end {
-                let text = word.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[boundaries[start]..<boundaries[end]]), as: UTF8.self) }
-                if let id = (start == 0 ? starts[text] : continuations[text]) { piece = id; break }
+                let text = word.withUnsafeBufferPointer {
+                    String(
+                        decoding: UnsafeBufferPointer(rebasing: $0[boundaries[start]..<boundaries[end]]), as: UTF8.self)
+                }
+                if let id = (start == 0 ? starts[text] : continuations[text]) {
+                    piece = id
+                    break
+                }
                 end -= 1
             }
             guard let piece else {
@@ -84,9 +97,14 @@ public struct WordPieceTokenizer: Sendable {
                     if isPunctuation(scalar) { emitPunctuation([byte]) } else { word.append(byte) }
                 }
             } else {
-                let lowered = String(String.UnicodeScalarView(current)).lowercased().decomposedStringWithCanonicalMapping
+                let lowered = String(String.UnicodeScalarView(current)).lowercased()
+                    .decomposedStringWithCanonicalMapping
                 for scalar in lowered.unicodeScalars where scalar.properties.generalCategory != .nonspacingMark {
-                    if isPunctuation(scalar) { emitPunctuation(Array(String(scalar).utf8)) } else { word.append(contentsOf: String(scalar).utf8) }
+                    if isPunctuation(scalar) {
+                        emitPunctuation(Array(String(scalar).utf8))
+                    } else {
+                        word.append(contentsOf: String(scalar).utf8)
+                    }
                 }
             }
             if !word.isEmpty { body(word) }
@@ -96,8 +114,11 @@ public struct WordPieceTokenizer: Sendable {
         for scalar in text.unicodeScalars {
             let value = scalar.value
             if value < 0x80 {
-                if value == 0x20 || value == 0x09 || value == 0x0A || value == 0x0D { flush() }
-                else if value >= 0x20 && value != 0x7F { current.append(scalar) }
+                if value == 0x20 || value == 0x09 || value == 0x0A || value == 0x0D {
+                    flush()
+                } else if value >= 0x20 && value != 0x7F {
+                    current.append(scalar)
+                }
                 // other ASCII controls are dropped
                 continue
             }
@@ -111,7 +132,7 @@ public struct WordPieceTokenizer: Sendable {
                 flush()
                 body(Array(String(scalar).utf8))
             } else if scalar.properties.isWhitespace {
-                flush()   // line and paragraph separators: white space to Python's split()
+                flush()  // line and paragraph separators: white space to Python's split()
             } else {
                 current.append(scalar)
                 ascii = false
@@ -122,10 +143,13 @@ public struct WordPieceTokenizer: Sendable {
 
     static func isPunctuation(_ scalar: Unicode.Scalar) -> Bool {
         let v = scalar.value
-        if (33...47).contains(v) || (58...64).contains(v) || (91...96).contains(v) || (123...126).contains(v) { return true }
+        if (33...47).contains(v) || (58...64).contains(v) || (91...96).contains(v) || (123...126).contains(v) {
+            return true
+        }
         switch scalar.properties.generalCategory {
         case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
-             .initialPunctuation, .finalPunctuation, .otherPunctuation: return true
+            .initialPunctuation, .finalPunctuation, .otherPunctuation:
+            return true
         default: return false
         }
     }

@@ -1,8 +1,9 @@
 import Foundation
 import NewsPushModel
 import NotificationHubs
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What `newspush check` verifies beyond the file itself, without any network traffic: that the
@@ -26,8 +27,11 @@ public struct ConfigCheck: Sendable, Encodable {
     public static func run(_ config: NewsPushConfig) -> [ConfigCheck] {
         [
             config.feeds.isEmpty
-                ? ConfigCheck(check: "feeds", severity: .config, detail: "the feed list is empty: a run would fetch nothing")
-                : ConfigCheck(check: "feeds", severity: .ok, detail: "\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s")"),
+                ? ConfigCheck(
+                    check: "feeds", severity: .config, detail: "the feed list is empty: a run would fetch nothing")
+                : ConfigCheck(
+                    check: "feeds", severity: .ok,
+                    detail: "\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s")"),
             signing(config.hub),
         ]
     }
@@ -45,14 +49,23 @@ public struct ConfigCheck: Sendable, Encodable {
         do {
             let connection = try HubConnectionString(parsing: hub.connectionString)
             let resource = SharedAccessSignature.hubResourceURI(host: connection.host, hub: hub.name)
-            let token = SharedAccessSignature.token(resourceURI: resource, keyName: connection.keyName, key: connection.key,
-                                                    expiry: Int(Date().timeIntervalSince1970) + 60)
-            guard let fields = SharedAccessSignature.fields(of: token), let sr = fields["sr"], let se = fields["se"].flatMap(Int.init),
-                  SharedAccessSignature.percentDecode(fields["sig"] ?? "") == SharedAccessSignature.sign(sr: sr, expiry: se, key: connection.key) else {
-                return ConfigCheck(check: "hub credentials", severity: .config, detail: "a token signed with the key does not verify")
+            let token = SharedAccessSignature.token(
+                resourceURI: resource, keyName: connection.keyName, key: connection.key,
+                expiry: Int(Date().timeIntervalSince1970) + 60)
+            guard let fields = SharedAccessSignature.fields(of: token), let sr = fields["sr"],
+                let se = fields["se"].flatMap(Int.init),
+                SharedAccessSignature.percentDecode(fields["sig"] ?? "")
+                    == SharedAccessSignature.sign(sr: sr, expiry: se, key: connection.key)
+            else {
+                return ConfigCheck(
+                    check: "hub credentials", severity: .config, detail: "a token signed with the key does not verify")
             }
-            return ConfigCheck(check: "hub credentials", severity: .ok,
-                               detail: "tokens for hub '\(hub.name)' on \(connection.host) are signed with policy '\(connection.keyName)' (the hub is not asked: `newspush hub test-send` does)")
+            return ConfigCheck(
+                check: "hub credentials", severity: .ok,
+                detail:
+                    "tokens for hub '\(hub.name)' on \(connection.host) are signed with policy "
+                    + "'\(connection.keyName)' (the hub is not asked: `newspush hub test-send` does)"
+            )
         } catch {
             return ConfigCheck(check: "hub credentials", severity: .config, detail: error.description)
         }

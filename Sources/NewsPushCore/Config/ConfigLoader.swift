@@ -18,7 +18,9 @@ public struct ConfigLoader: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigError(problems: [ConfigProblem(file: path, line: 0, key: "", message: "cannot read the file: \(Self.reason(error))")])
+            throw ConfigError(problems: [
+                ConfigProblem(file: path, line: 0, key: "", message: "cannot read the file: \(Self.reason(error))")
+            ])
         }
         return try parse(text, file: path)
     }
@@ -31,24 +33,35 @@ public struct ConfigLoader: Sendable {
         } catch let error as YamlError {
             throw ConfigError(problems: [Self.problem(from: error, file: file)])
         } catch {
-            throw ConfigError(problems: [ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")])
+            throw ConfigError(problems: [
+                ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")
+            ])
         }
         let reader = NodeReader(file: file, environment: environment)
         guard let root, case .mapping = root else {
-            throw ConfigError(problems: [ConfigProblem(file: file, line: root?.mark?.line ?? 1, key: "",
-                                                       message: "the file must be a mapping with hub, feeds and other keys")])
+            throw ConfigError(problems: [
+                ConfigProblem(
+                    file: file, line: root?.mark?.line ?? 1, key: "",
+                    message: "the file must be a mapping with hub, feeds and other keys")
+            ])
         }
         let config = readConfig(root, reader: reader, file: file)
         if !reader.problems.isEmpty { throw ConfigError(problems: reader.problems) }
         guard let config else {
-            throw ConfigError(problems: [ConfigProblem(file: file, line: 1, key: "", message: "incomplete configuration")])
+            throw ConfigError(problems: [
+                ConfigProblem(file: file, line: 1, key: "", message: "incomplete configuration")
+            ])
         }
         return config
     }
 
     private func readConfig(_ root: Node, reader: NodeReader, file: String) -> NewsPushConfig? {
-        let top = reader.mapping(root, path: "", allowed: ["hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
-                                                          "importance_rules", "link_params"])
+        let top = reader.mapping(
+            root, path: "",
+            allowed: [
+                "hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
+                "importance_rules", "link_params",
+            ])
         let folder = (file as NSString).deletingLastPathComponent
         let hub = readHub(top["hub"], root: root, reader: reader)
         let (statePath, retention) = readState(top, folder: folder, reader: reader)
@@ -56,8 +69,9 @@ public struct ConfigLoader: Sendable {
         let policy = top["policy"].map { readPolicy($0, reader: reader) } ?? PolicySettings()
         let categories = readCategories(top["categories"], reader: reader)
         let feeds = readFeeds(top["feeds"], root: root, reader: reader)
-        var config = NewsPushConfig(file: file, hub: HubSettings(name: "", connectionString: "", apiVersion: ""), statePath: statePath,
-                                    stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
+        var config = NewsPushConfig(
+            file: file, hub: HubSettings(name: "", connectionString: "", apiVersion: ""), statePath: statePath,
+            stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
         if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
         guard let hub else { return nil }
@@ -71,20 +85,29 @@ public struct ConfigLoader: Sendable {
             reader.report(root, "hub", "is required (name and connection_string of the Notification Hub)")
             return nil
         }
-        let m = reader.mapping(hubNode, path: "hub", allowed: ["name", "connection_string", "connection_string_file", "endpoint",
-                                                               "api_version", "concurrency", "timeout", "retries", "retry_delay"])
+        let m = reader.mapping(
+            hubNode, path: "hub",
+            allowed: [
+                "name", "connection_string", "connection_string_file", "endpoint",
+                "api_version", "concurrency", "timeout", "retries", "retry_delay",
+            ])
         let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
         let connection = m.present ? connectionString(m, hubNode: hubNode, reader: reader) : nil
         let endpoint = m["endpoint"].flatMap { reader.url($0, path: "hub.endpoint", schemes: ["http", "https"]) }
         let apiVersion = m["api_version"].flatMap { reader.string($0, path: "hub.api_version") } ?? "2020-06"
-        if m.present, m["name"] == nil { reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)") }
-        if let name, let nameNode = m["name"], !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty {
+        if m.present, m["name"] == nil {
+            reader.report(hubNode, "hub.name", "is required (the hub's name, the path of its URL)")
+        }
+        if let name, let nameNode = m["name"],
+            !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty
+        {
             reader.report(nameNode, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
         }
         let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
         guard let name, let connection else { return nil }
-        var settings = HubSettings(name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
-                                   concurrency: concurrency)
+        var settings = HubSettings(
+            name: name, connectionString: connection, endpoint: endpoint, apiVersion: apiVersion,
+            concurrency: concurrency)
         if let n = m["timeout"], let v = reader.duration(n, path: "hub.timeout") {
             if v >= 1 { settings.timeout = v } else { reader.report(n, "hub.timeout", "must be at least 1s") }
         }
@@ -94,24 +117,34 @@ public struct ConfigLoader: Sendable {
     }
 
     /// `state:` (relative to the config's folder) and `state_retention:`.
-    private func readState(_ top: NodeReader.MappingView, folder: String, reader: NodeReader) -> (path: String, retention: Double) {
-    var statePath = "newspush-state.db"
-    if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
-    if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
-    var retention: Double = 30 * 86400
-    if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") { retention = value }
+    private func readState(_ top: NodeReader.MappingView, folder: String, reader: NodeReader) -> (
+        path: String, retention: Double
+    ) {
+        var statePath = "newspush-state.db"
+        if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
+        if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
+        var retention: Double = 30 * 86400
+        if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") {
+            retention = value
+        }
         return (statePath, retention)
     }
 
     /// `fetch:`: concurrency, per-host limit, timeout, size limit, contact, parse budget.
     private func readFetch(_ node: Node, reader: NodeReader) -> FetchSettings {
         var fetch = FetchSettings()
-        let m = reader.mapping(node, path: "fetch", allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact", "parse_budget"])
+        let m = reader.mapping(
+            node, path: "fetch",
+            allowed: ["concurrency", "per_host", "timeout", "max_bytes", "contact", "parse_budget"])
         if let n = m["parse_budget"], let v = reader.duration(n, path: "fetch.parse_budget") {
             if v > 0 { fetch.parseBudget = v } else { reader.report(n, "fetch.parse_budget", "must be more than 0") }
         }
-        if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) { fetch.concurrency = v }
-        if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) { fetch.perHost = v }
+        if let n = m["concurrency"], let v = reader.integer(n, path: "fetch.concurrency", range: 1...1000) {
+            fetch.concurrency = v
+        }
+        if let n = m["per_host"], let v = reader.integer(n, path: "fetch.per_host", range: 1...100) {
+            fetch.perHost = v
+        }
         if let n = m["timeout"], let v = reader.duration(n, path: "fetch.timeout") { fetch.timeout = v }
         if let n = m["max_bytes"], let v = reader.size(n, path: "fetch.max_bytes") { fetch.maxBytes = v }
         if let n = m["contact"], let v = reader.string(n, path: "fetch.contact") { fetch.contact = v }
@@ -121,23 +154,32 @@ public struct ConfigLoader: Sendable {
     /// `policy:`: freshness, budgets, quiet hours, confidence, first run.
     private func readPolicy(_ node: Node, reader: NodeReader) -> PolicySettings {
         var policy = PolicySettings()
-        let m = reader.mapping(node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run", "min_confidence"])
+        let m = reader.mapping(
+            node, path: "policy", allowed: ["max_age", "budget", "quiet_hours", "first_run", "min_confidence"])
         if let n = m["max_age"], let v = reader.duration(n, path: "policy.max_age") { policy.maxAge = v }
         if let n = m["budget"] {
             let b = reader.mapping(n, path: "policy.budget", allowed: ["per_category", "per"])
-            if let n = b["per_category"], let v = reader.integer(n, path: "policy.budget.per_category", range: 0...10000) {
+            if let n = b["per_category"],
+                let v = reader.integer(n, path: "policy.budget.per_category", range: 0...10000)
+            {
                 policy.budgetPerCategory = v
             }
             if let n = b["per"], let v = reader.duration(n, path: "policy.budget.per") { policy.budgetWindow = v }
         }
         if let n = m["quiet_hours"] { policy.quietHours = readQuietHours(n, reader: reader) }
         if let n = m["min_confidence"], let text = reader.string(n, path: "policy.min_confidence") {
-            if let v = Double(text), (0...1).contains(v) { policy.minConfidence = v }
-            else { reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'") }
+            if let v = Double(text), (0...1).contains(v) {
+                policy.minConfidence = v
+            } else {
+                reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'")
+            }
         }
         if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
-            if let mode = PolicySettings.FirstRun(rawValue: v) { policy.firstRun = mode }
-            else { reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'") }
+            if let mode = PolicySettings.FirstRun(rawValue: v) {
+                policy.firstRun = mode
+            } else {
+                reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'")
+            }
         }
         return policy
     }
@@ -152,7 +194,11 @@ public struct ConfigLoader: Sendable {
         if let z = q["timezone"], let name = reader.string(z, path: "policy.quiet_hours.timezone") {
             zone = TimeZone(identifier: name)
             zoneName = name
-            if zone == nil { reader.report(z, "policy.quiet_hours.timezone", "unknown time zone '\(name)' (use an IANA name such as Europe/London)") }
+            if zone == nil {
+                reader.report(
+                    z, "policy.quiet_hours.timezone",
+                    "unknown time zone '\(name)' (use an IANA name such as Europe/London)")
+            }
         }
         if q.present, q["from"] == nil || q["to"] == nil {
             reader.report(n, "policy.quiet_hours", "needs both from and to (HH:MM)")
@@ -172,17 +218,26 @@ public struct ConfigLoader: Sendable {
             guard let name = reader.string(keyNode, path: "categories") else { continue }
             let path = "categories.\(name)"
             guard let category = reader.category(keyNode, name: name, path: path) else { continue }
-            categories[category] = readCategory(valueNode, path: path, into: categories[category] ?? CategorySettings(
-                tags: category.rawValue, message: CategorySettings.defaultMessage), reader: reader)
+            categories[category] = readCategory(
+                valueNode, path: path,
+                into: categories[category]
+                    ?? CategorySettings(
+                        tags: category.rawValue, message: CategorySettings.defaultMessage), reader: reader)
         }
         return categories
     }
 
     /// One category's tags, message, format and alert settings.
-    private func readCategory(_ valueNode: Node, path: String, into defaults: CategorySettings, reader: NodeReader) -> CategorySettings {
+    private func readCategory(_ valueNode: Node, path: String, into defaults: CategorySettings, reader: NodeReader)
+        -> CategorySettings
+    {
         var settings = defaults
-        let m = reader.mapping(valueNode, path: path, allowed: ["tags", "message", "format", "expiry", "importance", "messages",
-                                                                "names", "max_length"])
+        let m = reader.mapping(
+            valueNode, path: path,
+            allowed: [
+                "tags", "message", "format", "expiry", "importance", "messages",
+                "names", "max_length",
+            ])
         if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
             do {
                 try TagExpression.validate(tags)
@@ -194,14 +249,23 @@ public struct ConfigLoader: Sendable {
         if let n = m["message"], let message = reader.string(n, path: "\(path).message") {
             let unknown = MessageTemplate.placeholders(in: message).subtracting(CategorySettings.placeholders)
             if !unknown.isEmpty {
-                reader.report(n, "\(path).message", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: {category} {title} {source} {url} {summary})")
+                reader.report(
+                    n, "\(path).message",
+                    "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: "
+                        + "{category} {title} {source} {url} {summary})"
+                )
             } else {
                 settings.message = message
             }
         }
         if let n = m["format"], let value = reader.string(n, path: "\(path).format") {
-            if let format = PushFormat(rawValue: value) { settings.format = format }
-            else { reader.report(n, "\(path).format", "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'") }
+            if let format = PushFormat(rawValue: value) {
+                settings.format = format
+            } else {
+                reader.report(
+                    n, "\(path).format",
+                    "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'")
+            }
         }
         readAlertSettings(m, path: path, into: &settings, reader: reader)
         return settings
@@ -217,7 +281,9 @@ public struct ConfigLoader: Sendable {
         var seenURLs: [String: Int] = [:]
         var seenNames: [String: Int] = [:]
         for (index, item) in reader.elements(node, path: "feeds").enumerated() {
-            if let feed = readFeed(item, path: "feeds[\(index)]", seenURLs: &seenURLs, seenNames: &seenNames, reader: reader) {
+            if let feed = readFeed(
+                item, path: "feeds[\(index)]", seenURLs: &seenURLs, seenNames: &seenNames, reader: reader)
+            {
                 feeds.append(feed)
             }
         }
@@ -225,8 +291,10 @@ public struct ConfigLoader: Sendable {
     }
 
     /// One feed of `feeds:`.
-    private func readFeed(_ item: Node, path: String, seenURLs: inout [String: Int], seenNames: inout [String: Int],
-                          reader: NodeReader) -> FeedSettings? {
+    private func readFeed(
+        _ item: Node, path: String, seenURLs: inout [String: Int], seenNames: inout [String: Int],
+        reader: NodeReader
+    ) -> FeedSettings? {
         let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run", "language"])
         guard m.present else { return nil }
         let line = item.mark?.line ?? 0
@@ -237,11 +305,15 @@ public struct ConfigLoader: Sendable {
         let name = m["name"].flatMap { reader.string($0, path: "\(path).name") }
         if let name, let nameNode = m["name"] {
             if let first = seenNames[name] {
-                reader.report(nameNode, "\(path).name", "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
+                reader.report(
+                    nameNode, "\(path).name",
+                    "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
             }
             seenNames[name] = line
         }
-        guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else { return nil }
+        guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else {
+            return nil
+        }
         if let first = seenURLs[url] {
             reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
         }
@@ -256,14 +328,17 @@ public struct ConfigLoader: Sendable {
             if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
         }
         let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
-        return FeedSettings(url: url, name: name, category: category, firstRun: firstRun, language: language, line: line)
+        return FeedSettings(
+            url: url, name: name, category: category, firstRun: firstRun, language: language, line: line)
     }
 
     /// `link_params:`: query parameters added to every pushed URL, in order.
     private func readLinkParams(_ node: Node, reader: NodeReader) -> [(name: String, value: String)] {
         var params: [(name: String, value: String)] = []
         for (keyNode, valueNode) in reader.pairs(node, path: "link_params") {
-            guard let name = reader.string(keyNode, path: "link_params"), let value = reader.string(valueNode, path: "link_params.\(name)") else { continue }
+            guard let name = reader.string(keyNode, path: "link_params"),
+                let value = reader.string(valueNode, path: "link_params.\(name)")
+            else { continue }
             if name.isEmpty { reader.report(keyNode, "link_params", "a parameter needs a name") }
             params.append((name, value))
         }
@@ -271,27 +346,47 @@ public struct ConfigLoader: Sendable {
     }
 
     /// `expiry`, `importance`, `messages`, `names` and `max_length` of a category.
-    private func readAlertSettings(_ m: NodeReader.MappingView, path: String, into settings: inout CategorySettings, reader: NodeReader) {
+    private func readAlertSettings(
+        _ m: NodeReader.MappingView, path: String, into settings: inout CategorySettings, reader: NodeReader
+    ) {
         if let n = m["expiry"], let v = reader.duration(n, path: "\(path).expiry") {
-            if v >= 1 && v <= 28 * 86400 { settings.expiry = v } else { reader.report(n, "\(path).expiry", "must be between 1s and 28d (APNs and FCM keep an alert at most four weeks)") }
+            if v >= 1 && v <= 28 * 86400 {
+                settings.expiry = v
+            } else {
+                reader.report(
+                    n, "\(path).expiry", "must be between 1s and 28d (APNs and FCM keep an alert at most four weeks)")
+            }
         }
         if let n = m["importance"], let v = reader.string(n, path: "\(path).importance") {
-            if let importance = Importance(rawValue: v) { settings.importance = importance } else { reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'") }
+            if let importance = Importance(rawValue: v) {
+                settings.importance = importance
+            } else {
+                reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'")
+            }
         }
-        if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) { settings.maxLength = v }
+        if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) {
+            settings.maxLength = v
+        }
         if let n = m["messages"] {
             for (keyNode, valueNode) in reader.pairs(n, path: "\(path).messages") {
                 guard let language = reader.language(keyNode, path: "\(path).messages"),
-                      let template = reader.string(valueNode, path: "\(path).messages.\(language)") else { continue }
+                    let template = reader.string(valueNode, path: "\(path).messages.\(language)")
+                else { continue }
                 let unknown = MessageTemplate.placeholders(in: template).subtracting(CategorySettings.placeholders)
-                if unknown.isEmpty { settings.messages[language] = template }
-                else { reader.report(valueNode, "\(path).messages.\(language)", "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", "))") }
+                if unknown.isEmpty {
+                    settings.messages[language] = template
+                } else {
+                    reader.report(
+                        valueNode, "\(path).messages.\(language)",
+                        "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", "))")
+                }
             }
         }
         if let n = m["names"] {
             for (keyNode, valueNode) in reader.pairs(n, path: "\(path).names") {
                 guard let language = reader.language(keyNode, path: "\(path).names"),
-                      let name = reader.string(valueNode, path: "\(path).names.\(language)") else { continue }
+                    let name = reader.string(valueNode, path: "\(path).names.\(language)")
+                else { continue }
                 settings.names[language] = name
             }
         }
@@ -306,14 +401,22 @@ public struct ConfigLoader: Sendable {
             guard m.present else { continue }
             var rule = ImportanceRule()
             if let n = m["title"], let pattern = reader.string(n, path: "\(path).title") {
-                if (try? NSRegularExpression(pattern: pattern)) == nil { reader.report(n, "\(path).title", "'\(pattern)' is not a regular expression") }
+                if (try? NSRegularExpression(pattern: pattern)) == nil {
+                    reader.report(n, "\(path).title", "'\(pattern)' is not a regular expression")
+                }
                 rule.title = pattern
             }
             if let n = m["feed"] { rule.feed = reader.string(n, path: "\(path).feed") }
             if let n = m["importance"], let v = reader.string(n, path: "\(path).importance") {
-                if let importance = Importance(rawValue: v) { rule.importance = importance } else { reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'") }
+                if let importance = Importance(rawValue: v) {
+                    rule.importance = importance
+                } else {
+                    reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'")
+                }
             }
-            if rule.title == nil && rule.feed == nil { reader.report(item, path, "needs title (a regular expression) or feed (a feed's name or URL)") }
+            if rule.title == nil && rule.feed == nil {
+                reader.report(item, path, "needs title (a regular expression) or feed (a feed's name or URL)")
+            }
             rules.append(rule)
         }
         return rules
@@ -336,15 +439,25 @@ public struct ConfigLoader: Sendable {
         case (.some(let node), nil):
             let raw = (node.scalar?.string ?? "").trimmingCharacters(in: .whitespaces)
             guard (try? reference.wholeMatch(in: raw)) != nil else {
-                reader.report(node, "hub.connection_string", "must be one ${VAR} reference and nothing else: secrets never live in the file (the value was not used)")
+                reader.report(
+                    node, "hub.connection_string",
+                    "must be one ${VAR} reference and nothing else: secrets never live in the file (the value was "
+                        + "not used)"
+                )
                 return nil
             }
-            return reader.string(node, path: "hub.connection_string").flatMap { validated($0, node: node, key: "hub.connection_string", reader: reader) }
+            return reader.string(node, path: "hub.connection_string").flatMap {
+                validated($0, node: node, key: "hub.connection_string", reader: reader)
+            }
         case (nil, .some(let node)):
             let raw = (node.scalar?.string ?? "").trimmingCharacters(in: .whitespaces)
-            guard (try? reference.prefixMatch(in: raw)) != nil, let path = reader.string(node, path: "hub.connection_string_file") else {
+            guard (try? reference.prefixMatch(in: raw)) != nil,
+                let path = reader.string(node, path: "hub.connection_string_file")
+            else {
                 if node.scalar != nil {
-                    reader.report(node, "hub.connection_string_file", "must start with a ${VAR} reference, e.g. ${CREDENTIALS_DIRECTORY}/hub-connection")
+                    reader.report(
+                        node, "hub.connection_string_file",
+                        "must start with a ${VAR} reference, e.g. ${CREDENTIALS_DIRECTORY}/hub-connection")
                 }
                 return nil
             }
@@ -372,14 +485,18 @@ public struct ConfigLoader: Sendable {
     static func problem(from error: YamlError, file: String) -> ConfigProblem {
         switch error {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
+            .composer(let context, let problem, let mark, _):
             if let context, context.mark.line > 0, context.mark.line < mark.line {
-                return ConfigProblem(file: file, line: context.mark.line, key: "",
-                                     message: "not valid YAML: \(context.text) that starts here: \(problem) (noticed at line \(mark.line))")
+                return ConfigProblem(
+                    file: file, line: context.mark.line, key: "",
+                    message:
+                        "not valid YAML: \(context.text) that starts here: \(problem) (noticed at line \(mark.line))")
             }
             return ConfigProblem(file: file, line: mark.line, key: "", message: "not valid YAML: \(problem)")
         case .duplicatedKeysInMapping(let duplicates, let context):
-            return ConfigProblem(file: file, line: context.mark.line, key: duplicates.joined(separator: ", "), message: "key given twice")
+            return ConfigProblem(
+                file: file, line: context.mark.line, key: duplicates.joined(separator: ", "), message: "key given twice"
+            )
         default:
             return ConfigProblem(file: file, line: 0, key: "", message: "not valid YAML: \(error)")
         }

@@ -22,7 +22,10 @@ final class NodeReader {
     }
 
     func report(_ node: Node, _ key: String, _ message: String) {
-        problems.append(ConfigProblem(file: file, line: node.mark?.line ?? 0, key: key, message: Self.asWritten(message, node: node, environment: environment)))
+        problems.append(
+            ConfigProblem(
+                file: file, line: node.mark?.line ?? 0, key: key,
+                message: Self.asWritten(message, node: node, environment: environment)))
     }
 
     /// A message about a value quotes it as the file writes it: what a `${VAR}` reference
@@ -138,7 +141,8 @@ final class NodeReader {
             switch piece {
             case .text(let literal):
                 out += literal
-            case .reference(let name) where name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }):
+            case .reference(let name)
+            where name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }):
                 report(node, path, "'${\(name)}' is not a valid variable reference")
                 ok = false
             case .reference(let name):
@@ -205,9 +209,11 @@ final class NodeReader {
         let number = trimmed.prefix { $0.isNumber || $0 == "." }
         guard let value = Double(number), value >= 0 else { return nil }
         let unit = trimmed.dropFirst(number.count).trimmingCharacters(in: .whitespaces).uppercased()
-        let factors: [String: Double] = ["": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024,
-                                         "M": 1_048_576, "MB": 1_048_576, "MIB": 1_048_576,
-                                         "G": 1_073_741_824, "GB": 1_073_741_824, "GIB": 1_073_741_824]
+        let factors: [String: Double] = [
+            "": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024,
+            "M": 1_048_576, "MB": 1_048_576, "MIB": 1_048_576,
+            "G": 1_073_741_824, "GB": 1_073_741_824, "GIB": 1_073_741_824,
+        ]
         guard let factor = factors[unit] else { return nil }
         return Int(value * factor)
     }
@@ -228,7 +234,9 @@ final class NodeReader {
         let scheme = text.range(of: "://").map { text[..<$0.lowerBound].lowercased() } ?? ""
         let host = URLComponents(string: text)?.host ?? ""
         if !schemes.contains(scheme) || text.isEmpty || (scheme != "" && host.isEmpty && scheme != "file") {
-            report(node, path, "'\(text)' is not a usable URL (\(schemes.filter { !$0.isEmpty }.sorted().joined(separator: ", ")))")
+            report(
+                node, path,
+                "'\(text)' is not a usable URL (\(schemes.filter { !$0.isEmpty }.sorted().joined(separator: ", ")))")
             return nil
         }
         return text

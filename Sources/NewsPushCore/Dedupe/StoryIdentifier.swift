@@ -25,18 +25,22 @@ public enum StoryIdentifier {
     /// One candidate per item, feeds in order, items in document order, each with its story
     /// key. Items of a feed never read before are marked for a baseline unless its `first_run`
     /// (or the policy's) is `send`.
-    public static func candidates(_ reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
-                                  policy: PolicySettings, now: Date) -> [Candidate] {
+    public static func candidates(
+        _ reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
+        policy: PolicySettings, now: Date
+    ) -> [Candidate] {
         var candidates: [Candidate] = []
         for (settings, read) in reads {
             guard let feed = read.feed else { continue }
             let name = settings.name ?? feed.title ?? settings.url
-            let baseline = records[settings.url]?.lastSuccess == nil && (settings.firstRun ?? policy.firstRun) == .baseline
+            let baseline =
+                records[settings.url]?.lastSuccess == nil && (settings.firstRun ?? policy.firstRun) == .baseline
             let language = Languages.normalized(settings.language ?? feed.language ?? "en")
             for (item, key) in zip(feed.items, StoryKey.keys(for: feed.items, feedURL: settings.url)) {
-                var candidate = Candidate(key: key, linkKey: item.link.flatMap(StoryKey.canonicalLink), feedName: name,
-                                          feedURL: settings.url, sectionCategory: settings.category, item: item, firstSeen: now,
-                                          inBaselineFeed: baseline)
+                var candidate = Candidate(
+                    key: key, linkKey: item.link.flatMap(StoryKey.canonicalLink), feedName: name,
+                    feedURL: settings.url, sectionCategory: settings.category, item: item, firstSeen: now,
+                    inBaselineFeed: baseline)
                 candidate.language = language
                 candidates.append(candidate)
             }

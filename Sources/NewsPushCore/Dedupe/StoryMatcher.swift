@@ -23,8 +23,11 @@ public struct Candidate: Sendable {
     /// The language of its feed (`language:`, else the feed's `<language>`, else en).
     public var language = "en"
 
-    public init(key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil, item: FeedItem,
-                previous: StoryRecord? = nil, firstSeen: Date, tombstoned: Bool = false, inBaselineFeed: Bool = false) {
+    public init(
+        key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil,
+        item: FeedItem,
+        previous: StoryRecord? = nil, firstSeen: Date, tombstoned: Bool = false, inBaselineFeed: Bool = false
+    ) {
         self.key = key
         self.linkKey = linkKey
         self.feedName = feedName
@@ -95,12 +98,16 @@ public enum StoryMatcher {
             for j in index.similar(to: i) {
                 if j < candidates.count {
                     guard j < i, groups.find(j) != groups.find(i),
-                          abs(candidates[j].effectiveDate.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
-                          fingerprints[j]!.matches(print) else { continue }
+                        abs(candidates[j].effectiveDate.timeIntervalSince(candidate.effectiveDate))
+                            <= TitleFingerprint.window,
+                        fingerprints[j]?.matches(print) == true
+                    else { continue }
                     groups.union(j, i)
                 } else if recentMatch[i] == nil {
                     let (_, other, date) = recent[j - candidates.count]
-                    if abs(date.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window, other.matches(print) {
+                    if abs(date.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
+                        other.matches(print)
+                    {
                         recentMatch[i] = j - candidates.count
                     }
                 }
@@ -116,20 +123,23 @@ public enum StoryMatcher {
             if let known = cluster.first(where: { matches[$0] != .new }) {
                 // The story was handled before: its new copies are that story.
                 let record = candidates[known].previous
-                let same = SameStory(key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
-                                     place: record?.origin == .publish ? .publish : .earlierRun)
+                let same = SameStory(
+                    key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
+                    place: record?.origin == .publish ? .publish : .earlierRun)
                 for member in cluster where matches[member] == .new { matches[member] = .sameStory(same) }
             } else if let r = cluster.lazy.compactMap({ recentMatch[$0] }).first {
                 // A copy of a story pushed in the last 36 hours, under another key and link.
                 let record = recent[r].0
-                let same = SameStory(key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
+                let same = SameStory(
+                    key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
                 for member in cluster { matches[member] = .sameStory(same) }
-            } else if cluster.count > 1 {
-                // The strongest evidence wins: highest confidence, then the earliest listed item.
-                let best = cluster.max { a, b in
+            } else if cluster.count > 1,
+                let best = cluster.max(by: { a, b in
+                    // The strongest evidence wins: highest confidence, then the earliest listed item.
                     let ca = candidates[a].classification.confidence, cb = candidates[b].classification.confidence
                     return ca != cb ? ca < cb : a > b
-                }!
+                })
+            {
                 let same = SameStory(key: candidates[best].key, title: candidates[best].item.title, place: .thisRun)
                 for member in cluster where member != best { matches[member] = .sameStory(same) }
             }
@@ -152,9 +162,14 @@ struct SimilarTitleIndex {
         tokens.reserveCapacity(fingerprints.count)
         var frequency: [UInt64: Int] = [:]
         for print in fingerprints {
-            guard let print, print.isComparable else { tokens.append([]); continue }
+            guard let print, print.isComparable else {
+                tokens.append([])
+                continue
+            }
             var numbersHash: UInt64 = 0x9E37_79B9_7F4A_7C15
-            for number in print.numbers { numbersHash = (numbersHash ^ TitleFingerprint.hash(number, "")) &* 0x0000_0100_0000_01B3 }
+            for number in print.numbers {
+                numbersHash = (numbersHash ^ TitleFingerprint.hash(number, "")) &* 0x0000_0100_0000_01B3
+            }
             let own = print.shingles.map { $0 ^ numbersHash }
             for token in own { frequency[token, default: 0] += 1 }
             tokens.append(own)
@@ -162,7 +177,7 @@ struct SimilarTitleIndex {
         let t = TitleFingerprint.threshold
         for (i, own) in tokens.enumerated() {
             // Rarest first (ties by value, so every title orders the same shingles the same way).
-            let ordered = own.map { (frequency[$0]!, $0) }.sorted { $0 < $1 }
+            let ordered = own.map { (frequency[$0, default: 0], $0) }.sorted { $0 < $1 }
             let length = ordered.count - Int((t * Double(ordered.count)).rounded(.up)) + 1
             let prefix = ordered.prefix(max(0, length)).map(\.1)
             prefixes.append(prefix)

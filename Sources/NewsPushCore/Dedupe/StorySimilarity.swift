@@ -38,7 +38,8 @@ public struct TitleFingerprint: Sendable, Equatable {
 
     /// Whether the two titles are the same story.
     public func matches(_ other: TitleFingerprint) -> Bool {
-        guard wordCount >= 4, other.wordCount >= 4, !shingles.isEmpty, !other.shingles.isEmpty, numbers == other.numbers else { return false }
+        guard wordCount >= 4, other.wordCount >= 4, !shingles.isEmpty, !other.shingles.isEmpty, numbers == other.numbers
+        else { return false }
         let common = Self.intersectionCount(shingles, other.shingles)
         let union = shingles.count + other.shingles.count - common
         return Double(common) / Double(union) >= Self.threshold
@@ -59,7 +60,10 @@ public struct TitleFingerprint: Sendable, Equatable {
                 case UInt8(ascii: "A")...UInt8(ascii: "Z"): current.append(byte | 0x20)
                 case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): current.append(byte)
                 default:
-                    if !current.isEmpty { words.append(String(decoding: current, as: UTF8.self)); current.removeAll(keepingCapacity: true) }
+                    if !current.isEmpty {
+                        words.append(String(decoding: current, as: UTF8.self))
+                        current.removeAll(keepingCapacity: true)
+                    }
                 }
             }
             if !current.isEmpty { words.append(String(decoding: current, as: UTF8.self)) }
@@ -92,7 +96,15 @@ public struct TitleFingerprint: Sendable, Equatable {
     static func intersectionCount(_ a: [UInt64], _ b: [UInt64]) -> Int {
         var i = 0, j = 0, count = 0
         while i < a.count && j < b.count {
-            if a[i] == b[j] { count += 1; i += 1; j += 1 } else if a[i] < b[j] { i += 1 } else { j += 1 }
+            if a[i] == b[j] {
+                count += 1
+                i += 1
+                j += 1
+            } else if a[i] < b[j] {
+                i += 1
+            } else {
+                j += 1
+            }
         }
         return count
     }

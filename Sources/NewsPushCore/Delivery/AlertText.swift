@@ -11,7 +11,9 @@ public enum AlertText {
         // Room for the ellipsis; never inside a grapheme cluster (Character is one).
         let room = clean.prefix(max(1, limit - 1))
         var cut = room.endIndex
-        if let space = room.lastIndex(where: { $0 == " " }), clean.distance(from: clean.startIndex, to: space) >= limit / 2 {
+        if let space = room.lastIndex(where: { $0 == " " }),
+            clean.distance(from: clean.startIndex, to: space) >= limit / 2
+        {
             cut = space
         }
         var head = String(clean[..<cut])
@@ -29,7 +31,10 @@ public enum AlertText {
                 continue
             }
             if scalar.properties.generalCategory == .control { continue }
-            if pendingSpace { out.append(" "); pendingSpace = false }
+            if pendingSpace {
+                out.append(" ")
+                pendingSpace = false
+            }
             out.append(scalar)
         }
         return String(out)

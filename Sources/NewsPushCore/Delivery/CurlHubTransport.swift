@@ -22,10 +22,11 @@ final class CurlHubTransport: HubTransport, Sendable {
         let box: CurlEasyHandleBox
         do throws(TransferFailure) {
             if let reused = idle.withLock({ $0.popLast() }) { box = reused } else { box = try CurlEasyHandleBox() }
-            try box.handle.prepare(HTTPTransfer(
-                url: request.url, method: request.method, headers: request.headers, body: request.body,
-                userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
-                followRedirects: false, lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+            try box.handle.prepare(
+                HTTPTransfer(
+                    url: request.url, method: request.method, headers: request.headers, body: request.body,
+                    userAgent: userAgent, timeout: timeout, connectTimeout: min(10, timeout), maxBytes: 1 << 20,
+                    followRedirects: false, lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
         } catch {
             return .failure(.notSent(error.description))
         }
@@ -36,7 +37,8 @@ final class CurlHubTransport: HubTransport, Sendable {
             case .dns, .refused, .tls, .disallowedProtocol:
                 return .failure(.notSent(failure.description))
             default:
-                return .failure(result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
+                return .failure(
+                    result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
             }
         }
         return .success(HubResponse(status: result.status, headers: result.headers, body: result.body))

@@ -113,7 +113,9 @@ public struct OutboxSender {
 
     /// The request of each entry; an entry whose request cannot be built (too large, a bad tag
     /// expression) is refused for good.
-    private func requests(for entries: [OutboxEntry]) -> (ready: [(entry: OutboxEntry, request: HubRequest)], refused: [OutboxOutcome]) {
+    private func requests(for entries: [OutboxEntry]) -> (
+        ready: [(entry: OutboxEntry, request: HubRequest)], refused: [OutboxOutcome]
+    ) {
         var ready: [(entry: OutboxEntry, request: HubRequest)] = []
         var refused: [OutboxOutcome] = []
         for entry in entries {
@@ -123,7 +125,10 @@ public struct OutboxSender {
                 ready.append((entry, try PushRequests.request(entry, client: client, now: Date())))
             } catch {
                 logger.info("push of \(entry.storyKey) not built: \(error.description)")
-                refused.append(OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: error.description))
+                refused.append(
+                    OutboxOutcome(
+                        entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: error.description)
+                )
             }
         }
         return (ready, refused)
@@ -131,7 +136,9 @@ public struct OutboxSender {
 
     /// Sends one chunk on the pool; once a failure concerns the hub, nothing more starts and the
     /// entries not started go back to `pending`.
-    private func sendAll(_ ready: [(entry: OutboxEntry, request: HubRequest)], pool: SendPool) -> (outcomes: [OutboxOutcome], stop: SendStop?) {
+    private func sendAll(_ ready: [(entry: OutboxEntry, request: HubRequest)], pool: SendPool) -> (
+        outcomes: [OutboxOutcome], stop: SendStop?
+    ) {
         let answers = Mutex([SendOutcome?](repeating: nil, count: ready.count))
         let client = self.client
         pool.run(count: ready.count) { index in
@@ -147,8 +154,9 @@ public struct OutboxSender {
         let outcomes = zip(ready, results).map { item, answer in
             let entry = item.entry
             guard let answer else {
-                return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
-                                     error: "not sent: sending stopped after a hub failure")
+                return OutboxOutcome(
+                    entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
+                    error: "not sent: sending stopped after a hub failure")
             }
             return outcome(of: entry, answer)
         }
@@ -166,26 +174,38 @@ public struct OutboxSender {
         let at = now
         switch answer {
         case .accepted(let status, let id, let trackingId, _):
-            logger.info("\(entry.scheduledAt == nil ? "pushed" : "scheduled") \(entry.storyKey) to [\(entry.tags)]", metadata: [
-                "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")"])
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: entry.scheduledAt == nil ? .sent : .scheduled, at: at,
-                                 httpStatus: status, notificationId: id)
+            logger.info(
+                "\(entry.scheduledAt == nil ? "pushed" : "scheduled") \(entry.storyKey) to [\(entry.tags)]",
+                metadata: [
+                    "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")",
+                ])
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: entry.scheduledAt == nil ? .sent : .scheduled,
+                at: at,
+                httpStatus: status, notificationId: id)
         case .refused(403, let reason) where entry.scheduledAt != nil:
             // Scheduled sends need the Standard tier: a refusal of this push, not of every send.
-            let why = "the hub refused the scheduled send (403): scheduled sends need the Standard tier, or the policy lacks Send (\(reason))"
+            let why =
+                "the hub refused the scheduled send (403): scheduled sends need the Standard tier, or the policy "
+                + "lacks Send (\(reason))"
             logger.info("push of \(entry.storyKey) refused: \(why)")
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: 403, error: why)
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: 403, error: why)
         case .refused(let status, let reason) where !answer.concernsHub:
             logger.info("push of \(entry.storyKey) refused: \(reason)")
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: status, error: reason)
         case .refused, .notAccepted:
             let reason = answer.failureReason ?? ""
             logger.info("push of \(entry.storyKey) not accepted; it stays pending: \(reason)")
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: at, httpStatus: answer.httpStatus, error: reason)
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: at, httpStatus: answer.httpStatus,
+                error: reason)
         case .unknown(let status, let reason):
             logger.info("push of \(entry.storyKey) has an unknown outcome; it will not be sent again: \(reason)")
-            return OutboxOutcome(entryID: entry.id, storyKey: entry.storyKey, status: .unknown, at: at, httpStatus: status,
-                                 error: "outcome unknown, not retried: \(reason)")
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .unknown, at: at, httpStatus: status,
+                error: "outcome unknown, not retried: \(reason)")
         }
     }
 }

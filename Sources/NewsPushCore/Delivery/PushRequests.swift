@@ -23,9 +23,11 @@ public struct PushContent: Sendable {
     /// story a correction corrects.
     public var collapseKey: String
 
-    public init(category: NewsCategory, title: String, url: String, source: String, id: String, summary: String = "",
-                message: String? = nil, image: String? = nil, language: String = "en", importance: Importance = .major,
-                collapseKey: String? = nil) {
+    public init(
+        category: NewsCategory, title: String, url: String, source: String, id: String, summary: String = "",
+        message: String? = nil, image: String? = nil, language: String = "en", importance: Importance = .major,
+        collapseKey: String? = nil
+    ) {
         self.category = category
         self.title = title
         self.url = url
@@ -48,22 +50,30 @@ public enum PushRequests {
     /// of the category's `messages`, title, category, url (with `link_params`), source, id,
     /// image, collapseId, importance, priority, interruptionLevel; `expiry` is added when the
     /// push is sent. `id-only` pushes carry only id and url.
-    public static func properties(_ content: PushContent, settings: CategorySettings,
-                                  linkParams: [(name: String, value: String)] = []) -> [String: String] {
+    public static func properties(
+        _ content: PushContent, settings: CategorySettings,
+        linkParams: [(name: String, value: String)] = []
+    ) -> [String: String] {
         // A push carries only an http(s) link: a relative one (a feed read from a file), a
         // `javascript:` or `file:` one goes out as no link at all.
-        let url = FeedURL.isHTTP(content.url) ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
+        let url =
+            FeedURL.isHTTP(content.url)
+            ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
         if settings.format == .idOnly { return ["id": content.id, "url": url] }
         func message(in language: String?) -> String {
             if let message = content.message { return AlertText.fit(message, limit: settings.maxLength) }
             let template = language.flatMap { settings.messages[$0] } ?? settings.message
-            let values = ["category": language.flatMap { settings.names[$0] } ?? content.category.rawValue, "title": content.title,
-                          "source": content.source, "url": url, "summary": content.summary]
+            let values = [
+                "category": language.flatMap { settings.names[$0] } ?? content.category.rawValue,
+                "title": content.title,
+                "source": content.source, "url": url, "summary": content.summary,
+            ]
             return AlertText.fit(MessageTemplate.render(template, values), limit: settings.maxLength)
         }
         var properties = [
             "messageParam": message(in: Languages.match(content.language, in: settings.messages.keys)),
-            "title": content.title, "category": content.category.rawValue, "url": url, "source": content.source, "id": content.id,
+            "title": content.title, "category": content.category.rawValue, "url": url, "source": content.source,
+            "id": content.id,
             "image": content.image ?? "", "collapseId": CollapseID.of(content.collapseKey),
             "importance": content.importance.rawValue, "priority": content.importance.priority,
             "interruptionLevel": content.importance.interruptionLevel,
@@ -74,20 +84,26 @@ public enum PushRequests {
 
     /// The request for an outbox entry at `now`: its properties, the expiry counted from when
     /// it is delivered (now, or its scheduled time), as a scheduled send when it has a time.
-    public static func request(_ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false,
-                               now: Date = Date()) throws(HubError) -> HubRequest {
-        let request = try request(format: entry.format, tags: entry.tags, properties: entry.properties, expiresAfter: entry.expiresAfter,
-                                  deliveredAt: entry.scheduledAt ?? now, client: client, test: test, now: now)
+    public static func request(
+        _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false,
+        now: Date = Date()
+    ) throws(HubError) -> HubRequest {
+        let request = try request(
+            format: entry.format, tags: entry.tags, properties: entry.properties, expiresAfter: entry.expiresAfter,
+            deliveredAt: entry.scheduledAt ?? now, client: client, test: test, now: now)
         return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
     }
 
     /// The request for a push of `format` to `tags` with `properties`, delivered at
     /// `deliveredAt` and shown for `expiresAfter` seconds from then.
-    public static func request(format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
-                               deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date = Date()) throws(HubError) -> HubRequest {
+    public static func request(
+        format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
+        deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date = Date()
+    ) throws(HubError) -> HubRequest {
         // Whole seconds, rounded up: the W3C date and apns-expiration have no fractions, and
         // rounding down could end an alert's life before it starts.
-        let expiry = Date(timeIntervalSince1970: deliveredAt.addingTimeInterval(expiresAfter).timeIntervalSince1970.rounded(.up))
+        let expiry = Date(
+            timeIntervalSince1970: deliveredAt.addingTimeInterval(expiresAfter).timeIntervalSince1970.rounded(.up))
         let p = properties
         let major = p["importance"] != Importance.minor.rawValue
         switch format {
@@ -98,12 +114,14 @@ public enum PushRequests {
         case .idOnly:
             return try client.templateRequest(properties: p, tags: tags, test: test, now: now)
         case .apple:
-            var aps: [String: Any] = ["alert": p["messageParam"] ?? p["title"] ?? "",
-                                      "interruption-level": p["interruptionLevel"] ?? Importance.major.interruptionLevel]
-            if major { aps["sound"] = "default" }   // minor alerts arrive silently
+            var aps: [String: Any] = [
+                "alert": p["messageParam"] ?? p["title"] ?? "",
+                "interruption-level": p["interruptionLevel"] ?? Importance.major.interruptionLevel,
+            ]
+            if major { aps["sound"] = "default" }  // minor alerts arrive silently
             var payload: [String: Any] = ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? ""]
             if let image = p["image"], !image.isEmpty {
-                aps["mutable-content"] = 1   // a notification service extension attaches the image
+                aps["mutable-content"] = 1  // a notification service extension attaches the image
                 payload["image"] = image
             }
             payload["aps"] = aps
@@ -112,17 +130,25 @@ public enum PushRequests {
                 ("apns-expiration", String(Int(expiry.timeIntervalSince1970))),
             ]
             if let collapse = p["collapseId"], !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
-            return try client.nativeRequest(.apple, payload: payload, tags: tags, headers: headers, test: test, now: now)
+            return try client.nativeRequest(
+                .apple, payload: payload, tags: tags, headers: headers, test: test, now: now)
         case .fcmv1:
-            var notification: [String: Any] = ["title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? ""]
+            var notification: [String: Any] = [
+                "title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? "",
+            ]
             if let image = p["image"], !image.isEmpty { notification["image"] = image }
-            var android: [String: Any] = ["ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal"]
+            var android: [String: Any] = [
+                "ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal",
+            ]
             if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
             let payload: [String: Any] = [
                 "message": [
                     "notification": notification, "android": android,
-                    "data": ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "", "source": p["source"] ?? ""],
-                ] as [String: Any],
+                    "data": [
+                        "id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "",
+                        "source": p["source"] ?? "",
+                    ],
+                ] as [String: Any]
             ]
             return try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now)
         }
@@ -141,11 +167,14 @@ public enum CollapseID {
 /// feed's link before, so it never sees them).
 public enum Tracking {
     public static func link(_ url: String, params: [(name: String, value: String)], category: NewsCategory) -> String {
-        guard !params.isEmpty, !url.isEmpty, var components = URLComponents(string: url), components.host != nil else { return url }
+        guard !params.isEmpty, !url.isEmpty, var components = URLComponents(string: url), components.host != nil else {
+            return url
+        }
         var items = components.queryItems ?? []
         for (name, value) in params {
             items.removeAll { $0.name == name }
-            items.append(URLQueryItem(name: name, value: MessageTemplate.render(value, ["category": category.rawValue])))
+            items.append(
+                URLQueryItem(name: name, value: MessageTemplate.render(value, ["category": category.rawValue])))
         }
         components.queryItems = items
         return components.string ?? url

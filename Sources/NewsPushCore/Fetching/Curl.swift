@@ -117,7 +117,9 @@ final class CurlEasyHandle {
         try check(np_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, transfer.followRedirects ? 1 : 0))
         try check(np_easy_setopt_long(handle, CURLOPT_MAXREDIRS, 5))
         try check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
-        try check(np_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
+        try check(
+            np_easy_setopt_long(
+                handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(transfer.timeout, transfer.connectTimeout) * 1000)))
         try check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
         let lowSpeedTime = transfer.lowSpeedTime ?? max(1, min(10, Int(transfer.timeout / 2)))
         try check(np_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, lowSpeedTime))
@@ -147,7 +149,9 @@ final class CurlEasyHandle {
             try check(np_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             // COPYPOSTFIELDS copies, so the bytes need not outlive this call.
             let code = body.withUnsafeBytes { raw -> CURLcode in
-                guard let base = raw.baseAddress else { return np_easy_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "") }
+                guard let base = raw.baseAddress else {
+                    return np_easy_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+                }
                 return np_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
             }
             try check(code)
@@ -160,28 +164,30 @@ final class CurlEasyHandle {
     private func setCallbacks() throws(TransferFailure) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         try check(np_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me))
-        try check(np_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
-            guard let userdata, let data else { return 0 }
-            let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
-            let length = size * count
-            if easy.result.body.count + length > easy.maxBytes {
-                easy.result.failure = .tooLarge(limit: easy.maxBytes)
-                return 0
-            }
-            data.withMemoryRebound(to: UInt8.self, capacity: length) { easy.result.body.append($0, count: length) }
-            return length
-        })
+        try check(
+            np_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+                guard let userdata, let data else { return 0 }
+                let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+                let length = size * count
+                if easy.result.body.count + length > easy.maxBytes {
+                    easy.result.failure = .tooLarge(limit: easy.maxBytes)
+                    return 0
+                }
+                data.withMemoryRebound(to: UInt8.self, capacity: length) { easy.result.body.append($0, count: length) }
+                return length
+            })
         try check(np_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me))
-        try check(np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
-            guard let userdata, let data else { return 0 }
-            let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
-            let length = size * count
-            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
-                String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-            }
-            easy.receivedHeaderLine(line)
-            return length
-        })
+        try check(
+            np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+                guard let userdata, let data else { return 0 }
+                let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+                let length = size * count
+                let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                }
+                easy.receivedHeaderLine(line)
+                return length
+            })
     }
 
     private func receivedHeaderLine(_ raw: String) {
@@ -218,7 +224,7 @@ final class CurlEasyHandle {
         np_easy_getinfo_long(handle, CURLINFO_REQUEST_SIZE, &requestSize)
         result.requestSent = requestSize > 0
         if code == CURLE_OK { return }
-        if result.failure != nil { return }   // set by a callback (too large)
+        if result.failure != nil { return }  // set by a callback (too large)
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
@@ -228,7 +234,7 @@ final class CurlEasyHandle {
         case CURLE_OPERATION_TIMEDOUT:
             result.failure = .timeout(detail)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
-             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
+            CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
             result.failure = .tls(detail)
         case CURLE_FILESIZE_EXCEEDED:
             result.failure = .tooLarge(limit: maxBytes)
@@ -290,7 +296,10 @@ final class CurlMultiRunner {
             while active.count < concurrency && i < waiting.count {
                 let index = waiting[i]
                 let host = Self.hostKey(transfers[index].url)
-                if perHostActive[host, default: 0] >= perHost { i += 1; continue }
+                if perHostActive[host, default: 0] >= perHost {
+                    i += 1
+                    continue
+                }
                 waiting.remove(at: i)
                 let easy: CurlEasyHandle
                 do throws(TransferFailure) {
@@ -315,7 +324,8 @@ final class CurlMultiRunner {
             var left: Int32 = 0
             while let message = curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let h = message.pointee.easy_handle,
-                      let entry = active.removeValue(forKey: h) else { continue }
+                    let entry = active.removeValue(forKey: h)
+                else { continue }
                 let code = np_multi_msg_result(message)
                 curl_multi_remove_handle(multi, h)
                 entry.easy.finish(code)

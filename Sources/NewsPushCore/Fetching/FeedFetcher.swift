@@ -27,10 +27,12 @@ public enum FeedFetchError: Error, Sendable, Equatable, CustomStringConvertible 
         case .transfer(let url, let failure):
             return "\(url): \(failure)"
         case .http(let url, let status, let retryAfter):
-            let pause = retryAfter.map { "; the server asked not to be fetched again before \(FeedDates.format($0))" } ?? ""
+            let pause =
+                retryAfter.map { "; the server asked not to be fetched again before \(FeedDates.format($0))" } ?? ""
             return "\(url): HTTP \(status)\(FeedFetcher.reasonPhrase(status))\(pause)"
         case .paused(let url, let until):
-            return "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))"
+            return
+                "\(url): not fetched: the server asked (Retry-After) for no request before \(FeedDates.format(until))"
         case .tooLarge(let path, let limit):
             return "\(path): file larger than \(limit) bytes"
         case .unreadable(let path, let reason):
@@ -70,9 +72,11 @@ public struct FetchedFeed: Sendable {
     /// Not fetched this run: the server's Retry-After has not ended.
     public var paused = false
 
-    public init(url: String, status: Status, httpStatus: Int? = nil, body: Data, contentType: String? = nil, finalURL: String,
-                paused: Bool = false, validators: ConditionalGetValidators? = nil, failure: FeedFetchError? = nil,
-                movedTo: String? = nil, retryAfter: Date? = nil) {
+    public init(
+        url: String, status: Status, httpStatus: Int? = nil, body: Data, contentType: String? = nil, finalURL: String,
+        paused: Bool = false, validators: ConditionalGetValidators? = nil, failure: FeedFetchError? = nil,
+        movedTo: String? = nil, retryAfter: Date? = nil
+    ) {
         self.url = url
         self.status = status
         self.httpStatus = httpStatus
@@ -106,42 +110,60 @@ public struct FeedFetcher: Sendable {
 
     /// The fetch stage of a run: every feed, with the validators the ledger holds, except those
     /// whose server asked for a pause (429/503 Retry-After) that has not ended; results in order.
-    public func fetch(_ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
-                      progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) -> [FetchedFeed] {
-        let paused = Dictionary(uniqueKeysWithValues: feeds.compactMap { feed -> (String, Date)? in
-            guard let until = records[feed.url]?.retryAfter, until > now else { return nil }
-            return (feed.url, until)
-        })
+    public func fetch(
+        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) -> [FetchedFeed] {
+        let paused = Dictionary(
+            uniqueKeysWithValues: feeds.compactMap { feed -> (String, Date)? in
+                guard let until = records[feed.url]?.retryAfter, until > now else { return nil }
+                return (feed.url, until)
+            })
         let urls = feeds.map(\.url).filter { paused[$0] == nil }
         let validators = records.compactMapValues(\.validators)
         let pausedCount = paused.count
         let fetched = fetch(urls, validators: validators, now: now) { progress(pausedCount + $0, feeds.count) }
         var byURL = Dictionary(zip(urls, fetched), uniquingKeysWith: { a, _ in a })
         for (url, until) in paused {
-            byURL[url] = FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, paused: true,
-                                     failure: .paused(url: url, until: until))
+            byURL[url] = FetchedFeed(
+                url: url, status: .error, body: Data(), finalURL: url, paused: true,
+                failure: .paused(url: url, until: until))
         }
-        return feeds.map { byURL[$0.url] ?? FetchedFeed(url: $0.url, status: .error, body: Data(), finalURL: $0.url,
-                                                        failure: .notFetched(url: $0.url)) }
+        return feeds.map {
+            byURL[$0.url]
+                ?? FetchedFeed(
+                    url: $0.url, status: .error, body: Data(), finalURL: $0.url,
+                    failure: .notFetched(url: $0.url))
+        }
     }
 
     /// Fetches every URL, sending each one's validators; results in the same order.
     /// One failing feed never affects the others.
-    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
-                      finished: (Int) -> Void = { _ in }) -> [FetchedFeed] {
+    public func fetch(
+        _ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
+        finished: (Int) -> Void = { _ in }
+    ) -> [FetchedFeed] {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)
         var transfers: [HTTPTransfer] = []
         var transferIndex: [Int] = []
         for (index, url) in urls.enumerated() {
             let lower = url.lowercased()
             if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
-                var headers: [(name: String, value: String)] = [("Accept", "application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.1")]
+                var headers: [(name: String, value: String)] = [
+                    (
+                        "Accept",
+                        "application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, "
+                            + "text/xml;q=0.8, */*;q=0.1"
+                    )
+                ]
                 if let v = validators[url] {
                     if let etag = v.etag { headers.append(("If-None-Match", etag)) }
                     if let modified = v.lastModified { headers.append(("If-Modified-Since", modified)) }
                 }
-                transfers.append(HTTPTransfer(url: url, headers: headers, userAgent: userAgent, timeout: settings.timeout,
-                                              connectTimeout: min(10, settings.timeout), maxBytes: settings.maxBytes))
+                transfers.append(
+                    HTTPTransfer(
+                        url: url, headers: headers, userAgent: userAgent, timeout: settings.timeout,
+                        connectTimeout: min(10, settings.timeout), maxBytes: settings.maxBytes))
                 transferIndex.append(index)
             } else {
                 results[index] = readLocal(url)
@@ -161,13 +183,17 @@ public struct FeedFetcher: Sendable {
             }
         }
         return results.enumerated().map { index, result in
-            result ?? FetchedFeed(url: urls[index], status: .error, body: Data(), finalURL: urls[index], failure: .notFetched(url: urls[index]))
+            result
+                ?? FetchedFeed(
+                    url: urls[index], status: .error, body: Data(), finalURL: urls[index],
+                    failure: .notFetched(url: urls[index]))
         }
     }
 
     private func feed(from result: HTTPTransferResult, url: String, now: Date) -> FetchedFeed {
-        var feed = FetchedFeed(url: url, status: .error, httpStatus: result.status == 0 ? nil : result.status,
-                               body: Data(), contentType: result.headers["content-type"], finalURL: result.effectiveURL)
+        var feed = FetchedFeed(
+            url: url, status: .error, httpStatus: result.status == 0 ? nil : result.status,
+            body: Data(), contentType: result.headers["content-type"], finalURL: result.effectiveURL)
         if let first = result.redirects.first, first.status == 301 || first.status == 308 {
             feed.movedTo = first.location
         }
@@ -185,7 +211,8 @@ public struct FeedFetcher: Sendable {
             feed.validators = validators(from: result.headers)
         default:
             if result.status == 429 || result.status == 503, let value = result.headers["retry-after"],
-               let seconds = NotificationHubClient.parseRetryAfter(value, now: now) {
+                let seconds = NotificationHubClient.parseRetryAfter(value, now: now)
+            {
                 // Honoured up to a day: a longer wait is more likely a misconfigured server.
                 feed.retryAfter = now.addingTimeInterval(min(seconds, 86400))
             }
@@ -204,13 +231,15 @@ public struct FeedFetcher: Sendable {
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             if data.count > settings.maxBytes {
-                return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
-                                   failure: .tooLarge(path: path, limit: settings.maxBytes))
+                return FetchedFeed(
+                    url: url, status: .error, body: Data(), finalURL: url,
+                    failure: .tooLarge(path: path, limit: settings.maxBytes))
             }
             return FetchedFeed(url: url, status: .ok, body: data, finalURL: URL(fileURLWithPath: path).absoluteString)
         } catch {
-            return FetchedFeed(url: url, status: .error, body: Data(), finalURL: url,
-                               failure: .unreadable(path: path, reason: SystemErrors.reason(error)))
+            return FetchedFeed(
+                url: url, status: .error, body: Data(), finalURL: url,
+                failure: .unreadable(path: path, reason: SystemErrors.reason(error)))
         }
     }
 

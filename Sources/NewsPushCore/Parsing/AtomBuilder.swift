@@ -1,7 +1,9 @@
 /// Atom 1.0 and 0.3 elements (and no namespace in an Atom document).
 enum AtomBuilder {
     /// A child of `<feed>`.
-    static func feedChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft, base: @autoclosure () -> String?) -> ElementReading<ChannelField> {
+    static func feedChild(
+        _ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft, base: @autoclosure () -> String?
+    ) -> ElementReading<ChannelField> {
         switch name.local {
         case "title": return .text(.title, TextKind.declared(by: attributes, atom: true))
         case "subtitle", "tagline": return .text(.subtitle, TextKind.declared(by: attributes, atom: true))
@@ -21,13 +23,16 @@ enum AtomBuilder {
     }
 
     /// A child of `<entry>`.
-    static func entryChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> ElementReading<ItemField> {
+    static func entryChild(
+        _ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?
+    ) -> ElementReading<ItemField> {
         switch name.local {
         case "title": return .text(.title, TextKind.declared(by: attributes, atom: true))
         case "summary": return .text(.atomSummary, TextKind.declared(by: attributes, atom: true))
         case "content":
             let type = (attributes.value("type") ?? "text").lowercased()
-            item.item.contentType = ["html": "text/html", "xhtml": "application/xhtml+xml", "text": "text/plain"][type] ?? type
+            item.item.contentType =
+                ["html": "text/html", "xhtml": "application/xhtml+xml", "text": "text/plain"][type] ?? type
             return .text(.content, TextKind.declared(by: attributes, atom: true))
         case "id": return .text(.atomId, .plain)
         case "published", "issued": return .text(.published, .plain)
@@ -44,7 +49,8 @@ enum AtomBuilder {
                 let clean = Mojibake.repaired(PlainText.collapse(term))
                 if !clean.isEmpty {
                     item.item.categories.append(clean)
-                    item.item.tags.append(FeedTag(term: clean, scheme: attributes.value("scheme"), label: attributes.value("label")))
+                    item.item.tags.append(
+                        FeedTag(term: clean, scheme: attributes.value("scheme"), label: attributes.value("label")))
                 }
             }
             return .ignored
@@ -71,11 +77,16 @@ enum AtomBuilder {
     enum PersonPart { case name, email }
 
     /// An Atom `<link>` with its `href` resolved; nil without one.
-    private static func link(_ attributes: XMLAttributes, base: @autoclosure () -> String?) -> (FeedLink, AlternateLink)? {
-        guard let href = attributes.value("href"), let resolved = FeedURL.resolve(href.trimmedASCIIWhitespace(), against: base()) else { return nil }
+    private static func link(_ attributes: XMLAttributes, base: @autoclosure () -> String?) -> (
+        FeedLink, AlternateLink
+    )? {
+        guard let href = attributes.value("href"),
+            let resolved = FeedURL.resolve(href.trimmedASCIIWhitespace(), against: base())
+        else { return nil }
         let rel = attributes.value("rel") ?? "alternate"
-        let link = FeedLink(href: resolved, rel: rel, type: attributes.value("type"), length: attributes.value("length"),
-                            hreflang: attributes.value("hreflang"), title: attributes.value("title"))
+        let link = FeedLink(
+            href: resolved, rel: rel, type: attributes.value("type"), length: attributes.value("length"),
+            hreflang: attributes.value("hreflang"), title: attributes.value("title"))
         return (link, AlternateLink(rel: rel, type: attributes.value("type") ?? "", href: resolved))
     }
 }

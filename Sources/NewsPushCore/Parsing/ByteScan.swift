@@ -8,7 +8,9 @@ enum ByteScan {
     @inline(__always) static func nonASCII(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_non_ascii(p, n) }
 
     /// The start of the first ill-formed UTF-8 sequence.
-    @inline(__always) static func utf8Invalid(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_utf8_invalid(p, n) }
+    @inline(__always) static func utf8Invalid(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int {
+        bytescan_utf8_invalid(p, n)
+    }
 
     /// The first byte the feed repair may change: '&', 0xC2, a control character.
     @inline(__always) static func attention(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_attention(p, n) }
@@ -22,7 +24,9 @@ enum ByteScan {
     @inline(__always) static func repair(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_repair(p, n) }
 
     /// As `repair`, past the references the repair keeps and a '<' that cannot open a section.
-    @inline(__always) static func repairPastEntities(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int { bytescan_repair_past_entities(p, n) }
+    @inline(__always) static func repairPastEntities(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int {
+        bytescan_repair_past_entities(p, n)
+    }
 
     /// The first byte that ends a run of plain text (white space other than single spaces
     /// between words; with `markup`, also '<' and '&').
@@ -40,7 +44,8 @@ enum ByteScan {
     /// rule the fast search must agree with).
     static func attributeFlood(_ p: UnsafeBufferPointer<UInt8>, limit: Int, exact: Bool = false) -> Int {
         guard let base = p.baseAddress else { return 0 }
-        return exact ? bytescan_attribute_flood_exact(base, p.count, limit) : bytescan_attribute_flood(base, p.count, limit)
+        return exact
+            ? bytescan_attribute_flood_exact(base, p.count, limit) : bytescan_attribute_flood(base, p.count, limit)
     }
 
     /// `search` over a whole buffer (tests and callers without a pointer at hand).

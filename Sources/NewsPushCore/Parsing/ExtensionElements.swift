@@ -2,7 +2,9 @@
 /// `content:encoded` and an XHTML `<body>`.
 enum ExtensionElements {
     /// A feed-level element.
-    static func channelChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft) -> ElementReading<ChannelField> {
+    static func channelChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft)
+        -> ElementReading<ChannelField>
+    {
         switch (name.kind, name.local) {
         case (.dc, "language"): return .text(.language, .plain)
         case (.dc, "subject"):
@@ -34,8 +36,9 @@ enum ExtensionElements {
             item.item.contentType = "text/html"
             return .text(.content, .html)
         case (.media, "category"):
-            item.pendingTag = FeedTag(term: "", scheme: attributes.value("scheme") ?? "http://search.yahoo.com/mrss/category_schema",
-                                      label: attributes.value("label"))
+            item.pendingTag = FeedTag(
+                term: "", scheme: attributes.value("scheme") ?? "http://search.yahoo.com/mrss/category_schema",
+                label: attributes.value("label"))
             return .text(.category, .plain)
         default: return .ignored
         }
@@ -44,13 +47,20 @@ enum ExtensionElements {
     /// `media:content` or `media:thumbnail` anywhere in an item (also inside `media:group`):
     /// an enclosure, and the item's image when it is the largest image so far. False for any
     /// other element.
-    static func mediaObject(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> Bool {
+    static func mediaObject(
+        _ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?
+    ) -> Bool {
         guard name.kind == .media, name.local == "content" || name.local == "thumbnail" else { return false }
-        guard let url = attributes.value("url"), let resolved = FeedURL.resolve(url, against: base()) else { return true }
+        guard let url = attributes.value("url"), let resolved = FeedURL.resolve(url, against: base()) else {
+            return true
+        }
         item.item.enclosures.append(resolved)
         let area = (Int(attributes.value("width") ?? "") ?? 0) * (Int(attributes.value("height") ?? "") ?? 0)
-        if area > item.mediaImage?.area ?? -1, name.local == "thumbnail"
-            || ImageSource.isImage(medium: attributes.value("medium"), type: attributes.value("type"), url: resolved) {
+        if area > item.mediaImage?.area ?? -1,
+            name.local == "thumbnail"
+                || ImageSource.isImage(
+                    medium: attributes.value("medium"), type: attributes.value("type"), url: resolved)
+        {
             item.mediaImage = (resolved, area)
         }
         return true

@@ -1,7 +1,8 @@
 import Foundation
 import NewsPushModel
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The byte-level pre-pass that makes real-world feed bytes safe for libxml2 (FEED-QUIRKS.md):
@@ -30,7 +31,10 @@ enum FeedBytes {
         /// strict parse keeps those as written: escaped HTML is full of them).
         private let allNumeric: Bool
 
-        fileprivate init(_ storage: Storage, range: Range<Int>, encoding: String, problems: [String], repaired: Bool, allNumeric: Bool = false) {
+        fileprivate init(
+            _ storage: Storage, range: Range<Int>, encoding: String, problems: [String], repaired: Bool,
+            allNumeric: Bool = false
+        ) {
             self.storage = storage
             self.range = range
             self.encoding = encoding
@@ -64,7 +68,8 @@ enum FeedBytes {
         return data.withUnsafeBytes { rawBytes in
             let raw = rawBytes.assumingMemoryBound(to: UInt8.self)
             let (decoded, encoding) = decode(raw, httpContentType: httpContentType, problems: &problems)
-            func prepared(_ text: UnsafeBufferPointer<UInt8>, storage: @autoclosure () -> Prepared.Storage) -> Prepared {
+            func prepared(_ text: UnsafeBufferPointer<UInt8>, storage: @autoclosure () -> Prepared.Storage) -> Prepared
+            {
                 var start = 0
                 // Junk before the first '<' (blank lines, PHP notices, a stray BOM).
                 if let first = text.firstIndex(of: UInt8(ascii: "<")), first > 0 {
@@ -78,10 +83,13 @@ enum FeedBytes {
                 }
                 // Most documents need no repair for a strict parse: then no copy is made.
                 if !alwaysRepair && readsTheSameUnrepaired(text, from: start) {
-                    return Prepared(storage(), range: start..<text.count, encoding: encoding, problems: problems, repaired: false)
+                    return Prepared(
+                        storage(), range: start..<text.count, encoding: encoding, problems: problems, repaired: false)
                 }
                 let repaired = repairMarkup(UnsafeBufferPointer(rebasing: text[start...]), keepingPredefined: true)
-                return Prepared(.converted(repaired), range: 0..<repaired.count, encoding: encoding, problems: problems, repaired: true)
+                return Prepared(
+                    .converted(repaired), range: 0..<repaired.count, encoding: encoding, problems: problems,
+                    repaired: true)
             }
             if let decoded {
                 return decoded.withUnsafeBufferPointer { prepared($0, storage: .converted(decoded)) }
@@ -107,7 +115,10 @@ enum FeedBytes {
             i += ByteScan.attentionPastEntities(base + i, n - i)
             guard i < n else { break }
             let b = p[i]
-            if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) { i += 1; continue }
+            if b == 0xC2, !(i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) {
+                i += 1
+                continue
+            }
             // The repair drops forbidden control characters everywhere; it leaves other bytes
             // of CDATA sections, comments and processing instructions as they are.
             guard b >= 0x20, let end = sectionEnd(p, containing: i, scannedFrom: &scanned) else { return false }
@@ -116,7 +127,9 @@ enum FeedBytes {
         return true
     }
 
-    private static func sectionEnd(_ p: UnsafeBufferPointer<UInt8>, containing index: Int, scannedFrom scanned: inout Int) -> Int? {
+    private static func sectionEnd(
+        _ p: UnsafeBufferPointer<UInt8>, containing index: Int, scannedFrom scanned: inout Int
+    ) -> Int? {
         let n = p.count
         guard let base = p.baseAddress else { return nil }
         var j = scanned
@@ -137,8 +150,12 @@ enum FeedBytes {
 
     /// A CDATA section, comment or processing instruction opening at `open` (a '<'): where its
     /// body starts and what ends it. The repair leaves these as they are.
-    private static func section(_ p: UnsafeBufferPointer<UInt8>, at open: Int) -> (bodyStart: Int, terminator: StaticString)? {
-        guard open + 1 < p.count, p[open + 1] == UInt8(ascii: "!") || p[open + 1] == UInt8(ascii: "?") else { return nil }
+    private static func section(_ p: UnsafeBufferPointer<UInt8>, at open: Int) -> (
+        bodyStart: Int, terminator: StaticString
+    )? {
+        guard open + 1 < p.count, p[open + 1] == UInt8(ascii: "!") || p[open + 1] == UInt8(ascii: "?") else {
+            return nil
+        }
         let rest = UnsafeBufferPointer(rebasing: p[open...])
         if rest.starts(with: "<![CDATA[".utf8) { return (open + 9, "]]>") }
         if rest.starts(with: "<!--".utf8) { return (open + 4, "-->") }
@@ -163,14 +180,20 @@ enum FeedBytes {
 
     /// The digits of a character reference from `start` (after "&#" or "&#x"): the value they
     /// spell and the index after the last one (`start` when there is none).
-    static func referenceDigits(_ p: UnsafeBufferPointer<UInt8>, from start: Int, hex: Bool, maxDigits: Int) -> (value: UInt32, end: Int) {
+    static func referenceDigits(_ p: UnsafeBufferPointer<UInt8>, from start: Int, hex: Bool, maxDigits: Int) -> (
+        value: UInt32, end: Int
+    ) {
         var j = start
         var value: UInt32 = 0
         while j < p.count, j - start < maxDigits {
             let c = p[j]
-            if c >= 0x30 && c <= 0x39 { value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30) }
-            else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 { value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10) }
-            else { break }
+            if c >= 0x30 && c <= 0x39 {
+                value = value &* (hex ? 16 : 10) &+ UInt32(c - 0x30)
+            } else if hex, (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 {
+                value = value &* 16 &+ UInt32((c | 0x20) - 0x61 + 10)
+            } else {
+                break
+            }
             j += 1
         }
         return (value, j)
@@ -179,21 +202,29 @@ enum FeedBytes {
     // MARK: Encoding
 
     static func decode(_ raw: [UInt8], httpContentType: String?, problems: inout [String]) -> ([UInt8], String) {
-        let (decoded, encoding) = raw.withUnsafeBufferPointer { decode($0, httpContentType: httpContentType, problems: &problems) }
+        let (decoded, encoding) = raw.withUnsafeBufferPointer {
+            decode($0, httpContentType: httpContentType, problems: &problems)
+        }
         return (decoded ?? raw, encoding)
     }
 
     /// The document as UTF-8, nil when `raw` already is that (the usual case: nothing copied),
     /// and the encoding it was read as.
-    static func decode(_ raw: UnsafeBufferPointer<UInt8>, httpContentType: String?, problems: inout [String]) -> ([UInt8]?, String) {
+    static func decode(_ raw: UnsafeBufferPointer<UInt8>, httpContentType: String?, problems: inout [String]) -> (
+        [UInt8]?, String
+    ) {
         func after(_ count: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: raw[count...]) }
         if raw.starts(with: [0xEF, 0xBB, 0xBF]) {
             return (validUTF8OrCP1252(after(3), label: "utf-8", problems: &problems) ?? Array(after(3)), "utf-8")
         }
         if raw.starts(with: [0xFF, 0xFE]) { return (transcode(Array(after(2)), from: "UTF-16LE") ?? [], "utf-16le") }
         if raw.starts(with: [0xFE, 0xFF]) { return (transcode(Array(after(2)), from: "UTF-16BE") ?? [], "utf-16be") }
-        if raw.starts(with: [0x3C, 0x00, 0x3F, 0x00]) { return (transcode(Array(raw), from: "UTF-16LE") ?? [], "utf-16le") }
-        if raw.starts(with: [0x00, 0x3C, 0x00, 0x3F]) { return (transcode(Array(raw), from: "UTF-16BE") ?? [], "utf-16be") }
+        if raw.starts(with: [0x3C, 0x00, 0x3F, 0x00]) {
+            return (transcode(Array(raw), from: "UTF-16LE") ?? [], "utf-16le")
+        }
+        if raw.starts(with: [0x00, 0x3C, 0x00, 0x3F]) {
+            return (transcode(Array(raw), from: "UTF-16BE") ?? [], "utf-16be")
+        }
 
         let declared = declaredEncoding(raw)
         let fromHTTP = httpContentType.flatMap(charset(fromContentType:))
@@ -204,8 +235,12 @@ enum FeedBytes {
         // RFC 3023: text/*xml without a charset is us-ascii. Only the label follows the rule
         // when the bytes are ASCII anyway; other bytes are decoded as they are.
         if let type = httpContentType?.lowercased(), type.hasPrefix("text/"), type.contains("xml"),
-           fromHTTP.map({ !["utf-8", "utf8", "us-ascii", "iso-8859-1", "windows-1252", "utf-16"].contains($0.lowercased()) && transcode([], from: $0) == nil }) ?? true,
-           ascii() {
+            fromHTTP.map({
+                !["utf-8", "utf8", "us-ascii", "iso-8859-1", "windows-1252", "utf-16"].contains($0.lowercased())
+                    && transcode([], from: $0) == nil
+            }) ?? true,
+            ascii()
+        {
             return (nil, "us-ascii")
         }
         let label = (fromHTTP ?? declared ?? "utf-8").lowercased()
@@ -213,8 +248,10 @@ enum FeedBytes {
         case "utf-8", "utf8", "us-ascii", "ascii", "utf-16", "utf-16le", "utf-16be":
             // "utf-16" declared without a BOM on 8-bit bytes is a lie the bytes disprove.
             let isUTF16 = label.hasPrefix("utf-16")
-            return (validUTF8OrCP1252(raw, label: label, declared: fromHTTP != nil || declared != nil, problems: &problems),
-                    isUTF16 ? "utf-8" : label)
+            return (
+                validUTF8OrCP1252(raw, label: label, declared: fromHTTP != nil || declared != nil, problems: &problems),
+                isUTF16 ? "utf-8" : label
+            )
         case "iso-8859-1", "latin1", "latin-1", "iso8859-1", "iso_8859-1", "windows-1252", "cp1252", "x-cp1252":
             // Declared Latin-1 is cp1252 in practice; and some feeds declare it over UTF-8 bytes,
             // or mix both.
@@ -234,7 +271,9 @@ enum FeedBytes {
 
     /// Nil when `bytes` are valid UTF-8 (nothing to convert); else the bytes read as UTF-8 where
     /// they are and as Windows-1252 elsewhere.
-    private static func validUTF8OrCP1252(_ bytes: UnsafeBufferPointer<UInt8>, label: String, declared: Bool = true, problems: inout [String]) -> [UInt8]? {
+    private static func validUTF8OrCP1252(
+        _ bytes: UnsafeBufferPointer<UInt8>, label: String, declared: Bool = true, problems: inout [String]
+    ) -> [UInt8]? {
         if isValidUTF8(bytes) { return nil }
         // Undeclared legacy bytes are read as Windows-1252, as browsers do; only a declared
         // encoding that the bytes contradict is worth a warning.
@@ -244,8 +283,10 @@ enum FeedBytes {
 
     /// Windows-1252 for 0x80–0x9F (where Latin-1 has control characters); Latin-1 above.
     static let cp1252High: [UInt32] = [
-        0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
-        0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
+        0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD,
+        0x017D, 0xFFFD,
+        0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD,
+        0x017E, 0x0178,
     ]
 
     /// The character Windows-1252 gives `byte` as the WHATWG Encoding Standard reads it: its
@@ -304,14 +345,20 @@ enum FeedBytes {
         var output = [UInt8](repeating: 0, count: bytes.count * 4 + 16)
         let produced: Int = input.withUnsafeMutableBufferPointer { inBuffer in
             output.withUnsafeMutableBufferPointer { outBuffer in
-                var inPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(inBuffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+                var inPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(inBuffer.baseAddress)?
+                    .assumingMemoryBound(to: CChar.self)
                 var inLeft = inBuffer.count
-                var outPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(outBuffer.baseAddress)?.assumingMemoryBound(to: CChar.self)
+                var outPointer: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(outBuffer.baseAddress)?
+                    .assumingMemoryBound(to: CChar.self)
                 var outLeft = outBuffer.count
                 while inLeft > 0 {
                     if iconv(cd, &inPointer, &inLeft, &outPointer, &outLeft) == -1 {
                         // Skip one undecodable byte and carry on (EILSEQ); stop on a truncated tail.
-                        if errno == EILSEQ, inLeft > 0 { inPointer = inPointer.map { $0 + 1 }; inLeft -= 1; continue }
+                        if errno == EILSEQ, inLeft > 0 {
+                            inPointer = inPointer.map { $0 + 1 }
+                            inLeft -= 1
+                            continue
+                        }
                         break
                     }
                 }
@@ -335,14 +382,18 @@ enum FeedBytes {
     /// The `encoding="…"` of an XML declaration at the start (after optional junk).
     static func declaredEncoding(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         let head = UnsafeBufferPointer(rebasing: bytes.prefix(1024))
-        guard let afterOpen = indexAfter("<?xml", in: head, from: 0), let afterClose = indexAfter("?>", in: head, from: afterOpen - 5),
-              let afterName = indexAfter("encoding", in: head, from: afterOpen), afterName < afterClose else { return nil }
+        guard let afterOpen = indexAfter("<?xml", in: head, from: 0),
+            let afterClose = indexAfter("?>", in: head, from: afterOpen - 5),
+            let afterName = indexAfter("encoding", in: head, from: afterOpen), afterName < afterClose
+        else { return nil }
         var i = afterName
         while i < afterClose, head[i] == 0x20 || head[i] == UInt8(ascii: "=") { i += 1 }
         guard i < afterClose, head[i] == UInt8(ascii: "\"") || head[i] == UInt8(ascii: "'") else { return nil }
         let quote = head[i]
         let valueStart = i + 1
-        guard let valueEnd = head[valueStart..<afterClose].firstIndex(of: quote), valueEnd > valueStart else { return nil }
+        guard let valueEnd = head[valueStart..<afterClose].firstIndex(of: quote), valueEnd > valueStart else {
+            return nil
+        }
         return String(decoding: head[valueStart..<valueEnd], as: UTF8.self)
     }
 
@@ -351,7 +402,8 @@ enum FeedBytes {
     /// XML's five predefined entities.
     private static func predefinedEntity(_ name: UnsafeBufferPointer<UInt8>) -> UInt32? {
         func equals(_ literal: StaticString) -> Bool {
-            name.count == literal.utf8CodeUnitCount && memcmp(name.baseAddress!, literal.utf8Start, name.count) == 0
+            guard let base = name.baseAddress else { return literal.utf8CodeUnitCount == 0 }
+            return name.count == literal.utf8CodeUnitCount && memcmp(base, literal.utf8Start, name.count) == 0
         }
         if equals("amp") { return 38 }
         if equals("lt") { return 60 }
@@ -390,9 +442,14 @@ enum FeedBytes {
             let first = terminator.utf8Start.pointee
             while i < n {
                 let b = p[i]
-                if b == first, startsWith(terminator, at: i) { i += terminator.utf8CodeUnitCount; return }
+                if b == first, startsWith(terminator, at: i) {
+                    i += terminator.utf8CodeUnitCount
+                    return
+                }
                 if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
-                    flush(); i += 1; runStart = i
+                    flush()
+                    i += 1
+                    runStart = i
                     continue
                 }
                 i += 1
@@ -444,7 +501,9 @@ enum FeedBytes {
     }
 
     /// Handles the `&` at `start`; returns the index after what it consumed.
-    private static func rewriteReference(_ input: UnsafeBufferPointer<UInt8>, at start: Int, into out: inout [UInt8], keepingPredefined: Bool) -> Int {
+    private static func rewriteReference(
+        _ input: UnsafeBufferPointer<UInt8>, at start: Int, into out: inout [UInt8], keepingPredefined: Bool
+    ) -> Int {
         var j = start + 1
         let n = input.count
         if j < n && input[j] == UInt8(ascii: "#") {
@@ -469,7 +528,9 @@ enum FeedBytes {
             return start + 1
         }
         while j < n, j - start <= 32,
-              (input[j] >= 0x61 && input[j] <= 0x7A) || (input[j] >= 0x41 && input[j] <= 0x5A) || (input[j] >= 0x30 && input[j] <= 0x39) { j += 1 }
+            (input[j] >= 0x61 && input[j] <= 0x7A) || (input[j] >= 0x41 && input[j] <= 0x5A)
+                || (input[j] >= 0x30 && input[j] <= 0x39)
+        { j += 1 }
         if j > start + 1, j < n, input[j] == UInt8(ascii: ";") {
             let name = UnsafeBufferPointer(rebasing: input[(start + 1)..<j])
             if keepingPredefined, predefinedEntity(name) != nil {
@@ -493,7 +554,11 @@ enum FeedBytes {
         var count = 0
         var rest = value
         withUnsafeMutableBytes(of: &digits) { d in
-            repeat { d[count] = UInt8(ascii: "0") + UInt8(rest % 10); rest /= 10; count += 1 } while rest > 0
+            repeat {
+                d[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
             for k in stride(from: count - 1, through: 0, by: -1) { out.append(d[k]) }
         }
         out.append(UInt8(ascii: ";"))

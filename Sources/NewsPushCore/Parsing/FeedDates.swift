@@ -29,7 +29,11 @@ public enum FeedDates {
             func letter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
             func number(_ maxDigits: Int) -> Int? {
                 var value = 0, count = 0
-                while i < n, count < maxDigits, s[i] >= 0x30 && s[i] <= 0x39 { value = value * 10 + Int(s[i] - 0x30); i += 1; count += 1 }
+                while i < n, count < maxDigits, s[i] >= 0x30 && s[i] <= 0x39 {
+                    value = value * 10 + Int(s[i] - 0x30)
+                    i += 1
+                    count += 1
+                }
                 return count > 0 ? value : nil
             }
             func space() -> Bool {
@@ -42,11 +46,15 @@ public enum FeedDates {
                 i = 4
                 guard space() else { return nil }
             }
-            guard let day = number(2), space(), i + 3 <= n, letter(s[i]), letter(s[i + 1]), letter(s[i + 2]) else { return nil }
+            guard let day = number(2), space(), i + 3 <= n, letter(s[i]), letter(s[i + 1]), letter(s[i + 2]) else {
+                return nil
+            }
             let m = (UInt32(s[i] | 0x20) << 16) | (UInt32(s[i + 1] | 0x20) << 8) | UInt32(s[i + 2] | 0x20)
             guard let month = englishMonths[m] else { return nil }
             i += 3
-            guard space(), let year = number(4), i - 4 >= 0, space(), let hour = number(2), i < n, s[i] == UInt8(ascii: ":") else { return nil }
+            guard space(), let year = number(4), i - 4 >= 0, space(), let hour = number(2), i < n,
+                s[i] == UInt8(ascii: ":")
+            else { return nil }
             i += 1
             guard let minute = number(2) else { return nil }
             var second = 0
@@ -71,7 +79,9 @@ public enum FeedDates {
                 while i < n, letter(s[i]) { i += 1 }
                 guard i > start, i - start <= 4 else { return nil }
                 // GMT, by far the most common, needs no String.
-                if i - start == 3, s[start] | 0x20 == UInt8(ascii: "g"), s[start + 1] | 0x20 == UInt8(ascii: "m"), s[start + 2] | 0x20 == UInt8(ascii: "t") {
+                if i - start == 3, s[start] | 0x20 == UInt8(ascii: "g"), s[start + 1] | 0x20 == UInt8(ascii: "m"),
+                    s[start + 2] | 0x20 == UInt8(ascii: "t")
+                {
                     offset = 0
                 } else {
                     let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
@@ -87,7 +97,9 @@ public enum FeedDates {
     /// Three-letter English month abbreviations, lower case, packed into an integer.
     private static let englishMonths: [UInt32: Int] = {
         var table: [UInt32: Int] = [:]
-        for (index, name) in ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"].enumerated() {
+        for (index, name) in ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+            .enumerated()
+        {
             let b = Array(name.utf8)
             table[(UInt32(b[0]) << 16) | (UInt32(b[1]) << 8) | UInt32(b[2])] = index + 1
         }
@@ -111,7 +123,10 @@ public enum FeedDates {
             return value
         }
         func skip(_ chars: String) -> Bool {
-            if i < s.count, chars.utf8.contains(s[i]) { i += 1; return true }
+            if i < s.count, chars.utf8.contains(s[i]) {
+                i += 1
+                return true
+            }
             return false
         }
         guard let year = digits(4) else { return nil }
@@ -156,7 +171,9 @@ public enum FeedDates {
                     let om = digits(2) ?? 0
                     guard om < 60 else { return nil }
                     offset = sign * (oh * 3600 + om * 60)
-                } else if let zone = namedZoneOffset(String(decoding: s[i...], as: UTF8.self).trimmingCharacters(in: .whitespaces)) {
+                } else if let zone = namedZoneOffset(
+                    String(decoding: s[i...], as: UTF8.self).trimmingCharacters(in: .whitespaces))
+                {
                     offset = zone
                     i = s.count
                 }
@@ -171,8 +188,14 @@ public enum FeedDates {
     private static let months: [String: Int] = {
         var table: [String: Int] = [:]
         let names: [[String]] = [
-            ["jan", "january", "januar", "janvier", "enero", "gennaio", "janeiro", "januari", "jänner", "ene", "gen", "janv"],
-            ["feb", "february", "februar", "février", "fevrier", "febrero", "febbraio", "fevereiro", "februari", "fév", "fev", "févr"],
+            [
+                "jan", "january", "januar", "janvier", "enero", "gennaio", "janeiro", "januari", "jänner", "ene", "gen",
+                "janv",
+            ],
+            [
+                "feb", "february", "februar", "février", "fevrier", "febrero", "febbraio", "fevereiro", "februari",
+                "fév", "fev", "févr",
+            ],
             ["mar", "march", "märz", "maerz", "mars", "marzo", "março", "marco", "maart", "mär", "mrz"],
             ["apr", "april", "avril", "abril", "aprile", "avr", "abr"],
             ["may", "mai", "mayo", "maggio", "maio", "mei", "mag"],
@@ -182,7 +205,10 @@ public enum FeedDates {
             ["sep", "sept", "september", "septembre", "septiembre", "settembre", "setembro", "set"],
             ["oct", "october", "oktober", "octobre", "octubre", "ottobre", "outubro", "okt", "out", "ott"],
             ["nov", "november", "novembre", "noviembre", "novembro"],
-            ["dec", "december", "dezember", "décembre", "decembre", "diciembre", "dicembre", "dezembro", "dez", "déc", "dic"],
+            [
+                "dec", "december", "dezember", "décembre", "decembre", "diciembre", "dicembre", "dezembro", "dez",
+                "déc", "dic",
+            ],
         ]
         for (index, list) in names.enumerated() {
             for name in list { table[name] = index + 1 }
@@ -235,7 +261,9 @@ public enum FeedDates {
         var tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
         // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
         tokens = tokens.flatMap { token -> [String] in
-            if token.utf8.contains(UInt8(ascii: "-")), !token.hasPrefix("-"), token.contains(where: \.isLetter), !token.hasPrefix("GMT"), !token.hasPrefix("UTC") {
+            if token.utf8.contains(UInt8(ascii: "-")), !token.hasPrefix("-"), token.contains(where: \.isLetter),
+                !token.hasPrefix("GMT"), !token.hasPrefix("UTC")
+            {
                 return token.split(separator: "-").map(String.init)
             }
             return [token]
@@ -248,24 +276,29 @@ public enum FeedDates {
             var lower = token.lowercased()
             while lower.hasSuffix(".") { lower.removeLast() }
             if token.utf8.contains(UInt8(ascii: ":")) && token.first?.isNumber == true {
-                let parts = token.split(separator: ":").map { Int($0) }
-                guard parts.count >= 2, parts.count <= 3, !parts.contains(where: { $0 == nil }) else { return nil }
-                hour = parts[0]!
-                minute = parts[1]!
-                if parts.count == 3 { second = parts[2]! }
+                let parts = token.split(separator: ":").compactMap { Int($0) }
+                guard parts.count >= 2, parts.count <= 3, parts.count == token.split(separator: ":").count else {
+                    return nil
+                }
+                hour = parts[0]
+                minute = parts[1]
+                if parts.count == 3 { second = parts[2] }
             } else if lower == "am" || lower == "pm" {
                 pm = lower == "pm"
             } else if let m = months[lower] ?? (lower.count > 3 ? months[String(lower.prefix(3))] : nil), month == nil {
                 month = m
-            } else if (token.hasPrefix("+") || token.hasPrefix("-")), let o = numericOffset(token) {
+            } else if token.hasPrefix("+") || token.hasPrefix("-"), let o = numericOffset(token) {
                 offset = o
-            } else if token.first?.isLetter == true, zones[token.uppercased()] != nil || token.uppercased().hasPrefix("GMT") || token.uppercased().hasPrefix("UTC"),
-                      let o = namedZoneOffset(token) {
+            } else if token.first?.isLetter == true,
+                zones[token.uppercased()] != nil || token.uppercased().hasPrefix("GMT")
+                    || token.uppercased().hasPrefix("UTC"),
+                let o = namedZoneOffset(token)
+            {
                 offset = o
             } else if let value = Int(token) {
                 numbers.append(value)
             } else if token.first?.isNumber == true, let value = Int(token.prefix { $0.isNumber }) {
-                numbers.append(value)   // "16th"
+                numbers.append(value)  // "16th"
             }
             // Anything else (weekday names in any language) is ignored.
         }
@@ -287,11 +320,17 @@ public enum FeedDates {
         return make(y, m, d, hour, minute, second, offset)
     }
 
-    private static func make(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int,
-                             _ offset: Int, fraction: Double = 0) -> Date? {
+    private static func make(
+        _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int,
+        _ offset: Int, fraction: Double = 0
+    ) -> Date? {
         guard (1...12).contains(month), (1...31).contains(day), (0...24).contains(hour), (0...59).contains(minute),
-              (0...60).contains(second), (1000...9999).contains(year) else { return nil }
-        let daysInMonth = [31, (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+            (0...60).contains(second), (1000...9999).contains(year)
+        else { return nil }
+        let daysInMonth = [
+            31, (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
+            31,
+        ]
         guard day <= daysInMonth[month - 1] else { return nil }
         // Days from civil (Howard Hinnant's algorithm): exact, and much faster than Calendar.
         let y = month <= 2 ? year - 1 : year

@@ -62,8 +62,10 @@ final class FeedDocumentReader: SAXHandler {
         if rejection != nil { return }
         var name = name
         if let adopted, name.namespace == adopted.namespace { name.kind = adopted.kind }
-        if stack.count == 1, format == .rss10, adopted == nil, name.kind == .other, name.local == "channel" || name.local == "item",
-           let namespace = name.namespace {
+        if stack.count == 1, format == .rss10, adopted == nil, name.kind == .other,
+            name.local == "channel" || name.local == "item",
+            let namespace = name.namespace
+        {
             // RSS 1.0 whose channel and items are in a namespace of their own
             // ("http://purl.org/rss/1.0" without its slash, say): that namespace is RSS's here.
             adopted = (namespace, .otherRSS)
@@ -187,9 +189,13 @@ final class FeedDocumentReader: SAXHandler {
         if ExtensionElements.mediaObject(name, attributes, item: item, base: self.currentBase) { return }
         if depth == item.depth + 1 {
             let reading: ElementReading<ItemField>
-            if isAtom(name) { reading = AtomBuilder.entryChild(name, attributes, item: item, base: self.currentBase) }
-            else if name.kind.isRSS { reading = RSSBuilder.itemChild(name, attributes, item: item, base: self.currentBase) }
-            else { reading = ExtensionElements.itemChild(name, attributes, item: item) }
+            if isAtom(name) {
+                reading = AtomBuilder.entryChild(name, attributes, item: item, base: self.currentBase)
+            } else if name.kind.isRSS {
+                reading = RSSBuilder.itemChild(name, attributes, item: item, base: self.currentBase)
+            } else {
+                reading = ExtensionElements.itemChild(name, attributes, item: item)
+            }
             switch reading {
             case .text(let field, let kind): startCapture(.item(field), depth: depth, kind: kind)
             case .person: itemAuthorDepth = depth
@@ -220,9 +226,13 @@ final class FeedDocumentReader: SAXHandler {
             channel.language = lang
         }
         let reading: ElementReading<ChannelField>
-        if isAtom(name) { reading = AtomBuilder.feedChild(name, attributes, channel: &channel, base: self.currentBase) }
-        else if name.kind.isRSS { reading = RSSBuilder.channelChild(name, attributes, channel: &channel) }
-        else { reading = ExtensionElements.channelChild(name, attributes, channel: &channel) }
+        if isAtom(name) {
+            reading = AtomBuilder.feedChild(name, attributes, channel: &channel, base: self.currentBase)
+        } else if name.kind.isRSS {
+            reading = RSSBuilder.channelChild(name, attributes, channel: &channel)
+        } else {
+            reading = ExtensionElements.channelChild(name, attributes, channel: &channel)
+        }
         switch reading {
         case .text(let field, let kind): startCapture(.channel(field), depth: depth, kind: kind)
         case .person: feedAuthorDepth = depth
@@ -232,7 +242,9 @@ final class FeedDocumentReader: SAXHandler {
 
     // MARK: Text
 
-    private static let blockLike: Set<String> = ["p", "div", "br", "li", "tr", "td", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre"]
+    private static let blockLike: Set<String> = [
+        "p", "div", "br", "li", "tr", "td", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
+    ]
 
     private func startCapture(_ target: Capture.Target, depth: Int, kind: TextKind) {
         capture = Capture(target: target, depth: depth, kind: kind)
@@ -246,7 +258,10 @@ final class FeedDocumentReader: SAXHandler {
         if name.local == "img", let item, item.htmlImage == nil, let src = attributes.value("src") {
             item.htmlImage = FeedURL.resolve(src, against: currentBase)
         }
-        if Self.blockLike.contains(name.local) || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } && Self.blockLike.contains(name.local.lowercased())) {
+        if Self.blockLike.contains(name.local)
+            || (name.local.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
+                && Self.blockLike.contains(name.local.lowercased()))
+        {
             text.buffer.append(0x20)
         }
     }
@@ -259,18 +274,29 @@ final class FeedDocumentReader: SAXHandler {
             channel.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))
         case .item(let field):
             guard let item else { return }
-            let wantsImage = field.mayHoldImage && item.htmlImage == nil && (capture.kind == .html || capture.kind == .maybeHTML)
+            let wantsImage =
+                field.mayHoldImage && item.htmlImage == nil && (capture.kind == .html || capture.kind == .maybeHTML)
             if field == .content {
                 // Full content is converted to plain text only when asked for (see `FeedText`).
                 item.content = FeedText(markup: Array(bytes), kind: capture.kind)
-                if wantsImage { item.htmlImage = ImageSource.firstImg(in: bytes).flatMap { FeedURL.resolve($0, against: currentBase) } }
+                if wantsImage {
+                    item.htmlImage = ImageSource.firstImg(in: bytes).flatMap {
+                        FeedURL.resolve($0, against: currentBase)
+                    }
+                }
             } else if wantsImage {
                 let (text, image) = PlainText.ofHTML(bytes, kind: capture.kind)
                 item.set(field, Mojibake.repaired(text))
                 switch image {
                 case .none: break
-                case .at(let start): item.htmlImage = ImageSource.firstImg(in: bytes, from: start).flatMap { FeedURL.resolve($0, against: currentBase) }
-                case .unknown: item.htmlImage = ImageSource.firstImg(in: bytes).flatMap { FeedURL.resolve($0, against: currentBase) }
+                case .at(let start):
+                    item.htmlImage = ImageSource.firstImg(in: bytes, from: start).flatMap {
+                        FeedURL.resolve($0, against: currentBase)
+                    }
+                case .unknown:
+                    item.htmlImage = ImageSource.firstImg(in: bytes).flatMap {
+                        FeedURL.resolve($0, against: currentBase)
+                    }
                 }
             } else {
                 item.set(field, Mojibake.repaired(PlainText.of(bytes, kind: capture.kind)))

@@ -76,8 +76,10 @@ public struct FeedItem: Sendable, Equatable, Codable {
     public var updatedText: String?
     public var createdText: String?
 
-    public init(id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
-                published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []) {
+    public init(
+        id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
+        published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []
+    ) {
         self.id = id
         self.title = title
         self.link = link
@@ -121,8 +123,9 @@ public struct ParsedFeed: Sendable, Codable {
     public var unusable: FeedParseError? {
         if items.isEmpty, itemElements > 0 {
             let element = format == .atom10 ? "<entry>" : "<item>"
-            return .noReadableItems("the document has \(itemElements) <item> or <entry> elements but none is an \(element) of its "
-                                    + "\(format.rawValue) feed (elements in a namespace the feed does not use?)")
+            return .noReadableItems(
+                "the document has \(itemElements) <item> or <entry> elements but none is an \(element) of its "
+                    + "\(format.rawValue) feed (elements in a namespace the feed does not use?)")
         }
         if !items.isEmpty, items.allSatisfy({ $0.title == nil && $0.link == nil }) {
             return .noReadableItems("none of its \(items.count) items has a title or a link")
@@ -151,7 +154,11 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
         case .unreadable(let why): return "cannot be parsed: \(why)"
         case .hostile(let why): return "refused: \(why)"
         case .noReadableItems(let why): return "no usable items: \(why)"
-        case .tooSlow(let seconds): return String(format: "parsing stopped after %.1f s, its budget (fetch.parse_budget): the document is too costly to read", seconds)
+        case .tooSlow(let seconds):
+            return String(
+                format:
+                    "parsing stopped after %.1f s, its budget (fetch.parse_budget): the document is too costly to read",
+                seconds)
         }
     }
 }
@@ -164,8 +171,10 @@ extension String {
         func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C }
         // Usually there is nothing to trim: no copy then.
         if let first = bytes.first, let last = bytes.last, !isSpace(first), !isSpace(last) { return self }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
-        let last = bytes.lastIndex(where: { !isSpace($0) })!
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else {
+            return ""
+        }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 

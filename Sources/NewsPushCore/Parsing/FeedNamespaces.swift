@@ -40,9 +40,13 @@ enum NamespaceKind: UInt8, Sendable {
         case FeedNamespace.rdf.description: self = .rdf
         case FeedNamespace.xml.description: self = .xml
         default:
-            if FeedNamespace.isMedia(uri) { self = .media }
-            else if FeedNamespace.isRSS(uri) { self = .otherRSS }
-            else { self = .other }
+            if FeedNamespace.isMedia(uri) {
+                self = .media
+            } else if FeedNamespace.isRSS(uri) {
+                self = .otherRSS
+            } else {
+                self = .other
+            }
         }
     }
 

@@ -8,7 +8,9 @@ public enum FeedParser {
     /// Parses a feed document fetched from `url` (used to resolve relative links) with the
     /// HTTP `Content-Type` it came with, if any.
     /// `budget`: seconds the parse may take before it is stopped (`fetch.parse_budget`).
-    public static func parse(_ data: Data, url: String?, contentType: String? = nil, budget: Double = defaultBudget) throws(FeedParseError) -> ParsedFeed {
+    public static func parse(_ data: Data, url: String?, contentType: String? = nil, budget: Double = defaultBudget)
+        throws(FeedParseError) -> ParsedFeed
+    {
         try parse(data, url: url, contentType: contentType, alwaysRepair: false, budget: budget)
     }
 
@@ -18,13 +20,17 @@ public enum FeedParser {
     static let maxAttributes = 256
 
     /// `alwaysRepair` runs the markup repair even when the bytes do not need it (tests compare).
-    static func parse(_ data: Data, url: String?, contentType: String?, alwaysRepair: Bool,
-                      budget: Double = defaultBudget) throws(FeedParseError) -> ParsedFeed {
+    static func parse(
+        _ data: Data, url: String?, contentType: String?, alwaysRepair: Bool,
+        budget: Double = defaultBudget
+    ) throws(FeedParseError) -> ParsedFeed {
         if data.isEmpty || data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw .empty
         }
         let prepared = FeedBytes.prepare(data, httpContentType: contentType, alwaysRepair: alwaysRepair)
-        guard prepared.withBytes({ $0.contains(UInt8(ascii: "<")) }) else { throw .notAFeed("no markup in the document") }
+        guard prepared.withBytes({ $0.contains(UInt8(ascii: "<")) }) else {
+            throw .notAFeed("no markup in the document")
+        }
         let (flood, size) = prepared.withBytes { (ByteScan.attributeFlood($0, limit: maxAttributes), $0.count) }
         if flood < size {
             throw .hostile("an element at byte \(flood) has more than \(maxAttributes) attributes")
@@ -53,8 +59,9 @@ public enum FeedParser {
         }
         if reader.droppedOpenItem { problems.append("the document ends inside an item; that item was left out") }
         let channel = reader.channel
-        var feed = ParsedFeed(format: format, title: channel.title, link: reader.feedLink, subtitle: channel.subtitle,
-                              language: channel.language, links: channel.links, items: reader.items, problems: problems)
+        var feed = ParsedFeed(
+            format: format, title: channel.title, link: reader.feedLink, subtitle: channel.subtitle,
+            language: channel.language, links: channel.links, items: reader.items, problems: problems)
         (feed.author, feed.authorEmail) = channel.author
         feed.publishedText = channel.published
         feed.updatedText = channel.updated

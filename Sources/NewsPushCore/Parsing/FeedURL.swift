@@ -11,8 +11,12 @@ enum FeedURL {
         if trimmed.isEmpty { return base }
         if trimmed.hasPrefix("http://") || trimmed.hasPrefix("https://") { return trimmed }
         guard let base, let baseURL = URL(string: base) else { return URL(string: trimmed) != nil ? trimmed : nil }
-        guard let resolved = URL(string: trimmed, relativeTo: baseURL)
-                ?? URL(string: trimmed.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? trimmed, relativeTo: baseURL) else {
+        guard
+            let resolved = URL(string: trimmed, relativeTo: baseURL)
+                ?? URL(
+                    string: trimmed.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? trimmed,
+                    relativeTo: baseURL)
+        else {
             return trimmed
         }
         return resolved.absoluteString
@@ -22,7 +26,8 @@ enum FeedURL {
     /// ones are resolved against, and the only ones a push may carry.
     static func isHTTP(_ url: String) -> Bool {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return false }
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return false }
         return true
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import NewsPushModel
 
-
 /// The first `<img src>` of an HTML text, and which image URLs a push may carry.
 enum ImageSource {
     /// Pushes point devices at https only (ATS on Apple devices refuses plain http): an
@@ -10,7 +9,9 @@ enum ImageSource {
     static func isPushable(_ url: String) -> Bool {
         let bytes = url.utf8
         guard bytes.count > 8, url.hasASCIIPrefixIgnoringCase("https://") else { return false }
-        let host = bytes.dropFirst(8).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        let host = bytes.dropFirst(8).prefix {
+            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        }
         // Printable ASCII only: no white space, no control character (an `&nbsp;` written
         // into a URL), no raw non-ASCII a device's URL parser would refuse.
         return !host.isEmpty && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
@@ -25,7 +26,8 @@ enum ImageSource {
         // some feeds' parse time.
         let path = url.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
         return [".jpg", ".jpeg", ".png", ".gif", ".webp", ".avif"].contains { suffix in
-            path.count >= suffix.utf8.count && zip(path.suffix(suffix.utf8.count), suffix.utf8).allSatisfy { $0 | 0x20 == $1 }
+            path.count >= suffix.utf8.count
+                && zip(path.suffix(suffix.utf8.count), suffix.utf8).allSatisfy { $0 | 0x20 == $1 }
         }
     }
 
@@ -50,7 +52,8 @@ enum ImageSource {
         while i < bytes.count {
             let at = i + ByteScan.imgTag(base + i, bytes.count - i)
             guard at < bytes.count else { return nil }
-            let end = memchr(base + at, Int32(UInt8(ascii: ">")), bytes.count - at)
+            let end =
+                memchr(base + at, Int32(UInt8(ascii: ">")), bytes.count - at)
                 .map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
             if let src = attribute("src", in: UnsafeBufferPointer(rebasing: bytes[(at + 4)..<end])) { return src }
             i = at + 4
@@ -72,7 +75,8 @@ enum ImageSource {
             while i < tag.count, isSpace(tag[i]) || tag[i] == UInt8(ascii: "/") { i += 1 }
             let nameStart = i
             while i < tag.count, tag[i] != UInt8(ascii: "="), tag[i] > 0x20, tag[i] != UInt8(ascii: "/") { i += 1 }
-            let isWanted = i - nameStart == wanted.count && zip(tag[nameStart..<i], wanted).allSatisfy { $0 | 0x20 == $1 }
+            let isWanted =
+                i - nameStart == wanted.count && zip(tag[nameStart..<i], wanted).allSatisfy { $0 | 0x20 == $1 }
             while i < tag.count, isSpace(tag[i]) { i += 1 }
             guard i < tag.count, tag[i] == UInt8(ascii: "=") else {
                 if i == nameStart { i += 1 }
@@ -94,7 +98,8 @@ enum ImageSource {
                 value = start..<i
             }
             if isWanted {
-                guard value.count <= maxURLLength, !tag[value].prefix(5).map({ $0 | 0x20 }).elementsEqual("data:".utf8) else { return nil }
+                guard value.count <= maxURLLength, !tag[value].prefix(5).map({ $0 | 0x20 }).elementsEqual("data:".utf8)
+                else { return nil }
                 let text = decodeReferences(UnsafeBufferPointer(rebasing: tag[value]))
                 return text.isEmpty ? nil : text
             }
@@ -110,8 +115,8 @@ enum ImageSource {
         var i = 0
         while i < value.count {
             guard value[i] == UInt8(ascii: "&"),
-                  let semicolon = value[(i + 1)..<min(value.count, i + 12)].firstIndex(of: UInt8(ascii: ";")),
-                  let scalar = referencedScalar(UnsafeBufferPointer(rebasing: value[(i + 1)..<semicolon]))
+                let semicolon = value[(i + 1)..<min(value.count, i + 12)].firstIndex(of: UInt8(ascii: ";")),
+                let scalar = referencedScalar(UnsafeBufferPointer(rebasing: value[(i + 1)..<semicolon]))
             else {
                 bytes.append(value[i])
                 i += 1

@@ -52,9 +52,10 @@ final class ItemDraft {
     /// Keeps the plain text of a closed element.
     func set(_ field: ItemField, _ text: String) {
         switch field {
-        case .title: if !text.isEmpty || item.title == nil { item.title = text }   // a second, empty <title> says nothing
+        // A second, empty <title> says nothing.
+        case .title: if !text.isEmpty || item.title == nil { item.title = text }
         case .dcTitle: dcTitle = text
-        case .link: if !text.isEmpty { rssLink = text }   // an empty one (`<atom:link/>` read as RSS) says nothing
+        case .link: if !text.isEmpty { rssLink = text }  // an empty one (`<atom:link/>` read as RSS) says nothing
         case .description: description = text
         case .rssSummary: rssSummary = text
         case .content: content = FeedText(markup: Array(text.utf8), kind: .plain)
@@ -83,9 +84,13 @@ final class ItemDraft {
 
     /// An Atom `<author>` closed: its name and e-mail join the authors.
     func closeAtomAuthor() {
-        if let name = atomAuthorName, let email = atomAuthorEmail { authors.append((name, email)) }
-        else if let name = atomAuthorName { authors.append((name, nil)) }
-        else if let email = atomAuthorEmail { authors.append((nil, email)) }
+        if let name = atomAuthorName, let email = atomAuthorEmail {
+            authors.append((name, email))
+        } else if let name = atomAuthorName {
+            authors.append((name, nil))
+        } else if let email = atomAuthorEmail {
+            authors.append((nil, email))
+        }
     }
 
     /// The item, its RSS link resolved against `base`. The item is moved out of the draft, not
@@ -101,14 +106,19 @@ final class ItemDraft {
         if item.title == nil, let dcTitle, !dcTitle.isEmpty { item.title = dcTitle }
         item.publishedText = pubDate ?? published ?? dcDate
         item.updatedText = updated ?? dcDate
-        item.published = (pubDate ?? dcDate ?? published).flatMap(FeedDates.parse)
+        item.published =
+            (pubDate ?? dcDate ?? published).flatMap(FeedDates.parse)
             ?? dcDate.flatMap(FeedDates.parse) ?? published.flatMap(FeedDates.parse)
         item.updated = updated.flatMap(FeedDates.parse)
         item.authors = authors.map { FeedAuthor(name: $0.0, email: $0.1) }
         (item.author, item.authorEmail) = mainAuthor()
-        if item.links.isEmpty, let link = item.link { item.links = [FeedLink(href: link, rel: "alternate", type: "text/html")] }
-        item.image = ImageSource.pushable(mediaImage?.url)
-            ?? ImageSource.pushable(item.links.first { $0.rel == "enclosure" && ImageSource.isImageType($0.type) }?.href)
+        if item.links.isEmpty, let link = item.link {
+            item.links = [FeedLink(href: link, rel: "alternate", type: "text/html")]
+        }
+        item.image =
+            ImageSource.pushable(mediaImage?.url)
+            ?? ImageSource.pushable(
+                item.links.first { $0.rel == "enclosure" && ImageSource.isImageType($0.type) }?.href)
             ?? ImageSource.pushable(htmlImage)
         return item
     }
@@ -220,17 +230,22 @@ extension FeedAuthor {
         // Most authors are a plain name: nothing to split or trim.
         let utf8 = text.utf8
         if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80,
-           !utf8.contains(where: { $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "@") }) {
+            !utf8.contains(where: { $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "@") })
+        {
             return (text, nil)
         }
         // Trimmed of white space (Character's sense) without Foundation's NSString round trip.
         func trim<S: StringProtocol>(_ text: S) -> String {
-            guard let first = text.firstIndex(where: { !$0.isWhitespace }), let last = text.lastIndex(where: { !$0.isWhitespace }) else { return "" }
+            guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+                let last = text.lastIndex(where: { !$0.isWhitespace })
+            else { return "" }
             return String(text[first...last])
         }
         let trimmed = trim(text)
         let at = UInt8(ascii: "@")
-        if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }), let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close {
+        if let open = trimmed.firstIndex(where: { $0 == "(" || $0 == "<" }),
+            let close = trimmed.lastIndex(where: { $0 == ")" || $0 == ">" }), open < close
+        {
             let inside = trim(trimmed[trimmed.index(after: open)..<close])
             let outside = trim(trimmed[..<open] + trimmed[trimmed.index(after: close)...])
             if inside.utf8.contains(at) { return (outside.isEmpty ? nil : outside, inside) }

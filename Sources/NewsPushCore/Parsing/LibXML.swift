@@ -20,7 +20,9 @@ struct XMLAttributes {
         // Names compared as C strings with the literals' own bytes (no bridging per lookup:
         // most elements' attributes are looked at several times).
         let uri = UnsafeRawPointer(namespace.utf8Start).assumingMemoryBound(to: CChar.self)
-        func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> { UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self) }
+        func cString(_ p: UnsafePointer<UInt8>) -> UnsafePointer<CChar> {
+            UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self)
+        }
         func matches(_ base: Int) -> Bool {
             guard let name = pointers[base], Self.sameIgnoringASCIICase(name, local) else { return false }
             guard let attributeURI = pointers[base + 2] else { return uri[0] == 0 }
@@ -37,8 +39,10 @@ struct XMLAttributes {
         out.reserveCapacity(bytes.count)
         var k = 0
         while k < bytes.count {
-            if bytes[k] == UInt8(ascii: "&"), k + 4 < bytes.count, bytes[k + 1] == UInt8(ascii: "#"), bytes[k + 2] == UInt8(ascii: "3"),
-               bytes[k + 3] == UInt8(ascii: "8"), bytes[k + 4] == UInt8(ascii: ";") {
+            if bytes[k] == UInt8(ascii: "&"), k + 4 < bytes.count, bytes[k + 1] == UInt8(ascii: "#"),
+                bytes[k + 2] == UInt8(ascii: "3"),
+                bytes[k + 3] == UInt8(ascii: "8"), bytes[k + 4] == UInt8(ascii: ";")
+            {
                 out.append(UInt8(ascii: "&"))
                 k += 5
             } else {
@@ -153,7 +157,9 @@ final class XMLSAXParser {
         return mixedCase[lower] ?? lower
     }
 
-    private static let mixedCase = ["pubdate": "pubDate", "lastbuilddate": "lastBuildDate", "managingeditor": "managingEditor", "rdf": "RDF"]
+    private static let mixedCase = [
+        "pubdate": "pubDate", "lastbuilddate": "lastBuildDate", "managingeditor": "managingEditor", "rdf": "RDF",
+    ]
 
     /// The parser behind a callback's context pointer, borrowed: `parse` keeps it alive while
     /// libxml2 calls back, and a retain and release on every text run cost more than the
@@ -175,8 +181,11 @@ final class XMLSAXParser {
         handler.initialized = XML_SAX2_MAGIC
         handler.startElementNs = { context, localName, _, uri, _, _, attributeCount, _, attributes in
             guard let context, let localName else { return }
-            let list = XMLAttributes(pointers: attributes.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafePointer<UInt8>?.self) },
-                                     count: Int(attributeCount))
+            let list = XMLAttributes(
+                pointers: attributes.map {
+                    UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
+                },
+                count: Int(attributeCount))
             XMLSAXParser.with(context) {
                 $0.checkBudget()
                 $0.handler.startElement($0.name(uri, localName), attributes: list)
@@ -202,7 +211,9 @@ final class XMLSAXParser {
             if level == XML_ERR_WARNING { return }
             parser.wellFormed = false
             if parser.errors.count < 20 {
-                let message = error.pointee.message.map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "error"
+                let message =
+                    error.pointee.message.map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines)
+                    ?? "error"
                 parser.errors.append("line \(error.pointee.line): \(message)")
             }
         }
@@ -220,20 +231,22 @@ final class XMLSAXParser {
             xmlFreeParserCtxt(context)
         }
         // Never NOENT or DTDLOAD: external entities and DTDs stay inert; NONET forbids fetching.
-        var options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
-                            | XML_PARSE_COMPACT.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
+        var options = Int32(
+            XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
+                | XML_PARSE_COMPACT.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
         if recover { options |= Int32(XML_PARSE_RECOVER.rawValue) }
         // A single text node may be larger than libxml2's default 10 MB limit; our own size cap
         // on the fetched body bounds memory instead.
         if bytes.count > 10_000_000 { options |= Int32(XML_PARSE_HUGE.rawValue) }
         xmlCtxtUseOptions(context, options)
         bytes.withMemoryRebound(to: CChar.self) { chars in
+            guard let start = chars.baseAddress else { return }
             // Feed the document in chunks: the push parser then never needs it whole twice.
             let chunk = 1 << 20
             var offset = 0
             while offset < chars.count, !outOfTime {
                 let length = min(chunk, chars.count - offset)
-                let status = xmlParseChunk(context, chars.baseAddress! + offset, Int32(length), 0)
+                let status = xmlParseChunk(context, start + offset, Int32(length), 0)
                 offset += length
                 if status != 0 && !recover { break }
                 if context.pointee.disableSAX != 0 && !recover { break }
@@ -282,20 +295,27 @@ enum HTMLParser {
         let characters: charactersSAXFunc = { context, bytes, length in
             guard let context, let bytes, length > 0 else { return }
             let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
-            if collector.skipped == 0 { collector.out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: Int(length))) }
+            if collector.skipped == 0 {
+                collector.out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: Int(length)))
+            }
         }
         handler.characters = characters
         handler.ignorableWhitespace = characters
         // Script and style bodies arrive as CDATA blocks; they are never text.
         handler.cdataBlock = { _, _, _ in }
         let me = Unmanaged.passUnretained(collector).toOpaque()
-        guard let context = htmlCreatePushParserCtxt(&handler, me, nil, 0, nil, XML_CHAR_ENCODING_UTF8) else { return html }
+        guard let context = htmlCreatePushParserCtxt(&handler, me, nil, 0, nil, XML_CHAR_ENCODING_UTF8) else {
+            return html
+        }
         defer {
             if let doc = context.pointee.myDoc { xmlFreeDoc(doc) }
             htmlFreeParserCtxt(context)
         }
-        htmlCtxtUseOptions(context, Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
-                                          | HTML_PARSE_NONET.rawValue | HTML_PARSE_NOIMPLIED.rawValue | HTML_PARSE_NODEFDTD.rawValue))
+        htmlCtxtUseOptions(
+            context,
+            Int32(
+                HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
+                    | HTML_PARSE_NONET.rawValue | HTML_PARSE_NOIMPLIED.rawValue | HTML_PARSE_NODEFDTD.rawValue))
         // The HTML parser wants a container; a body start tag works for any snippet.
         _ = htmlParseChunk(context, "<html><body>", 12, 0)
         html.withUnsafeBufferPointer { buffer in
@@ -338,7 +358,11 @@ enum HTMLParser {
             if equals("tr") || equals("td") || equals("th") || equals("table") { return .block }
             return equals("template") ? .skipped : .inline
         case UInt8(ascii: "h"):
-            if name[1] >= UInt8(ascii: "1") && name[1] <= UInt8(ascii: "6") && name[2] == 0 || equals("hr") || equals("header") { return .block }
+            if name[1] >= UInt8(ascii: "1") && name[1] <= UInt8(ascii: "6") && name[2] == 0 || equals("hr")
+                || equals("header")
+            {
+                return .block
+            }
             return equals("head") ? .skipped : .inline
         case UInt8(ascii: "s"):
             if equals("section") { return .block }
@@ -393,9 +417,13 @@ enum HTMLEntities {
     private static let entityTable: [(name: UInt64, value: UInt32)] = {
         var table: [(name: UInt64, value: UInt32)] = []
         for value in UInt32(1)...0x2FFF {
-            guard let entity = htmlEntityValueLookup(value), entity.pointee.value == value, let name = entity.pointee.name else { continue }
+            guard let entity = htmlEntityValueLookup(value), entity.pointee.value == value,
+                let name = entity.pointee.name
+            else { continue }
             let length = strlen(name)
-            if let key = name.withMemoryRebound(to: UInt8.self, capacity: length, { packedEntityName(UnsafeBufferPointer(start: $0, count: length)) }) {
+            if let key = name.withMemoryRebound(
+                to: UInt8.self, capacity: length, { packedEntityName(UnsafeBufferPointer(start: $0, count: length)) })
+            {
                 table.append((key, value))
             }
         }

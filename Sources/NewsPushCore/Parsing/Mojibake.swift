@@ -24,7 +24,8 @@ enum Mojibake {
     static func repaired(_ text: String) -> String {
         guard mayBeDoubleEncoded(text), readsAsUTF8Once(text) else { return text }
         let bytes = text.unicodeScalars.compactMap(singleByte)
-        guard let decoded = String(validating: bytes, as: UTF8.self), decoded.unicodeScalars.allSatisfy(isPlausible) else { return text }
+        guard let decoded = String(validating: bytes, as: UTF8.self), decoded.unicodeScalars.allSatisfy(isPlausible)
+        else { return text }
         return decoded
     }
 

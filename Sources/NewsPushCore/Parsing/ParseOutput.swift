@@ -31,7 +31,9 @@ public struct ParseOutput: Encodable, Sendable {
 
     struct ItemOutput: Encodable {
         var item: FeedItem
-        enum CodingKeys: String, CodingKey { case id, title, link, summary, published, updated, author, categories, enclosures, image }
+        enum CodingKeys: String, CodingKey {
+            case id, title, link, summary, published, updated, author, categories, enclosures, image
+        }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(item.id, forKey: .id)
@@ -50,7 +52,8 @@ public struct ParseOutput: Encodable, Sendable {
     /// JSON text: pretty for `json`, one line for `jsonl`.
     public func jsonText(pretty: Bool) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(self) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }

@@ -48,9 +48,13 @@ enum PlainText {
 
     /// `of(_:kind:)` for an item's HTML text, and where its first `<img` tag starts.
     static func ofHTML(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> (text: String, image: ImageTag) {
-        guard kind == .html || (kind == .maybeHTML && looksLikeHTML(bytes)) else { return (of(bytes, kind: kind), .none) }
+        guard kind == .html || (kind == .maybeHTML && looksLikeHTML(bytes)) else {
+            return (of(bytes, kind: kind), .none)
+        }
         var image: Int?
-        if let simple = SimpleHTML.string(bytes, firstImage: &image) { return (simple, image.map(ImageTag.at) ?? .none) }
+        if let simple = SimpleHTML.string(bytes, firstImage: &image) {
+            return (simple, image.map(ImageTag.at) ?? .none)
+        }
         return (fromHTML(bytes), .unknown)
     }
 
@@ -114,7 +118,11 @@ enum PlainText {
                 }
                 // A run of text, single spaces between words included, is copied whole.
                 let end = i + 1 + ByteScan.textRun(base + i + 1, n - i - 1, markup: false)
-                if pendingSpace { target[count] = 0x20; count += 1; pendingSpace = false }
+                if pendingSpace {
+                    target[count] = 0x20
+                    count += 1
+                    pendingSpace = false
+                }
                 (target + count).update(from: base + i, count: end - i)
                 count += end - i
                 i = end
@@ -135,12 +143,17 @@ enum PlainText {
             let b = bytes[i]
             if b == UInt8(ascii: "<"), i + 1 < bytes.count {
                 let next = bytes[i + 1]
-                if (next | 0x20) >= 0x61 && (next | 0x20) <= 0x7A || next == UInt8(ascii: "/") || next == UInt8(ascii: "!") {
+                if (next | 0x20) >= 0x61 && (next | 0x20) <= 0x7A || next == UInt8(ascii: "/")
+                    || next == UInt8(ascii: "!")
+                {
                     if UnsafeBufferPointer(rebasing: bytes[(i + 1)...]).contains(UInt8(ascii: ">")) { return true }
                 }
             } else if b == UInt8(ascii: "&") {
                 var j = i + 1
-                while j < bytes.count, j - i < 12, bytes[j] == UInt8(ascii: "#") || (bytes[j] | 0x20) >= 0x61 && (bytes[j] | 0x20) <= 0x7A || bytes[j] >= 0x30 && bytes[j] <= 0x39 { j += 1 }
+                while j < bytes.count, j - i < 12,
+                    bytes[j] == UInt8(ascii: "#") || (bytes[j] | 0x20) >= 0x61 && (bytes[j] | 0x20) <= 0x7A
+                        || bytes[j] >= 0x30 && bytes[j] <= 0x39
+                { j += 1 }
                 if j > i + 1, j < bytes.count, bytes[j] == UInt8(ascii: ";") { return true }
             }
             i += 1

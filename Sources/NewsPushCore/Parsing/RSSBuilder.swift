@@ -2,7 +2,9 @@
 /// Harvard's, and a document's own unknown default namespace on an `<rss>` root.
 enum RSSBuilder {
     /// A child of `<channel>`.
-    static func channelChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft) -> ElementReading<ChannelField> {
+    static func channelChild(_ name: XMLName, _ attributes: XMLAttributes, channel: inout ChannelDraft)
+        -> ElementReading<ChannelField>
+    {
         switch name.local {
         case "title": return .text(.title, TextKind.declared(by: attributes, atom: false))
         case "description": return .text(.subtitle, .html)
@@ -21,14 +23,18 @@ enum RSSBuilder {
     }
 
     /// A child of `<item>`.
-    static func itemChild(_ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?) -> ElementReading<ItemField> {
+    static func itemChild(
+        _ name: XMLName, _ attributes: XMLAttributes, item: ItemDraft, base: @autoclosure () -> String?
+    ) -> ElementReading<ItemField> {
         switch name.local {
         case "title": return .text(.title, .maybeHTML)
         case "link":
             // `<link href="…"/>` written Atom-style without Atom's namespace: feedparser reads
             // the href as the item's link.
             if let href = attributes.value("href")?.trimmedASCIIWhitespace(), !href.isEmpty {
-                if attributes.value("rel").map({ $0 == "alternate" }) ?? true, item.rssLink?.isEmpty ?? true { item.rssLink = href }
+                if attributes.value("rel").map({ $0 == "alternate" }) ?? true, item.rssLink?.isEmpty ?? true {
+                    item.rssLink = href
+                }
                 return .ignored
             }
             return .text(.link, .plain)
@@ -48,9 +54,14 @@ enum RSSBuilder {
             item.pendingTag = FeedTag(term: "", scheme: attributes.value("domain"), label: nil)
             return .text(.category, .plain)
         case "enclosure":
-            if let url = attributes.value("url")?.trimmedASCIIWhitespace(), !url.isEmpty, let resolved = FeedURL.resolve(url, against: base()) {
+            if let url = attributes.value("url")?.trimmedASCIIWhitespace(), !url.isEmpty,
+                let resolved = FeedURL.resolve(url, against: base())
+            {
                 item.item.enclosures.append(resolved)
-                item.item.links.append(FeedLink(href: resolved, rel: "enclosure", type: attributes.value("type"), length: attributes.value("length")))
+                item.item.links.append(
+                    FeedLink(
+                        href: resolved, rel: "enclosure", type: attributes.value("type"),
+                        length: attributes.value("length")))
             }
             return .ignored
         default: return .ignored

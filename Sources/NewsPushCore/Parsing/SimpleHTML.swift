@@ -1,7 +1,6 @@
 import Foundation
 import NewsPushModel
 
-
 /// A fast path for `HTMLParser.text`: the text of the simple HTML most feed summaries are (paragraphs,
 /// links, emphasis, images, lists, named and numeric references). libxml2's HTML parser reads
 /// a character at a time and was most of the parse time on real feeds; this loop gives the same
@@ -12,20 +11,27 @@ import NewsPushModel
 enum SimpleHTML {
     /// Block elements add a space; inline ones nothing. Elements libxml2 opens or closes by
     /// itself in ways not modelled here (definition lists, `center`, forms…) are not listed.
-    private static let blockTags = ["p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
-                                    "section", "article", "header", "footer", "figure", "figcaption",
-                                    "table", "tbody", "thead", "tfoot", "tr", "td", "th"]
+    private static let blockTags = [
+        "p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
+        "section", "article", "header", "footer", "figure", "figcaption",
+        "table", "tbody", "thead", "tfoot", "tr", "td", "th",
+    ]
     private static let voidTags = ["br", "hr", "img", "wbr", "source", "col", "meta", "link"]
     /// Table parts that add no space (libxml2's text has none for them).
     private static let silentTableTags = ["colgroup"]
-    private static let inlineTags = ["a", "b", "i", "u", "s", "em", "strong", "span", "small", "sup", "sub", "code", "cite", "q", "abbr",
-                                     "strike", "del", "ins", "font", "big", "tt", "mark", "time", "picture", "iframe"]
+    private static let inlineTags = [
+        "a", "b", "i", "u", "s", "em", "strong", "span", "small", "sup", "sub", "code", "cite", "q", "abbr",
+        "strike", "del", "ins", "font", "big", "tt", "mark", "time", "picture", "iframe",
+    ]
     /// Blocks that no start tag closes implicitly: another block may open inside them.
-    private static let containers = ["div", "section", "article", "header", "footer", "figure", "figcaption", "blockquote", "ul", "ol", "li",
-                                     "td", "th"]
+    private static let containers = [
+        "div", "section", "article", "header", "footer", "figure", "figcaption", "blockquote", "ul", "ol", "li",
+        "td", "th",
+    ]
     /// Table parts and the only parents they are read in here (libxml2 repairs any other).
     private static let tableParents: [String: [String]] = [
-        "tbody": ["table"], "thead": ["table"], "tfoot": ["table"], "tr": ["table", "tbody", "thead", "tfoot"], "td": ["tr"], "th": ["tr"],
+        "tbody": ["table"], "thead": ["table"], "tfoot": ["table"], "tr": ["table", "tbody", "thead", "tfoot"],
+        "td": ["tr"], "th": ["tr"],
         "colgroup": ["table"], "col": ["table", "colgroup"],
     ]
     /// Elements only table parts may open inside.
@@ -86,7 +92,8 @@ enum SimpleHTML {
     private static let byteClass: [UInt8] = (0..<256).map { b in
         b == 0x3C ? 1 : b == 0x26 ? 2 : (b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 || b == 0x0C) ? 3 : 0
     }
-    private static let liKey = key("li".utf8), brKey = key("br".utf8), hrKey = key("hr".utf8), headKey = key("head".utf8)
+    private static let liKey = key("li".utf8), brKey = key("br".utf8), hrKey = key("hr".utf8),
+        headKey = key("head".utf8)
     private static let imgKey = key("img".utf8)
 
     /// A tag name, lower-cased and hashed (FNV-1a), so a tag costs no String.
@@ -147,10 +154,13 @@ enum SimpleHTML {
     }
 
     /// The text of `html` written into `out`; the number of bytes written, or nil for libxml2.
-    private static func write(_ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, firstImage: inout Int?) -> Int? {
+    private static func write(
+        _ html: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, firstImage: inout Int?
+    ) -> Int? {
         guard let base = html.baseAddress, let outBase = out.baseAddress else { return html.isEmpty ? 0 : nil }
         return withUnsafeTemporaryAllocation(of: Tag.self, capacity: 48) { storage in
-            var writer = Writer(html: html, base: base, out: out, outBase: outBase, open: OpenElements(storage: storage))
+            var writer = Writer(
+                html: html, base: base, out: out, outBase: outBase, open: OpenElements(storage: storage))
             let written = writer.run()
             firstImage = writer.firstImage
             return written
@@ -176,8 +186,10 @@ enum SimpleHTML {
         var firstImage: Int?
         var n: Int { html.count }
 
-        init(html: UnsafeBufferPointer<UInt8>, base: UnsafePointer<UInt8>, out: UnsafeMutableBufferPointer<UInt8>,
-             outBase: UnsafeMutablePointer<UInt8>, open: OpenElements) {
+        init(
+            html: UnsafeBufferPointer<UInt8>, base: UnsafePointer<UInt8>, out: UnsafeMutableBufferPointer<UInt8>,
+            outBase: UnsafeMutablePointer<UInt8>, open: OpenElements
+        ) {
             self.html = html
             self.base = base
             self.out = out
@@ -209,7 +221,10 @@ enum SimpleHTML {
         }
 
         private mutating func put(_ byte: UInt8) {
-            guard count < out.count else { overflow = true; return }
+            guard count < out.count else {
+                overflow = true
+                return
+            }
             out[count] = byte
             count += 1
         }
@@ -219,7 +234,10 @@ enum SimpleHTML {
             guard runStart < i else { return }
             if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
-            guard count + (i - runStart) <= out.count else { overflow = true; return }
+            guard count + (i - runStart) <= out.count else {
+                overflow = true
+                return
+            }
             UnsafeMutableRawPointer(outBase + count).copyMemory(from: base + runStart, byteCount: i - runStart)
             count += i - runStart
         }
@@ -253,20 +271,26 @@ enum SimpleHTML {
         /// A tag (or comment) at `i`.
         private mutating func tag() -> Bool {
             var j = i + 1
-            if j + 2 < n, html[j] == UInt8(ascii: "!"), html[j + 1] == UInt8(ascii: "-"), html[j + 2] == UInt8(ascii: "-") {
+            if j + 2 < n, html[j] == UInt8(ascii: "!"), html[j + 1] == UInt8(ascii: "-"),
+                html[j + 2] == UInt8(ascii: "-")
+            {
                 return comment(from: j + 3)
             }
             let closing = j < n && html[j] == UInt8(ascii: "/")
             if closing { j += 1 }
             let nameStart = j
-            guard let (name, nameEnd) = tagName(from: nameStart), let tag = known(name, nameStart..<nameEnd) else { return false }
+            guard let (name, nameEnd) = tagName(from: nameStart), let tag = known(name, nameStart..<nameEnd) else {
+                return false
+            }
             guard let end = endOfAttributes(from: nameEnd) else { return false }
             j = end
             guard let selfClosing = selfClosing(tag, closing: closing, end: j, nameEnd: nameEnd) else { return false }
             guard apply(tag, closing: closing, selfClosing: selfClosing, end: &j) else { return false }
             i = j + 1
             if tag.role == .rawText, !closing {
-                guard let after = endOfRawText(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else { return false }
+                guard let after = endOfRawText(UnsafeBufferPointer(rebasing: html[nameStart..<nameEnd])) else {
+                    return false
+                }
                 i = after
             }
             runStart = i
@@ -276,7 +300,9 @@ enum SimpleHTML {
         /// A comment is skipped whole; an unterminated one is left to libxml2.
         private mutating func comment(from start: Int) -> Bool {
             var j = start
-            while j + 2 < n, !(html[j] == UInt8(ascii: "-") && html[j + 1] == UInt8(ascii: "-") && html[j + 2] == UInt8(ascii: ">")) {
+            while j + 2 < n,
+                !(html[j] == UInt8(ascii: "-") && html[j + 1] == UInt8(ascii: "-") && html[j + 2] == UInt8(ascii: ">"))
+            {
                 j += 1
             }
             guard j + 2 < n else { return false }
@@ -337,8 +363,10 @@ enum SimpleHTML {
         private func selfClosing(_ tag: Tag, closing: Bool, end j: Int, nameEnd: Int) -> Bool? {
             guard !closing, tag.role != .void, html[j - 1] == UInt8(ascii: "/") else { return false }
             let before = html[j - 2]
-            guard j - 1 == nameEnd || Self.isSpace(before) || before == UInt8(ascii: "\"") || before == UInt8(ascii: "'"),
-                  tag.role != .rawText else { return nil }
+            guard
+                j - 1 == nameEnd || Self.isSpace(before) || before == UInt8(ascii: "\"") || before == UInt8(ascii: "'"),
+                tag.role != .rawText
+            else { return nil }
             return true
         }
 
@@ -400,7 +428,9 @@ enum SimpleHTML {
                 } else if let top = open.last, top.tableOnly {
                     // Anything else directly inside a table or row is moved by libxml2.
                     return false
-                } else if tag.role == .block, let top = open.last, !top.container || (tag.key == liKey && top.key == liKey) {
+                } else if tag.role == .block, let top = open.last,
+                    !top.container || (tag.key == liKey && top.key == liKey)
+                {
                     return false
                 }
                 if !selfClosing { guard open.push(tag) else { return false } }
@@ -415,7 +445,10 @@ enum SimpleHTML {
             var k = i
             while k + 1 + rawName.count < n {
                 if html[k] == UInt8(ascii: "<"), html[k + 1] == UInt8(ascii: "/"),
-                   rawName.indices.allSatisfy({ (html[k + 2 + $0] | 0x20) == (rawName[$0] | 0x20) }) { break }
+                    rawName.indices.allSatisfy({ (html[k + 2 + $0] | 0x20) == (rawName[$0] | 0x20) })
+                {
+                    break
+                }
                 k += 1
             }
             var close = k + 2 + rawName.count
@@ -438,14 +471,18 @@ enum SimpleHTML {
                 let digitsStart = j
                 let value: UInt32
                 (value, j) = FeedBytes.referenceDigits(html, from: digitsStart, hex: hex, maxDigits: 7)
-                guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else { return false }
+                guard j > digitsStart, j < n, html[j] == UInt8(ascii: ";"), FeedBytes.xmlAllowed(value) else {
+                    return false
+                }
                 append(value)
             } else if Self.isLetter(html[j]) {
                 let nameStart = j
                 while j < n, Self.isLetter(html[j]) || Self.isDigit(html[j]) { j += 1 }
                 guard j < n else { return false }
-                guard html[j] == UInt8(ascii: ";"), let value = HTMLEntities.codePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])),
-                      value > 0 else {
+                guard html[j] == UInt8(ascii: ";"),
+                    let value = HTMLEntities.codePoint(UnsafeBufferPointer(rebasing: html[nameStart..<j])),
+                    value > 0
+                else {
                     // An entity HTML does not define, or one without its ';' ("AT&T", "&D class"),
                     // is text to libxml2: '&' and the name, and what follows.
                     runStart = i

@@ -11,12 +11,16 @@ public struct ImportanceRules: Sendable {
         self.rules = rules.map { ($0, $0.title.flatMap { try? NSRegularExpression(pattern: $0) }) }
     }
 
-    public func importance(title: String?, feedName: String?, feedURL: String?, default fallback: Importance) -> Importance {
+    public func importance(title: String?, feedName: String?, feedURL: String?, default fallback: Importance)
+        -> Importance
+    {
         for (rule, pattern) in rules {
             if let feed = rule.feed, feed != feedName && feed != feedURL { continue }
             if let pattern {
                 let text = title ?? ""
-                guard pattern.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil else { continue }
+                guard pattern.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil else {
+                    continue
+                }
             }
             return rule.importance
         }

@@ -25,9 +25,11 @@ public struct ManualPush: Sendable {
     /// The language of the text (picks the category's message template); default en.
     public var language: String
 
-    public init(category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
-                tags: String? = nil, test: Bool = false, force: Bool = false, importance: Importance? = nil, at: Date? = nil,
-                replacing: String? = nil, language: String = "en") {
+    public init(
+        category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
+        tags: String? = nil, test: Bool = false, force: Bool = false, importance: Importance? = nil, at: Date? = nil,
+        replacing: String? = nil, language: String = "en"
+    ) {
         self.category = category
         self.title = title
         self.message = message
@@ -56,10 +58,17 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .known(let record):
             let when = record.pushedAt.map { " at \(FeedDates.format($0))" } ?? ""
-            let what = record.status == .pending ? "waits in the outbox (the next run sends it)" : "was already pushed (\(record.status.rawValue)\(when))"
-            return "this story \(what): \(record.title ?? record.key) [\(record.key)]; not sending it twice (--force pushes it again on purpose)"
+            let what =
+                record.status == .pending
+                ? "waits in the outbox (the next run sends it)"
+                : "was already pushed (\(record.status.rawValue)\(when))"
+            return
+                "this story \(what): \(record.title ?? record.key) [\(record.key)]; not sending it twice (--force "
+                + "pushes it again on purpose)"
         case .sameStory(let same):
-            return "a near-identical headline was pushed in \(same.place.rawValue): \(same.title ?? same.key) [\(same.key)]; not sending it twice (--force pushes it anyway)"
+            return
+                "a near-identical headline was pushed in \(same.place.rawValue): \(same.title ?? same.key) "
+                + "[\(same.key)]; not sending it twice (--force pushes it anyway)"
         }
     }
 }
@@ -102,8 +111,10 @@ public struct PublishKnowledge: Sendable {
     public var recentPushes: [StoryRecord]
 
     /// What a ledger knows about one manual push.
-    public init(byKey: StoryRecord? = nil, byLink: StoryRecord? = nil, corrected: StoryRecord? = nil,
-                recentPushes: [StoryRecord] = []) {
+    public init(
+        byKey: StoryRecord? = nil, byLink: StoryRecord? = nil, corrected: StoryRecord? = nil,
+        recentPushes: [StoryRecord] = []
+    ) {
         self.byKey = byKey
         self.byLink = byLink
         self.corrected = corrected
@@ -118,7 +129,8 @@ public enum PublishPlanner {
     /// item for the same article is recognised), else a hash of category and text.
     public static func key(for push: ManualPush) -> String {
         if let url = push.url, let canonical = StoryKey.canonicalLink(url) { return "link:\(canonical)" }
-        let digest = SHA256.hash(data: Data("\(push.category.rawValue)\n\(push.title ?? "")\n\(push.message ?? "")".utf8))
+        let digest = SHA256.hash(
+            data: Data("\(push.category.rawValue)\n\(push.title ?? "")\n\(push.message ?? "")".utf8))
         return "manual:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
@@ -126,8 +138,10 @@ public enum PublishPlanner {
     /// run's near-identical-title rule. A correction (`replacing`) takes the corrected story's
     /// key and collapse id and is never a repeat. `now` is the session's clock reading; the
     /// request shown is signed at `requestTime` (the wall clock).
-    public static func plan(_ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig, client: NotificationHubClient,
-                            now: Date, requestTime: Date = Date()) throws(PublishPlanError) -> PublishPlan {
+    public static func plan(
+        _ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig, client: NotificationHubClient,
+        now: Date, requestTime: Date = Date()
+    ) throws(PublishPlanError) -> PublishPlan {
         let settings = config.settings(for: push.category)
         let title = push.title ?? push.message ?? ""
         var key = Self.key(for: push)
@@ -135,7 +149,10 @@ public enum PublishPlanner {
         var kind = OutboxEntry.Kind.push
         if let corrected = push.replacing {
             guard let record = knowledge.corrected, record.wasPushed else {
-                let reason = knowledge.corrected.map { "it was never pushed (\($0.status.rawValue)): publish it instead of correcting it" }
+                let reason =
+                    knowledge.corrected.map {
+                        "it was never pushed (\($0.status.rawValue)): publish it instead of correcting it"
+                    }
                     ?? "the ledger has no story with this key (`newspush state show` lists them)"
                 throw .unknownStory(corrected, reason: reason)
             }
@@ -145,26 +162,37 @@ public enum PublishPlanner {
             refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
             if refusal != nil { kind = .repeat }
         }
-        let importance = push.importance ?? ImportanceRules(config.importanceRules)
+        let importance =
+            push.importance
+            ?? ImportanceRules(config.importanceRules)
             .importance(title: title, feedName: nil, feedURL: nil, default: settings.importance)
-        let content = PushContent(category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key,
-                                  message: push.message, language: push.language, importance: importance)
-        let story = StoryRecord(key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
-                                firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
-        let entry = OutboxEntry(storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
-                                tags: push.tags ?? settings.tags,
-                                properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
-                                createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
-                                expiresAfter: settings.expiry, scheduledAt: push.at)
+        let content = PushContent(
+            category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key,
+            message: push.message, language: push.language, importance: importance)
+        let story = StoryRecord(
+            key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
+            firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
+        let entry = OutboxEntry(
+            storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
+            tags: push.tags ?? settings.tags,
+            properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
+            createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
+            expiresAfter: settings.expiry, scheduledAt: push.at)
         let request: HubRequest
-        do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch { throw .request(error) }
-        return PublishPlan(push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
+        do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch {
+            throw .request(error)
+        }
+        return PublishPlan(
+            push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
     }
 
     /// What makes this story a repeat, if anything.
-    static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date) -> PublishRefusal? {
-        var candidate = Candidate(key: key, linkKey: url.flatMap(StoryKey.canonicalLink), feedName: "publish", feedURL: "publish",
-                                  item: FeedItem(title: title, link: url, published: now), firstSeen: now)
+    static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date)
+        -> PublishRefusal?
+    {
+        var candidate = Candidate(
+            key: key, linkKey: url.flatMap(StoryKey.canonicalLink), feedName: "publish", feedURL: "publish",
+            item: FeedItem(title: title, link: url, published: now), firstSeen: now)
         candidate.previous = knowledge.byKey ?? (candidate.linkKey == nil ? nil : knowledge.byLink)
         switch StoryMatcher.match([candidate], recentPushes: knowledge.recentPushes)[0] {
         case .known(let record) where record.wasPushed || record.status == .pending: return .known(record)

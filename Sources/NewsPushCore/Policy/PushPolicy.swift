@@ -16,8 +16,10 @@ public struct PushPolicy: Sendable {
     ///   runs, or waiting in the outbox to be sent now).
     /// - `sendInitial`: items of feeds read for the first time are a baseline; with N, the N
     ///   newest eligible ones among them are pushed instead.
-    public func decide(_ candidates: [Candidate], matches: [StoryMatch], budgetUsed: [NewsCategory: Int] = [:],
-                       sendInitial: Int? = nil, now: Date) -> [ItemDecision] {
+    public func decide(
+        _ candidates: [Candidate], matches: [StoryMatch], budgetUsed: [NewsCategory: Int] = [:],
+        sendInitial: Int? = nil, now: Date
+    ) -> [ItemDecision] {
         var decisions = [ItemDecision?](repeating: nil, count: candidates.count)
         var eligible: [Int] = []
         for (index, candidate) in candidates.enumerated() {
@@ -26,14 +28,18 @@ public struct PushPolicy: Sendable {
                 decisions[index] = .seen
             case .known(let record):
                 // Its push waits in the outbox (under this key; a copy found by link is seen).
-                decisions[index] = record.status == .scheduled ? .scheduled
+                decisions[index] =
+                    record.status == .scheduled
+                    ? .scheduled
                     : record.status == .pending && record.key == candidate.key ? .pending : .seen
             case .sameStory:
                 decisions[index] = .sameStory
             case .new:
                 if candidate.inBaselineFeed && sendInitial == nil {
                     decisions[index] = .baseline
-                } else if candidate.classification.category == nil || candidate.classification.confidence < settings.minConfidence {
+                } else if candidate.classification.category == nil
+                    || candidate.classification.confidence < settings.minConfidence
+                {
                     decisions[index] = .unclassified
                 } else if now.timeIntervalSince(candidate.effectiveDate) > settings.maxAge {
                     decisions[index] = .stale

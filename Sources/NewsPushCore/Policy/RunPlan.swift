@@ -22,8 +22,10 @@ public struct RunPlan: Sendable {
 public enum RunPlanner {
     /// - `waiting`: the ledger's pending outbox entries.
     /// - `sentInWindow`: pushes per category that went out in the current budget window.
-    public static func plan(_ candidates: [Candidate], matches: [StoryMatch], waiting: [OutboxEntry],
-                            sentInWindow: [NewsCategory: Int], sendInitial: Int?, config: NewsPushConfig, now: Date) -> RunPlan {
+    public static func plan(
+        _ candidates: [Candidate], matches: [StoryMatch], waiting: [OutboxEntry],
+        sentInWindow: [NewsCategory: Int], sendInitial: Int?, config: NewsPushConfig, now: Date
+    ) -> RunPlan {
         let quiet = config.policy.quietHours?.contains(now) ?? false
         var due: [OutboxEntry] = [], expired: [OutboxEntry] = [], held: [OutboxEntry] = []
         for entry in waiting {
@@ -38,33 +40,44 @@ public enum RunPlanner {
         }
         var budgetUsed = sentInWindow
         for entry in due + held where entry.kind != .correction { budgetUsed[entry.category, default: 0] += 1 }
-        let decisions = PushPolicy(settings: config.policy).decide(candidates, matches: matches, budgetUsed: budgetUsed,
-                                                                   sendInitial: sendInitial, now: now)
+        let decisions = PushPolicy(settings: config.policy).decide(
+            candidates, matches: matches, budgetUsed: budgetUsed,
+            sendInitial: sendInitial, now: now)
         // Newest first within each category.
         let selected = decisions.indices.compactMap { index -> (index: Int, category: NewsCategory)? in
-            guard decisions[index] == .wouldPush, let category = candidates[index].classification.category else { return nil }
+            guard decisions[index] == .wouldPush, let category = candidates[index].classification.category else {
+                return nil
+            }
             return (index, category)
         }.sorted {
             ($0.category, candidates[$1.index].effectiveDate) < ($1.category, candidates[$0.index].effectiveDate)
         }
         let rules = ImportanceRules(config.importanceRules)
-        let newEntries = selected.map { entry(for: candidates[$0.index], category: $0.category, config: config, rules: rules, now: now) }
+        let newEntries = selected.map {
+            entry(for: candidates[$0.index], category: $0.category, config: config, rules: rules, now: now)
+        }
         return RunPlan(decisions: decisions, newEntries: newEntries, due: due, expired: expired, held: held)
     }
 
     /// The outbox entry for a selected item: its category's format, tags, properties and
     /// expiry, its importance, fresh until the item is `policy.max_age` old.
-    static func entry(for candidate: Candidate, category: NewsCategory, config: NewsPushConfig, rules: ImportanceRules,
-                      now: Date) -> OutboxEntry {
+    static func entry(
+        for candidate: Candidate, category: NewsCategory, config: NewsPushConfig, rules: ImportanceRules,
+        now: Date
+    ) -> OutboxEntry {
         let settings = config.settings(for: category)
         let item = candidate.item
         let title = AlertCopy.headline(title: item.title, summary: item.summary) ?? item.link ?? "(untitled)"
-        let importance = rules.importance(title: item.title, feedName: candidate.feedName, feedURL: candidate.feedURL, default: settings.importance)
-        let content = PushContent(category: category, title: title, url: item.link ?? "", source: candidate.feedName, id: candidate.key,
-                                  summary: AlertCopy.summary(item.summary, headline: title), image: item.image,
-                                  language: candidate.language, importance: importance)
-        return OutboxEntry(storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
-                           properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams), createdAt: now,
-                           freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
+        let importance = rules.importance(
+            title: item.title, feedName: candidate.feedName, feedURL: candidate.feedURL, default: settings.importance)
+        let content = PushContent(
+            category: category, title: title, url: item.link ?? "", source: candidate.feedName, id: candidate.key,
+            summary: AlertCopy.summary(item.summary, headline: title), image: item.image,
+            language: candidate.language, importance: importance)
+        return OutboxEntry(
+            storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
+            properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
+            createdAt: now,
+            freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
     }
 }

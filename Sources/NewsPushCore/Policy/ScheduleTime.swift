@@ -12,9 +12,11 @@ public enum ScheduleTimeError: Error, Sendable, Equatable, CustomStringConvertib
         switch self {
         case .notADuration(let text): return "--at '\(text)' is not +DURATION (e.g. +2h)"
         case .notATime(let text):
-            return "--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION"
+            return
+                "--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION"
         case .past(let time): return "--at \(FeedDates.format(time)) is not in the future"
-        case .tooFar(let time): return "--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week"
+        case .tooFar(let time):
+            return "--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week"
         }
     }
 }

@@ -37,10 +37,13 @@ public struct FeedRead: Sendable {
 public enum FeedReading {
     /// Every feed fetched (with the validators of `records`, and not at all while its server's
     /// Retry-After lasts), then parsed within `settings.parseBudget`; results in order.
-    public static func fetchAndRead(_ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
-                                    baseFolder: String, now: Date,
-                                    progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) -> [FeedRead] {
-        let fetched = FeedFetcher(settings: settings, baseFolder: baseFolder).fetch(feeds, records: records, now: now, progress: progress)
+    public static func fetchAndRead(
+        _ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
+        baseFolder: String, now: Date,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) -> [FeedRead] {
+        let fetched = FeedFetcher(settings: settings, baseFolder: baseFolder).fetch(
+            feeds, records: records, now: now, progress: progress)
         return read(fetched, budget: settings.parseBudget)
     }
 
@@ -53,9 +56,12 @@ public enum FeedReading {
     /// document came from) when it is an http(s) URL, and stay relative otherwise (a feed read
     /// from a file or standard input has no address a reader could follow: never `file://`).
     /// `budget`: seconds the parse may take (`fetch.parse_budget`).
-    public static func read(_ fetched: FetchedFeed, base: String?, budget: Double = FeedParser.defaultBudget) -> FeedRead {
+    public static func read(_ fetched: FetchedFeed, base: String?, budget: Double = FeedParser.defaultBudget)
+        -> FeedRead
+    {
         guard fetched.status == .ok else {
-            let failure = fetched.status == .error ? FeedReadError.fetch(fetched.failure ?? .notFetched(url: fetched.url)) : nil
+            let failure =
+                fetched.status == .error ? FeedReadError.fetch(fetched.failure ?? .notFetched(url: fetched.url)) : nil
             return FeedRead(fetched: fetched, feed: nil, failure: failure)
         }
         do throws(FeedParseError) {

@@ -1,8 +1,9 @@
 import Foundation
 import NewsPushModel
 import Prometheus
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `--metrics-file` of a run: Prometheus text format for node exporter's textfile
@@ -11,28 +12,40 @@ public enum RunMetrics {
     /// The metrics of a run that produced a report (`report`), or of one that stopped before it
     /// could (`report` nil, `failure` set). The last success is carried over from the previous
     /// file when this run was not one.
-    public static func text(report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?) -> String {
+    public static func text(report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?)
+        -> String
+    {
         let registry = PrometheusCollectorRegistry()
         func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
-            registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "newspush", metricName: name, unitName: unit, helpText: help),
-                               labels: labels)
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(
+                    namespace: "newspush", metricName: name, unitName: unit, helpText: help),
+                labels: labels)
         }
-        let outcome: String = report.map { report in
-            switch report.outcome {
-            case .complete: return "complete"
-            case .partial: return "partial"
-            case .stopped: return "stopped"
-            }
-        } ?? "error"
+        let outcome: String =
+            report.map { report in
+                switch report.outcome {
+                case .complete: return "complete"
+                case .partial: return "partial"
+                case .stopped: return "stopped"
+                }
+            } ?? "error"
         for name in ["complete", "partial", "stopped", "error"] {
-            gauge("run_outcome", "1 for how the last run ended (error: it stopped before reporting)", [("outcome", name)])
-                .set(name == outcome ? 1.0 : 0.0)
+            gauge(
+                "run_outcome", "1 for how the last run ended (error: it stopped before reporting)", [("outcome", name)]
+            )
+            .set(name == outcome ? 1.0 : 0.0)
         }
         gauge("run_duration", unit: "seconds", "How long the last run took").set(duration)
-        gauge("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(now.timeIntervalSince1970)
-        let lastSuccess = outcome == "complete" ? now.timeIntervalSince1970 : previousFile.flatMap(Self.lastSuccess(in:))
+        gauge("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(
+            now.timeIntervalSince1970)
+        let lastSuccess =
+            outcome == "complete" ? now.timeIntervalSince1970 : previousFile.flatMap(Self.lastSuccess(in:))
         if let lastSuccess {
-            gauge("last_success_timestamp", unit: "seconds", "When a run last fetched every feed and sent every push (Unix time)").set(lastSuccess)
+            gauge(
+                "last_success_timestamp", unit: "seconds",
+                "When a run last fetched every feed and sent every push (Unix time)"
+            ).set(lastSuccess)
         }
         guard let report else { return registry.emitToString() }
         let s = report.summary
@@ -47,8 +60,10 @@ public enum RunMetrics {
                 ("pending", report.items.filter { $0.category == category && $0.decision == .pending }.count),
             ]
             for (status, count) in counts {
-                gauge("pushes", "Pushes of the last run by category and outcome (pending: waiting in the outbox)",
-                      [("category", category.rawValue), ("status", status)]).set(Double(count))
+                gauge(
+                    "pushes", "Pushes of the last run by category and outcome (pending: waiting in the outbox)",
+                    [("category", category.rawValue), ("status", status)]
+                ).set(Double(count))
             }
         }
         return registry.emitToString()
@@ -61,7 +76,8 @@ public enum RunMetrics {
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot replace \(path): \(reason)"])
+            throw CocoaError(
+                .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot replace \(path): \(reason)"])
         }
     }
 

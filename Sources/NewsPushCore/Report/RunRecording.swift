@@ -5,19 +5,25 @@ extension RunRecord {
     /// The record stage of a run: what the ledger learns from this run's feeds and items, and
     /// the outbox entries the plan made. Written before anything is sent, so a crash never turns
     /// into a second push.
-    public static func make(reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
-                            candidates: [Candidate], plan: RunPlan, at time: Date) -> RunRecord {
+    public static func make(
+        reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
+        candidates: [Candidate], plan: RunPlan, at time: Date
+    ) -> RunRecord {
         var record = RunRecord(at: time)
         for (settings, read) in reads {
-            if let feed = updated(records[settings.url], url: settings.url, after: read, at: time) { record.feeds.append(feed) }
+            if let feed = updated(records[settings.url], url: settings.url, after: read, at: time) {
+                record.feeds.append(feed)
+            }
         }
         var seen = Set<String>()
         for candidate in candidates where candidate.previous == nil && seen.insert(candidate.key).inserted {
             let item = candidate.item
-            record.newStories.append(StoryRecord(
-                key: candidate.key, feed: candidate.feedURL, title: item.title, link: item.link,
-                category: candidate.classification.category?.rawValue, firstSeen: time, lastSeen: time, published: item.published,
-                status: .seen))
+            record.newStories.append(
+                StoryRecord(
+                    key: candidate.key, feed: candidate.feedURL, title: item.title, link: item.link,
+                    category: candidate.classification.category?.rawValue, firstSeen: time, lastSeen: time,
+                    published: item.published,
+                    status: .seen))
         }
         let readFeeds = Set(reads.filter { $0.read.status == .ok }.map(\.settings.url))
         for candidate in candidates where readFeeds.contains(candidate.feedURL) {

@@ -74,7 +74,8 @@ public struct Timestamped<Value: Sendable>: Encodable, Sendable {
         var container = encoder.singleValueContainer()
         switch wrappedValue {
         case let date as Date: try container.encode(Timestamp.format(date))
-        case let date as Date?: if let date { try container.encode(Timestamp.format(date)) } else { try container.encodeNil() }
+        case let date as Date?:
+            if let date { try container.encode(Timestamp.format(date)) } else { try container.encodeNil() }
         default: try container.encodeNil()
         }
     }
@@ -101,8 +102,11 @@ public struct RequestReport: Encodable, Sendable {
     public init(_ request: HubRequest) {
         method = request.method
         url = request.url
-        headers = Dictionary(request.headers.map { ($0.name, $0.name.lowercased() == "authorization" ? HubRequest.redactSignature($0.value) : $0.value) },
-                             uniquingKeysWith: { a, _ in a })
+        headers = Dictionary(
+            request.headers.map {
+                ($0.name, $0.name.lowercased() == "authorization" ? HubRequest.redactSignature($0.value) : $0.value)
+            },
+            uniquingKeysWith: { a, _ in a })
         body = String(decoding: request.body, as: UTF8.self)
     }
 
@@ -152,8 +156,10 @@ public struct ItemReport: Encodable, Sendable {
     enum CodingKeys: String, CodingKey { case key, feed, title, link, category, confidence, decision, reason }
 
     /// An item's line in the report; `confidence` is kept to three decimals.
-    public init(key: String, feed: String, title: String?, link: String?, category: NewsCategory?, confidence: Double,
-                decision: ItemDecision, reason: String?) {
+    public init(
+        key: String, feed: String, title: String?, link: String?, category: NewsCategory?, confidence: Double,
+        decision: ItemDecision, reason: String?
+    ) {
         self.key = key
         self.feed = feed
         self.title = title
@@ -245,7 +251,10 @@ extension RunReport {
         }
         if let stop { failures.append("SENDING STOPPED: \(stop.reason)") }
         for feed in feeds where feed.isBaseline {
-            notes.append("baseline: \(feed.name) read for the first time: \(feed.items) item\(feed.items == 1 ? "" : "s") recorded as already known, none pushed (first_run: send on the feed pushes them)")
+            notes.append(
+                "baseline: \(feed.name) read for the first time: \(feed.items) item\(feed.items == 1 ? "" : "s") "
+                    + "recorded as already known, none pushed (first_run: send on the feed pushes them)"
+            )
         }
         if failuresOnly { return failures.isEmpty ? nil : failures.joined(separator: "\n") }
         guard !(pushed.isEmpty && failures.isEmpty && notes.isEmpty) else { return nil }
@@ -258,8 +267,13 @@ extension RunReport {
         let s = summary
         let verbSent = dryRun ? "would send" : "sent"
         let sentCount = dryRun ? pushes.filter { $0.status == .wouldSend }.count : s.pushesSent
-        var line = "\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), \(s.pushesFailed) failed, \(s.pushesPending) pending"
-        if s.pushesPending > 0, let until = s.pendingUntil { line += " (retried each run until \(FeedDates.format(until)) at the latest)" }
+        var line =
+            "\(s.feedsOk) feed\(s.feedsOk == 1 ? "" : "s") ok, \(s.feedsFailed) failed; \(s.itemsNew) new "
+            + "item\(s.itemsNew == 1 ? "" : "s"); \(verbSent) \(sentCount) push\(sentCount == 1 ? "" : "es"), "
+            + "\(s.pushesFailed) failed, \(s.pushesPending) pending"
+        if s.pushesPending > 0, let until = s.pendingUntil {
+            line += " (retried each run until \(FeedDates.format(until)) at the latest)"
+        }
         return line
     }
 
@@ -271,9 +285,10 @@ extension RunReport {
         lines.append("\(mode) at \(FeedDates.format(startedAt))")
         let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { _, b in b })
         // Items without a confident category get a block of their own, with the best guess.
-        let groups: [(String, [ItemReport])] = NewsCategory.allCases.map { c in
-            (c.rawValue, items.filter { $0.category == c && $0.decision != .unclassified })
-        } + [("Unclassified", items.filter { $0.category == nil || $0.decision == .unclassified })]
+        let groups: [(String, [ItemReport])] =
+            NewsCategory.allCases.map { c in
+                (c.rawValue, items.filter { $0.category == c && $0.decision != .unclassified })
+            } + [("Unclassified", items.filter { $0.category == nil || $0.decision == .unclassified })]
         let withPush: Set<ItemDecision> = [.pushed, .wouldPush, .failed, .pending]
         for (name, group) in groups where !group.isEmpty {
             let shown = group.filter { verbose || $0.decision != .seen }
@@ -295,7 +310,10 @@ extension RunReport {
                 lines.append(line)
             }
             for item in shown where !withPush.contains(item.decision) || pushesByKey[item.key] == nil {
-                lines.append("  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): \(item.reason ?? item.decision.explanation))")
+                lines.append(
+                    "  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): "
+                        + "\(item.reason ?? item.decision.explanation))"
+                )
             }
             if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
         }
@@ -308,8 +326,13 @@ extension RunReport {
         let firstRead = feeds.filter(\.isBaseline)
         if !firstRead.isEmpty {
             lines.append("")
-            lines.append("Feeds read for the first time (their items are a baseline, nothing of theirs is pushed; first_run: send pushes them)")
-            for feed in firstRead { lines.append("  \(feed.name): \(feed.items) item\(feed.items == 1 ? "" : "s") recorded") }
+            lines.append(
+                "Feeds read for the first time (their items are a baseline, nothing of theirs is pushed; first_run: "
+                    + "send pushes them)"
+            )
+            for feed in firstRead {
+                lines.append("  \(feed.name): \(feed.items) item\(feed.items == 1 ? "" : "s") recorded")
+            }
         }
         let moved = feeds.filter { $0.movedTo != nil }
         if !moved.isEmpty {
@@ -324,7 +347,11 @@ extension RunReport {
         let s = summary
         if s.pushesPending > 0, let until = s.pendingUntil {
             lines.append("")
-            lines.append("\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") \(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until \(FeedDates.format(until)) at the latest, when the last one is no longer fresh")
+            lines.append(
+                "\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") "
+                    + "\(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until "
+                    + "\(FeedDates.format(until)) at the latest, when the last one is no longer fresh"
+            )
         }
         lines.append("")
         lines.append(summaryLine)

@@ -19,9 +19,11 @@ public struct RunFacts {
     /// What the report of a run is made from: its feeds' reads, its candidates, their matches
     /// and plan, what was sent (nil in a dry run) and the ledger's stories of the outbox
     /// entries handled that no feed listed.
-    public init(dryRun: Bool, startedAt: Date, reads: [(settings: FeedSettings, read: FeedRead)], candidates: [Candidate],
-                plan: RunPlan, matches: [StoryMatch], policy: PolicySettings, now: Date, sent: SendResult?,
-                outboxStories: [String: StoryRecord]) {
+    public init(
+        dryRun: Bool, startedAt: Date, reads: [(settings: FeedSettings, read: FeedRead)], candidates: [Candidate],
+        plan: RunPlan, matches: [StoryMatch], policy: PolicySettings, now: Date, sent: SendResult?,
+        outboxStories: [String: StoryRecord]
+    ) {
         self.dryRun = dryRun
         self.startedAt = startedAt
         self.reads = reads
@@ -41,7 +43,8 @@ extension RunReport {
     public static func make(_ facts: RunFacts, finishedAt: Date) -> RunReport {
         var report = RunReport(dryRun: facts.dryRun, startedAt: facts.startedAt, finishedAt: finishedAt)
         report.stop = facts.sent?.stop
-        let outcomes = Dictionary((facts.sent?.outcomes ?? []).map { ($0.entryID, $0) }, uniquingKeysWith: { _, last in last })
+        let outcomes = Dictionary(
+            (facts.sent?.outcomes ?? []).map { ($0.entryID, $0) }, uniquingKeysWith: { _, last in last })
 
         // What each push came to; entries never attempted because sending stopped stay pending.
         var final: [String: ItemDecision] = [:]
@@ -57,12 +60,15 @@ extension RunReport {
 
         var newPerFeed: [String: Int] = [:]
         for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
-        let baselineFeeds = Set(zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
+        let baselineFeeds = Set(
+            zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
         for (settings, read) in facts.reads {
             let name = settings.name ?? read.feed?.title ?? settings.url
-            report.feeds.append(FeedReport(name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
-                                           items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
-                                           movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url) ? true : nil))
+            report.feeds.append(
+                FeedReport(
+                    name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
+                    items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
+                    movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url) ? true : nil))
         }
         var errors: [String: String] = [:]
         for push in report.pushes { if let error = push.error { errors[push.itemKey] = error } }
@@ -71,18 +77,24 @@ extension RunReport {
             listed.insert(candidate.key)
             let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
             let decided = outcome ?? decision
-            report.items.append(ItemReport(key: candidate.key, feed: candidate.feedName, title: candidate.item.title, link: candidate.item.link,
-                                           category: candidate.classification.category, confidence: candidate.classification.confidence,
-                                           decision: decided,
-                                           reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
+            report.items.append(
+                ItemReport(
+                    key: candidate.key, feed: candidate.feedName, title: candidate.item.title,
+                    link: candidate.item.link,
+                    category: candidate.classification.category, confidence: candidate.classification.confidence,
+                    decision: decided,
+                    reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
         }
         // Pushes of earlier runs that no feed listed this run (304, errors, publishes).
-        for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted {
+        for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted
+        {
             let story = facts.outboxStories[entry.storyKey]
-            report.items.append(ItemReport(key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
-                                           title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
-                                           category: entry.category, confidence: 1,
-                                           decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
+            report.items.append(
+                ItemReport(
+                    key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
+                    title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
+                    category: entry.category, confidence: 1,
+                    decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
         }
 
         report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
@@ -96,8 +108,10 @@ extension RunReport {
     }
 
     /// The reason beyond the decision's name, where there is more to say.
-    private static func reason(_ decision: ItemDecision, _ candidate: Candidate, _ match: StoryMatch, _ facts: RunFacts,
-                               error: String?) -> String? {
+    private static func reason(
+        _ decision: ItemDecision, _ candidate: Candidate, _ match: StoryMatch, _ facts: RunFacts,
+        error: String?
+    ) -> String? {
         let policy = facts.policy
         switch decision {
         case .sameStory:
@@ -105,21 +119,26 @@ extension RunReport {
             return "same story as \"\(same.title ?? same.key)\" [\(same.key)] from \(same.place.rawValue)"
         case .seen:
             guard case .known(let record) = match else { return "pruned earlier: old news" }
-            if record.wasPushed { return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]" }
+            if record.wasPushed {
+                return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]"
+            }
             return "already seen on \(FeedDates.format(record.firstSeen)) (\(record.status.rawValue)) [\(record.key)]"
         case .quietHours:
             guard let quiet = policy.quietHours else { return nil }
             return "quiet hours until \(quiet.endText) \(quiet.zoneName)"
         case .unclassified:
             guard let guess = candidate.classification.category else { return "no evidence for any category" }
-            return String(format: "best guess %@ at %.2f, below policy.min_confidence %.2f", guess.rawValue,
-                          candidate.classification.confidence, policy.minConfidence)
+            return String(
+                format: "best guess %@ at %.2f, below policy.min_confidence %.2f", guess.rawValue,
+                candidate.classification.confidence, policy.minConfidence)
         case .stale:
             let hours = facts.now.timeIntervalSince(candidate.effectiveDate) / 3600
             return String(format: "%.1f h old, older than policy.max_age (%.1f h)", hours, policy.maxAge / 3600)
         case .overBudget:
             let budget = policy.budgetPerCategory
-            return "the \(candidate.classification.category?.rawValue ?? "") budget of \(budget) push\(budget == 1 ? "" : "es") per \(Int(policy.budgetWindow / 60)) min is used up"
+            return
+                "the \(candidate.classification.category?.rawValue ?? "") budget of \(budget) "
+                + "push\(budget == 1 ? "" : "es") per \(Int(policy.budgetWindow / 60)) min is used up"
         case .baseline:
             return "first read of \(candidate.feedName): recorded as already known"
         case .failed, .pending, .expired:
@@ -132,8 +151,9 @@ extension RunReport {
     }
 
     private static func push(_ entry: OutboxEntry, outcome: OutboxOutcome?, dryRun: Bool) -> PushReport {
-        var push = PushReport(category: entry.category, tags: entry.tags, properties: entry.properties, itemKey: entry.storyKey,
-                              status: dryRun ? .wouldSend : .pending)
+        var push = PushReport(
+            category: entry.category, tags: entry.tags, properties: entry.properties, itemKey: entry.storyKey,
+            status: dryRun ? .wouldSend : .pending)
         guard let outcome else {
             if !dryRun { push.error = "not sent: sending stopped before it" }
             return push

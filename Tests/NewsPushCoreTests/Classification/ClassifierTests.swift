@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Classification")
@@ -30,27 +31,34 @@ struct ClassifierTests {
 
     @Test func strongerEvidenceWins() {
         let classifier = ItemClassifier(textModel: model)
-        let sporty = FeedItem(title: "Striker scores twice as United win the cup final", link: "https://news.example.org/business/2026/story",
-                              categories: ["Wirtschaft"])
+        let sporty = FeedItem(
+            title: "Striker scores twice as United win the cup final",
+            link: "https://news.example.org/business/2026/story",
+            categories: ["Wirtschaft"])
         // The section feed beats everything.
-        #expect(classifier.classify(sporty, feedCategory: .politics) == Classification(category: .politics, confidence: 1))
+        #expect(
+            classifier.classify(sporty, feedCategory: .politics) == Classification(category: .politics, confidence: 1))
         // The item's own section terms beat the text.
         #expect(classifier.classify(sporty, feedCategory: nil) == Classification(category: .business, confidence: 0.9))
         // Without sections, the text decides.
         #expect(classifier.classify(FeedItem(title: sporty.title), feedCategory: nil).category == .sports)
     }
 
-    @Test(arguments: [
-        (["Fußball"], nil, NewsCategory.sports), (["Politique"], nil, .politics), (["tech"], nil, .technology),
-        ([], "https://example.org/world/europe/story-1", .world), ([], "https://example.org/sport/football/x", .sports),
-        (["science"], "https://example.org/science/space", .science),
-    ] as [([String], String?, NewsCategory)])
+    @Test(
+        arguments: [
+            (["Fußball"], nil, NewsCategory.sports), (["Politique"], nil, .politics), (["tech"], nil, .technology),
+            ([], "https://example.org/world/europe/story-1", .world),
+            ([], "https://example.org/sport/football/x", .sports),
+            (["science"], "https://example.org/science/space", .science),
+        ] as [([String], String?, NewsCategory)])
     func sectionSynonyms(categories: [String], link: String?, expected: NewsCategory) {
         #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", link: link, categories: categories)) == expected)
     }
 
     @Test func conflictingSectionsAreNoEvidence() {
-        #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", link: "https://e.org/sport/", categories: ["business"])) == .business)
+        #expect(
+            ItemClassifier.sectionEvidence(FeedItem(title: "x", link: "https://e.org/sport/", categories: ["business"]))
+                == .business)
         #expect(ItemClassifier.sectionEvidence(FeedItem(title: "x", categories: ["business", "sport"])) == nil)
     }
 
@@ -58,9 +66,12 @@ struct ClassifierTests {
     func modelRoundTripAndDeterminism(kind: TextModel.Kind) throws {
         let examples: [(title: String, summary: String, category: NewsCategory)] = [
             ("goal match league striker", "", .sports), ("shares market profit bank", "", .business),
-            ("election minister vote party", "", .politics), ("striker scores late goal", "cup final", .sports)]
+            ("election minister vote party", "", .politics), ("striker scores late goal", "cup final", .sports),
+        ]
         func train() -> TextModel {
-            kind == .naiveBayes ? TextModel.trainNaiveBayes(examples, buckets: 1 << 10) : TextModel.trainLogistic(examples, buckets: 1 << 10)
+            kind == .naiveBayes
+                ? TextModel.trainNaiveBayes(examples, buckets: 1 << 10)
+                : TextModel.trainLogistic(examples, buckets: 1 << 10)
         }
         let small = train()
         #expect(small.kind == kind)
@@ -86,7 +97,8 @@ struct ClassifierTests {
         #expect(inTitle.count == 2 && inSummary.count == 1)
         #expect(inTitle.contains(inSummary[0]))
         // Case, curly punctuation and Latin-1 capitals do not make new words.
-        #expect(TextModel.features(title: "", summary: "ÉLECTION’s “Vote”", buckets: 1 << 16)
+        #expect(
+            TextModel.features(title: "", summary: "ÉLECTION’s “Vote”", buckets: 1 << 16)
                 == TextModel.features(title: "", summary: "élection s vote", buckets: 1 << 16))
     }
 
@@ -97,7 +109,8 @@ struct ClassifierTests {
         var item = FeedItem(title: "Some headline with words enough")
         item.published = now
         func candidate(_ confidence: Double) -> Candidate {
-            var candidate = Candidate(key: "k\(confidence)", linkKey: nil, feedName: "F", feedURL: "u", item: item, firstSeen: now)
+            var candidate = Candidate(
+                key: "k\(confidence)", linkKey: nil, feedName: "F", feedURL: "u", item: item, firstSeen: now)
             candidate.classification = Classification(category: .world, confidence: confidence)
             return candidate
         }

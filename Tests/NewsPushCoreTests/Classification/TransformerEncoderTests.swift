@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 /// The full encoder (README "The classifier"): the Swift forward pass against the vectors the
@@ -12,13 +13,19 @@ import NewsPushModel
 @Suite("Full sentence encoder", .serialized)
 struct TransformerEncoderTests {
     struct Reference: Decodable {
-        struct Sample: Decodable { var text: String; var ids: [Int32]; var vector: [Float] }
+        struct Sample: Decodable {
+            var text: String
+            var ids: [Int32]
+            var vector: [Float]
+        }
         var maxTokens: Int
         var samples: [Sample]
     }
 
     /// Loaded once for the suite (a debug build takes a while to read 23 MB of weights).
-    static let bundled = Result { try SentenceEncoder(encoder: TransformerEncoder.bundled(), table: TokenTable.bundled()) }
+    static let bundled = Result {
+        try SentenceEncoder(encoder: TransformerEncoder.bundled(), table: TokenTable.bundled())
+    }
 
     static func cosine(_ a: [Float], _ b: [Float]) -> Float {
         let dot = zip(a, b).reduce(Float(0)) { $0 + $1.0 * $1.1 }
@@ -28,7 +35,8 @@ struct TransformerEncoderTests {
 
     let reference: Reference
     init() throws {
-        reference = try JSONDecoder().decode(Reference.self, from: try Fixtures.data("classifier/transformer-reference.json"))
+        reference = try JSONDecoder().decode(
+            Reference.self, from: try Fixtures.data("classifier/transformer-reference.json"))
     }
 
     @Test func tokenIdsMatchTheOfflineTool() throws {
@@ -50,7 +58,9 @@ struct TransformerEncoderTests {
     /// Texts encoded together (a run's items) get the vectors they get alone.
     @Test func aBatchGivesEachTextItsOwnVector() throws {
         let encoder = try Self.bundled.get()
-        let texts = ["Striker scores twice", "", "Parliament votes on the budget as markets fall sharply on Wednesday", "Chip"]
+        let texts = [
+            "Striker scores twice", "", "Parliament votes on the budget as markets fall sharply on Wednesday", "Chip",
+        ]
         let together = encoder.unitVectors(texts)
         #expect(together.count == texts.count)
         for (text, vector) in zip(texts, together) {
@@ -77,7 +87,8 @@ struct TransformerEncoderTests {
         #expect(warning == nil)
         // (A failed #expect on the encoder itself would print all of it.)
         let encoder = classifier.encoder?.encoder
-        let kind = encoder is SentenceEncoder ? "full" : encoder is TokenTable ? "table" : encoder == nil ? "none" : "other"
+        let kind =
+            encoder is SentenceEncoder ? "full" : encoder is TokenTable ? "table" : encoder == nil ? "none" : "other"
         #expect(kind == "\(choice)")
         let result = classifier.classify(title: "Striker scores twice as United win the cup final", summary: nil)
         #expect(result.category == .sports)
@@ -90,13 +101,18 @@ struct TransformerEncoderTests {
         let textModel = try TextModel.bundled()
         let table = try #require(bundledResource("token-table")), head = try #require(bundledResource("encoder-head"))
         let weights = try #require(bundledResource("encoder"))
-        for (encoder, encoderHead) in [(nil, head), (weights.prefix(1000), head), (weights, nil), (weights, Data("NPEH1".utf8))] as [(Data?, Data?)] {
-            let (classifier, warning) = TextClassifier.load(textModel: textModel, table: table, head: head, encoder: encoder, encoderHead: encoderHead)
-            let usesTokenTable = classifier.encoder?.encoder is TokenTable  // (a failed #expect would print the whole encoder)
+        for (encoder, encoderHead) in [
+            (nil, head), (weights.prefix(1000), head), (weights, nil), (weights, Data("NPEH1".utf8)),
+        ] as [(Data?, Data?)] {
+            let (classifier, warning) = TextClassifier.load(
+                textModel: textModel, table: table, head: head, encoder: encoder, encoderHead: encoderHead)
+            // (A failed #expect would print the whole encoder.)
+            let usesTokenTable = classifier.encoder?.encoder is TokenTable
             #expect(usesTokenTable)
             #expect(warning?.hasPrefix("the sentence encoder is not usable") == true, "\(warning ?? "")")
         }
-        let (alone, warning) = TextClassifier.load(textModel: textModel, table: nil, head: nil, encoder: weights, encoderHead: head)
+        let (alone, warning) = TextClassifier.load(
+            textModel: textModel, table: nil, head: nil, encoder: weights, encoderHead: head)
         let hasNoEncoder = alone.encoder == nil
         #expect(hasNoEncoder)
         #expect(warning?.contains("bag-of-words model alone") == true)
@@ -110,13 +126,16 @@ struct TransformerEncoderTests {
         values.append(contentsOf: [0, -0, 1e-8, -1e-8, 300, -300])
         var computed = values
         computed.withUnsafeMutableBufferPointer { TransformerEncoder.gelu($0) }
-        let worst = zip(values, computed).map { x, y in abs(y - 0.5 * x * (1 + erf(x / Float(2).squareRoot()))) }.max() ?? 0
+        let worst =
+            zip(values, computed).map { x, y in abs(y - 0.5 * x * (1 + erf(x / Float(2).squareRoot()))) }.max() ?? 0
         #expect(worst < 2e-6, "largest difference \(worst)")
         #expect(values.count % 8 != 0)
     }
 
     @Test func aDamagedFileIsRefusedByName() {
-        #expect(throws: TextModel.ModelError.notAModel) { _ = try TransformerEncoder(serialized: Data("NPENC0".utf8) + Data(count: 40)) }
+        #expect(throws: TextModel.ModelError.notAModel) {
+            _ = try TransformerEncoder(serialized: Data("NPENC0".utf8) + Data(count: 40))
+        }
         #expect(throws: TextModel.ModelError.self) {
             _ = try TransformerEncoder(serialized: try Fixtures.data("classifier/transformer-reference.json"))
         }
@@ -138,14 +157,23 @@ struct EncoderUseTests {
 
     @Test func onlyNewUndecidedItemsOutsideABaselineAreEncoded() throws {
         let spy = Spy()
-        let head = EncoderHead(dimensions: 4, weights: [Float](repeating: 0, count: 24), bias: [Float](repeating: 0, count: 6), textWeight: 1, encoderWeight: 1)
+        let head = EncoderHead(
+            dimensions: 4, weights: [Float](repeating: 0, count: 24), bias: [Float](repeating: 0, count: 6),
+            textWeight: 1, encoderWeight: 1)
         let classifier = ItemClassifier(text: TextClassifier(textModel: try TextModel.bundled(), encoder: (spy, head)))
         let now = Date()
-        func candidate(_ title: String, link: String = "https://n.example/a/1", section: NewsCategory? = nil, seen: Bool = false, baseline: Bool = false) -> Candidate {
-            Candidate(key: title, linkKey: nil, feedName: "F", feedURL: "https://n.example/rss", sectionCategory: section,
-                      item: FeedItem(title: title, link: link), previous: seen ? StoryRecord(key: title, feed: "F", title: title, link: nil, category: nil,
-                                                                                      firstSeen: now, lastSeen: now, published: nil, status: .seen) : nil,
-                      firstSeen: now, inBaselineFeed: baseline)
+        func candidate(
+            _ title: String, link: String = "https://n.example/a/1", section: NewsCategory? = nil, seen: Bool = false,
+            baseline: Bool = false
+        ) -> Candidate {
+            Candidate(
+                key: title, linkKey: nil, feedName: "F", feedURL: "https://n.example/rss", sectionCategory: section,
+                item: FeedItem(title: title, link: link),
+                previous: seen
+                    ? StoryRecord(
+                        key: title, feed: "F", title: title, link: nil, category: nil,
+                        firstSeen: now, lastSeen: now, published: nil, status: .seen) : nil,
+                firstSeen: now, inBaselineFeed: baseline)
         }
         let candidates = [
             candidate("New and undecided"),

@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Config loading (SPEC §4)")
@@ -24,7 +25,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func fullConfigIsReadWithItsValues() throws {
-        let config = try load("""
+        let config = try load(
+            """
             hub:
               name: ${HUB_NAME}
               connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
@@ -32,7 +34,7 @@ struct ConfigLoaderTests {
               api_version: "2020-06"
             state: data/state.json
             state_retention: 14d
-            fetch: {concurrency: 8, per_host: 1, timeout: 1m30s, max_bytes: 512KB, contact: https://newsroom.example/contact}
+            fetch: {concurrency: 8, per_host: 1, timeout: 1m30s, max_bytes: 512KB, contact: https://n.example/contact}
             policy:
               max_age: 90m
               budget: {per_category: 5, per: 2h}
@@ -72,7 +74,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func defaultsFollowTheSpec() throws {
-        let config = try load("""
+        let config = try load(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             feeds: []
             """)
@@ -95,7 +98,9 @@ struct ConfigLoaderTests {
         }
     }
 
-    @Test(arguments: [("20s", 20.0), ("3h", 10800), ("15m", 900), ("2d", 172_800), ("1h30m", 5400), ("500ms", 0.5), ("1w", 604_800)])
+    @Test(arguments: [
+        ("20s", 20.0), ("3h", 10800), ("15m", 900), ("2d", 172_800), ("1h30m", 5400), ("500ms", 0.5), ("1w", 604_800),
+    ])
     func durations(text: String, seconds: Double) {
         #expect(NodeReader.parseDuration(text) == seconds)
     }
@@ -105,13 +110,16 @@ struct ConfigLoaderTests {
         #expect(NodeReader.parseDuration(text) == nil)
     }
 
-    @Test(arguments: [("10MB", 10_485_760), ("512KB", 524_288), ("1GB", 1_073_741_824), ("2048", 2048), ("1.5MiB", 1_572_864)])
+    @Test(arguments: [
+        ("10MB", 10_485_760), ("512KB", 524_288), ("1GB", 1_073_741_824), ("2048", 2048), ("1.5MiB", 1_572_864),
+    ])
     func sizes(text: String, bytes: Int) {
         #expect(NodeReader.parseSize(text) == bytes)
     }
 
     @Test func unknownKeyIsNamedWithLineAndSuggestion() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             fetch:
               concurency: 4
@@ -125,7 +133,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func wrongTypesAreReported() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             fetch: {concurrency: many, timeout: soon, max_bytes: huge}
             policy: {budget: 3}
@@ -139,7 +148,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func unknownCategoryIsReportedWhereverItAppears() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             categories:
               Sport: {tags: Sports}
@@ -155,7 +165,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func missingVariableIsNamed() {
-        let found = problems("""
+        let found = problems(
+            """
             hub:
               name: news
               connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
@@ -168,7 +179,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func everyProblemIsReportedAtOnce() {
-        let found = problems("""
+        let found = problems(
+            """
             hub:
               name: news
               connection_string: ${MISSING_VAR}
@@ -211,7 +223,8 @@ struct ConfigLoaderTests {
         "\"prefix ${NEWSPUSH_HUB_CONNECTION_STRING}\"",
     ])
     func literalSecretsAreRefused(value: String) {
-        let found = problems("""
+        let found = problems(
+            """
             hub:
               name: news
               connection_string: \(value)
@@ -231,7 +244,8 @@ struct ConfigLoaderTests {
     /// Fuzzing found it: a `${VAR}` used where it does not belong was quoted back expanded, so
     /// the connection string's key appeared in the error. Values are quoted as written.
     @Test func problemsQuoteValuesAsWrittenNotExpanded() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             state: "postgres://news:${DB_PASSWORD}@db.example/news?sslmode=maybe"
             policy: {max_age: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
@@ -251,7 +265,8 @@ struct ConfigLoaderTests {
 
     @Test func aDeeplyNestedCategoryTagExpressionIsAConfigProblem() {
         let deep = String(repeating: "(", count: 100_000) + "World" + String(repeating: ")", count: 100_000)
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             categories:
               World: {tags: "\(deep)"}
@@ -264,12 +279,14 @@ struct ConfigLoaderTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         try folder.write("hub-connection", testConnectionString + "\n")
-        let config = try ConfigLoader(environment: ["CREDENTIALS_DIRECTORY": folder.path]).parse("""
+        let config = try ConfigLoader(environment: ["CREDENTIALS_DIRECTORY": folder.path]).parse(
+            """
             hub: {name: news, connection_string_file: "${CREDENTIALS_DIRECTORY}/hub-connection"}
             feeds: []
             """, file: "feeds.yaml")
         #expect(config.hub.connectionString == testConnectionString)
-        let literalPath = problems("""
+        let literalPath = problems(
+            """
             hub: {name: news, connection_string_file: "\(folder.path)/hub-connection"}
             feeds: []
             """)
@@ -284,19 +301,23 @@ struct ConfigLoaderTests {
         "\(testKey)",
     ])
     func malformedConnectionStringsNeverEchoTheKey(value: String) {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${CS}"}
             feeds: []
             """, environment: ["CS": value])
         #expect(found.count == 1)
         let text = found.map(\.description).joined()
         for start in 0...(testKey.count - 12) {
-            #expect(!text.contains(String(testKey.dropFirst(start).prefix(12))), "the error repeats part of the key: \(text)")
+            #expect(
+                !text.contains(String(testKey.dropFirst(start).prefix(12))),
+                "the error repeats part of the key: \(text)")
         }
     }
 
     @Test func badConnectionStringIsExplained() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${CS}"}
             feeds: []
             """, environment: ["CS": "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Send"])
@@ -317,7 +338,8 @@ struct ConfigLoaderTests {
     }
 
     @Test func duplicateFeedsAreReported() {
-        let found = problems("""
+        let found = problems(
+            """
             hub: {name: news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
             feeds:
               - url: https://example.org/a.xml
@@ -342,11 +364,14 @@ struct ConfigLoaderTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
         for name in ["feeds.yaml", "Examples/feeds.yaml"] {
-            let config = try ConfigLoader(environment: environment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:9/"]) { $1 })
-                .load(path: root.appendingPathComponent(name).path)
+            let config = try ConfigLoader(
+                environment: environment.merging(["NEWSPUSH_HUB_ENDPOINT": "http://127.0.0.1:9/"]) { $1 }
+            )
+            .load(path: root.appendingPathComponent(name).path)
             #expect(!config.feeds.isEmpty, "\(name) has no feeds")
         }
-        let newsroom = try ConfigLoader(environment: environment).load(path: root.appendingPathComponent("feeds.yaml").path)
+        let newsroom = try ConfigLoader(environment: environment).load(
+            path: root.appendingPathComponent("feeds.yaml").path)
         let sections = Set(newsroom.feeds.compactMap(\.category))
         #expect(sections == Set(NewsCategory.allCases), "feeds.yaml follows a section feed for every category")
     }

@@ -1,20 +1,31 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Story identity and similarity")
 struct StoryIdentityTests {
     @Test func guidIsTheKeyWhenUniqueWithinTheFeed() {
-        let items = [FeedItem(id: "a-1", title: "A", link: "https://x.example/a"), FeedItem(id: "https://x.example/b", link: "https://x.example/b")]
-        #expect(StoryKey.keys(for: items, feedURL: "https://x.example/rss") == ["guid:x.example/a-1", "guid:https://x.example/b"])
+        let items = [
+            FeedItem(id: "a-1", title: "A", link: "https://x.example/a"),
+            FeedItem(id: "https://x.example/b", link: "https://x.example/b"),
+        ]
+        #expect(
+            StoryKey.keys(for: items, feedURL: "https://x.example/rss") == [
+                "guid:x.example/a-1", "guid:https://x.example/b",
+            ])
     }
 
     @Test func duplicateGuidsFallBackToLinks() {
-        let items = [FeedItem(id: "same", title: "One", link: "https://x.example/1"), FeedItem(id: "same", title: "Two", link: "https://x.example/2")]
-        #expect(StoryKey.keys(for: items, feedURL: "https://x.example/rss") == ["link:x.example/1", "link:x.example/2"])
+        let items = [
+            FeedItem(id: "same", title: "One", link: "https://x.example/1"),
+            FeedItem(id: "same", title: "Two", link: "https://x.example/2"),
+        ]
+        #expect(
+            StoryKey.keys(for: items, feedURL: "https://x.example/rss") == ["link:x.example/1", "link:x.example/2"])
     }
 
     @Test func noGuidNoLinkHashesTitleAndDate() {
@@ -41,18 +52,26 @@ struct StoryIdentityTests {
     }
 
     @Test func differentArticlesStayDifferent() {
-        #expect(StoryKey.canonicalLink("https://example.com/a?id=5") != StoryKey.canonicalLink("https://example.com/a?id=6"))
+        #expect(
+            StoryKey.canonicalLink("https://example.com/a?id=5") != StoryKey.canonicalLink("https://example.com/a?id=6")
+        )
         #expect(StoryKey.canonicalLink("https://example.com/a") != StoryKey.canonicalLink("https://example.org/a"))
         #expect(StoryKey.canonicalLink("not a url") == nil)
     }
 
     @Test(arguments: [
-        ("Parliament passes the emergency budget after all-night session", "Parliament passes emergency budget after all-night session", true),
-        ("Fed unleashes another big rate hike in bid to curb inflation", "Fed unleashes another big rate hike in bid to curb inflation - WRAL", true),
+        (
+            "Parliament passes the emergency budget after all-night session",
+            "Parliament passes emergency budget after all-night session", true
+        ),
+        (
+            "Fed unleashes another big rate hike in bid to curb inflation",
+            "Fed unleashes another big rate hike in bid to curb inflation - WRAL", true
+        ),
         ("Storm closes the harbour barrier", "STORM CLOSES THE HARBOUR BARRIER", true),
         ("E3 2026 Day Two", "E3 2026 Day Three", false),
         ("Match report: Rovers 2 United 1", "Match report: Rovers 3 United 1", false),
-        ("Prime minister resigns", "Prime minister resigns", false),           // too short to judge
+        ("Prime minister resigns", "Prime minister resigns", false),  // too short to judge
         ("Central bank raises interest rates again", "Central bank holds interest rates steady", false),
     ])
     func similarity(_ a: String, _ b: String, same: Bool) {
@@ -71,7 +90,8 @@ struct StoryIdentityTests {
         var items: [FeedItem] = []
         for case let file as String in enumerator where file.hasSuffix(".xml") {
             guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(file).path),
-                  let feed = try? FeedParser.parse(data, url: nil) else { continue }
+                let feed = try? FeedParser.parse(data, url: nil)
+            else { continue }
             items.append(contentsOf: feed.items)
         }
         return items
@@ -81,10 +101,13 @@ struct StoryIdentityTests {
     /// calls one story; undated items count as seen at the same moment, as in a run.
     static func merges(_ items: [FeedItem]) -> (pairs: Int, merges: Int, identical: Int) {
         let epoch = Date(timeIntervalSince1970: 0)
-        let prepared = items.compactMap { item -> (link: String, date: Date, print: TitleFingerprint, words: [String])? in
+        let prepared = items.compactMap {
+            item -> (link: String, date: Date, print: TitleFingerprint, words: [String])? in
             guard let title = item.title else { return nil }
-            return (item.link ?? UUID().uuidString, item.published ?? item.updated ?? epoch, TitleFingerprint(title),
-                    TitleFingerprint.words(of: title))
+            return (
+                item.link ?? UUID().uuidString, item.published ?? item.updated ?? epoch, TitleFingerprint(title),
+                TitleFingerprint.words(of: title)
+            )
         }.sorted { $0.date < $1.date }
         var pairs = 0, merges = 0, identical = 0
         for i in prepared.indices {
@@ -111,10 +134,16 @@ struct StoryIdentityTests {
         let realworld = Self.corpusItems(Self.corpusFolder("realworld"))
         #expect(realworld.count > 3000)
         let real = Self.merges(realworld.filter { $0.published != nil || $0.updated != nil })
-        print("title merges, real-world corpus: \(real.merges) of \(real.pairs) pairs within 36 h (\(real.identical) identical titles)")
+        print(
+            "title merges, real-world corpus: \(real.merges) of \(real.pairs) pairs within 36 h (\(real.identical) "
+                + "identical titles)"
+        )
         #expect(real.merges - real.identical <= 3)
         let conformance = Self.merges(Self.corpusItems(Self.corpusFolder("feedparser")))
-        print("title merges, feedparser corpus: \(conformance.merges) of \(conformance.pairs) pairs (\(conformance.identical) identical titles)")
+        print(
+            "title merges, feedparser corpus: \(conformance.merges) of \(conformance.pairs) pairs "
+                + "(\(conformance.identical) identical titles)"
+        )
         #expect(conformance.merges - conformance.identical <= 3)
     }
 }

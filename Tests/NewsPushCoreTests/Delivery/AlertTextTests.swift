@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Alert text and push properties")
@@ -35,11 +36,15 @@ struct AlertTextTests {
         settings.messages = ["fr": "Dernière minute ({category}) : {title}"]
         settings.names = ["fr": "Monde"]
         settings.importance = .minor
-        let content = PushContent(category: .world, title: "Storm closes the harbour", url: "https://news.example.org/s?x=1",
-                                  source: "Desk", id: "guid:storm", image: "https://img.example.org/s.jpg", language: "fr-CA",
-                                  importance: .minor)
-        let p = PushRequests.properties(content, settings: settings, linkParams: [("utm_source", "newspush"), ("utm_campaign", "{category}")])
-        #expect(p["messageParam"] == "Dernière minute (Monde) : Storm closes the harbour", "a French feed's items use the fr template")
+        let content = PushContent(
+            category: .world, title: "Storm closes the harbour", url: "https://news.example.org/s?x=1",
+            source: "Desk", id: "guid:storm", image: "https://img.example.org/s.jpg", language: "fr-CA",
+            importance: .minor)
+        let p = PushRequests.properties(
+            content, settings: settings, linkParams: [("utm_source", "newspush"), ("utm_campaign", "{category}")])
+        #expect(
+            p["messageParam"] == "Dernière minute (Monde) : Storm closes the harbour",
+            "a French feed's items use the fr template")
         #expect(p["messageParam_fr"] == "Dernière minute (Monde) : Storm closes the harbour")
         #expect(p["url"] == "https://news.example.org/s?x=1&utm_source=newspush&utm_campaign=World")
         #expect(p["image"] == "https://img.example.org/s.jpg")
@@ -64,16 +69,23 @@ struct AlertTextTests {
     @Test func aTitleWithNothingReadableGivesWayToTheSummary() {
         let summary = "Rescue teams reached the village overnight. More to follow."
         for title in ["\u{A0}", "<img src=\"x.png\">", "&nbsp;", "", "—", nil] as [String?] {
-            #expect(AlertCopy.headline(title: title, summary: summary) == "Rescue teams reached the village overnight.", "\(String(describing: title))")
+            #expect(
+                AlertCopy.headline(title: title, summary: summary) == "Rescue teams reached the village overnight.",
+                "\(String(describing: title))")
         }
         #expect(AlertCopy.headline(title: "&nbsp;", summary: "<p></p>") == nil)
     }
 
     @Test func summariesDoNotRepeatTheHeadline() {
-        #expect(AlertCopy.summary("Quake hits Chile. Thousands flee the coast.", headline: "Quake hits Chile") == "Thousands flee the coast.")
-        #expect(AlertCopy.summary("QUAKE HITS CHILE — thousands flee", headline: "Quake hits Chile") == "thousands flee")
+        #expect(
+            AlertCopy.summary("Quake hits Chile. Thousands flee the coast.", headline: "Quake hits Chile")
+                == "Thousands flee the coast.")
+        #expect(
+            AlertCopy.summary("QUAKE HITS CHILE — thousands flee", headline: "Quake hits Chile") == "thousands flee")
         #expect(AlertCopy.summary("Quake hits Chile", headline: "Quake hits Chile.") == "")
-        #expect(AlertCopy.summary("Thousands flee the coast after a quake", headline: "Quake hits Chile") == "Thousands flee the coast after a quake")
+        #expect(
+            AlertCopy.summary("Thousands flee the coast after a quake", headline: "Quake hits Chile")
+                == "Thousands flee the coast after a quake")
         #expect(AlertCopy.summary(nil, headline: "Quake hits Chile") == "")
     }
 

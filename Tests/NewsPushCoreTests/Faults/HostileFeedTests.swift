@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 /// Feeds built to make the parser work for minutes fail alone, quickly, with a named error.
@@ -30,7 +31,8 @@ struct HostileFeedTests {
         let many = String(repeating: "a=b ", count: 2000)
         let document = """
             <rss version="2.0"><channel><title>T</title><!-- \(many) --><item><title>\(many)</title>
-            <description><![CDATA[<p \(many)>x</p>]]></description><link>https://a.example/x?\(String(repeating: "k=v&amp;", count: 400))</link>
+            <description><![CDATA[<p \(many)>x</p>]]></description>
+            <link>https://a.example/x?\(String(repeating: "k=v&amp;", count: 400))</link>
             </item></channel></rss>
             """
         #expect(try FeedParser.parse(Data(document.utf8), url: nil).items.count == 1)
@@ -40,8 +42,11 @@ struct HostileFeedTests {
     /// one): a tag of bare '=' is no flood, one of `a='1'` and `b = "2"` is.
     @Test func anAttributeIsAQuotedValueAfterAnEqualsSign() {
         let bare = "<e " + String(repeating: "= ", count: 400) + ">"
-        let quoted = "<e " + (0..<300).map { $0 % 2 == 0 ? "a\($0)='1'" : "b\($0) = \"2\"" }.joined(separator: " ") + ">"
-        for (document, flood) in [(bare, false), (quoted, true), ("<x/>" + quoted, true), ("<!-- " + quoted + " -->", false)] {
+        let quoted =
+            "<e " + (0..<300).map { $0 % 2 == 0 ? "a\($0)='1'" : "b\($0) = \"2\"" }.joined(separator: " ") + ">"
+        for (document, flood) in [
+            (bare, false), (quoted, true), ("<x/>" + quoted, true), ("<!-- " + quoted + " -->", false),
+        ] {
             let bytes = Array(document.utf8)
             for exact in [false, true] {
                 let found = bytes.withUnsafeBufferPointer { ByteScan.attributeFlood($0, limit: 256, exact: exact) }
@@ -59,7 +64,9 @@ struct HostileFeedTests {
             var out = "<e"
             for i in 0..<attributes {
                 // A '<' in a value ends the tag for libxml2 (and for both rules): rare, or no tag would be long.
-                let value = Int.random(in: 0..<150, using: &generator) == 0 ? "x<y" : ["1", "a=b", ">", "", "k=v&amp;j=w"].randomElement(using: &generator)!
+                let value =
+                    Int.random(in: 0..<150, using: &generator) == 0
+                    ? "x<y" : ["1", "a=b", ">", "", "k=v&amp;j=w"].randomElement(using: &generator)!
                 out += Bool.random(using: &generator) ? " a\(i)=\"\(value)\"" : " a\(i)='\(value)'"
             }
             return out + (Bool.random(using: &generator) ? ">" : "/>")
@@ -71,17 +78,27 @@ struct HostileFeedTests {
             var document = ""
             for _ in 0..<Int.random(in: 1...12, using: &generator) {
                 switch Int.random(in: 0..<6, using: &generator) {
-                case 0: document += tag(Bool.random(using: &generator) ? Int.random(in: 0...8, using: &generator) : Int.random(in: (limit - 4)...(limit + 4), using: &generator))
-                case 1: document += "<!-- \(String(repeating: "a=b ", count: Int.random(in: 0...80, using: &generator))) -->"
+                case 0:
+                    document += tag(
+                        Bool.random(using: &generator)
+                            ? Int.random(in: 0...8, using: &generator)
+                            : Int.random(in: (limit - 4)...(limit + 4), using: &generator))
+                case 1:
+                    document +=
+                        "<!-- \(String(repeating: "a=b ", count: Int.random(in: 0...80, using: &generator))) -->"
                 case 2: document += "<![CDATA[\(tag(limit + 3))]]>"
                 case 3: document += String(repeating: "x=y ", count: Int.random(in: 0...80, using: &generator))
                 case 4: document += "</e>"
-                default: document += "<?pi \(String(repeating: "a=1 ", count: Int.random(in: 0...70, using: &generator)))?>"
+                default:
+                    document += "<?pi \(String(repeating: "a=1 ", count: Int.random(in: 0...70, using: &generator)))?>"
                 }
             }
             let bytes = Array(document.utf8)
             let (fast, exact) = bytes.withUnsafeBufferPointer {
-                (ByteScan.attributeFlood($0, limit: limit, exact: false), ByteScan.attributeFlood($0, limit: limit, exact: true))
+                (
+                    ByteScan.attributeFlood($0, limit: limit, exact: false),
+                    ByteScan.attributeFlood($0, limit: limit, exact: true)
+                )
             }
             if fast != exact { disagreements.append("\(document.debugDescription): \(fast) ≠ \(exact)") }
             if exact < bytes.count { floods += 1 }
@@ -93,12 +110,18 @@ struct HostileFeedTests {
 
     @Test func aParseOverItsBudgetIsStoppedAndNamed() throws {
         var document = "<rss version=\"2.0\"><channel><title>Big</title>"
-        for i in 0..<20_000 { document += "<item><title>Story \(i)</title><link>https://a.example/\(i)</link><description>Text \(i)</description></item>" }
+        for i in 0..<20_000 {
+            document +=
+                "<item><title>Story \(i)</title><link>https://a.example/\(i)</link><description>Text "
+                + "\(i)</description></item>"
+        }
         document += "</channel></rss>"
         let data = Data(document.utf8)
         #expect(try FeedParser.parse(data, url: nil).items.count == 20_000)
         let started = Date()
-        #expect(throws: FeedParseError.tooSlow(seconds: 0.001)) { _ = try FeedParser.parse(data, url: nil, budget: 0.001) }
+        #expect(throws: FeedParseError.tooSlow(seconds: 0.001)) {
+            _ = try FeedParser.parse(data, url: nil, budget: 0.001)
+        }
         #expect(Date().timeIntervalSince(started) < 1)
     }
 }

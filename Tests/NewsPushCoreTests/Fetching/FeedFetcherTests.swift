@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Fetching with libcurl against local servers")
@@ -10,7 +11,8 @@ struct FeedFetcherTests {
     // 20 s (a 10 s stall limit): the suite runs many tests at once on two cores, and a local
     // server starved for two seconds is not what these tests are about (the slow-server test
     // sets its own).
-    func fetcher(timeout: Double = 20, maxBytes: Int = 1 << 20, concurrency: Int = 16, perHost: Int = 2) -> FeedFetcher {
+    func fetcher(timeout: Double = 20, maxBytes: Int = 1 << 20, concurrency: Int = 16, perHost: Int = 2) -> FeedFetcher
+    {
         var settings = FetchSettings()
         settings.timeout = timeout
         settings.maxBytes = maxBytes
@@ -20,7 +22,9 @@ struct FeedFetcherTests {
         return FeedFetcher(settings: settings, baseFolder: "/")
     }
 
-    func fetch(_ fetcher: FeedFetcher, _ urls: [String], validators: [String: ConditionalGetValidators] = [:]) async -> [FetchedFeed] {
+    func fetch(_ fetcher: FeedFetcher, _ urls: [String], validators: [String: ConditionalGetValidators] = [:]) async
+        -> [FetchedFeed]
+    {
         await offThePool { fetcher.fetch(urls, validators: validators) }
     }
 
@@ -29,23 +33,29 @@ struct FeedFetcherTests {
     @Test func conditionalGetGives304AndSendsTheUserAgent() async throws {
         let body = self.body
         let server = try await LocalHTTPServer.start { request in
-            if request.header("If-None-Match") == "\"v1\"" || request.header("If-Modified-Since") == "Sun, 22 Nov 2026 06:00:00 GMT" {
+            if request.header("If-None-Match") == "\"v1\""
+                || request.header("If-Modified-Since") == "Sun, 22 Nov 2026 06:00:00 GMT"
+            {
                 return CannedResponse(status: 304)
             }
-            return CannedResponse(headers: [("ETag", "\"v1\""), ("Last-Modified", "Sun, 22 Nov 2026 06:00:00 GMT")], text: body)
+            return CannedResponse(
+                headers: [("ETag", "\"v1\""), ("Last-Modified", "Sun, 22 Nov 2026 06:00:00 GMT")], text: body)
         }
         defer { server.stop() }
         let url = "\(server.baseURL)/feed.xml"
         let first = await fetch(fetcher(), [url])[0]
         #expect(first.status == .ok)
-        #expect(first.validators == ConditionalGetValidators(etag: "\"v1\"", lastModified: "Sun, 22 Nov 2026 06:00:00 GMT"))
+        #expect(
+            first.validators == ConditionalGetValidators(etag: "\"v1\"", lastModified: "Sun, 22 Nov 2026 06:00:00 GMT"))
         let second = await fetch(fetcher(), [url], validators: [url: first.validators!])[0]
         #expect(second.status == .notModified)
         #expect(second.httpStatus == 304)
         #expect(second.error == nil)
         let requests = await server.requests()
         try #require(requests.count == 2)
-        #expect(requests[0].header("User-Agent") == "newspush/\(NewsPushVersion.current) (breaking-news push pipeline; +https://newsroom.example/bots)")
+        #expect(
+            requests[0].header("User-Agent")
+                == "newspush/\(NewsPushVersion.current) (breaking-news push pipeline; +https://newsroom.example/bots)")
         #expect(requests[0].header("Accept-Encoding")?.contains("gzip") == true)
         #expect(requests[1].header("If-None-Match") == "\"v1\"")
     }
@@ -65,7 +75,12 @@ struct FeedFetcherTests {
             }
         }
         defer { server.stop() }
-        let results = await fetch(fetcher(), ["\(server.baseURL)/old.xml", "\(server.baseURL)/temp.xml", "\(server.baseURL)/file", "\(server.baseURL)/loop/0"])
+        let results = await fetch(
+            fetcher(),
+            [
+                "\(server.baseURL)/old.xml", "\(server.baseURL)/temp.xml", "\(server.baseURL)/file",
+                "\(server.baseURL)/loop/0",
+            ])
         #expect(results[0].status == .ok)
         #expect(results[0].movedTo == "\(server.baseURL)/new.xml")
         #expect(results[0].finalURL == "\(server.baseURL)/new.xml")
@@ -98,7 +113,8 @@ struct FeedFetcherTests {
 
     @Test func slowBodyTimesOut() async throws {
         let server = try RawTCPServer { connection in
-            connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: 100000\r\n\r\n<rss>")
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: 100000\r\n\r\n<rss>")
             // Two bytes a second for a minute, unless the client gives up first.
             for _ in 0..<120 {
                 Thread.sleep(forTimeInterval: 0.5)
@@ -131,13 +147,17 @@ struct FeedFetcherTests {
 
     @Test func gzipBombIsCutAfterDecompression() async throws {
         let bomb = try Fixtures.data("bomb-64mb.gz")
-        let server = try await LocalHTTPServer.serving(["/bomb.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: bomb)])
+        let server = try await LocalHTTPServer.serving([
+            "/bomb.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: bomb)
+        ])
         defer { server.stop() }
         let result = await fetch(fetcher(maxBytes: 4 << 20), ["\(server.baseURL)/bomb.xml"])[0]
         #expect(result.status == .error)
         #expect(result.error?.contains("response larger than 4194304 bytes") == true)
         // A small gzip body decodes.
-        let small = try await LocalHTTPServer.serving(["/ok.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(body.utf8)))])
+        let small = try await LocalHTTPServer.serving([
+            "/ok.xml": CannedResponse(headers: [("Content-Encoding", "gzip")], body: try gzipped(Data(body.utf8)))
+        ])
         defer { small.stop() }
         let ok = await fetch(fetcher(), ["\(small.baseURL)/ok.xml"])[0]
         #expect(ok.status == .ok)
@@ -155,7 +175,10 @@ struct FeedFetcherTests {
         let results = await fetch(fetcher(), ["\(server.baseURL)/reset", refused])
         #expect(results[0].status == .error)
         #expect(results[0].error?.contains("connection error") == true)
-        #expect(results[1].error == "\(refused): connection refused: Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server"
+        #expect(
+            results[1].error
+                == "\(refused): connection refused: Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't "
+                + "connect to server"
                 || results[1].error?.contains("connection refused") == true)
     }
 
@@ -171,7 +194,10 @@ struct FeedFetcherTests {
         }
         let a = try await LocalHTTPServer.start(handler("a"))
         let b = try await LocalHTTPServer.start(handler("b"))
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let urls = (0..<8).map { "\(a.baseURL)/\($0).xml" } + (0..<8).map { "\(b.baseURL)/\($0).xml" }
         let results = await fetch(fetcher(concurrency: 3, perHost: 2), urls)
         #expect(results.allSatisfy { $0.status == .ok })

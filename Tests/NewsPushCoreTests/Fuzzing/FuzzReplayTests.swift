@@ -10,7 +10,10 @@ import Testing
         let root = try Fixtures.url("fuzz/\(target.rawValue)")
         let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])?
             .compactMap { $0 as? URL }
-            .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true && !$0.lastPathComponent.hasPrefix(".") }
+            .filter {
+                (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+                    && !$0.lastPathComponent.hasPrefix(".")
+            }
         return (files ?? []).sorted { $0.path < $1.path }
     }
 

@@ -1,18 +1,21 @@
 import Foundation
 import NotificationHubs
 import Testing
+
 @testable import HubEmulator
 
 @Suite("Hub emulator: expressions, templates, SAS checks")
 struct EmulatorTests {
     // MARK: Template language (hub-api.md §4)
 
-    let properties = ["title": "Storm barrier closes", "category": "World", "url": "https://news.example.org/a b?x=1&y=2",
-                      "badge": "7", "messageParam": "Breaking World News : Storm barrier closes"]
+    let properties = [
+        "title": "Storm barrier closes", "category": "World", "url": "https://news.example.org/a b?x=1&y=2",
+        "badge": "7", "messageParam": "Breaking World News : Storm barrier closes",
+    ]
 
     @Test(arguments: [
         ("$(title)", "Storm barrier closes"),
-        ("$(TITLE)", "Storm barrier closes"),           // property names are case-insensitive
+        ("$(TITLE)", "Storm barrier closes"),  // property names are case-insensitive
         ("$(missing)", ""),
         ("$(title,5)", "Storm"),
         (".(title,10)", "Storm b..."),
@@ -24,7 +27,10 @@ struct EmulatorTests {
         ("plain literal", "plain literal"),
     ])
     func expressions(template: String, expected: String) {
-        #expect(TemplateRenderer.evaluateText(template, Dictionary(uniqueKeysWithValues: properties.map { ($0.key.lowercased(), $0.value) })) == expected)
+        #expect(
+            TemplateRenderer.evaluateText(
+                template, Dictionary(uniqueKeysWithValues: properties.map { ($0.key.lowercased(), $0.value) }))
+                == expected)
     }
 
     @Test func seedTemplateRendersTheMessage() throws {
@@ -33,7 +39,8 @@ struct EmulatorTests {
     }
 
     @Test func badgeBecomesANumber() throws {
-        let rendered = try TemplateRenderer.renderJSON(##"{"aps":{"badge":"#(badge)","alert":"$(title)"}}"##, properties: properties)
+        let rendered = try TemplateRenderer.renderJSON(
+            ##"{"aps":{"badge":"#(badge)","alert":"$(title)"}}"##, properties: properties)
         #expect(rendered == #"{"aps":{"alert":"Storm barrier closes","badge":7}}"#)
     }
 
@@ -43,9 +50,13 @@ struct EmulatorTests {
     }
 
     @Test func windowsXMLTemplates() {
-        let xml = #"<toast><visual><binding template="ToastText01"><text id="1">$(title)</text></binding></visual></toast>"#
-        #expect(TemplateRenderer.renderXML(xml, properties: ["title": "A & B"]) ==
-                #"<toast><visual><binding template="ToastText01"><text id="1">A &amp; B</text></binding></visual></toast>"#)
+        let xml =
+            #"<toast><visual><binding template="ToastText01"><text id="1">$(title)</text></binding></visual></toast>"#
+        #expect(
+            TemplateRenderer.renderXML(xml, properties: ["title": "A & B"])
+                == #"<toast><visual><binding template="ToastText01"><text id="1">A &amp; B</text>"#
+                + #"</binding></visual></toast>"#
+        )
     }
 
     // MARK: Tag expressions
@@ -57,7 +68,7 @@ struct EmulatorTests {
         ("World && Politics", ["World"], false),
         ("World && !Politics", ["World"], true),
         ("World && !Politics", ["World", "Politics"], false),
-        ("Sports || World && Politics", ["Sports"], true),           // && binds tighter than ||
+        ("Sports || World && Politics", ["Sports"], true),  // && binds tighter than ||
         ("(Sports || World) && Politics", ["Sports"], false),
         ("!(a || b)", ["c"], true),
         ("user:alice", ["user:alice", "World"], true),
@@ -73,12 +84,14 @@ struct EmulatorTests {
             try DeviceRegistry.parse("devices:\n  - {id: a, platform: blackberry}\n", file: "d.yaml")
         }
         do {
-            _ = try DeviceRegistry.parse("devices:\n  - {id: a, platform: apple, template: '{not json'}\n", file: "d.yaml")
+            _ = try DeviceRegistry.parse(
+                "devices:\n  - {id: a, platform: apple, template: '{not json'}\n", file: "d.yaml")
         } catch {
             #expect("\(error)".contains("d.yaml:2"))
         }
         #expect(throws: DeviceRegistry.LoadError.self) {
-            try DeviceRegistry.parse("devices:\n  - {id: a, platform: apple}\n  - {id: a, platform: fcmv1}\n", file: "d.yaml")
+            try DeviceRegistry.parse(
+                "devices:\n  - {id: a, platform: apple}\n  - {id: a, platform: fcmv1}\n", file: "d.yaml")
         }
     }
 
@@ -95,21 +108,29 @@ struct EmulatorTests {
         """
 
     func emulator() throws -> HubEmulator {
-        try HubEmulator(connection: try HubConnectionString(parsing: testConnectionString),
-                        registry: try DeviceRegistry.parse(Self.devices, file: "devices.yaml"), logPath: nil)
+        try HubEmulator(
+            connection: try HubConnectionString(parsing: testConnectionString),
+            registry: try DeviceRegistry.parse(Self.devices, file: "devices.yaml"), logPath: nil)
     }
 
-    func send(_ emulator: HubEmulator, token: String?, hub: String = "breaking-news", body: String = #"{"messageParam":"Hi","title":"T"}"#,
-              format: String = "template", tags: String? = "World", query: [String: String] = ["api-version": "2020-06"]) async -> EmulatorResponse {
+    func send(
+        _ emulator: HubEmulator, token: String?, hub: String = "breaking-news",
+        body: String = #"{"messageParam":"Hi","title":"T"}"#,
+        format: String = "template", tags: String? = "World", query: [String: String] = ["api-version": "2020-06"]
+    ) async -> EmulatorResponse {
         var headers = ["Content-Type": "application/json;charset=utf-8", "ServiceBusNotification-Format": format]
         if let token { headers["Authorization"] = token }
         if let tags { headers["ServiceBusNotification-Tags"] = tags }
-        let request = EmulatorRequest(method: "POST", path: "/\(hub)/messages/", query: query, headers: headers, body: Data(body.utf8))
+        let request = EmulatorRequest(
+            method: "POST", path: "/\(hub)/messages/", query: query, headers: headers, body: Data(body.utf8))
         return await emulator.handle(request, fault: await emulator.nextFault(for: request))
     }
 
-    func token(_ resource: String = "https://contoso-news.servicebus.windows.net/breaking-news", keyName: String = "DefaultFullSharedAccessSignature",
-               key: String = testKey, expiry: Int = Int(Date().timeIntervalSince1970) + 3600) -> String {
+    func token(
+        _ resource: String = "https://contoso-news.servicebus.windows.net/breaking-news",
+        keyName: String = "DefaultFullSharedAccessSignature",
+        key: String = testKey, expiry: Int = Int(Date().timeIntervalSince1970) + 3600
+    ) -> String {
         SharedAccessSignature.token(resourceURI: resource, keyName: keyName, key: key, expiry: expiry)
     }
 
@@ -120,7 +141,7 @@ struct EmulatorTests {
         let location = try #require(response.headers.first { $0.0 == "Location" }?.1)
         #expect(location.hasPrefix("https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-"))
         let deliveries = await hub.allDeliveries()
-        #expect(deliveries.map(\.device) == ["phone-1"])   // phone-3 is native: template sends skip it
+        #expect(deliveries.map(\.device) == ["phone-1"])  // phone-3 is native: template sends skip it
         #expect(deliveries.first?.payload == #"{"aps":{"alert":"Hi"}}"#)
         #expect(location.contains(deliveries[0].notificationId))
     }
@@ -129,10 +150,17 @@ struct EmulatorTests {
         let hub = try emulator()
         let now = Int(Date().timeIntervalSince1970) + 3600
         // .NET: http, messages path, lower-case hex; JS: namespace root with upper-case hex; Java: with the query.
-        let dotnetSR = SharedAccessSignature.percentEncode("http://contoso-news.servicebus.windows.net/breaking-news/messages/", lowercaseHex: true)
-        let dotnet = "SharedAccessSignature sr=\(dotnetSR)&sig=\(SharedAccessSignature.percentEncode(SharedAccessSignature.sign(sr: dotnetSR, expiry: now, key: testKey), lowercaseHex: true))&se=\(now)&skn=DefaultFullSharedAccessSignature"
-        let jsSR = SharedAccessSignature.percentEncode("https://contoso-news.servicebus.windows.net/", lowercaseHex: false)
-        let js = "SharedAccessSignature sig=\(SharedAccessSignature.percentEncode(SharedAccessSignature.sign(sr: jsSR, expiry: now, key: testKey), lowercaseHex: false))&se=\(now)&skn=DefaultFullSharedAccessSignature&sr=\(jsSR)"
+        let dotnetSR = SharedAccessSignature.percentEncode(
+            "http://contoso-news.servicebus.windows.net/breaking-news/messages/", lowercaseHex: true)
+        let dotnetSig = SharedAccessSignature.percentEncode(
+            SharedAccessSignature.sign(sr: dotnetSR, expiry: now, key: testKey), lowercaseHex: true)
+        let dotnet =
+            "SharedAccessSignature sr=\(dotnetSR)&sig=\(dotnetSig)&se=\(now)&skn=DefaultFullSharedAccessSignature"
+        let jsSR = SharedAccessSignature.percentEncode(
+            "https://contoso-news.servicebus.windows.net/", lowercaseHex: false)
+        let jsSig = SharedAccessSignature.percentEncode(
+            SharedAccessSignature.sign(sr: jsSR, expiry: now, key: testKey), lowercaseHex: false)
+        let js = "SharedAccessSignature sig=\(jsSig)&se=\(now)&skn=DefaultFullSharedAccessSignature&sr=\(jsSR)"
         let java = token("https://contoso-news.servicebus.windows.net/breaking-news/messages?api-version=2020-06")
         for header in [dotnet, js, java] {
             #expect(await send(hub, token: header).status == 201, "rejected: \(header)")
@@ -158,7 +186,8 @@ struct EmulatorTests {
         #expect(listenOnly.status == 403)
         let wrongHub = await send(hub, token: token("https://contoso-news.servicebus.windows.net/"), hub: "no-such-hub")
         #expect(wrongHub.status == 404)
-        let tooLarge = await send(hub, token: token(), body: "{\"messageParam\":\"\(String(repeating: "x", count: 70_000))\"}")
+        let tooLarge = await send(
+            hub, token: token(), body: "{\"messageParam\":\"\(String(repeating: "x", count: 70_000))\"}")
         #expect(tooLarge.status == 413)
         let badTags = await send(hub, token: token(), tags: "$InstallationId:{1}")
         #expect(badTags.status == 400)
@@ -171,13 +200,15 @@ struct EmulatorTests {
         let hub = try emulator()
         #expect(await send(hub, token: token(), body: #"{"aps":{"alert":"Native"}}"#, format: "apple").status == 201)
         #expect(await hub.allDeliveries().map(\.device) == ["phone-3"])
-        let fcmWithoutMessage = await send(hub, token: token(), body: #"{"notification":{}}"#, format: "fcmv1", tags: "Sports")
+        let fcmWithoutMessage = await send(
+            hub, token: token(), body: #"{"notification":{}}"#, format: "fcmv1", tags: "Sports")
         #expect(fcmWithoutMessage.status == 400)
     }
 
     @Test func testFlagReturnsPerDeviceOutcomes() async throws {
         let hub = try emulator()
-        let response = await send(hub, token: token(), tags: "World || Sports", query: ["api-version": "2020-06", "test": ""])
+        let response = await send(
+            hub, token: token(), tags: "World || Sports", query: ["api-version": "2020-06", "test": ""])
         #expect(response.status == 201)
         let outcome = try #require(TestSendOutcome(xml: response.body))
         #expect(outcome.success == 2)

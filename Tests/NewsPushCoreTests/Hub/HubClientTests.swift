@@ -1,10 +1,11 @@
 import Foundation
+import NewsPushModel
 import NotificationHubs
 import Testing
+
 @testable import HubEmulator
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 /// Every outcome of the client against the emulator, over real HTTP on 127.0.0.1.
@@ -14,7 +15,8 @@ struct HubClientTests {
         hub: breaking-news
         devices:
           - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
-          - {id: phone-2, platform: fcmv1, tags: [World, "user:alice"], template: '{"message":{"notification":{"body":".(title,12)"}}}'}
+          - {id: phone-2, platform: fcmv1, tags: [World, "user:alice"],
+                template: '{"message":{"notification":{"body":".(title,12)"}}}'}
           - {id: phone-3, platform: apple, tags: [World]}
           - {id: phone-4, platform: fcmv1, tags: [World]}
         policies:
@@ -24,30 +26,46 @@ struct HubClientTests {
     final class Sleeps: @unchecked Sendable {
         private let lock = NSLock()
         private var values: [Double] = []
-        func record(_ value: Double) { lock.lock(); values.append(value); lock.unlock() }
-        var all: [Double] { lock.lock(); defer { lock.unlock() }; return values }
+        func record(_ value: Double) {
+            lock.lock()
+            values.append(value)
+            lock.unlock()
+        }
+        var all: [Double] {
+            lock.lock()
+            defer { lock.unlock() }
+            return values
+        }
     }
 
-    func client(_ hub: LocalHub, connectionString: String = testConnectionString, hubName: String = "breaking-news",
-                sleeps: Sleeps = Sleeps(), timeout: Double = 5) throws -> NotificationHubClient {
-        NotificationHubClient(connection: try HubConnectionString(parsing: connectionString), hubName: hubName,
-                              endpoint: hub.endpoint, transport: CurlHubTransport(userAgent: "newspush-test", timeout: timeout),
-                              retryPolicy: RetryPolicy(sleep: { sleeps.record($0) }))
+    func client(
+        _ hub: LocalHub, connectionString: String = testConnectionString, hubName: String = "breaking-news",
+        sleeps: Sleeps = Sleeps(), timeout: Double = 5
+    ) throws -> NotificationHubClient {
+        NotificationHubClient(
+            connection: try HubConnectionString(parsing: connectionString), hubName: hubName,
+            endpoint: hub.endpoint, transport: CurlHubTransport(userAgent: "newspush-test", timeout: timeout),
+            retryPolicy: RetryPolicy(sleep: { sleeps.record($0) }))
     }
 
     func send(_ client: NotificationHubClient, _ request: HubRequest) async -> SendOutcome {
         await offThePool { client.send(request) }
     }
 
-    let properties = ["messageParam": "Breaking World News : Storm barrier closes", "title": "Storm barrier closes",
-                      "category": "World", "url": "https://news.example.org/1", "source": "Desk", "id": "guid:1"]
+    let properties = [
+        "messageParam": "Breaking World News : Storm barrier closes", "title": "Storm barrier closes",
+        "category": "World", "url": "https://news.example.org/1", "source": "Desk", "id": "guid:1",
+    ]
 
     @Test func acceptedSendReturnsTheNotificationIdAndReachesDevices() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let client = try client(hub)
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .accepted(let status, let id, let tracking, _) = outcome else { Issue.record("not accepted: \(outcome)"); return }
+        guard case .accepted(let status, let id, let tracking, _) = outcome else {
+            Issue.record("not accepted: \(outcome)")
+            return
+        }
         #expect(status == 201)
         let deliveries = await hub.emulator.allDeliveries()
         #expect(deliveries.map(\.device) == ["phone-1", "phone-2"])
@@ -63,7 +81,10 @@ struct HubClientTests {
         let wrong = testConnectionString.replacingOccurrences(of: "SharedAccessKey=AAEC", with: "SharedAccessKey=ZZEC")
         let client = try client(hub, connectionString: wrong)
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .refused(401, let reason) = outcome else { Issue.record("expected 401: \(outcome)"); return }
+        guard case .refused(401, let reason) = outcome else {
+            Issue.record("expected 401: \(outcome)")
+            return
+        }
         #expect(reason.contains("InvalidSignature"))
         #expect(reason.contains("SharedAccessKey"))
     }
@@ -72,9 +93,13 @@ struct HubClientTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let client = try client(hub)
-        let request = try client.templateRequest(properties: properties, tags: "World", now: Date().addingTimeInterval(-7200))
+        let request = try client.templateRequest(
+            properties: properties, tags: "World", now: Date().addingTimeInterval(-7200))
         let outcome = await send(client, request)
-        guard case .refused(401, let reason) = outcome else { Issue.record("expected 401: \(outcome)"); return }
+        guard case .refused(401, let reason) = outcome else {
+            Issue.record("expected 401: \(outcome)")
+            return
+        }
         #expect(reason.contains("ExpiredToken"))
         #expect(reason.contains("clock"))
     }
@@ -82,10 +107,14 @@ struct HubClientTests {
     @Test func listenOnlyPolicyIsRefusedWith403() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let listen = "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=ListenOnly;SharedAccessKey=bGlzdGVu"
+        let listen =
+            "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=ListenOnly;SharedAccessKey=bGlzdGVu"
         let client = try client(hub, connectionString: listen)
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .refused(403, let reason) = outcome else { Issue.record("expected 403: \(outcome)"); return }
+        guard case .refused(403, let reason) = outcome else {
+            Issue.record("expected 403: \(outcome)")
+            return
+        }
         #expect(reason.contains("Send right"))
     }
 
@@ -94,8 +123,12 @@ struct HubClientTests {
         defer { hub.stop() }
         // A misspelt hub.name: the token is signed for it, and the namespace has no such hub.
         let client = try client(hub, hubName: "breaking-newz")
-        guard case .refused(404, let reason) = await send(client, try client.templateRequest(properties: properties, tags: "World")) else {
-            Issue.record("expected 404"); return
+        guard
+            case .refused(404, let reason) = await send(
+                client, try client.templateRequest(properties: properties, tags: "World"))
+        else {
+            Issue.record("expected 404")
+            return
         }
         #expect(reason.contains("hub.name"))
         #expect(await hub.emulator.allDeliveries().isEmpty)
@@ -110,9 +143,15 @@ struct HubClientTests {
         var lenient = client
         lenient.maxPayloadBytes = 1 << 20
         let outcome = await send(lenient, try lenient.templateRequest(properties: huge, tags: "World"))
-        guard case .refused(413, let reason) = outcome else { Issue.record("expected 413: \(outcome)"); return }
+        guard case .refused(413, let reason) = outcome else {
+            Issue.record("expected 413: \(outcome)")
+            return
+        }
         #expect(reason.contains("too large"))
-        #expect(throws: HubError.self) { try client.nativeRequest(.apple, payload: ["aps": ["alert": String(repeating: "y", count: 5000)]], tags: "World") }
+        #expect(throws: HubError.self) {
+            try client.nativeRequest(
+                .apple, payload: ["aps": ["alert": String(repeating: "y", count: 5000)]], tags: "World")
+        }
     }
 
     @Test func throttlingIsRetriedHonouringRetryAfter() async throws {
@@ -122,7 +161,10 @@ struct HubClientTests {
         let client = try client(hub, sleeps: sleeps)
         await hub.emulator.inject(Fault(status: 429, retryAfter: "2", count: 2))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .accepted = outcome else { Issue.record("expected success after retries: \(outcome)"); return }
+        guard case .accepted = outcome else {
+            Issue.record("expected success after retries: \(outcome)")
+            return
+        }
         #expect(sleeps.all == [2, 2])
     }
 
@@ -133,7 +175,10 @@ struct HubClientTests {
         let client = try client(hub, sleeps: sleeps)
         await hub.emulator.inject(Fault(status: 503, count: 4))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .notAccepted(503, _) = outcome else { Issue.record("expected notAccepted: \(outcome)"); return }
+        guard case .notAccepted(503, _) = outcome else {
+            Issue.record("expected notAccepted: \(outcome)")
+            return
+        }
         #expect(sleeps.all.count == 3, "at most 3 retries")
         // Exponential from 1 s with at most 8 % jitter.
         #expect(sleeps.all[0] >= 1 && sleeps.all[0] <= 1.08)
@@ -147,8 +192,10 @@ struct HubClientTests {
         defer { hub.stop() }
         let client = try client(hub)
         await hub.emulator.inject(Fault(status: 403, retryAfter: "1", count: 1))
-        guard case .accepted = await send(client, try client.templateRequest(properties: properties, tags: "World")) else {
-            Issue.record("expected success after one retry"); return
+        guard case .accepted = await send(client, try client.templateRequest(properties: properties, tags: "World"))
+        else {
+            Issue.record("expected success after one retry")
+            return
         }
     }
 
@@ -158,7 +205,10 @@ struct HubClientTests {
         let client = try client(hub)
         await hub.emulator.inject(Fault(status: 500, count: 4))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .unknown(500, _) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+        guard case .unknown(500, _) = outcome else {
+            Issue.record("expected unknown: \(outcome)")
+            return
+        }
     }
 
     @Test func droppedConnectionAfterSendingIsUnknown() async throws {
@@ -167,7 +217,10 @@ struct HubClientTests {
         let client = try client(hub)
         await hub.emulator.inject(Fault(drop: true, count: 1))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .unknown(nil, _) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+        guard case .unknown(nil, _) = outcome else {
+            Issue.record("expected unknown: \(outcome)")
+            return
+        }
     }
 
     @Test func timeoutAfterSendingIsUnknown() async throws {
@@ -176,7 +229,10 @@ struct HubClientTests {
         let client = try client(hub, timeout: 1)
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 1))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .unknown(nil, let reason) = outcome else { Issue.record("expected unknown: \(outcome)"); return }
+        guard case .unknown(nil, let reason) = outcome else {
+            Issue.record("expected unknown: \(outcome)")
+            return
+        }
         #expect(reason.contains("timed out"))
     }
 
@@ -184,46 +240,70 @@ struct HubClientTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let control = CurlHubTransport(userAgent: "test", timeout: 5)
-        for fault in [#"{"drop": true}"#, #"{"delay_seconds": 2}"#, #"{"status": 504, "delay_seconds": 2}"#,
-                      #"{"delay_seconds": 2, "delay_after_delivery": true}"#] {
+        for fault in [
+            #"{"drop": true}"#, #"{"delay_seconds": 2}"#, #"{"status": 504, "delay_seconds": 2}"#,
+            #"{"delay_seconds": 2, "delay_after_delivery": true}"#,
+        ] {
             let answer = await offThePool {
-                control.perform(HubRequest(method: "POST", url: "\(hub.endpoint)_emulator/faults", headers: [("Content-Type", "application/json")],
-                                           body: Data(fault.utf8)))
+                control.perform(
+                    HubRequest(
+                        method: "POST", url: "\(hub.endpoint)_emulator/faults",
+                        headers: [("Content-Type", "application/json")],
+                        body: Data(fault.utf8)))
             }
             #expect((try? answer.get().status) == 204, "\(fault) was refused")
         }
         let client = try client(hub, timeout: 1)
-        let request = try client.templateRequest(properties: properties, tags: "user:alice")   // one device
+        let request = try client.templateRequest(properties: properties, tags: "user:alice")  // one device
         // Dropped after delivery: delivered, and the client cannot know.
-        guard case .unknown = await send(client, request) else { Issue.record("drop: expected unknown"); return }
+        guard case .unknown = await send(client, request) else {
+            Issue.record("drop: expected unknown")
+            return
+        }
         #expect(await hub.emulator.allDeliveries().count == 1)
         // Delayed before delivery past the client's timeout: given up after ~1 s (hub.timeout,
         // not curl's 10 s low-speed limit), with nothing delivered yet.
         var started = Date()
-        guard case .unknown = await send(client, request) else { Issue.record("delay: expected unknown"); return }
+        guard case .unknown = await send(client, request) else {
+            Issue.record("delay: expected unknown")
+            return
+        }
         #expect(Date().timeIntervalSince(started) < 1.9)
         #expect(await hub.emulator.allDeliveries().count == 1, "a delayed send was delivered before its delay")
         try await Task.sleep(nanoseconds: 1_500_000_000)
         // A hub that times out before accepting: 504 after the delay, never delivered.
         started = Date()
-        guard case .unknown = await send(client, request) else { Issue.record("504 after delay: expected unknown"); return }
+        guard case .unknown = await send(client, request) else {
+            Issue.record("504 after delay: expected unknown")
+            return
+        }
         #expect(Date().timeIntervalSince(started) < 1.9)
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let afterTimeouts = await hub.emulator.allDeliveries().count
         // Delayed after delivery: delivered at once, answered too late.
-        guard case .unknown = await send(client, request) else { Issue.record("late answer: expected unknown"); return }
+        guard case .unknown = await send(client, request) else {
+            Issue.record("late answer: expected unknown")
+            return
+        }
         #expect(await hub.emulator.allDeliveries().count == afterTimeouts + 1)
         try await Task.sleep(nanoseconds: 1_200_000_000)
         // Each fault took one request: the next send is normal.
-        guard case .accepted = await send(client, request) else { Issue.record("expected accepted"); return }
+        guard case .accepted = await send(client, request) else {
+            Issue.record("expected accepted")
+            return
+        }
     }
 
     @Test func noHubListeningIsNotAccepted() async throws {
-        let client = NotificationHubClient(connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
-                                           endpoint: "http://127.0.0.1:1/", transport: CurlHubTransport(userAgent: "t", timeout: 2),
-                                           retryPolicy: RetryPolicy(sleep: { _ in }))
+        let client = NotificationHubClient(
+            connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
+            endpoint: "http://127.0.0.1:1/", transport: CurlHubTransport(userAgent: "t", timeout: 2),
+            retryPolicy: RetryPolicy(sleep: { _ in }))
         let outcome = await send(client, try client.templateRequest(properties: properties, tags: "World"))
-        guard case .notAccepted(nil, let reason) = outcome else { Issue.record("expected notAccepted: \(outcome)"); return }
+        guard case .notAccepted(nil, let reason) = outcome else {
+            Issue.record("expected notAccepted: \(outcome)")
+            return
+        }
         #expect(reason.contains("connection refused"))
     }
 
@@ -231,8 +311,12 @@ struct HubClientTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let client = try client(hub)
-        let outcome = await send(client, try client.templateRequest(properties: properties, tags: "user:alice", test: true))
-        guard case .accepted(_, _, _, let body) = outcome else { Issue.record("not accepted"); return }
+        let outcome = await send(
+            client, try client.templateRequest(properties: properties, tags: "user:alice", test: true))
+        guard case .accepted(_, _, _, let body) = outcome else {
+            Issue.record("not accepted")
+            return
+        }
         let result = try #require(TestSendOutcome(xml: body))
         #expect(result.success == 1)
         #expect(result.results.map(\.registrationId) == ["phone-2"])
@@ -244,30 +328,50 @@ struct HubClientTests {
         defer { hub.stop() }
         let client = try client(hub)
         let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .apple)
-        let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
+        let content = PushContent(
+            category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
         let properties = PushRequests.properties(content, settings: settings)
-        let apple = try PushRequests.request(format: .apple, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(), client: client)
+        let apple = try PushRequests.request(
+            format: .apple, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(),
+            client: client)
         #expect(apple.header("ServiceBusNotification-Format") == "apple")
         #expect(apple.header("apns-push-type") == "alert")
-        guard case .accepted = await send(client, apple) else { Issue.record("apple not accepted"); return }
-        guard case .accepted = await send(client, try PushRequests.request(format: .fcmv1, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(), client: client)) else {
-            Issue.record("fcmv1 not accepted"); return
+        guard case .accepted = await send(client, apple) else {
+            Issue.record("apple not accepted")
+            return
+        }
+        guard
+            case .accepted = await send(
+                client,
+                try PushRequests.request(
+                    format: .fcmv1, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(),
+                    client: client))
+        else {
+            Issue.record("fcmv1 not accepted")
+            return
         }
         let deliveries = await hub.emulator.allDeliveries()
         #expect(deliveries.map(\.device) == ["phone-3", "phone-4"])
         #expect(deliveries[0].payload.contains(#""alert":"Breaking World News : Storm""#))
         #expect(deliveries[1].payload.contains(#""body":"Breaking World News : Storm""#))
-        #expect(throws: HubError.self) { try client.nativeRequest(.fcmv1, payload: ["notification": ["body": "x"]], tags: "World") }
+        #expect(throws: HubError.self) {
+            try client.nativeRequest(.fcmv1, payload: ["notification": ["body": "x"]], tags: "World")
+        }
     }
 
     @Test func idOnlyCarriesOnlyIdAndURL() throws {
         let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .idOnly)
-        let content = PushContent(category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
-        #expect(PushRequests.properties(content, settings: settings) == ["id": "guid:1", "url": "https://news.example.org/1"])
+        let content = PushContent(
+            category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
+        #expect(
+            PushRequests.properties(content, settings: settings) == [
+                "id": "guid:1", "url": "https://news.example.org/1",
+            ])
     }
 
     @Test func tokensAreReusedUntilNearExpiry() throws {
-        let provider = SASTokenProvider(connection: try HubConnectionString(parsing: testConnectionString), hub: "breaking-news")
+        let provider = SASTokenProvider(
+            connection: try HubConnectionString(parsing: testConnectionString), hub: "breaking-news")
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let first = provider.authorization(now: start)
         #expect(first.contains("se=1800003600"))

@@ -1,22 +1,28 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Ledger (SQLite)")
 struct LedgerTests {
-    let now = Date(timeIntervalSince1970: 1_795_330_800)   // 2026-11-22T07:00:00Z
+    let now = Date(timeIntervalSince1970: 1_795_330_800)  // 2026-11-22T07:00:00Z
 
-    func story(_ key: String, feed: String = "https://a.example/rss", status: StoryRecord.Status = .seen, at: Date? = nil) -> StoryRecord {
-        StoryRecord(key: key, feed: feed, title: "Title of \(key)", link: "https://a.example/\(key)", category: "World",
-                    firstSeen: at ?? now, lastSeen: at ?? now, published: at ?? now, status: status)
+    func story(
+        _ key: String, feed: String = "https://a.example/rss", status: StoryRecord.Status = .seen, at: Date? = nil
+    ) -> StoryRecord {
+        StoryRecord(
+            key: key, feed: feed, title: "Title of \(key)", link: "https://a.example/\(key)", category: "World",
+            firstSeen: at ?? now, lastSeen: at ?? now, published: at ?? now, status: status)
     }
 
     func entry(_ key: String, category: NewsCategory = .world, fresh: Double = 3600) -> OutboxEntry {
-        OutboxEntry(storyKey: key, origin: .run, category: category, format: .template, tags: category.rawValue,
-                    properties: ["messageParam": "Breaking: \(key)", "id": key], createdAt: now, freshUntil: now.addingTimeInterval(fresh))
+        OutboxEntry(
+            storyKey: key, origin: .run, category: category, format: .template, tags: category.rawValue,
+            properties: ["messageParam": "Breaking: \(key)", "id": key], createdAt: now,
+            freshUntil: now.addingTimeInterval(fresh))
     }
 
     @Test func aNewLedgerIsCreatedWholeAndReadingNeverCreatesOne() throws {
@@ -32,7 +38,9 @@ struct LedgerTests {
         #expect(try Ledger.open(configured: path, access: .write).isNew == false)
     }
 
-    @Test(arguments: ["", "not a database at all, just text", "SQLite format 3\u{0}garbage after the magic header........"])
+    @Test(arguments: [
+        "", "not a database at all, just text", "SQLite format 3\u{0}garbage after the magic header........",
+    ])
     func unusableFilesAreCorruptAndLeftUntouched(content: String) throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -57,8 +65,11 @@ struct LedgerTests {
         #expect(throws: LedgerError.self) { _ = try Ledger.open(configured: other, access: .write) }
         let newer = folder.file("newer.db")
         _ = try Ledger.open(configured: newer, access: .write)
-        try SQLiteDatabase(path: newer, mode: .readWrite).execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
-        #expect(throws: LedgerError.newerSchema(path: newer, version: 99)) { _ = try Ledger.open(configured: newer, access: .write) }
+        try SQLiteDatabase(path: newer, mode: .readWrite).execute(
+            "UPDATE meta SET value = '99' WHERE name = 'schema_version'")
+        #expect(throws: LedgerError.newerSchema(path: newer, version: 99)) {
+            _ = try Ledger.open(configured: newer, access: .write)
+        }
     }
 
     @Test func theLockIsExclusiveAndCanBeWaitedFor() throws {
@@ -79,15 +90,20 @@ struct LedgerTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         var legacy = LegacyJSONState()
-        legacy.feeds["https://a.example/rss"] = LegacyJSONState.Feed(validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
-        legacy.stories["guid:pushed"] = LegacyJSONState.Story(status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: nil,
-                                                               category: "World", firstSeen: now, lastSeen: now, pushedAt: now)
-        legacy.stories["guid:seen"] = LegacyJSONState.Story(status: "seen", feed: "https://a.example/rss", title: "Seen", link: nil,
-                                                             category: nil, firstSeen: now, lastSeen: now)
-        legacy.stories["guid:sending"] = LegacyJSONState.Story(status: "pending", feed: "https://a.example/rss", title: "Cut", link: nil,
-                                                                category: "World", firstSeen: now, lastSeen: now)
-        legacy.stories["guid:pending"] = LegacyJSONState.Story(status: "pending", feed: "https://a.example/rss", title: "Waiting", link: nil,
-                                                                category: "World", firstSeen: now, lastSeen: now)
+        legacy.feeds["https://a.example/rss"] = LegacyJSONState.Feed(
+            validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
+        legacy.stories["guid:pushed"] = LegacyJSONState.Story(
+            status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: nil,
+            category: "World", firstSeen: now, lastSeen: now, pushedAt: now)
+        legacy.stories["guid:seen"] = LegacyJSONState.Story(
+            status: "seen", feed: "https://a.example/rss", title: "Seen", link: nil,
+            category: nil, firstSeen: now, lastSeen: now)
+        legacy.stories["guid:sending"] = LegacyJSONState.Story(
+            status: "pending", feed: "https://a.example/rss", title: "Cut", link: nil,
+            category: "World", firstSeen: now, lastSeen: now)
+        legacy.stories["guid:pending"] = LegacyJSONState.Story(
+            status: "pending", feed: "https://a.example/rss", title: "Waiting", link: nil,
+            category: "World", firstSeen: now, lastSeen: now)
         legacy.tombstones["guid:old"] = now
         let json = folder.file("newspush-state.json")
         try legacy.save(path: json)
@@ -105,7 +121,8 @@ struct LedgerTests {
         #expect(ledger.migratedFrom == json && !ledger.isNew)
         #expect(FileManager.default.fileExists(atPath: json + ".migrated"))
         #expect(!FileManager.default.fileExists(atPath: json))
-        let stories = Dictionary(try ledger.allStories().map { ($0.record.key, $0.record) }, uniquingKeysWith: { a, _ in a })
+        let stories = Dictionary(
+            try ledger.allStories().map { ($0.record.key, $0.record) }, uniquingKeysWith: { a, _ in a })
         #expect(stories["guid:pushed"]?.status == .pushed)
         #expect(stories["guid:seen"]?.status == .seen)
         #expect(stories["guid:sending"]?.status == .unknown, "an interrupted send is never re-sent")
@@ -114,7 +131,9 @@ struct LedgerTests {
         let feed = try #require(try ledger.feeds(["https://a.example/rss"])["https://a.example/rss"])
         #expect(feed.validators == nil, "the first run after a migration reads every feed in full")
         #expect(feed.lastSuccess == now, "a feed read before the migration records no baseline")
-        #expect(try ledger.pushesSent(since: now.addingTimeInterval(-60)) == [.world: 2], "earlier pushes still count for the budget")
+        #expect(
+            try ledger.pushesSent(since: now.addingTimeInterval(-60)) == [.world: 2],
+            "earlier pushes still count for the budget")
         // The configured .db path finds the same ledger; the JSON is not migrated twice.
         #expect(try Ledger.open(configured: folder.file("newspush-state.db"), access: .write).migratedFrom == nil)
     }
@@ -136,19 +155,31 @@ struct LedgerTests {
         let start = now.addingTimeInterval(-40 * day)
         let feed = "https://a.example/rss"
         var first = RunRecord(at: start)
-        first.feeds = [FeedRecord(url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: start, lastSuccess: start, listedAt: start)]
+        first.feeds = [
+            FeedRecord(
+                url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: start, lastSuccess: start,
+                listedAt: start)
+        ]
         first.newStories = [story("gone", at: start), story("kept", at: start)]
         first.listings[feed] = ["gone", "kept"]
         try ledger.record(first)
         // Five days later the feed's full response lists only "kept".
         let later = start.addingTimeInterval(5 * day)
         var second = RunRecord(at: later)
-        second.feeds = [FeedRecord(url: feed, validators: ConditionalGetValidators(etag: "\"2\""), lastFetched: later, lastSuccess: later, listedAt: later)]
+        second.feeds = [
+            FeedRecord(
+                url: feed, validators: ConditionalGetValidators(etag: "\"2\""), lastFetched: later, lastSuccess: later,
+                listedAt: later)
+        ]
         second.listings[feed] = ["kept"]
         try ledger.record(second)
         // From then on it answers 304 every run, up to now: only its listing's stories stay alive.
         var notModified = RunRecord(at: now)
-        notModified.feeds = [FeedRecord(url: feed, validators: ConditionalGetValidators(etag: "\"2\""), lastFetched: now, lastSuccess: later, listedAt: now)]
+        notModified.feeds = [
+            FeedRecord(
+                url: feed, validators: ConditionalGetValidators(etag: "\"2\""), lastFetched: now, lastSuccess: later,
+                listedAt: now)
+        ]
         try ledger.record(notModified)
         #expect(try ledger.prune(retention: 30 * day, now: now) == 1)
         #expect(try ledger.allStories().map(\.record.key) == ["kept"])
@@ -170,7 +201,10 @@ struct LedgerTests {
         #expect(try ledger.stories(keys: ["a"])["a"]?.status == .pending)
         let waiting = try ledger.outbox().sorted { $0.storyKey < $1.storyKey }
         try ledger.markSending(Array(waiting.prefix(2)), at: now)
-        try ledger.record([OutboxOutcome(entryID: waiting[0].id, storyKey: "a", status: .sent, at: now, httpStatus: 201, notificationId: "NH-1")])
+        try ledger.record([
+            OutboxOutcome(
+                entryID: waiting[0].id, storyKey: "a", status: .sent, at: now, httpStatus: 201, notificationId: "NH-1")
+        ])
         // The process dies here: "b" is left sending, and the next run settles it as unknown.
         let reopened = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
         #expect(try reopened.settleInterruptedSends(at: now).map(\.storyKey) == ["b"])
@@ -188,7 +222,11 @@ struct LedgerTests {
         let ledger = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
         let feed = "https://a.example/rss"
         var run = RunRecord(at: now)
-        run.feeds = [FeedRecord(url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: now, lastSuccess: now, listedAt: now)]
+        run.feeds = [
+            FeedRecord(
+                url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: now, lastSuccess: now,
+                listedAt: now)
+        ]
         run.newStories = [story("a", status: .pushed)]
         run.listings[feed] = ["a"]
         try ledger.record(run)

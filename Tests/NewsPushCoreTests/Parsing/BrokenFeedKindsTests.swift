@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 /// Kinds of broken feed found in feed readers' issue trackers and in real feeds judged against
@@ -23,35 +24,41 @@ struct BrokenFeedKindsTests {
     @Test func doubleEncodedUTF8IsRepairedInEveryLanguage() throws {
         let feed = try parse("double-encoded.xml")
         #expect(feed.title == "Désk")
-        #expect(feed.items.map(\.title) == [
-            "El gobierno ordenó la evacuación de la costa",
-            "Été brûlant : l'État déclenche l'alerte canicule",
-            "Über 200 Städte melden Überschwemmungen",
-            "La città di Perugia sceglie il nuovo sindaco, è ufficiale",
-            "São Paulo anuncia rodízio de água até março",
-            "Путин провёл совещание с правительством",
-            "Council tax rises by £120 for most households",
-            "Minister says “no deal” is “off the table” – for now",
-        ])
+        #expect(
+            feed.items.map(\.title) == [
+                "El gobierno ordenó la evacuación de la costa",
+                "Été brûlant : l'État déclenche l'alerte canicule",
+                "Über 200 Städte melden Überschwemmungen",
+                "La città di Perugia sceglie il nuovo sindaco, è ufficiale",
+                "São Paulo anuncia rodízio de água até março",
+                "Путин провёл совещание с правительством",
+                "Council tax rises by £120 for most households",
+                "Minister says “no deal” is “off the table” – for now",
+            ])
         #expect(feed.items.allSatisfy { $0.summary?.hasPrefix("Résumé: ") == true })
         #expect(try titles("double-encoded-entities.xml") == ["Government’s plan"])
     }
 
     @Test func rightTextIsNeverRepaired() throws {
-        #expect(try titles("right-text.xml") == [
-            "São Paulo decide hoje", "JOÃO SILVA VENCE EM SÃO PAULO", "Ã is the letter in the word Ãnguelo",
-            "CAFÉ” the sign said", "Café ordenÃ³ — 東京", "東京で地震", "Plain ASCII headline",
-        ])
-        #expect(try titles("latin1-document.xml") == ["El Niño dejó £3 millones en daños, según el informe", "Ça coûte cher à Genève"])
+        #expect(
+            try titles("right-text.xml") == [
+                "São Paulo decide hoje", "JOÃO SILVA VENCE EM SÃO PAULO", "Ã is the letter in the word Ãnguelo",
+                "CAFÉ” the sign said", "Café ordenÃ³ — 東京", "東京で地震", "Plain ASCII headline",
+            ])
+        #expect(
+            try titles("latin1-document.xml") == [
+                "El Niño dejó £3 millones en daños, según el informe", "Ça coûte cher à Genève",
+            ])
     }
 
     /// The rule itself, on single fields: each condition has a counter-example.
     @Test(arguments: [
-        ("ordenÃ³", "ordenó"), ("Â£5m", "£5m"), ("Itâ€™s", "It’s"), ("â€œYesâ€\u{9D}", "“Yes”"), ("ÐŸÑƒÑ‚Ð¸Ð½", "Путин"),
-        ("São Paulo", "São Paulo"),            // ã then o: not UTF-8
-        ("Ãlvaro", "Ãlvaro"),                   // Ã then l: not UTF-8
-        ("CAFÉ”", "CAFÉ”"),                     // would decode to U+0254, an IPA letter
-        ("Café ordenÃ³ 東京", "Café ordenÃ³ 東京"), // 東 has no single byte: a mixed field is left alone
+        ("ordenÃ³", "ordenó"), ("Â£5m", "£5m"), ("Itâ€™s", "It’s"), ("â€œYesâ€\u{9D}", "“Yes”"),
+        ("ÐŸÑƒÑ‚Ð¸Ð½", "Путин"),
+        ("São Paulo", "São Paulo"),  // ã then o: not UTF-8
+        ("Ãlvaro", "Ãlvaro"),  // Ã then l: not UTF-8
+        ("CAFÉ”", "CAFÉ”"),  // would decode to U+0254, an IPA letter
+        ("Café ordenÃ³ 東京", "Café ordenÃ³ 東京"),  // 東 has no single byte: a mixed field is left alone
         ("naïve", "naïve"), ("", ""), ("plain", "plain"),
     ])
     func theRepairRule(input: String, expected: String) {
@@ -73,7 +80,9 @@ struct BrokenFeedKindsTests {
     @Test func atomAsTheDefaultNamespaceOfAnRSSDocument() throws {
         let feed = try parse("default-ns-atom-on-rss.xml")
         #expect(feed.items.map(\.title) == ["First story"])
-        #expect(feed.link == "https://news.example.org/", "the self link (empty element) does not replace the channel's link")
+        #expect(
+            feed.link == "https://news.example.org/",
+            "the self link (empty element) does not replace the channel's link")
     }
 
     @Test func rss10AndAtomInNamespacesOfTheirOwn() throws {
@@ -92,15 +101,23 @@ struct BrokenFeedKindsTests {
         #expect(feed.link == "https://news.example.org/")
         #expect(feed.items.map(\.title) == ["Upper-case story", "Mixed-case story"])
         #expect(feed.items.map(\.link) == ["https://news.example.org/upper", "https://news.example.org/mixed"])
-        #expect(feed.items.map(\.published) == [Date(timeIntervalSince1970: 1_795_428_000), Date(timeIntervalSince1970: 1_795_431_600)])
+        #expect(
+            feed.items.map(\.published) == [
+                Date(timeIntervalSince1970: 1_795_428_000), Date(timeIntervalSince1970: 1_795_431_600),
+            ])
         #expect(feed.items.last?.summary == "Summary in a capitalised element")
     }
 
     /// `<link href="…"/>` in an RSS item (Atom's form without Atom's namespace): feedparser
     /// reads the href; newspush read no link.
     @Test func anRSSLinkWrittenWithAnHrefIsTheItemsLink() throws {
-        let items = try FeedParser.parse(try Fixtures.data("feeds/broken/rss-link-href.xml"), url: "https://news.example.org/feed.xml").items
-        #expect(items.map(\.link) == ["https://news.example.org/2026/11/href-story", nil, "https://news.example.org/text-story"])
+        let items = try FeedParser.parse(
+            try Fixtures.data("feeds/broken/rss-link-href.xml"), url: "https://news.example.org/feed.xml"
+        ).items
+        #expect(
+            items.map(\.link) == [
+                "https://news.example.org/2026/11/href-story", nil, "https://news.example.org/text-story",
+            ])
     }
 
     /// Attribute names in other cases (`ISPERMALINK`, `isPermalink`, `URL`): feedparser reads
@@ -122,8 +139,12 @@ struct BrokenFeedKindsTests {
         let bare = try parse("items-without-title-or-link.xml")
         #expect(bare.unusable == .noReadableItems("none of its 2 items has a title or a link"))
         #expect(try parse("empty-channel.xml").unusable == nil, "a feed with no items at all is not an error")
-        let read = FeedReading.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: try Fixtures.data("feeds/broken/items-in-foreign-namespace.xml"), finalURL: "https://news.example.org/feed"),
-                                 base: "https://news.example.org/feed")
+        let read = FeedReading.read(
+            FetchedFeed(
+                url: "https://news.example.org/feed", status: .ok,
+                body: try Fixtures.data("feeds/broken/items-in-foreign-namespace.xml"),
+                finalURL: "https://news.example.org/feed"),
+            base: "https://news.example.org/feed")
         #expect(read.status == .error)
         #expect(read.error?.hasPrefix("https://news.example.org/feed: no usable items") == true)
     }
@@ -133,12 +154,25 @@ struct BrokenFeedKindsTests {
     @Test func relativeLinksStayRelativeWithoutAnHTTPBase() throws {
         let data = try Fixtures.data("feeds/broken/relative-links.xml")
         for base in [nil, "file:///srv/feeds/relative-links.xml"] {
-            let feed = try #require(FeedReading.read(FetchedFeed(url: "relative-links.xml", status: .ok, body: data, finalURL: base ?? "relative-links.xml"), base: base).feed)
-            #expect(feed.items.map(\.link) == ["/2026/11/relative-story", "https://other.example.net/section/story-7", "javascript:alert(1)"])
+            let feed = try #require(
+                FeedReading.read(
+                    FetchedFeed(
+                        url: "relative-links.xml", status: .ok, body: data, finalURL: base ?? "relative-links.xml"),
+                    base: base
+                ).feed)
+            #expect(
+                feed.items.map(\.link) == [
+                    "/2026/11/relative-story", "https://other.example.net/section/story-7", "javascript:alert(1)",
+                ])
             #expect(feed.link == "/")
         }
-        let served = try #require(FeedReading.read(FetchedFeed(url: "https://news.example.org/feed", status: .ok, body: data, finalURL: "https://news.example.org/feed"),
-                                                base: "https://news.example.org/feed").feed)
+        let served = try #require(
+            FeedReading.read(
+                FetchedFeed(
+                    url: "https://news.example.org/feed", status: .ok, body: data,
+                    finalURL: "https://news.example.org/feed"),
+                base: "https://news.example.org/feed"
+            ).feed)
         #expect(served.items.first?.link == "https://news.example.org/2026/11/relative-story")
     }
 
@@ -158,9 +192,12 @@ struct BrokenFeedKindsTests {
         let attributes = try parse("entities-in-attributes.xml").items[0]
         #expect(attributes.link == "https://news.example.org/pic?id=1&src=rss")
         #expect(attributes.image == "https://img.example.org/p.jpg?w=800&h=600")
-        #expect(attributes.enclosures.contains("https://img.example.org/e.jpg?a=1&copy=2"), "a bare & before a name is not a reference")
+        #expect(
+            attributes.enclosures.contains("https://img.example.org/e.jpg?a=1&copy=2"),
+            "a bare & before a name is not a reference")
         #expect(try titles("cp1252-in-utf8.xml") == ["“Quoted” headline – with café"])
-        #expect(try titles("bom-and-latin1-declaration.xml") == ["Déjà vu in Zürich"], "the BOM wins over the declaration")
+        #expect(
+            try titles("bom-and-latin1-declaration.xml") == ["Déjà vu in Zürich"], "the BOM wins over the declaration")
     }
 
     @Test func titlesWithMarkupAndDoubleEscapes() throws {

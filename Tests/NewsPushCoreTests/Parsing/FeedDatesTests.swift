@@ -1,8 +1,9 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Feed dates")
@@ -85,19 +86,29 @@ struct FeedDatesTests {
     }
 
     @Test func commonFormTakesTheFastPath() {
-        #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 GMT").map(FeedDates.format) == "2026-11-22T06:00:00Z")
+        #expect(
+            FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 GMT").map(FeedDates.format) == "2026-11-22T06:00:00Z"
+        )
         #expect(FeedDates.parseCommonRFC822("22 Nov 2026 06:00 -0500").map(FeedDates.format) == "2026-11-22T11:00:00Z")
-        #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 EST").map(FeedDates.format) == "2026-11-22T11:00:00Z")
-        #expect(FeedDates.parseCommonRFC822("Thu, 02 Jul 2015 12:33:53 +01:00").map(FeedDates.format) == "2015-07-02T11:33:53Z")
-        #expect(FeedDates.parseCommonRFC822("Thu, 02 Jul 2015 12:33:53 gmt").map(FeedDates.format) == "2015-07-02T12:33:53Z")
+        #expect(
+            FeedDates.parseCommonRFC822("Sun, 22 Nov 2026 06:00:00 EST").map(FeedDates.format) == "2026-11-22T11:00:00Z"
+        )
+        #expect(
+            FeedDates.parseCommonRFC822("Thu, 02 Jul 2015 12:33:53 +01:00").map(FeedDates.format)
+                == "2015-07-02T11:33:53Z")
+        #expect(
+            FeedDates.parseCommonRFC822("Thu, 02 Jul 2015 12:33:53 gmt").map(FeedDates.format) == "2015-07-02T12:33:53Z"
+        )
         // Anything else is left to the tolerant parser.
         #expect(FeedDates.parseCommonRFC822("Sunday, 22 November 2026 06:00:00 GMT") == nil)
         #expect(FeedDates.parseCommonRFC822("Sun, 22 Nov 26 06:00:00 GMT") == nil)
     }
 
-    @Test(arguments: ["", "yesterday", "Sun, 32 Nov 2026 06:00:00 GMT", "2026-13-01", "2026-02-30", "Sun, 22 Foo 2026 06:00:00 GMT",
-                      "25:00", "not a date at all 123", "Sun, 22 Nov 2026 25:00:00 GMT", "Feb 30 2026", "0000-00-00",
-                      "2026-11-22T06:00:00+25:00", "2027-02-29T00:00:00Z", "August 2011", "Nov 2026"])
+    @Test(arguments: [
+        "", "yesterday", "Sun, 32 Nov 2026 06:00:00 GMT", "2026-13-01", "2026-02-30", "Sun, 22 Foo 2026 06:00:00 GMT",
+        "25:00", "not a date at all 123", "Sun, 22 Nov 2026 25:00:00 GMT", "Feb 30 2026", "0000-00-00",
+        "2026-11-22T06:00:00+25:00", "2027-02-29T00:00:00Z", "August 2011", "Nov 2026",
+    ])
     func unparseableIsNil(text: String) {
         #expect(FeedDates.parse(text) == nil)
     }

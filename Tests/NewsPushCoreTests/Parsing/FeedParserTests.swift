@@ -1,13 +1,16 @@
 import Foundation
+import NewsPushModel
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Feed parsing")
 struct FeedParserTests {
-    func parse(_ xml: String, url: String? = "https://example.org/feed.xml", contentType: String? = nil) throws -> ParsedFeed {
+    func parse(_ xml: String, url: String? = "https://example.org/feed.xml", contentType: String? = nil) throws
+        -> ParsedFeed
+    {
         try FeedParser.parse(Data(xml.utf8), url: url, contentType: contentType)
     }
 
@@ -15,7 +18,8 @@ struct FeedParserTests {
     @Test func authorsAreSplitIntoNameAndAddress() {
         let cases: [(String, String?, String?)] = [
             ("Jane Doe", "Jane Doe", nil), ("jane@example.com (Jane Doe)", "Jane Doe", "jane@example.com"),
-            ("Jane Doe <jane@example.com>", "Jane Doe", "jane@example.com"), ("  jane@example.com ", nil, "jane@example.com"),
+            ("Jane Doe <jane@example.com>", "Jane Doe", "jane@example.com"),
+            ("  jane@example.com ", nil, "jane@example.com"),
             ("\u{A0}Jane Doe (Staff)\u{A0}", "Jane Doe (Staff)", nil), ("(jane@example.com)", nil, "jane@example.com"),
         ]
         for (text, name, email) in cases {
@@ -26,16 +30,21 @@ struct FeedParserTests {
 
     /// The encoding named in the XML declaration, in either quote, with spaces around '='.
     @Test func declaredEncodingIsReadFromTheDeclaration() {
-        for (document, expected) in [("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss/>", "ISO-8859-1"),
-                                     ("<?xml version='1.0' encoding = 'windows-1252' ?><rss/>", "windows-1252"),
-                                     ("<?xml version=\"1.0\"?><rss encoding=\"x\"/>", nil), ("<rss/>", nil),
-                                     ("\n\n<?xml encoding=\"utf-8\"?>", "utf-8"), ("<?xml encoding=\"\"?>", nil)] as [(String, String?)] {
-            #expect(Array(document.utf8).withUnsafeBufferPointer { FeedBytes.declaredEncoding($0) } == expected, "\(document)")
+        for (document, expected) in [
+            ("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss/>", "ISO-8859-1"),
+            ("<?xml version='1.0' encoding = 'windows-1252' ?><rss/>", "windows-1252"),
+            ("<?xml version=\"1.0\"?><rss encoding=\"x\"/>", nil), ("<rss/>", nil),
+            ("\n\n<?xml encoding=\"utf-8\"?>", "utf-8"), ("<?xml encoding=\"\"?>", nil),
+        ] as [(String, String?)] {
+            #expect(
+                Array(document.utf8).withUnsafeBufferPointer { FeedBytes.declaredEncoding($0) } == expected,
+                "\(document)")
         }
     }
 
     @Test func rss2Basics() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <?xml version="1.0"?>
             <rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
               <title>Desk</title><link>https://example.org/</link>
@@ -72,21 +81,32 @@ struct FeedParserTests {
     /// An Atom entry's link: the first alternate of an HTML type, else the first alternate.
     @Test func atomEntryLinkIsTheFirstHTMLAlternate() throws {
         func link(_ links: String) throws -> String? {
-            try parse("""
-                <feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><entry><title>T</title><id>urn:1</id>\(links)</entry></feed>
-                """).items.first?.link
+            try parse(
+                """
+                <feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><entry><title>T</title>
+                <id>urn:1</id>\(links)</entry></feed>
+                """
+            ).items.first?.link
         }
-        #expect(try link("""
-            <link rel="self" type="text/html" href="https://a.example/self"/><link type="application/pdf" href="https://a.example/x.pdf"/>
-            <link rel="alternate" type="application/xhtml+xml" href="https://a.example/page"/>
-            """) == "https://a.example/page")
-        #expect(try link(#"<link rel="alternate" type="application/pdf" href="https://a.example/x.pdf"/><link rel="self" href="https://a.example/s"/>"#)
+        #expect(
+            try link(
+                """
+                <link rel="self" type="text/html" href="https://a.example/self"/>
+                <link type="application/pdf" href="https://a.example/x.pdf"/>
+                <link rel="alternate" type="application/xhtml+xml" href="https://a.example/page"/>
+                """) == "https://a.example/page")
+        #expect(
+            try link(
+                #"<link rel="alternate" type="application/pdf" href="https://a.example/x.pdf"/>"#
+                    + #"<link rel="self" href="https://a.example/s"/>"#
+            )
                 == "https://a.example/x.pdf")
         #expect(try link(#"<link rel="self" href="https://a.example/s"/>"#) == nil)
     }
 
     @Test func atomWithXmlBaseAndTextTypes() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://example.net/blog/">
               <title type="text">A &lt;b&gt; c</title>
               <link rel="self" href="feed.atom"/><link href="./"/>
@@ -119,10 +139,12 @@ struct FeedParserTests {
     }
 
     @Test func rss1AndRss09x() throws {
-        let rdf = try parse("""
+        let rdf = try parse(
+            """
             <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"
                      xmlns:dc="http://purl.org/dc/elements/1.1/">
-              <channel rdf:about="https://example.org/"><title>RDF desk</title><link>https://example.org/</link></channel>
+              <channel rdf:about="https://example.org/"><title>RDF desk</title><link>https://example.org/</link>
+              </channel>
               <item rdf:about="https://example.org/r/1"><title>R1</title><link>https://example.org/r/1</link>
                 <dc:date>2026-11-22T06:00:00Z</dc:date><dc:subject>Politics</dc:subject></item>
             </rdf:RDF>
@@ -132,13 +154,17 @@ struct FeedParserTests {
         #expect(rdf.items.first?.id == "https://example.org/r/1")
         #expect(rdf.items.first?.published.map(FeedDates.format) == "2026-11-22T06:00:00Z")
         #expect(rdf.items.first?.categories == ["Politics"])
-        let old = try parse("<rss version=\"0.91\"><channel><title>Old</title><item><title>T</title><link>http://e.org/1</link></item></channel></rss>")
+        let old = try parse(
+            "<rss version=\"0.91\"><channel><title>Old</title><item><title>T</title><link>http://e.org/1</link></"
+                + "item></channel></rss>"
+        )
         #expect(old.format == .rss09x)
         #expect(old.items.count == 1)
     }
 
     @Test func htmlEntitiesAndBareAmpersandsSurvive() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <rss version="2.0"><channel><title>Caf&eacute; &amp; Bar</title>
             <item><title>AT&T buys caf&eacute;&nbsp;chain &doesnotexist; &#8217;s</title>
             <link>https://example.org/a?width=140&quality=85</link></item></channel></rss>
@@ -151,7 +177,8 @@ struct FeedParserTests {
     }
 
     @Test func notWellFormedKeepsWhatCanBeRecovered() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <rss version="2.0"><channel><title>Broken</title>
             <item><title>One &amp; only</title><link>https://example.org/1</link></item>
             <item><title>Two <b>unclosed</title><link>https://example.org/2</link></item>
@@ -164,7 +191,8 @@ struct FeedParserTests {
     }
 
     @Test func truncatedDocumentKeepsCompleteItemsOnly() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <rss version="2.0"><channel><title>Cut</title>
             <item><title>Complete</title><link>https://example.org/1</link></item>
             <item><title>Half a tit
@@ -185,13 +213,15 @@ struct FeedParserTests {
     }
 
     @Test func junkBeforeTheDeclarationIsSkipped() throws {
-        let feed = try parse("\n\n  <?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>T</title></channel></rss>")
+        let feed = try parse(
+            "\n\n  <?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>T</title></channel></rss>")
         #expect(feed.title == "T")
         #expect(feed.problems.isEmpty)
     }
 
     @Test func externalEntitiesStayInert() throws {
-        let feed = try parse("""
+        let feed = try parse(
+            """
             <?xml version="1.0"?>
             <!DOCTYPE rss [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
             <rss version="2.0"><channel><title>x&xxe;y</title></channel></rss>
@@ -206,7 +236,9 @@ struct FeedParserTests {
     }
 
     @Test func httpCharsetOverridesTheDeclaration() throws {
-        let body = Data("<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\"><channel><title>Caf\u{E9}</title></channel></rss>".utf8)
+        let body = Data(
+            ("<?xml version=\"1.0\" encoding=\"utf-8\"?><rss "
+                + "version=\"2.0\"><channel><title>Caf\u{E9}</title></channel></rss>").utf8)
         // Declared UTF-8 and served as UTF-8: read as such.
         #expect(try FeedParser.parse(body, url: nil, contentType: "application/rss+xml; charset=utf-8").title == "Café")
         var latin1 = Data("<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\"><channel><title>Caf".utf8)
@@ -216,7 +248,9 @@ struct FeedParserTests {
     }
 
     @Test func utf16WithBOM() throws {
-        let xml = "<?xml version=\"1.0\" encoding=\"utf-16\"?><rss version=\"2.0\"><channel><title>Ünïcode</title></channel></rss>"
+        let xml =
+            "<?xml version=\"1.0\" encoding=\"utf-16\"?><rss "
+            + "version=\"2.0\"><channel><title>Ünïcode</title></channel></rss>"
         var data = Data([0xFF, 0xFE])
         data.append(xml.data(using: .utf16LittleEndian)!)
         #expect(try FeedParser.parse(data, url: nil).title == "Ünïcode")
@@ -225,17 +259,24 @@ struct FeedParserTests {
     /// The pre-pass's UTF-8 check agrees with the standard library's on edge cases and on
     /// random byte strings built from UTF-8 pieces, broken ones included.
     @Test func utf8CheckAgreesWithTheStandardLibrary() {
-        let cases: [[UInt8]] = [[], [0x41], [0xC2, 0xA0], [0xC1, 0xBF], [0xE0, 0x9F, 0x80], [0xE0, 0xA0, 0x80], [0xED, 0xA0, 0x80],
-                                [0xED, 0x9F, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
-                                [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x80], [0x80], Array("naïve café — ok ✓ 😀".utf8)]
+        let cases: [[UInt8]] = [
+            [], [0x41], [0xC2, 0xA0], [0xC1, 0xBF], [0xE0, 0x9F, 0x80], [0xE0, 0xA0, 0x80], [0xED, 0xA0, 0x80],
+            [0xED, 0x9F, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
+            [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x80], [0x80], Array("naïve café — ok ✓ 😀".utf8),
+        ]
         for bytes in cases {
             #expect(FeedBytes.isValidUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
         }
         var generator = ClassifierTraining.SplitMix(seed: 42)
-        let pieces: [[UInt8]] = [Array("abc ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0xC3], [0xE2, 0x82], [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80]]
+        let pieces: [[UInt8]] = [
+            Array("abc ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0xC3], [0xE2, 0x82],
+            [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80],
+        ]
         for _ in 0..<2000 {
             var bytes: [UInt8] = []
-            for _ in 0..<Int.random(in: 1...12, using: &generator) { bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)] }
+            for _ in 0..<Int.random(in: 1...12, using: &generator) {
+                bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)]
+            }
             #expect(FeedBytes.isValidUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
         }
     }
@@ -249,8 +290,14 @@ struct FeedParserTests {
             var i = 0
             while i < bytes.count {
                 let b = bytes[i]
-                if b < 0x80 { out.append(b); i += 1; continue }
-                if let length = (2...4).first(where: { i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil }) {
+                if b < 0x80 {
+                    out.append(b)
+                    i += 1
+                    continue
+                }
+                if let length = (2...4).first(where: {
+                    i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil
+                }) {
                     out += bytes[i..<(i + length)]
                     i += length
                     continue
@@ -261,14 +308,22 @@ struct FeedParserTests {
             }
             return out
         }
-        #expect(String(decoding: FeedBytes.mixedUTF8(Array("caf".utf8) + [0xE9, 0x20, 0x93] + Array("ok\u{201D} ✓".utf8)).bytes, as: UTF8.self)
+        #expect(
+            String(
+                decoding: FeedBytes.mixedUTF8(Array("caf".utf8) + [0xE9, 0x20, 0x93] + Array("ok\u{201D} ✓".utf8))
+                    .bytes, as: UTF8.self)
                 == "café “ok” ✓")
         var generator = ClassifierTraining.SplitMix(seed: 5)
-        let pieces: [[UInt8]] = [Array("plain text, ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0x93], [0xE9], [0xC3],
-                                 [0xE2, 0x82], [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80], [0xE0, 0x80, 0x80]]
+        let pieces: [[UInt8]] = [
+            Array("plain text, ".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0x80], [0x93], [0xE9],
+            [0xC3],
+            [0xE2, 0x82], [0xF0, 0x9F], [0xFF], [0xED, 0xB0, 0x80], [0xE0, 0x80, 0x80],
+        ]
         for _ in 0..<2000 {
             var bytes: [UInt8] = []
-            for _ in 0..<Int.random(in: 1...14, using: &generator) { bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)] }
+            for _ in 0..<Int.random(in: 1...14, using: &generator) {
+                bytes += pieces[Int.random(in: 0..<pieces.count, using: &generator)]
+            }
             #expect(FeedBytes.mixedUTF8(bytes).bytes == reference(bytes), "\(bytes)")
         }
     }
@@ -278,7 +333,8 @@ struct FeedParserTests {
     @Test func imgTagSearchStopsWhereAByteLoopWould() {
         func byteLoop(_ b: [UInt8]) -> Int {
             b.indices.first { i in
-                i + 4 < b.count && b[i] == 0x3C && b[i + 1] | 0x20 == 0x69 && b[i + 2] | 0x20 == 0x6D && b[i + 3] | 0x20 == 0x67
+                i + 4 < b.count && b[i] == 0x3C && b[i + 1] | 0x20 == 0x69 && b[i + 2] | 0x20 == 0x6D
+                    && b[i + 3] | 0x20 == 0x67
                     && [0x20, 0x09, 0x0A, 0x0D, 0x2F].contains(b[i + 4])
             } ?? b.count
         }
@@ -291,9 +347,18 @@ struct FeedParserTests {
                     for filler in [UInt8(ascii: "a"), 0x3C, 0x20, 0xC3] {
                         var bytes = [UInt8](repeating: filler, count: length)
                         bytes.insert(contentsOf: Array(piece.utf8), at: position)
-                        if Bool.random(using: &generator) { bytes.insert(contentsOf: Array(pieces.randomElement(using: &generator)!.utf8), at: Int.random(in: 0...bytes.count, using: &generator)) }
+                        if Bool.random(using: &generator) {
+                            bytes.insert(
+                                contentsOf: Array(pieces.randomElement(using: &generator)!.utf8),
+                                at: Int.random(in: 0...bytes.count, using: &generator))
+                        }
                         let found = bytes.withUnsafeBufferPointer { ByteScan.over($0, ByteScan.imgTag) }
-                        if found != byteLoop(bytes) { failures.append("\(String(decoding: bytes, as: UTF8.self).debugDescription): \(found) ≠ \(byteLoop(bytes))") }
+                        if found != byteLoop(bytes) {
+                            failures.append(
+                                "\(String(decoding: bytes, as: UTF8.self).debugDescription): \(found) ≠ "
+                                    + "\(byteLoop(bytes))"
+                            )
+                        }
                     }
                 }
             }
@@ -317,12 +382,20 @@ struct FeedParserTests {
             var i = 0
             while i < bytes.count {
                 if lt, bytes[i] == 0x3C {
-                    if i + 1 < bytes.count, bytes[i + 1] != UInt8(ascii: "!"), bytes[i + 1] != UInt8(ascii: "?") { i += 1; continue }
+                    if i + 1 < bytes.count, bytes[i + 1] != UInt8(ascii: "!"), bytes[i + 1] != UInt8(ascii: "?") {
+                        i += 1
+                        continue
+                    }
                     return i
                 }
-                guard matters(bytes[i]) else { i += 1; continue }
+                guard matters(bytes[i]) else {
+                    i += 1
+                    continue
+                }
                 guard bytes[i] == 0x26 else { return i }
-                if let entity = ["&lt;", "&gt;", "&amp;", "&quot;", "&apos;"].first(where: { bytes[i...].starts(with: $0.utf8) }) {
+                if let entity = ["&lt;", "&gt;", "&amp;", "&quot;", "&apos;"].first(where: {
+                    bytes[i...].starts(with: $0.utf8)
+                }) {
                     i += entity.utf8.count
                     continue
                 }
@@ -333,10 +406,15 @@ struct FeedParserTests {
                 j += 1
                 let hex = j < bytes.count && bytes[j] == UInt8(ascii: "x")
                 if hex { j += 1 }
-                let digits = bytes[j...].prefix { hex ? ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x66) : $0 >= 0x30 && $0 <= 0x39 }.prefix(8)
+                let digits = bytes[j...].prefix {
+                    hex
+                        ? ($0 >= 0x30 && $0 <= 0x39) || (($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x66)
+                        : $0 >= 0x30 && $0 <= 0x39
+                }.prefix(8)
                 guard !digits.isEmpty, j + digits.count < bytes.count, bytes[j + digits.count] == UInt8(ascii: ";"),
-                      let value = UInt32(String(decoding: digits, as: UTF8.self), radix: hex ? 16 : 10),
-                      FeedBytes.xmlAllowed(value), !(0x80...0x9F).contains(value) else { return i }
+                    let value = UInt32(String(decoding: digits, as: UTF8.self), radix: hex ? 16 : 10),
+                    FeedBytes.xmlAllowed(value), !(0x80...0x9F).contains(value)
+                else { return i }
                 i = j + digits.count + 1
             }
             return bytes.count
@@ -344,8 +422,14 @@ struct FeedParserTests {
         func firstInvalidUTF8(_ bytes: [UInt8]) -> Int {
             var i = 0
             while i < bytes.count {
-                if bytes[i] < 0x80 { i += 1; continue }
-                guard let length = (2...4).first(where: { i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil })
+                if bytes[i] < 0x80 {
+                    i += 1
+                    continue
+                }
+                guard
+                    let length = (2...4).first(where: {
+                        i + $0 <= bytes.count && String(validating: bytes[i..<(i + $0)], as: UTF8.self) != nil
+                    })
                 else { return i }
                 i += length
             }
@@ -355,22 +439,40 @@ struct FeedParserTests {
         var failures: [String] = []
         func check(_ bytes: [UInt8], _ note: @autoclosure () -> String) {
             bytes.withUnsafeBufferPointer { p in
-                if ByteScan.over(p, ByteScan.attention) != (bytes.firstIndex(where: matters) ?? bytes.count) { failures.append("attention \(note())") }
-                if ByteScan.over(p, ByteScan.nonASCII) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) { failures.append("non-ASCII \(note())") }
-                if ByteScan.over(p, ByteScan.repair) != (bytes.firstIndex { matters($0) || $0 == 0x3C } ?? bytes.count) { failures.append("repair \(note())") }
-                if ByteScan.over(p, ByteScan.attentionPastEntities) != pastEntities(bytes, lt: false) { failures.append("past entities \(note())") }
-                if ByteScan.over(p, ByteScan.repairPastEntities) != pastEntities(bytes, lt: true) { failures.append("repair past entities \(note())") }
-                if ByteScan.over(p, ByteScan.utf8Invalid) != firstInvalidUTF8(bytes) { failures.append("UTF-8 \(note())") }
-                if ByteScan.over(p, ByteScan.tag) != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count) {
+                if ByteScan.over(p, ByteScan.attention) != (bytes.firstIndex(where: matters) ?? bytes.count) {
+                    failures.append("attention \(note())")
+                }
+                if ByteScan.over(p, ByteScan.nonASCII) != (bytes.firstIndex { $0 >= 0x80 } ?? bytes.count) {
+                    failures.append("non-ASCII \(note())")
+                }
+                if ByteScan.over(p, ByteScan.repair) != (bytes.firstIndex { matters($0) || $0 == 0x3C } ?? bytes.count)
+                {
+                    failures.append("repair \(note())")
+                }
+                if ByteScan.over(p, ByteScan.attentionPastEntities) != pastEntities(bytes, lt: false) {
+                    failures.append("past entities \(note())")
+                }
+                if ByteScan.over(p, ByteScan.repairPastEntities) != pastEntities(bytes, lt: true) {
+                    failures.append("repair past entities \(note())")
+                }
+                if ByteScan.over(p, ByteScan.utf8Invalid) != firstInvalidUTF8(bytes) {
+                    failures.append("UTF-8 \(note())")
+                }
+                if ByteScan.over(p, ByteScan.tag)
+                    != (bytes.firstIndex { $0 == 0x22 || $0 == 0x27 || $0 == 0x3C || $0 == 0x3E } ?? bytes.count)
+                {
                     failures.append("tag \(note())")
                 }
-                for markup in [false, true]
-                where ByteScan.over(p) { ByteScan.textRun($0, $1, markup: markup) } != (bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count) {
-                    failures.append("text run (markup \(markup)) \(note())")
+                for markup in [false, true] {
+                    let found = ByteScan.over(p) { ByteScan.textRun($0, $1, markup: markup) }
+                    let expected = bytes.indices.first { endsRun(bytes, $0, markup: markup) } ?? bytes.count
+                    if found != expected { failures.append("text run (markup \(markup)) \(note())") }
                 }
             }
         }
-        let neighbours: [UInt8] = [0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x25, 0x3B, 0x3C, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF]
+        let neighbours: [UInt8] = [
+            0x61, 0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x25, 0x3B, 0x3C, 0x7F, 0x80, 0xA0, 0xC1, 0xC3, 0xFF,
+        ]
         for length in [1, 15, 16, 17, 33, 40] {
             for value in 0...255 {
                 for position in 0..<length {
@@ -383,13 +485,22 @@ struct FeedParserTests {
             }
         }
         var generator = ClassifierTraining.SplitMix(seed: 7)
-        let alphabet: [[UInt8]] = [[0x61], [0x62], [0x20], [0x20], [0x20], [0x3C], [0x3E], [0x22], [0x27], [0x26], [0x09], [0x0A], [0x0C], [0x0D],
-                                   [0x01], [0xC2], [0x85], [0xE2], Array("&lt;".utf8), Array("&amp;".utf8), Array("&quot;".utf8), Array("&apos".utf8),
-                                   Array("&gt".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xE0, 0x80],
-                                   Array("&#8217;".utf8), Array("&#x2014;".utf8), Array("&#X41;".utf8), Array("&#150;".utf8), Array("&#1;".utf8),
-                                   Array("&#".utf8), Array("&#123456789;".utf8), Array("&#xD800;".utf8), Array("&#65".utf8), Array("<!".utf8), Array("<?".utf8)]
+        let alphabet: [[UInt8]] = [
+            [0x61], [0x62], [0x20], [0x20], [0x20], [0x3C], [0x3E], [0x22], [0x27], [0x26], [0x09], [0x0A], [0x0C],
+            [0x0D],
+            [0x01], [0xC2], [0x85], [0xE2], Array("&lt;".utf8), Array("&amp;".utf8), Array("&quot;".utf8),
+            Array("&apos".utf8),
+            Array("&gt".utf8), Array("é".utf8), Array("€".utf8), Array("😀".utf8), [0xED, 0xA0, 0x80], [0xF4, 0x90],
+            [0xE0, 0x80],
+            Array("&#8217;".utf8), Array("&#x2014;".utf8), Array("&#X41;".utf8), Array("&#150;".utf8),
+            Array("&#1;".utf8),
+            Array("&#".utf8), Array("&#123456789;".utf8), Array("&#xD800;".utf8), Array("&#65".utf8), Array("<!".utf8),
+            Array("<?".utf8),
+        ]
         for _ in 0..<5_000 {
-            let bytes = (0..<Int.random(in: 0...40, using: &generator)).flatMap { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+            let bytes = (0..<Int.random(in: 0...40, using: &generator)).flatMap { _ in
+                alphabet[Int.random(in: 0..<alphabet.count, using: &generator)]
+            }
             check(bytes, "\(bytes)")
         }
         #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(5))")

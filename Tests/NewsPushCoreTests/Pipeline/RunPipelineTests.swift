@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
 import Logging
+import NewsPushModel
 import NewsPushTesting
 import NotificationHubs
 import Testing
+
 @testable import NewsPushCore
 @testable import NewsPushLedger
-import NewsPushModel
 @testable import NewsPushSessions
 
 /// End to end in process: feeds served by a real HTTP server on 127.0.0.1, pushes received by
@@ -20,7 +21,8 @@ struct RunPipelineTests {
         let configPath: String
 
         func pipeline() throws -> RunSession {
-            let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(path: configPath)
+            let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(
+                path: configPath)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             var context = SessionContext(config: config, logger: logger)
@@ -45,19 +47,37 @@ struct RunPipelineTests {
         }
     }
 
-    static func setUp(firstRun: String = "send", hubAnswer: @escaping @Sendable (RecordedRequest) async -> CannedResponse = { _ in
-        CannedResponse(status: 201, headers: [("Location", "https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-2026-abc?api-version=2020-06"), ("TrackingId", "t-1")])
-    }, worldItems: [(guid: String, title: String, minutesAgo: Double)]? = nil) async throws -> Setup {
-        let world = rssFeed(title: "World desk", items: worldItems ?? [("w1", "Storm barrier closes for the first time", 10),
-                                                                        ("w2", "Rail deal \"signed\" &amp; sealed", 30)])
+    static func setUp(
+        firstRun: String = "send",
+        hubAnswer: @escaping @Sendable (RecordedRequest) async -> CannedResponse = { _ in
+            CannedResponse(
+                status: 201,
+                headers: [
+                    (
+                        "Location",
+                        "https://contoso-news.servicebus.windows.net/breaking-news/messages/NH-2026-abc?api-version="
+                            + "2020-06"
+                    ), ("TrackingId", "t-1"),
+                ])
+        }, worldItems: [(guid: String, title: String, minutesAgo: Double)]? = nil
+    ) async throws -> Setup {
+        let world = rssFeed(
+            title: "World desk",
+            items: worldItems ?? [
+                ("w1", "Storm barrier closes for the first time", 10),
+                ("w2", "Rail deal \"signed\" &amp; sealed", 30),
+            ])
         let tech = rssFeed(title: "Tech desk", items: [("t1", "Compiler 2.0 released", 5)])
         let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(headers: [("Content-Type", "application/rss+xml; charset=utf-8")], text: world),
+            "/world.xml": CannedResponse(
+                headers: [("Content-Type", "application/rss+xml; charset=utf-8")], text: world),
             "/tech.xml": CannedResponse(text: tech),
         ])
         let hub = try await LocalHTTPServer.start(hubAnswer)
         let folder = try TemporaryFolder()
-        let config = try folder.write("feeds.yaml", """
+        let config = try folder.write(
+            "feeds.yaml",
+            """
             hub:
               name: breaking-news
               connection_string: ${NEWSPUSH_HUB_CONNECTION_STRING}
@@ -89,7 +109,8 @@ struct RunPipelineTests {
         #expect(fields["skn"] == "DefaultFullSharedAccessSignature")
         #expect(Double(se) > now.timeIntervalSince1970 + 1800, "token should live about an hour")
         #expect(Double(se) < now.timeIntervalSince1970 + 7200)
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(sr)\n\(se)".utf8), using: SymmetricKey(data: Data(testKey.utf8)))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("\(sr)\n\(se)".utf8), using: SymmetricKey(data: Data(testKey.utf8)))
         let expected = Data(mac).base64EncodedString()
         let sig = try #require(fields["sig"]?.removingPercentEncoding)
         #expect(sig == expected, "signature does not verify")
@@ -103,7 +124,10 @@ struct RunPipelineTests {
         #expect(report.summary.feedsOk == 2)
         #expect(report.summary.pushesSent == 3)
         #expect(report.summary.pushesFailed == 0)
-        #expect(report.pushes.allSatisfy { $0.status == .sent && $0.httpStatus == 201 && $0.notificationId == "NH-2026-abc" })
+        #expect(
+            report.pushes.allSatisfy {
+                $0.status == .sent && $0.httpStatus == 201 && $0.notificationId == "NH-2026-abc"
+            })
         #expect(report.items.allSatisfy { $0.decision == .pushed })
 
         let requests = await setup.hub.requests()
@@ -115,10 +139,15 @@ struct RunPipelineTests {
             #expect(request.header("ServiceBusNotification-Format") == "template")
             try Self.verifySAS(request.header("Authorization"))
             let body = try #require(try JSONSerialization.jsonObject(with: request.body) as? [String: String])
-            #expect(Set(body.keys) == ["messageParam", "title", "category", "url", "source", "id", "image", "expiry", "collapseId",
-                                       "importance", "priority", "interruptionLevel"], "SPEC §5's properties")
+            #expect(
+                Set(body.keys) == [
+                    "messageParam", "title", "category", "url", "source", "id", "image", "expiry", "collapseId",
+                    "importance", "priority", "interruptionLevel",
+                ], "SPEC §5's properties")
         }
-        let bodies = try requests.map { try #require(try JSONSerialization.jsonObject(with: $0.body) as? [String: String]) }
+        let bodies = try requests.map {
+            try #require(try JSONSerialization.jsonObject(with: $0.body) as? [String: String])
+        }
         let storm = try #require(bodies.first { $0["title"] == "Storm barrier closes for the first time" })
         #expect(storm["messageParam"] == "Breaking World News : Storm barrier closes for the first time")
         #expect(storm["category"] == "World")
@@ -128,7 +157,9 @@ struct RunPipelineTests {
         #expect(rail["messageParam"] == "Breaking World News : Rail deal \"signed\" & sealed")
         let tech = try #require(bodies.first { $0["category"] == "Technology" })
         #expect(tech["messageParam"] == "Tech: Compiler 2.0 released (Tech Desk)")
-        let techRequest = requests.first { String(decoding: $0.body, as: UTF8.self).contains("\"category\":\"Technology\"") }
+        let techRequest = requests.first {
+            String(decoding: $0.body, as: UTF8.self).contains("\"category\":\"Technology\"")
+        }
         #expect(techRequest?.header("ServiceBusNotification-Tags") == "Technology || Science")
         #expect(requests.filter { $0.header("ServiceBusNotification-Tags") == "World" }.count == 2)
 
@@ -157,17 +188,20 @@ struct RunPipelineTests {
         let feeds = try await LocalHTTPServer.start { _ in
             // Same article, new guid on every fetch.
             let n = await counter.next()
-            return CannedResponse(text: """
-                <rss version="2.0"><channel><title>Fickle</title><item><title>Same article every time</title>
-                <link>https://news.example.org/article?utm_source=rss&amp;n=\(n)</link><guid isPermaLink="false">guid-\(n)</guid>
-                <pubDate>\(rfc822(minutesAgo: 5))</pubDate></item></channel></rss>
-                """.replacingOccurrences(of: "&amp;n=\(n)", with: ""))
+            return CannedResponse(
+                text: """
+                    <rss version="2.0"><channel><title>Fickle</title><item><title>Same article every time</title>
+                    <link>https://news.example.org/article?utm_source=rss&amp;n=\(n)</link>
+                    <guid isPermaLink="false">guid-\(n)</guid>
+                    <pubDate>\(rfc822(minutesAgo: 5))</pubDate></item></channel></rss>
+                    """.replacingOccurrences(of: "&amp;n=\(n)", with: ""))
         }
         defer { feeds.stop() }
         let setup = try await Self.setUp()
         defer { setup.stop() }
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/fickle.xml\", category: Business}\n")
+            .replacingOccurrences(
+                of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/fickle.xml\", category: Business}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
         let first = try await setup.run(RunRequest())
         #expect(first.report.items.first { $0.key == "guid:127.0.0.1/guid-1" }?.decision == .pushed)
@@ -187,11 +221,13 @@ struct RunPipelineTests {
         let setup = try await Self.setUp()
         defer { setup.stop() }
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/etag.xml\", category: Science}\n")
+            .replacingOccurrences(
+                of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/etag.xml\", category: Science}\n")
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
         let statePath = setup.folder.file("state/newspush-state.db")
         _ = try await setup.run(RunRequest())
-        let stored = try #require(try setup.ledger().feeds(["\(feeds.baseURL)/etag.xml"])["\(feeds.baseURL)/etag.xml"]?.validators)
+        let stored = try #require(
+            try setup.ledger().feeds(["\(feeds.baseURL)/etag.xml"])["\(feeds.baseURL)/etag.xml"]?.validators)
         #expect(stored.etag == "\"abc\"")
         let second = try await setup.run(RunRequest())
         let feed = try #require(second.report.feeds.first { $0.url.hasSuffix("etag.xml") })
@@ -217,7 +253,12 @@ struct RunPipelineTests {
         let setup = try await Self.setUp()
         defer { setup.stop() }
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(feeds.baseURL)/busy.xml\", category: Sports}\n  - {url: \"\(feeds.baseURL)/old.xml\", category: Business}\n")
+            .replacingOccurrences(
+                of: "feeds:\n",
+                with:
+                    "feeds:\n  - {url: \"\(feeds.baseURL)/busy.xml\", category: Sports}\n  - {url: "
+                    + "\"\(feeds.baseURL)/old.xml\", category: Business}\n"
+            )
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
         let first = try await setup.run(RunRequest())
         let moved = try #require(first.report.feeds.first { $0.url.hasSuffix("old.xml") })
@@ -230,7 +271,9 @@ struct RunPipelineTests {
         let second = try await setup.run(RunRequest())
         let skipped = try #require(second.report.feeds.first { $0.url.hasSuffix("busy.xml") })
         #expect(skipped.status == .error && skipped.error?.contains("not fetched") == true)
-        #expect(await feeds.requests().filter { $0.uri == "/busy.xml" }.count == busyRequests, "the paused feed was fetched")
+        #expect(
+            await feeds.requests().filter { $0.uri == "/busy.xml" }.count == busyRequests, "the paused feed was fetched"
+        )
     }
 
     @Test func dryRunSendsNothingAndWritesNothing() async throws {
@@ -291,7 +334,8 @@ struct RunPipelineTests {
         let fixed = Flag()
         let setup = try await Self.setUp(hubAnswer: { _ in
             if await fixed.isSet { return CannedResponse(status: 201) }
-            return CannedResponse(status: 401, text: "<Error><Code>401</Code><Detail>ExpiredToken: token expired</Detail></Error>")
+            return CannedResponse(
+                status: 401, text: "<Error><Code>401</Code><Detail>ExpiredToken: token expired</Detail></Error>")
         })
         defer { setup.stop() }
         let first = try await setup.run(RunRequest())
@@ -325,13 +369,14 @@ struct RunPipelineTests {
 
     @Test func throttledPushStaysPendingAndIsRetriedNextRun() async throws {
         let counter = Counter()
-        let setup = try await Self.setUp(hubAnswer: { request in
-            // The first four sends of w1 (one try and three retries) are throttled.
-            if String(decoding: request.body, as: UTF8.self).contains("/w1"), await counter.next() <= 4 {
-                return CannedResponse(status: 429, headers: [("Retry-After", "0")])
-            }
-            return CannedResponse(status: 201)
-        }, worldItems: [("w1", "Only story", 5)])
+        let setup = try await Self.setUp(
+            hubAnswer: { request in
+                // The first four sends of w1 (one try and three retries) are throttled.
+                if String(decoding: request.body, as: UTF8.self).contains("/w1"), await counter.next() <= 4 {
+                    return CannedResponse(status: 429, headers: [("Retry-After", "0")])
+                }
+                return CannedResponse(status: 201)
+            }, worldItems: [("w1", "Only story", 5)])
         defer { setup.stop() }
         let first = try await setup.run(RunRequest())
         let world = try #require(first.report.items.first { $0.key.hasSuffix("w1") })
@@ -348,7 +393,12 @@ struct RunPipelineTests {
         let setup = try await Self.setUp()
         defer { setup.stop() }
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "feeds:\n", with: "feeds:\n  - {url: \"\(setup.feeds.baseURL)/gone.xml\", category: Sports}\n  - {url: \"http://127.0.0.1:1/refused.xml\", category: Science}\n")
+            .replacingOccurrences(
+                of: "feeds:\n",
+                with:
+                    "feeds:\n  - {url: \"\(setup.feeds.baseURL)/gone.xml\", category: Sports}\n  - {url: "
+                    + "\"http://127.0.0.1:1/refused.xml\", category: Science}\n"
+            )
         try text.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
         let result = try await setup.run(RunRequest())
         #expect(result.report.summary.feedsFailed == 2)
@@ -366,16 +416,24 @@ struct RunPipelineTests {
         let setup = try await Self.setUp()
         defer { setup.stop() }
         let result = try await setup.run(RunRequest(dryRun: true))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.report.jsonText().utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.report.jsonText().utf8)) as? [String: Any])
         #expect(Set(object.keys) == ["dry_run", "started_at", "finished_at", "feeds", "items", "pushes", "summary"])
         let feed = try #require((object["feeds"] as? [[String: Any]])?.first)
         #expect(Set(feed.keys) == ["name", "url", "status", "http_status", "items", "new", "error"])
         let item = try #require((object["items"] as? [[String: Any]])?.first)
         #expect(Set(item.keys) == ["key", "feed", "title", "link", "category", "confidence", "decision", "reason"])
         let push = try #require((object["pushes"] as? [[String: Any]])?.first)
-        #expect(Set(push.keys) == ["category", "tags", "properties", "item_key", "status", "http_status", "notification_id", "error"])
+        #expect(
+            Set(push.keys) == [
+                "category", "tags", "properties", "item_key", "status", "http_status", "notification_id", "error",
+            ])
         let summary = try #require(object["summary"] as? [String: Any])
-        #expect(Set(summary.keys) == ["feeds_ok", "feeds_failed", "items_new", "pushes_sent", "pushes_failed", "pushes_pending", "pending_until"])
+        #expect(
+            Set(summary.keys) == [
+                "feeds_ok", "feeds_failed", "items_new", "pushes_sent", "pushes_failed", "pushes_pending",
+                "pending_until",
+            ])
         #expect((object["started_at"] as? String)?.hasSuffix("Z") == true)
     }
 }

@@ -45,7 +45,9 @@ struct ExpectEvaluator {
 
     private func equal(_ a: PyValue, _ b: PyValue) -> Bool {
         // Either side may be newspush's plain text (already normalised) or the suite's HTML.
-        if case .str(let x) = a, case .str(let y) = b { return x == y || x == normalize(y) || normalize(x) == y || normalize(x) == normalize(y) }
+        if case .str(let x) = a, case .str(let y) = b {
+            return x == y || x == normalize(y) || normalize(x) == y || normalize(x) == normalize(y)
+        }
         return a == b
     }
 
@@ -53,7 +55,9 @@ struct ExpectEvaluator {
         tokens = try Self.tokenize(source)
         position = 0
         let value = try parseOr()
-        guard position == tokens.count else { throw EvaluationError(description: "unparsed input at token \(position)") }
+        guard position == tokens.count else {
+            throw EvaluationError(description: "unparsed input at token \(position)")
+        }
         return value.truthy
     }
 
@@ -63,18 +67,29 @@ struct ExpectEvaluator {
         var i = 0
         while i < chars.count {
             let c = chars[i]
-            if c == " " || c == "\t" { i += 1; continue }
+            if c == " " || c == "\t" {
+                i += 1
+                continue
+            }
             if CharacterSet.letters.contains(c) || c == "_" {
                 var name = ""
-                while i < chars.count, CharacterSet.alphanumerics.contains(chars[i]) || chars[i] == "_" { name.unicodeScalars.append(chars[i]); i += 1 }
+                while i < chars.count, CharacterSet.alphanumerics.contains(chars[i]) || chars[i] == "_" {
+                    name.unicodeScalars.append(chars[i])
+                    i += 1
+                }
                 // String prefixes u'' b'' r''
-                if ["u", "b", "r", "U"].contains(name), i < chars.count, chars[i] == "'" || chars[i] == "\"" { continue }
+                if ["u", "b", "r", "U"].contains(name), i < chars.count, chars[i] == "'" || chars[i] == "\"" {
+                    continue
+                }
                 tokens.append(.name(name))
                 continue
             }
             if CharacterSet.decimalDigits.contains(c) {
                 var digits = ""
-                while i < chars.count, CharacterSet.decimalDigits.contains(chars[i]) { digits.unicodeScalars.append(chars[i]); i += 1 }
+                while i < chars.count, CharacterSet.decimalDigits.contains(chars[i]) {
+                    digits.unicodeScalars.append(chars[i])
+                    i += 1
+                }
                 tokens.append(.int(Int(digits)!))
                 continue
             }
@@ -82,7 +97,10 @@ struct ExpectEvaluator {
                 // A triple-quoted string: everything up to the closing triple quote, unescaped.
                 i += 3
                 var text = String.UnicodeScalarView()
-                while i + 2 < chars.count, !(chars[i] == c && chars[i + 1] == c && chars[i + 2] == c) { text.append(chars[i]); i += 1 }
+                while i + 2 < chars.count, !(chars[i] == c && chars[i + 1] == c && chars[i + 2] == c) {
+                    text.append(chars[i])
+                    i += 1
+                }
                 i += 3
                 tokens.append(.str(String(text)))
                 continue
@@ -94,15 +112,24 @@ struct ExpectEvaluator {
                     if chars[i] == "\\", i + 1 < chars.count {
                         let e = chars[i + 1]
                         func hex(_ n: Int) throws -> Unicode.Scalar {
-                            guard i + 2 + n <= chars.count, let v = UInt32(String(String.UnicodeScalarView(chars[(i + 2)..<(i + 2 + n)])), radix: 16),
-                                  let s = Unicode.Scalar(v) else { throw EvaluationError(description: "bad escape") }
+                            guard i + 2 + n <= chars.count,
+                                let v = UInt32(
+                                    String(String.UnicodeScalarView(chars[(i + 2)..<(i + 2 + n)])), radix: 16),
+                                let s = Unicode.Scalar(v)
+                            else { throw EvaluationError(description: "bad escape") }
                             i += 2 + n
                             return s
                         }
                         switch e {
-                        case "x": text.append(try hex(2)); continue
-                        case "u": text.append(try hex(4)); continue
-                        case "U": text.append(try hex(8)); continue
+                        case "x":
+                            text.append(try hex(2))
+                            continue
+                        case "u":
+                            text.append(try hex(4))
+                            continue
+                        case "U":
+                            text.append(try hex(8))
+                            continue
                         case "n": text.append("\n")
                         case "t": text.append("\t")
                         case "r": text.append("\r")
@@ -119,8 +146,16 @@ struct ExpectEvaluator {
                 continue
             }
             let two = i + 1 < chars.count ? String(String.UnicodeScalarView([c, chars[i + 1]])) : ""
-            if ["==", "!=", "<=", ">="].contains(two) { tokens.append(.op(two)); i += 2; continue }
-            if "[](),.<>:".unicodeScalars.contains(c) { tokens.append(.op(String(c))); i += 1; continue }
+            if ["==", "!=", "<=", ">="].contains(two) {
+                tokens.append(.op(two))
+                i += 2
+                continue
+            }
+            if "[](),.<>:".unicodeScalars.contains(c) {
+                tokens.append(.op(String(c)))
+                i += 1
+                continue
+            }
             throw EvaluationError(description: "unexpected character \(c)")
         }
         return tokens
@@ -129,7 +164,10 @@ struct ExpectEvaluator {
     private var current: Token? { position < tokens.count ? tokens[position] : nil }
 
     private mutating func accept(_ token: Token) -> Bool {
-        if current == token { position += 1; return true }
+        if current == token {
+            position += 1
+            return true
+        }
         return false
     }
 
@@ -175,7 +213,9 @@ struct ExpectEvaluator {
             position += 2
             return .bool(!(try contains(try parsePostfix(), left)))
         }
-        if accept(.op(">")) { if case .int(let a) = left, case .int(let b) = try parsePostfix() { return .bool(a > b) } }
+        if accept(.op(">")) {
+            if case .int(let a) = left, case .int(let b) = try parsePostfix() { return .bool(a > b) }
+        }
         return left
     }
 
@@ -247,21 +287,30 @@ struct ExpectEvaluator {
         position += 1
         switch token {
         case .str(var s):
-            while case .str(let more)? = current { s += more; position += 1 }   // implicit concatenation
+            while case .str(let more)? = current {
+                s += more
+                position += 1
+            }  // implicit concatenation
             return .str(s)
         case .int(let i): return .int(i)
         case .op("("):
             let value = try parseOr()
-            if accept(.op(",")) {   // a tuple
+            if accept(.op(",")) {  // a tuple
                 var items = [value]
-                while !accept(.op(")")) { items.append(try parseOr()); _ = accept(.op(",")) }
+                while !accept(.op(")")) {
+                    items.append(try parseOr())
+                    _ = accept(.op(","))
+                }
                 return .list(items)
             }
             guard accept(.op(")")) else { throw EvaluationError(description: "missing )") }
             return value
         case .op("["):
             var items: [PyValue] = []
-            while !accept(.op("]")) { items.append(try parseOr()); _ = accept(.op(",")) }
+            while !accept(.op("]")) {
+                items.append(try parseOr())
+                _ = accept(.op(","))
+            }
             return .list(items)
         case .name("True"): return .bool(true)
         case .name("False"): return .bool(false)
