@@ -4,10 +4,14 @@ import Yams
 
 /// A virtual device registered with the emulated hub.
 public struct VirtualDevice: Sendable, Equatable {
+    /// The push service a device registered through.
     public enum Platform: String, Sendable, CaseIterable { case apple, fcmv1, windows }
 
+    /// The device's id (and registration id).
     public var id: String
+    /// Its platform.
     public var platform: Platform
+    /// The tags it is registered with.
     public var tags: [String]
     /// The body template; nil for a native registration.
     public var template: String?
@@ -20,6 +24,7 @@ public struct VirtualDevice: Sendable, Equatable {
     /// that expired meanwhile is dropped, as the push service drops it.
     public var offlineSeconds: Double?
 
+    /// A virtual device with its registration.
     public init(
         id: String, platform: Platform, tags: [String], template: String?, headers: [String: String] = [:],
         expiry: String? = nil, offlineSeconds: Double? = nil
@@ -37,8 +42,11 @@ public struct VirtualDevice: Sendable, Equatable {
 /// An extra access policy of the emulated namespace (for example a Listen-only one, to which
 /// the service answers 403 on sends).
 public struct AccessPolicy: Sendable, Equatable {
+    /// The policy's name (`SharedAccessKeyName`).
     public var name: String
+    /// Its key.
     public var key: String
+    /// Whether it has the Send right (a Listen-only policy is answered 403).
     public var canSend: Bool
 }
 
@@ -52,11 +60,16 @@ public struct DeviceRegistry: Sendable {
     /// Standard has scheduled sends and per-message telemetry; basic and free answer 403 to them.
     public enum Tier: String, Sendable { case free, basic, standard }
 
+    /// The hub's name, when the file names one (sends to another hub get 404).
     public var hub: String?
+    /// The registered devices.
     public var devices: [VirtualDevice]
+    /// Access policies besides the connection string's.
     public var policies: [AccessPolicy]
+    /// The hub's tier (scheduled sends and telemetry need Standard).
     public var tier: Tier
 
+    /// A registry of `devices`.
     public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = [], tier: Tier = .standard) {
         self.hub = hub
         self.devices = devices
@@ -64,10 +77,13 @@ public struct DeviceRegistry: Sendable {
         self.tier = tier
     }
 
+    /// Why a devices file cannot be used.
     public struct LoadError: Error, CustomStringConvertible {
+        /// The file and what is wrong with it.
         public var description: String
     }
 
+    /// The registry of the devices file at `path`.
     public static func load(path: String) throws -> DeviceRegistry {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
@@ -76,6 +92,7 @@ public struct DeviceRegistry: Sendable {
         return try parse(text, file: path)
     }
 
+    /// The registry of devices-file text read from `file`.
     public static func parse(_ text: String, file: String) throws -> DeviceRegistry {
         let root: Node?
         do { root = try Yams.compose(yaml: text) } catch {

@@ -7,14 +7,17 @@ import NIOCore
 /// The request context of the emulator's server: keeps the channel so a fault can drop the
 /// connection without answering.
 public struct EmulatorContext: RequestContext {
+    /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
     let channel: any Channel
 
+    /// The context of one request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
     }
 
+    /// The largest request body taken (the service's limit is far smaller).
     public var maxUploadSize: Int { 1 << 20 }
 }
 

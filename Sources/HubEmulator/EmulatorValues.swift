@@ -4,16 +4,22 @@ import NotificationHubs
 
 /// One notification handed to one virtual device: a line of the delivery log.
 public struct Delivery: Codable, Sendable, Equatable {
+    /// The virtual device's id.
     public var device: String
+    /// Its platform (apple, fcmv1, windows).
     public var platform: String
+    /// The tags it is registered with.
     public var tags: [String]
+    /// What the push service would hand the device: the rendered body.
     public var payload: String
+    /// The notification the delivery belongs to.
     public var notificationId: String
     /// The collapse id the push service got (`apns-collapse-id`, FCM's `collapse_key`), if any.
     public var collapseId: String?
     /// The push-service headers of the delivery (`apns-priority`, `apns-expiration`…), if any.
     public var headers: [String: String]?
 
+    /// A delivery of `payload` to `device`.
     public init(
         device: String, platform: String, tags: [String], payload: String, notificationId: String,
         collapseId: String? = nil, headers: [String: String]? = nil
@@ -43,12 +49,15 @@ public struct Fault: Codable, Sendable, Equatable {
     /// not delivered; with `delayAfterDelivery`, deliver first and then wait (a hub that
     /// accepted the send but answers too late).
     public var delaySeconds: Double?
+    /// With `delaySeconds`: deliver first, then wait before answering.
     public var delayAfterDelivery: Bool?
     /// Close the connection without answering (after delivering, as a hub that took the send
     /// and then lost the connection).
     public var drop: Bool?
+    /// How many send requests the fault applies to.
     public var count: Int
 
+    /// A fault for the next `count` send requests.
     public init(
         status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
         drop: Bool? = nil, count: Int = 1
@@ -68,6 +77,7 @@ public struct Fault: Codable, Sendable, Equatable {
         case delayAfterDelivery = "delay_after_delivery"
     }
 
+    /// Reads a fault as the control API takes it (`count` defaults to 1, and must be 1 or more).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         status = try c.decodeIfPresent(Int.self, forKey: .status)
@@ -84,12 +94,18 @@ public struct Fault: Codable, Sendable, Equatable {
 
 /// A request as the emulator sees it, independent of the HTTP server.
 public struct EmulatorRequest: Sendable {
+    /// The HTTP method.
     public var method: String
+    /// The path, without the query.
     public var path: String
+    /// The query's parameters.
     public var query: [String: String]
+    /// The headers, names lower-cased.
     public var headers: [String: String]
+    /// The body.
     public var body: Data
 
+    /// A request as the server received it.
     public init(method: String, path: String, query: [String: String], headers: [String: String], body: Data) {
         self.method = method
         self.path = path
@@ -115,8 +131,11 @@ public struct EmulatorRequest: Sendable {
 
 /// What the emulator answers.
 public struct EmulatorResponse: Sendable {
+    /// The status to answer with.
     public var status: Int
+    /// The headers to answer with.
     public var headers: [(String, String)]
+    /// The body to answer with.
     public var body: Data
     /// Close the connection instead of answering.
     public var drop = false
@@ -146,16 +165,25 @@ enum ErrorTimestamp {
 
 /// What the emulated hub remembers of a notification, for per-message telemetry.
 public struct NotificationRecord: Sendable {
+    /// The notification id (the last segment of the send's Location).
     public var id: String
+    /// The hub it was sent through.
     public var hub: String
+    /// The namespace host.
     public var host: String
     /// Enqueued, Processing, Completed, NoTargetFound, Scheduled or Cancelled.
     public var state: String
+    /// When the hub took it.
     public var enqueued: Date
+    /// When delivery started.
     public var started: Date?
+    /// When delivery ended.
     public var ended: Date?
+    /// The body that was sent.
     public var body: String
+    /// The tag expression it went to.
     public var tags: String?
+    /// The platforms it was sent for.
     public var platforms: Set<String>
     /// Platform → outcome (Success, Dropped) → devices.
     public var outcomes: [String: [String: Int]] = [:]

@@ -7,7 +7,9 @@ import NotificationHubs
 /// scheduled sends until their time, answers telemetry from its deliveries, logs every
 /// delivery and injects faults on request.
 public actor HubEmulator {
+    /// The connection string whose key signs the requests it accepts.
     public let connection: HubConnectionString
+    /// The virtual devices, policies and tier.
     public let registry: DeviceRegistry
     var faults: [Fault] = []
     var deliveries: [Delivery] = []
@@ -59,6 +61,7 @@ public actor HubEmulator {
     /// Queues a fault for the next send requests.
     public func inject(_ fault: Fault) { faults.append(fault) }
 
+    /// Drops every queued fault.
     public func clearFaults() { faults.removeAll() }
 
     /// Takes the fault for the next send request, if one is queued (control requests take none).

@@ -6,8 +6,10 @@ import Foundation
 /// count only when they are a whole JSON string value (or XML text / attribute value); text such
 /// as `"Some text. $(message)"` stays literal, as it does in the service.
 public enum TemplateRenderer {
+    /// Why a template cannot be rendered.
     public enum RenderError: Error, Equatable, CustomStringConvertible {
         case notJSON(String)
+        /// What is wrong with the template.
         public var description: String {
             switch self {
             case .notJSON(let why): return "template is not a JSON document: \(why)"

@@ -30,6 +30,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
+    /// Runs the target on one input.
     public func run(_ data: Data) {
         data.withUnsafeBytes { run($0) }
     }

@@ -8,9 +8,12 @@ import NewsPushModel
 /// Where a configured `state:` path puts the ledger, and the JSON state file of earlier
 /// versions it replaces: `x.json` (or `x.db` with `x.json` beside it) becomes `x.db`.
 public struct LedgerLocation: Sendable, Equatable {
+    /// The SQLite file.
     public var databasePath: String
+    /// The JSON state file of earlier versions it replaces.
     public var legacyJSONPath: String
 
+    /// Where `state:` (a path) puts the ledger.
     public init(configured path: String) {
         let stem =
             path.hasSuffix(".json") || path.hasSuffix(".db")

@@ -8,6 +8,7 @@ import NewsPushModel
 /// The run lock: an exclusive `flock` on `<ledger>.lock`, held for a whole run (or publish),
 /// released when the object goes away or the process dies.
 public final class LedgerLock {
+    /// The lock file.
     public let path: String
     private var descriptor: Int32 = -1
 

@@ -88,10 +88,12 @@ extension Ledger {
         }
     }
 
+    /// Every feed the ledger knows, by URL.
     public func allFeeds() throws(LedgerError) -> [FeedRecord] {
         try reading { try db.query("SELECT \(Self.feedColumns) FROM feeds ORDER BY url", []).map(Self.feed) }
     }
 
+    /// Every tombstone with when its story was pruned.
     public func tombstones() throws(LedgerError) -> [String: Date] {
         try reading {
             var result: [String: Date] = [:]

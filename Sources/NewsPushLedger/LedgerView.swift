@@ -3,13 +3,18 @@ import NewsPushModel
 
 /// The whole ledger read at once, for `state show`, `state export` and `state check`.
 public struct LedgerView: Sendable {
+    /// The ledger's file.
     public var path: String
     /// Newest first, each with the time a feed last listed it.
     public var stories: [(record: StoryRecord, lastListed: Date)]
+    /// Every feed.
     public var feeds: [FeedRecord]
+    /// Every outbox entry, oldest first.
     public var outbox: [OutboxEntry]
+    /// Every tombstone.
     public var tombstones: [String: Date]
 
+    /// The whole ledger, read at once.
     public static func read(_ ledger: Ledger) throws(LedgerError) -> LedgerView {
         LedgerView(
             path: ledger.path, stories: try ledger.allStories(), feeds: try ledger.allFeeds(),

@@ -9,19 +9,32 @@ import NewsPushModel
 /// every run, plus a journal of push statuses). Read once to migrate it into the ledger; also
 /// written by the benchmark that compares the two.
 public struct LegacyJSONState: Codable, Sendable {
+    /// A story as the old state file kept it.
     public struct Story: Codable, Sendable {
+        /// Its status.
         public var status: String
+        /// The feed that listed it.
         public var feed: String
+        /// Its headline.
         public var title: String?
+        /// Its link.
         public var link: String?
+        /// Its category.
         public var category: String?
+        /// When it was first seen.
         public var firstSeen: Date
+        /// When it was last seen.
         public var lastSeen: Date
+        /// When it was published.
         public var published: Date?
+        /// When it was pushed.
         public var pushedAt: Date?
+        /// The hub's id of its push.
         public var notificationId: String?
+        /// Why its push failed.
         public var error: String?
 
+        /// A story of the old state file.
         public init(
             status: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date,
             lastSeen: Date, published: Date? = nil, pushedAt: Date? = nil, notificationId: String? = nil,
@@ -47,12 +60,18 @@ public struct LegacyJSONState: Codable, Sendable {
         }
     }
 
+    /// A feed as the old state file kept it.
     public struct Feed: Codable, Sendable {
+        /// Its validators.
         public var validators: ConditionalGetValidators?
+        /// When it was last fetched.
         public var lastFetched: Date?
+        /// Not to be fetched before this.
         public var retryAfter: Date?
+        /// Where it moved for good.
         public var movedTo: String?
 
+        /// A feed of the old state file.
         public init(validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil) {
             self.validators = validators
             self.lastFetched = lastFetched
@@ -72,18 +91,25 @@ public struct LegacyJSONState: Codable, Sendable {
         enum CodingKeys: String, CodingKey { case key, status, at, error, notificationId = "notification_id" }
     }
 
+    /// The format's version.
     public static let version = 1
+    /// The file's version.
     public var version = LegacyJSONState.version
+    /// Feeds by URL.
     public var feeds: [String: Feed] = [:]
+    /// Stories by key.
     public var stories: [String: Story] = [:]
+    /// Pruned story keys and when.
     public var tombstones: [String: Date] = [:]
 
+    /// An empty state.
     public init() {}
 
     enum CodingKeys: String, CodingKey {
         case version, feeds, tombstones, stories = "items"
     }
 
+    /// Reads a state file, refusing a newer version.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         version = try c.decode(Int.self, forKey: .version)

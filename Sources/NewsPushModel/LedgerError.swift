@@ -11,6 +11,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     case writeFailed(path: String, reason: String)
     case noLedger(path: String)
 
+    /// What is wrong with the ledger and what to do, naming it.
     public var description: String {
         switch self {
         case .unreadable(let path, let reason):

@@ -3,6 +3,7 @@ import Synchronization
 
 /// What the ledger remembers about one story.
 public struct StoryRecord: Sendable, Equatable {
+    /// Where a story stands.
     public enum Status: String, Sendable, CaseIterable {
         /// Seen and deliberately not pushed (baseline, stale, unclassified…).
         case seen
@@ -31,21 +32,34 @@ public struct StoryRecord: Sendable, Equatable {
         case publish
     }
 
+    /// The story key (`guid:`, `link:`, `hash:`, `manual:`).
     public var key: String
     /// The URL of the feed that first listed it, or `publish`.
     public var feed: String
+    /// Its headline.
     public var title: String?
+    /// Its link.
     public var link: String?
+    /// The category it was filed under, if any.
     public var category: String?
+    /// When newspush first saw it.
     public var firstSeen: Date
+    /// When a feed last listed it.
     public var lastSeen: Date
+    /// When its feed says it was published.
     public var published: Date?
+    /// Where it stands.
     public var status: Status
+    /// When its push went out (or was about to).
     public var pushedAt: Date?
+    /// The hub's id of its push.
     public var notificationId: String?
+    /// Why its push failed, if it did.
     public var error: String?
+    /// Who recorded it first.
     public var origin: Origin
 
+    /// A story as the ledger records it.
     public init(
         key: String, feed: String, title: String?, link: String?, category: String?, firstSeen: Date, lastSeen: Date,
         published: Date?, status: Status, pushedAt: Date? = nil, notificationId: String? = nil, error: String? = nil,
@@ -76,7 +90,9 @@ public struct StoryRecord: Sendable, Equatable {
 
 /// What the ledger remembers about one feed.
 public struct FeedRecord: Sendable, Equatable {
+    /// The feed's URL as configured.
     public var url: String
+    /// What to send for a conditional GET.
     public var validators: ConditionalGetValidators?
     /// The last fetch that got an answer (200 or 304).
     public var lastFetched: Date?
@@ -90,6 +106,7 @@ public struct FeedRecord: Sendable, Equatable {
     /// Where the feed said it moved for good (301/308), to tell the operator.
     public var movedTo: String?
 
+    /// A feed as the ledger records it.
     public init(
         url: String, validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil, lastSuccess: Date? = nil,
         listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil
@@ -107,6 +124,7 @@ public struct FeedRecord: Sendable, Equatable {
 /// A push in the outbox: written before it is sent, with everything needed to send it again
 /// (the request is rebuilt with a fresh token; tokens are never stored).
 public struct OutboxEntry: Sendable, Equatable {
+    /// Where a push stands.
     public enum Status: String, Sendable, CaseIterable {
         case pending, sending, sent, failed, unknown, expired
         /// Accepted by the hub as a scheduled send (its notification id is the scheduled id).
@@ -136,28 +154,44 @@ public struct OutboxEntry: Sendable, Equatable {
         case correction
     }
 
+    /// The entry's id (ordered by creation).
     public var id: String
+    /// The story it pushes.
     public var storyKey: String
+    /// A first push, a repeat or a correction.
     public var kind: Kind
+    /// Whether a run or an editor made it.
     public var origin: StoryRecord.Origin
+    /// The story's category.
     public var category: NewsCategory
+    /// How it is sent (template, id-only, apple, fcmv1).
     public var format: PushFormat
+    /// The tag expression it goes to.
     public var tags: String
+    /// The template properties (SPEC §5), `expiry` aside.
     public var properties: [String: String]
+    /// When it was planned.
     public var createdAt: Date
     /// After this the push is no longer news: it expires instead of being sent.
     public var freshUntil: Date
+    /// Where it stands.
     public var status: Status
+    /// How many times it was about to be sent.
     public var attempts: Int
+    /// When it was last about to be sent.
     public var lastAttempt: Date?
+    /// The hub's last answer.
     public var httpStatus: Int?
+    /// The hub's id of the notification (or of the scheduled send).
     public var notificationId: String?
+    /// Why it failed or waits.
     public var error: String?
     /// Seconds a device may show the alert once it is delivered (the category's `expiry`).
     public var expiresAfter: Double
     /// When the hub is to deliver it (`publish --at`); nil: now.
     public var scheduledAt: Date?
 
+    /// An outbox entry (pending unless said otherwise).
     public init(
         id: String = OutboxEntry.newID(), storyKey: String, kind: Kind = .push, origin: StoryRecord.Origin,
         category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
@@ -193,14 +227,22 @@ public struct OutboxEntry: Sendable, Equatable {
 
 /// What became of one outbox entry when it was sent.
 public struct OutboxOutcome: Sendable, Equatable {
+    /// The entry it is the outcome of.
     public var entryID: String
+    /// The entry's story.
     public var storyKey: String
+    /// What the entry came to.
     public var status: OutboxEntry.Status
+    /// When.
     public var at: Date
+    /// The hub's answer, if there was one.
     public var httpStatus: Int?
+    /// The hub's id of the notification.
     public var notificationId: String?
+    /// Why it failed or waits.
     public var error: String?
 
+    /// What became of entry `entryID`.
     public init(
         entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
         notificationId: String? = nil, error: String? = nil
@@ -218,16 +260,20 @@ public struct OutboxOutcome: Sendable, Equatable {
 /// Everything one run writes after planning, in one transaction: feeds' fetch results, new
 /// stories, what each read feed lists now, and the outbox entries the policy selected.
 public struct RunRecord: Sendable {
+    /// The run's time.
     public var at: Date
     /// The feeds fetched this run, as they are now.
     public var feeds: [FeedRecord] = []
+    /// Stories the ledger did not know.
     public var newStories: [StoryRecord] = []
     /// Feed URL → the keys of every item its document lists now (read feeds only).
     public var listings: [String: [String]] = [:]
+    /// The outbox entries the plan selected.
     public var outbox: [OutboxEntry] = []
     /// Pending entries that aged out this run.
     public var expired: [String] = []
 
+    /// An empty record of a run at `at`.
     public init(at: Date) {
         self.at = at
     }

@@ -9,18 +9,27 @@ import NewsPushModel
 
 /// One feed fetched and parsed by `check --fetch`.
 public struct FeedCheck: Sendable, Encodable {
+    /// The feed's name (or its own title, or its URL).
     public var name: String
+    /// The feed's URL as configured.
     public var url: String
+    /// Whether it was fetched and read as a feed.
     public var ok: Bool
+    /// rss2.0, rss0.9x, rss1.0 or atom1.0.
     public var format: String?
+    /// How many items it holds.
     public var items: Int?
+    /// Why it could not be read.
     public var error: String?
+    /// What was wrong with it but did not stop the parse.
     public var problems: [String]
 }
 
 /// What `check` found: every check with its outcome and, with `--fetch`, every feed.
 public struct CheckOutcome: Sendable {
+    /// Every check of the config and the ledger.
     public var checks: [ConfigCheck]
+    /// Each feed, with `--fetch`.
     public var feeds: [FeedCheck]?
 
     /// The problems in one line each (`check: detail`).

@@ -6,10 +6,15 @@ import NotificationHubs
 
 /// One notification's telemetry as `hub status` shows it.
 public struct HubStatusRow: Sendable, Encodable {
+    /// The notification asked about.
     public var notificationId: String
+    /// Its story, when it came from the ledger.
     public var storyKey: String?
+    /// Its message, when it came from the ledger.
     public var message: String?
+    /// What the hub reported.
     public var telemetry: NotificationDetails?
+    /// Why the hub reported nothing.
     public var error: String?
     /// How the hub refused, for the exit status: its HTTP status, or nil when unreachable.
     public var failedStatus: Int?
@@ -23,6 +28,7 @@ public struct HubStatusRow: Sendable, Encodable {
 
 /// What `hub status` found: one row per notification asked about.
 public struct HubStatusOutcome: Sendable {
+    /// One row per notification.
     public var rows: [HubStatusRow]
     /// `--last N` found no push with a notification id in the ledger.
     public var nothingInLedger: Bool

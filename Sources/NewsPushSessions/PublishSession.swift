@@ -8,16 +8,25 @@ import NotificationHubs
 public struct PublishRequest: Sendable {
     /// The push; its category may be left to the corrected story's (`replacing`).
     public var category: NewsCategory?
+    /// The headline; the message is the category's template with it.
     public var title: String?
+    /// The exact message text (`messageParam`).
     public var message: String?
+    /// The story's URL.
     public var url: String?
+    /// A tag expression instead of the category's (a trial, not recorded).
     public var tags: String?
+    /// Send with the hub's test flag (a trial, not recorded).
     public var test = false
+    /// Push the story even if it was pushed before.
     public var force = false
+    /// major or minor instead of the category's or a rule's.
     public var importance: Importance?
     /// `--at`: an RFC 3339 time or `+DURATION` (checked against the session's clock).
     public var at: String?
+    /// The key of the story this corrects.
     public var replacing: String?
+    /// The language of the text (picks the category's template).
     public var language = "en"
     /// Say what would happen, refusal included; send and record nothing.
     public var dryRun = false

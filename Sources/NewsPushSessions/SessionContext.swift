@@ -79,6 +79,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     /// A file the session writes cannot be written (exit 1).
     case cannotWrite(path: String, reason: String)
 
+    /// What went wrong, naming the file, ledger, feed or story.
     public var description: String {
         switch self {
         case .config(let error): return error.description

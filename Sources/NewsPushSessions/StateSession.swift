@@ -6,7 +6,9 @@ import NewsPushModel
 public struct StateCheckOutcome: Sendable, Encodable {
     /// The ledger checked.
     public var ledger: String
+    /// Whether the ledger passed every check.
     public var ok: Bool
+    /// The schema version this newspush reads.
     public var schemaVersion: Int
     /// What the ledger holds, in a line (empty when it could not be read).
     public var summary: String

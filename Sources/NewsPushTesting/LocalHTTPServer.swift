@@ -6,10 +6,13 @@ import NIOCore
 
 /// A request as a local test server received it.
 public struct RecordedRequest: Sendable {
+    /// The request's method.
     public var method: String
     /// Path and query, e.g. `/breaking-news/messages/?api-version=2020-06`.
     public var uri: String
+    /// The request's headers, as sent.
     public var headers: [(name: String, value: String)]
+    /// The request's body.
     public var body: Data
 
     /// The first value of a header, matched without regard to case.
@@ -20,12 +23,16 @@ public struct RecordedRequest: Sendable {
 
 /// What a local test server answers.
 public struct CannedResponse: Sendable {
+    /// The status to answer with.
     public var status: Int
+    /// The headers to answer with.
     public var headers: [(name: String, value: String)]
+    /// The body to answer with.
     public var body: Data
     /// Wait this long before answering (slow servers).
     public var delay: Double
 
+    /// An answer with `status`, `headers` and `body`.
     public init(
         status: Int = 200, headers: [(name: String, value: String)] = [], body: Data = Data(), delay: Double = 0
     ) {
@@ -35,6 +42,7 @@ public struct CannedResponse: Sendable {
         self.delay = delay
     }
 
+    /// An answer with a text body.
     public init(status: Int = 200, headers: [(name: String, value: String)] = [], text: String) {
         self.init(status: status, headers: headers, body: Data(text.utf8))
     }
@@ -43,6 +51,7 @@ public struct CannedResponse: Sendable {
 /// A real HTTP server on 127.0.0.1 (a port the system picks) for tests: answers with a handler
 /// and records every request.
 public final class LocalHTTPServer: Sendable {
+    /// The port it listens on (127.0.0.1).
     public let port: Int
     private let task: Task<Void, any Error>
     private let log: RequestLog

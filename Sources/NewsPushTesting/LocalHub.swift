@@ -5,7 +5,9 @@ import NotificationHubs
 
 /// The hub emulator running in process on 127.0.0.1 (a port the system picks), for tests.
 public final class LocalHub: Sendable {
+    /// The emulator behind the server (its deliveries, faults and notifications).
     public let emulator: HubEmulator
+    /// The port the emulator listens on.
     public let port: Int
     private let task: Task<Void, any Error>
 
@@ -41,6 +43,7 @@ public final class LocalHub: Sendable {
         return LocalHub(emulator: emulator, port: port, task: task)
     }
 
+    /// Stops the server.
     public func stop() { task.cancel() }
 
     deinit { task.cancel() }

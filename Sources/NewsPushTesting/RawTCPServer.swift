@@ -8,15 +8,18 @@ import Foundation
 /// bodies that trickle or never end, connections reset mid-answer. Each connection is handed to
 /// `handler` with its socket, after the request head has been read.
 public final class RawTCPServer: @unchecked Sendable {
+    /// The port it listens on (127.0.0.1).
     public let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var stopped = false
 
+    /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// What a handler can do with a connection.
     public struct Connection: Sendable {
+        /// The connection's socket.
         public let socket: Int32
         /// The request head (request line and headers).
         public let request: String
@@ -25,6 +28,7 @@ public final class RawTCPServer: @unchecked Sendable {
         @discardableResult
         public func write(_ text: String) -> Bool { write(Data(text.utf8)) }
 
+        /// Writes `text` as UTF-8; false when the peer has gone.
         @discardableResult
         public func write(_ data: Data) -> Bool {
             data.withUnsafeBytes { raw in
@@ -47,6 +51,7 @@ public final class RawTCPServer: @unchecked Sendable {
         }
     }
 
+    /// Listens on a free port; `handler` gets each connection on a thread of its own.
     public init(handler: @escaping @Sendable (Connection) -> Void) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
@@ -97,6 +102,7 @@ public final class RawTCPServer: @unchecked Sendable {
         return stopped
     }
 
+    /// Stops listening.
     public func stop() {
         lock.lock()
         stopped = true

@@ -2,15 +2,19 @@ import Foundation
 
 /// A fresh temporary folder; the caller removes it with `cleanup()`.
 public struct TemporaryFolder: Sendable {
+    /// The folder's absolute path.
     public let path: String
 
+    /// Creates a new, empty folder.
     public init() throws {
         path = NSTemporaryDirectory() + "newspush-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
+    /// The path of `name` inside the folder.
     public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
 
+    /// Writes `text` to `name` inside the folder (creating folders on the way); returns its path.
     @discardableResult
     public func write(_ name: String, _ text: String) throws -> String {
         let target = file(name)
@@ -20,6 +24,7 @@ public struct TemporaryFolder: Sendable {
         return target
     }
 
+    /// Removes the folder and everything in it.
     public func cleanup() { try? FileManager.default.removeItem(atPath: path) }
 }
 
@@ -27,6 +32,7 @@ public struct TemporaryFolder: Sendable {
 public let testConnectionString =
     "Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;"
     + "SharedAccessKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+/// The key of `testConnectionString` (hub-api.md's vectors; not a secret).
 public let testKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 /// Runs blocking work (libcurl transfers, child processes) on a thread of its own. Not on

@@ -62,6 +62,7 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
     /// `https://{host}/`: the base of every request when no other endpoint is configured.
     public var httpsBase: String { "https://\(host)/" }
 
+    /// Endpoint and key name, never the key.
     public var description: String {
         "Endpoint=\(endpoint);SharedAccessKeyName=\(keyName);SharedAccessKey=<redacted>"
     }

@@ -6,6 +6,7 @@ public enum HubError: Error, Sendable, Equatable, CustomStringConvertible {
     case payloadTooLarge(bytes: Int, limit: Int)
     case invalidPayload(String)
 
+    /// What went wrong and what to check.
     public var description: String {
         switch self {
         case .invalidConnectionString(let why):

@@ -2,12 +2,16 @@ import Foundation
 
 /// One HTTP request to the hub, fully formed.
 public struct HubRequest: Sendable, Equatable {
+    /// GET, POST or DELETE.
     public var method: String
+    /// The full URL, query included.
     public var url: String
     /// Header fields in the order they are sent.
     public var headers: [(name: String, value: String)]
+    /// The body (empty for GET and DELETE).
     public var body: Data
 
+    /// A request ready to go out.
     public init(method: String, url: String, headers: [(name: String, value: String)], body: Data) {
         self.method = method
         self.url = url
@@ -20,6 +24,7 @@ public struct HubRequest: Sendable, Equatable {
         headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
+    /// Same method, URL, headers and body.
     public static func == (lhs: HubRequest, rhs: HubRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
@@ -47,11 +52,14 @@ public struct HubRequest: Sendable, Equatable {
 
 /// What the hub answered.
 public struct HubResponse: Sendable, Equatable {
+    /// The HTTP status.
     public var status: Int
     /// Header fields with lower-cased names.
     public var headers: [String: String]
+    /// The body.
     public var body: Data
 
+    /// A response as the transport received it.
     public init(status: Int, headers: [String: String], body: Data) {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })

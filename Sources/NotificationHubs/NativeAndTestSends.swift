@@ -60,15 +60,23 @@ extension NotificationHubClient {
 
 /// What the hub says about each device reached by a test send (`&test`).
 public struct TestSendOutcome: Sendable, Equatable {
+    /// One device's outcome of a test send.
     public struct Registration: Sendable, Equatable {
+        /// The device's platform.
         public var platform: String
+        /// The push service's handle of the device.
         public var pnsHandle: String
+        /// The hub's registration id.
         public var registrationId: String
+        /// What the push service said.
         public var outcome: String
     }
 
+    /// How many devices the send reached.
     public var success: Int
+    /// How many it did not.
     public var failure: Int
+    /// Each device's outcome (at most 10).
     public var results: [Registration]
 
     /// Parses the `NotificationOutcome` XML of a test send's answer.
@@ -234,11 +242,17 @@ public enum TelemetryOutcome: Sendable, Equatable {
 /// The hub's per-message telemetry (`NotificationDetails`): state, times, and how many devices
 /// of each platform each outcome reached.
 public struct NotificationDetails: Sendable, Equatable, Codable {
+    /// The notification's id.
     public var notificationId: String?
+    /// Enqueued, Processing, Completed, Abandoned…
     public var state: String?
+    /// When the hub took it.
     public var enqueueTime: String?
+    /// When delivery started.
     public var startTime: String?
+    /// When delivery ended.
     public var endTime: String?
+    /// The platforms it was sent for.
     public var targetPlatforms: String?
     /// Platform (`Apns`, `FcmV1`, `Wns`, …) → outcome name (`Success`, …) → count.
     public var outcomeCounts: [String: [String: Int]]
@@ -249,6 +263,7 @@ public struct NotificationDetails: Sendable, Equatable, Codable {
         case targetPlatforms = "target_platforms", outcomeCounts = "outcome_counts"
     }
 
+    /// Telemetry with these values.
     public init(
         notificationId: String?, state: String?, enqueueTime: String?, startTime: String?, endTime: String?,
         targetPlatforms: String?, outcomeCounts: [String: [String: Int]]

@@ -46,13 +46,18 @@ public enum SendOutcome: Sendable, Equatable {
 /// How failed sends are retried: at most `maxRetries` more attempts, `Retry-After` first,
 /// else exponential from `baseDelay` with a little jitter, never waiting longer than `maxDelay`.
 public struct RetryPolicy: Sendable {
+    /// Retries after the first attempt (the official SDKs use 3).
     public var maxRetries: Int
+    /// Seconds before the first retry; doubled each time.
     public var baseDelay: Double
+    /// The longest wait between retries.
     public var maxDelay: Double
+    /// The share by which each wait is varied at random.
     public var jitter: Double
     /// Waits the given number of seconds (tests pass one that records instead of sleeping).
     public var sleep: @Sendable (Double) -> Void
 
+    /// A policy of `maxRetries` retries from `baseDelay` seconds.
     public init(
         maxRetries: Int = 3, baseDelay: Double = 1, maxDelay: Double = 60, jitter: Double = 0.08,
         sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
@@ -73,17 +78,22 @@ public struct RetryPolicy: Sendable {
 
 /// A client of the Notification Hubs send API for one hub.
 public struct NotificationHubClient: Sendable {
+    /// The namespace, key name and key.
     public let connection: HubConnectionString
+    /// The hub's name (the first segment of its paths).
     public let hubName: String
     /// `https://{namespace host}/`, or the configured endpoint (emulator, proxy); ends with `/`.
     public let baseURL: String
+    /// The REST API version sent (`2020-06`).
     public let apiVersion: String
+    /// How throttled or failed sends are retried.
     public var retryPolicy: RetryPolicy
     /// Request bodies over this size are refused before sending (the service answers 413 above 64 KB).
     public var maxPayloadBytes: Int
     private let tokens: SASTokenProvider
     private let transport: any HubTransport
 
+    /// A client of hub `hubName`; `endpoint` replaces `https://<namespace host>/` (emulators, proxies).
     public init(
         connection: HubConnectionString, hubName: String, endpoint: String? = nil,
         apiVersion: String = "2020-06", transport: any HubTransport,

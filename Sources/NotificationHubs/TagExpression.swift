@@ -3,6 +3,7 @@
 /// rather than a 400 per push. The parsed form also evaluates an expression against a device's
 /// tags (the emulator routes with it): `!` binds tighter than `&&`, which binds tighter than `||`.
 public enum TagExpression {
+    /// A parsed expression: a tag, or `!`, `&&`, `||` of expressions.
     public indirect enum Node: Sendable, Equatable {
         case tag(String)
         case not(Node)

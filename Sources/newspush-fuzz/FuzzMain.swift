@@ -9,6 +9,7 @@ import NewsPushFuzzing
 /// The target libFuzzer's callback runs (a C callback takes no context).
 nonisolated(unsafe) private var selected = FuzzTarget.feed
 
+/// libFuzzer's callback: one input for the target chosen by `NEWSPUSH_FUZZ_TARGET`.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     selected.run(UnsafeRawBufferPointer(start: data, count: size))

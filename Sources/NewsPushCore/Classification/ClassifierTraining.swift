@@ -5,25 +5,36 @@ import Synchronization
 /// Training and measuring the text model from a labelled JSON Lines file
 /// (`{"title", "summary", "label", "source"}` per line).
 public enum ClassifierTraining {
+    /// A labelled item.
     public struct Example: Sendable {
+        /// Its headline.
         public var title: String
+        /// Its summary (may be empty).
         public var summary: String
+        /// Its label.
         public var category: NewsCategory
+        /// The publisher or dataset it came from.
         public var source: String
     }
 
     /// A way to train a model, compared with the others by `measurements`.
     public struct Method: Sendable, CustomStringConvertible {
+        /// The method, in words.
         public var name: String
+        /// Trains a model on examples.
         public var train: @Sendable ([Example]) -> TextModel
+        /// The method's name.
         public var description: String { name }
 
+        /// Naive Bayes with uniform priors.
         public static let naiveBayes = Method(name: "naive Bayes, words + pairs + title words, uniform priors") {
             TextModel.trainNaiveBayes(labelled($0))
         }
+        /// Class-balanced logistic regression (the chosen method).
         public static let logistic = Method(name: "logistic regression, same features, class-balanced") {
             TextModel.trainLogistic(labelled($0))
         }
+        /// Logistic regression without class weights.
         public static let logisticUnbalanced = Method(name: "logistic regression, same features, unweighted") {
             TextModel.trainLogistic(labelled($0), balanced: false)
         }
@@ -35,26 +46,34 @@ public enum ClassifierTraining {
         }
         /// The method the shipped model is trained with, chosen by the figures in the README.
         public static let chosen = logistic
+        /// Every method, for `--compare`.
         public static let all = [naiveBayes, logisticUnbalanced, logistic]
     }
 
+    /// How a model did on a held-out set.
     public struct Evaluation: Sendable, CustomStringConvertible {
+        /// The held-out set.
         public var name: String
+        /// Its size.
         public var count: Int
+        /// The share classified right.
         public var accuracy: Double
         /// Mean F1 over the categories present in the evaluated items (a held-out source
         /// without Science items says nothing about Science).
         public var macroF1: Double
+        /// F1 per category.
         public var f1: [NewsCategory: Double]
         /// confusion[true][predicted]
         public var confusion: [[Int]]
         /// Share of items at or above the default `policy.min_confidence` (0.5), and the
         /// accuracy among them: what a run without section evidence would push, and how well.
         public var confident: Double
+        /// The accuracy among items at or above `min_confidence` 0.5.
         public var confidentAccuracy: Double
         /// Reliability of `confidence`: per band (lower bound), items and how many were right.
         public var bands: [(from: Double, items: Int, correct: Int)] = []
 
+        /// The measurements in a line, then the confusion.
         public var description: String {
             var lines = [
                 String(
@@ -117,10 +136,12 @@ public enum ClassifierTraining {
         method.train(examples)
     }
 
+    /// How the bag-of-words model does on `examples`.
     public static func evaluate(_ model: TextModel, on examples: [Example], name: String) -> Evaluation {
         evaluate(TextClassifier(textModel: model), on: examples, name: name)
     }
 
+    /// How the classifier does on `examples`.
     public static func evaluate(_ model: TextClassifier, on examples: [Example], name: String) -> Evaluation {
         let classes = NewsCategory.allCases
         var confusion = Array(repeating: Array(repeating: 0, count: classes.count), count: classes.count)
@@ -171,6 +192,7 @@ public enum ClassifierTraining {
         /// No model trained yet.
         public init() {}
 
+        /// The model trained on `examples` with `method` (trained once per set).
         public func model(_ examples: [Example], method: Method = .chosen) -> TextModel {
             var hasher = Hasher()
             hasher.combine(method.name)
@@ -292,18 +314,22 @@ public enum ClassifierTraining {
     /// of times); other texts go to the encoder itself.
     public struct Precomputed: TextEncoder {
         let vectors: [String: [Float]]
+        /// The encoder for texts computed on the way.
         public let base: any TextEncoder
 
+        /// `base` with the vectors of `texts` computed now.
         public init(_ base: any TextEncoder, texts: [String]) {
             let unique = Array(Set(texts)).sorted()
             vectors = Dictionary(uniqueKeysWithValues: zip(unique, base.unitVectors(unique)))
             self.base = base
         }
 
+        /// `base` with the vectors of the examples' texts computed now.
         public init(_ base: any TextEncoder, examples: [Example]) {
             self.init(base, texts: examples.map { $0.title + " " + $0.summary })
         }
 
+        /// The vector computed before, or `base`'s.
         public func unitVector(_ text: String) -> [Float] { vectors[text] ?? base.unitVector(text) }
     }
 

@@ -6,12 +6,15 @@ import NewsPushModel
 /// (through a table of synonyms in several languages), then the text model over title and
 /// summary (bag of words and the distilled encoder, `TextClassifier`). A weaker signal never overrides a stronger one.
 public struct ItemClassifier: Sendable {
+    /// The text models, when they could be loaded.
     public var text: TextClassifier?
 
+    /// A classifier with these text models (none: only feed and section evidence).
     public init(text: TextClassifier? = nil) {
         self.text = text
     }
 
+    /// A classifier with the bag-of-words model alone.
     public init(textModel: TextModel?) {
         self.text = textModel.map { TextClassifier(textModel: $0) }
     }

@@ -7,8 +7,11 @@ import NewsPushModel
 /// weighted mean of its tokens' rows: a lookup and a sum, no network and no Python. Rows are
 /// kept as eight-bit codes with one scale each (8 MB).
 public struct TokenTable: Sendable {
+    /// The WordPiece vocabulary, in id order.
     public let vocabulary: [String]
+    /// The tokenizer of that vocabulary.
     public let tokenizer: WordPieceTokenizer
+    /// The width of its vectors.
     public let dimensions: Int
     let weights: [Float]
     let scales: [Float]
@@ -16,6 +19,7 @@ public struct TokenTable: Sendable {
 
     // "NPTT1\0\0\0", count and dimensions (UInt32), the vocabulary as UTF-8 lines (length first,
     // padded to four bytes), then per token a weight and a scale (Float32), then the codes.
+    /// The table as `distil.py` writes it.
     public init(serialized data: Data) throws(TextModel.ModelError) {
         guard data.count >= 20, data.prefix(5) == Data("NPTT1".utf8) else { throw .notAModel }
         func uint32(_ offset: Int) -> Int {
@@ -85,13 +89,17 @@ public struct TokenTable: Sendable {
 /// bag-of-words model's are added; both weights are fitted on held-out items, so they also
 /// calibrate the confidence (a temperature per model).
 public struct EncoderHead: Sendable {
+    /// The width of the vectors it reads.
     public let dimensions: Int
     let weights: [Float]  // classes × dimensions
     let bias: [Float]
+    /// The weight of the bag-of-words scores in the sum.
     public var textWeight: Float
+    /// The weight of this head's scores in the sum.
     public var encoderWeight: Float
     static let classCount = NewsCategory.allCases.count
 
+    /// The six classes' scores of a unit vector.
     public func scores(_ unit: [Float]) -> [Float] {
         (0..<Self.classCount).map { c in
             var s = bias[c]
@@ -142,6 +150,7 @@ public struct EncoderHead: Sendable {
 // (Reading and writing in an extension, so the struct keeps its memberwise initializer.)
 extension EncoderHead {
     // "NPEH1\0\0\0", dimensions (UInt32), weights, bias, textWeight, encoderWeight (Float32).
+    /// The head as a file (`NPEH1`).
     public func serialized() -> Data {
         var data = Data("NPEH1\0\0\0".utf8)
         withUnsafeBytes(of: UInt32(dimensions).littleEndian) { data.append(contentsOf: $0) }
@@ -151,6 +160,7 @@ extension EncoderHead {
         return data
     }
 
+    /// A head as `serialized` writes it.
     public init(serialized data: Data) throws(TextModel.ModelError) {
         guard data.count >= 12, data.prefix(5) == Data("NPEH1".utf8) else { throw .notAModel }
         let floats: [Float] = data.withUnsafeBytes { raw in
@@ -176,6 +186,7 @@ public protocol TextEncoder: Sendable {
 }
 
 extension TextEncoder {
+    /// `unitVector` of each text.
     public func unitVectors(_ texts: [String]) -> [[Float]] { texts.map(unitVector) }
 }
 
@@ -192,9 +203,12 @@ extension SentenceEncoder: TextEncoder {}
 /// (the scores of the two are added with the head's fitted weights): the full encoder when its
 /// files are there, else the distilled table, else the bag-of-words model alone.
 public struct TextClassifier: Sendable {
+    /// The bag-of-words model.
     public let textModel: TextModel
+    /// The sentence encoder and its head, when they could be loaded.
     public let encoder: (encoder: any TextEncoder, head: EncoderHead)?
 
+    /// The classifier of these models.
     public init(textModel: TextModel, encoder: (encoder: any TextEncoder, head: EncoderHead)? = nil) {
         self.textModel = textModel
         self.encoder = encoder

@@ -9,14 +9,18 @@ import NewsPushModel
 /// table, so the model file holds no training text. Written here because no Swift package on this
 /// platform trains and loads a text classifier offline.
 public struct TextModel: Sendable {
+    /// How the model was trained.
     public enum Kind: UInt8, Sendable, CustomStringConvertible {
         case naiveBayes = 0
         case logistic = 1
 
+        /// The method's name.
         public var description: String { self == .naiveBayes ? "naive Bayes" : "logistic regression" }
     }
 
+    /// How the model was trained.
     public let kind: Kind
+    /// How many hashed feature buckets it has.
     public let buckets: Int
     /// Eight-bit codes of the six class weights of each bucket (two lanes unused); a weight is
     /// `offsets[class] + steps[class] × code`. Kept as codes in memory: 4 MB that the random
@@ -30,6 +34,7 @@ public struct TextModel: Sendable {
     let idfCodes: [UInt8]
     let idfLow: Float
     let idfStep: Float
+    /// The classes in score order.
     public static let classes = NewsCategory.allCases
     static let classCount = NewsCategory.allCases.count
 
@@ -81,6 +86,7 @@ public struct TextModel: Sendable {
         return (Self.classes[best], Double(1 / total), (0..<Self.classCount).map { Double(scores[$0]) })
     }
 
+    /// The category of a text, its confidence and every class's score.
     public func classify(_ text: String) -> (category: NewsCategory, confidence: Double, scores: [Double]) {
         classify(title: text, summary: nil)
     }
@@ -264,6 +270,7 @@ public struct TextModel: Sendable {
 
     static let magic: [UInt8] = Array("NPTM3".utf8)
 
+    /// The model as a file.
     public func serialized() -> Data {
         var data = Data(Self.magic)
         data.append(kind.rawValue)
@@ -295,6 +302,7 @@ public struct TextModel: Sendable {
         return (values.map { UInt8(max(0, min(255, (($0 - low) / step).rounded()))) }, low, step)
     }
 
+    /// A model as `serialized` writes it.
     public init(serialized data: Data) throws {
         let header = Self.magic.count + 1 + 4 + Self.classCount * 12
         guard data.count > header, data.prefix(Self.magic.count).elementsEqual(Self.magic) else {
@@ -373,6 +381,7 @@ public struct TextModel: Sendable {
             idfCodes: idfCodes, idfLow: idfLow, idfStep: idfStep)
     }
 
+    /// Why a model file cannot be used.
     public enum ModelError: Error, Equatable, CustomStringConvertible {
         case notAModel
         case wrongSize(Int, Int)
@@ -380,6 +389,7 @@ public struct TextModel: Sendable {
         case missingTable
         case missingEncoder
 
+        /// What is wrong with the file.
         public var description: String {
             switch self {
             case .notAModel: return "not a newspush text model"

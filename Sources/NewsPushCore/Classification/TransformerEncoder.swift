@@ -8,7 +8,9 @@ import NewsPushModel
 /// Written here because no Swift package runs a BERT encoder on Linux without Python or a
 /// large runtime; it is one forward pass, checked against the offline tool's vectors.
 public struct TransformerEncoder: Sendable {
+    /// The width of its vectors (384).
     public let hidden: Int
+    /// The most tokens a text gets ([CLS] and [SEP] included).
     public let maxTokens: Int
     let heads: Int
     let intermediate: Int
@@ -325,11 +327,13 @@ public struct TransformerEncoder: Sendable {
 
 /// The full encoder with the tokenizer of the token table (the same WordPiece vocabulary).
 public struct SentenceEncoder: Sendable {
+    /// The transformer.
     public let encoder: TransformerEncoder
     let tokenizer: WordPieceTokenizer
     let cls: Int32
     let sep: Int32
 
+    /// The encoder with the table's tokenizer (their vocabularies must agree).
     public init(encoder: TransformerEncoder, table: TokenTable) throws(TextModel.ModelError) {
         guard table.vocabulary.count == encoder.vocabularyCount, let cls = table.vocabulary.firstIndex(of: "[CLS]"),
             let sep = table.vocabulary.firstIndex(of: "[SEP]")

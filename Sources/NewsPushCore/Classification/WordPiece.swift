@@ -10,9 +10,11 @@ import NewsPushModel
 public struct WordPieceTokenizer: Sendable {
     private let starts: [String: Int32]
     private let continuations: [String: Int32]
+    /// The id of `[UNK]`.
     public let unknown: Int32
     static let maxWordLength = 100
 
+    /// A tokenizer of `vocabulary` (the model's vocab.txt, in order).
     public init(vocabulary: [String]) {
         var starts: [String: Int32] = [:], continuations: [String: Int32] = [:]
         for (index, token) in vocabulary.enumerated() {

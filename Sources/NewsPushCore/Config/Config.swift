@@ -5,16 +5,20 @@ import NewsPushModel
 public struct NewsPushConfig: Sendable {
     /// The file it was read from.
     public var file: String
+    /// `hub:` of the config.
     public var hub: HubSettings
     /// Absolute path of the ledger (`state:`; a `.json` path names the JSON state file of
     /// earlier versions, migrated into a `.db` beside it).
     public var statePath: String
     /// Seconds a state entry is kept (`state_retention`, default 30 days).
     public var stateRetention: Double
+    /// `fetch:` of the config.
     public var fetch: FetchSettings
+    /// `policy:` of the config.
     public var policy: PolicySettings
     /// Settings for every category (defaults for those the file does not mention).
     public var categories: [NewsCategory: CategorySettings]
+    /// `feeds:`, in the order of the file.
     public var feeds: [FeedSettings]
     /// Rules that make matching items major (or minor), first match wins (`importance_rules`).
     public var importanceRules: [ImportanceRule] = []
@@ -35,10 +39,14 @@ public struct NewsPushConfig: Sendable {
 /// `importance_rules` entry: items whose title matches `title` (a regular expression) and/or
 /// whose feed is `feed` (name or URL) get `importance`.
 public struct ImportanceRule: Sendable {
+    /// A regular expression the title must match.
     public var title: String?
+    /// The feed (name or URL) the item must come from.
     public var feed: String?
+    /// What matching items become.
     public var importance: Importance
 
+    /// A rule; `title` and `feed` both match when both are given.
     public init(title: String? = nil, feed: String? = nil, importance: Importance = .major) {
         self.title = title
         self.feed = feed
@@ -48,11 +56,13 @@ public struct ImportanceRule: Sendable {
 
 /// Where and how to reach the Notification Hub.
 public struct HubSettings: Sendable {
+    /// The hub's name (the first segment of its paths).
     public var name: String
     /// The expanded connection string. Holds the key: never print it.
     public var connectionString: String
     /// Replaces `https://<namespace host>/` when set (emulators, proxies).
     public var endpoint: String?
+    /// The REST API version (`2020-06`).
     public var apiVersion: String
     /// Pushes in flight at once (`hub.concurrency`, default 8).
     public var concurrency: Int = 8
@@ -62,37 +72,47 @@ public struct HubSettings: Sendable {
     /// official SDKs), waiting `retry_delay` (default 1 s) doubled each time unless the hub's
     /// Retry-After says otherwise.
     public var retries: Int = 3
+    /// Seconds before the first retry (`hub.retry_delay`).
     public var retryDelay: Double = 1
 }
 
 /// Limits for fetching feeds.
 public struct FetchSettings: Sendable {
+    /// Feeds fetched at once (`fetch.concurrency`).
     public var concurrency = 16
+    /// Feeds fetched at once from one host (`fetch.per_host`).
     public var perHost = 2
     /// Seconds for a whole request.
     public var timeout: Double = 20
+    /// The largest document taken (`fetch.max_bytes`).
     public var maxBytes = 10 * 1024 * 1024
     /// A URL or address where publishers can reach the operator, sent in the User-Agent.
     public var contact: String?
     /// Seconds one feed's parse may take before that feed fails alone (`parse_budget`).
     public var parseBudget: Double = FeedParser.defaultBudget
 
+    /// The defaults.
     public init() {}
 }
 
 /// Which items deserve a push.
 public struct PolicySettings: Sendable {
+    /// What the first read of a feed does: record a baseline, or push.
     public enum FirstRun: String, Sendable { case baseline, send }
     /// Seconds: never push an item published longer ago than this.
     public var maxAge: Double = 3 * 3600
+    /// Pushes per category per window (`policy.budget.per_category`).
     public var budgetPerCategory = 3
     /// Seconds of the rolling budget window.
     public var budgetWindow: Double = 3600
+    /// When nothing is pushed (`policy.quiet_hours`).
     public var quietHours: QuietHours?
+    /// What a feed's first read does (`policy.first_run`).
     public var firstRun: FirstRun = .baseline
     /// Below this classification confidence an item is unclassified and not pushed.
     public var minConfidence = 0.5
 
+    /// The defaults.
     public init() {}
 }
 
@@ -100,12 +120,15 @@ public struct PolicySettings: Sendable {
 public struct QuietHours: Sendable {
     /// Minutes after local midnight.
     public var from: Int
+    /// Minutes after local midnight when the window ends.
     public var to: Int
+    /// The zone the window is read in.
     public var timeZone: TimeZone
 
     /// The time zone as the config names it (`UTC` stays `UTC`, not Foundation's `GMT`).
     public var zoneName: String
 
+    /// A window from `from` to `to` (minutes after midnight) in `timeZone`.
     public init(from: Int, to: Int, timeZone: TimeZone, zoneName: String? = nil) {
         self.from = from
         self.to = to
@@ -147,13 +170,16 @@ public struct CategorySettings: Sendable {
     /// The most characters `messageParam` may have (default 178), cut at a word with "…".
     public var maxLength = 178
 
+    /// A category's settings with the default alert settings.
     public init(tags: String, message: String, format: PushFormat = .template) {
         self.tags = tags
         self.message = message
         self.format = format
     }
 
+    /// What the seed app's registrations display: `Breaking {category} News : {title}`.
     public static let defaultMessage = "Breaking {category} News : {title}"
+    /// The placeholders a message may use.
     public static let placeholders: Set<String> = ["category", "title", "source", "url", "summary"]
 }
 
@@ -175,6 +201,7 @@ public struct FeedSettings: Sendable {
 
 /// Language tags as newspush keys them: lower case, `_` between subtags (`pt_br`).
 public enum Languages {
+    /// `tag` lower-cased with `_` between subtags (`pt-BR` → `pt_br`).
     public static func normalized(_ tag: String) -> String {
         tag.trimmingCharacters(in: .whitespaces).lowercased().replacingOccurrences(of: "-", with: "_")
     }

@@ -10,6 +10,7 @@ import NotificationHubs
 /// hub credentials can sign a token, that the ledger's folder is writable and the ledger (if
 /// any) readable, and that there is something to fetch.
 public struct ConfigCheck: Sendable, Encodable {
+    /// What a failed check means for the exit status.
     public enum Severity: String, Sendable, Encodable {
         case ok
         /// The config must change (exit 78).
@@ -18,8 +19,11 @@ public struct ConfigCheck: Sendable, Encodable {
         case ledger
     }
 
+    /// What was checked.
     public var check: String
+    /// ok, or what a failure means.
     public var severity: Severity
+    /// What was found.
     public var detail: String
 
     /// The checks of the config itself (the feeds, the hub credentials); the ledger's are the

@@ -6,8 +6,10 @@ import Yams
 /// Reads `feeds.yaml` (SPEC §4): expands `${VAR}`, applies defaults, parses durations and sizes,
 /// and reports every problem with its file, line and key before anything touches the network.
 public struct ConfigLoader: Sendable {
+    /// Where `${VAR}` references are read from.
     public var environment: [String: String]
 
+    /// A loader reading `${VAR}` from `environment` (the process's by default).
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }

@@ -3,14 +3,19 @@ import NewsPushModel
 
 /// One item of a run, identified: its story key and what the ledger knows about it.
 public struct Candidate: Sendable {
+    /// The story key.
     public var key: String
     /// The canonical link, which identifies the story when feeds disagree on ids.
     public var linkKey: String?
+    /// The feed's name (or title).
     public var feedName: String
+    /// The feed's URL as configured.
     public var feedURL: String
     /// The category of its feed when that is a section feed (`category:` in the config).
     public var sectionCategory: NewsCategory?
+    /// The item as parsed.
     public var item: FeedItem
+    /// Its category and confidence (after the classify stage).
     public var classification: Classification = .unclassified
     /// What the ledger already knew about this story (by key, else by canonical link).
     public var previous: StoryRecord?
@@ -23,6 +28,7 @@ public struct Candidate: Sendable {
     /// The language of its feed (`language:`, else the feed's `<language>`, else en).
     public var language = "en"
 
+    /// An item of a run with its key.
     public init(
         key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil,
         item: FeedItem,
@@ -46,14 +52,18 @@ public struct Candidate: Sendable {
 
 /// The story an item was found to repeat, and where that story was met.
 public struct SameStory: Sendable, Equatable {
+    /// Where the story was met.
     public enum Place: String, Sendable {
         case thisRun = "this run"
         case earlierRun = "an earlier run"
         case publish = "a publish"
     }
 
+    /// The story's key.
     public var key: String
+    /// The story's headline.
     public var title: String?
+    /// Where it was met.
     public var place: Place
 }
 

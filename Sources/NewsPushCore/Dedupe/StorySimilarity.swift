@@ -16,6 +16,7 @@ public struct TitleFingerprint: Sendable, Equatable {
     /// the same ones.
     public let numbers: [String]
 
+    /// The fingerprint of `title`.
     public init(_ title: String) {
         let words = Self.words(of: title)
         wordCount = words.count
@@ -26,6 +27,7 @@ public struct TitleFingerprint: Sendable, Equatable {
         numbers = Array(Set(words.filter { Self.numberWords.contains($0) || $0.allSatisfy(\.isNumber) })).sorted()
     }
 
+    /// Word-pair similarity from which two titles are one story.
     public static let threshold = 0.6
     /// How far apart two items' dates may be and still be one story.
     public static let window: TimeInterval = 36 * 3600

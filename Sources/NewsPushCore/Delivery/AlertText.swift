@@ -5,6 +5,7 @@ import NewsPushModel
 /// and at most `limit` characters (grapheme clusters, what a reader counts), cut after a whole
 /// word and ended with "…" when it is longer.
 public enum AlertText {
+    /// `text` in at most `limit` characters, cut at a word boundary with `…`.
     public static func fit(_ text: String, limit: Int) -> String {
         let clean = normalized(text)
         guard clean.count > limit else { return clean }

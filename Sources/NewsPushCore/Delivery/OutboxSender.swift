@@ -29,6 +29,7 @@ public enum SendStop: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// `sending stopped: ` and the reason.
     public var description: String { "sending stopped: \(reason)" }
 }
 
@@ -36,6 +37,7 @@ public enum SendStop: Sendable, Equatable, CustomStringConvertible {
 public struct SendResult: Sendable {
     /// One per entry that was attempted or settled (built but refused, sent, put back).
     public var outcomes: [OutboxOutcome] = []
+    /// Why sending stopped, when it did.
     public var stop: SendStop?
 }
 

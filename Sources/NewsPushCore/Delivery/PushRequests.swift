@@ -5,12 +5,17 @@ import NotificationHubs
 
 /// What one push says, before it is shaped for a category's format.
 public struct PushContent: Sendable {
+    /// The story's category.
     public var category: NewsCategory
+    /// The headline as pushed.
     public var title: String
+    /// The story's link.
     public var url: String
+    /// The feed's name, or `newsroom`.
     public var source: String
     /// The story key (the `id` property).
     public var id: String
+    /// The summary, for `{summary}`.
     public var summary: String
     /// Replaces the rendered message template (manual publish with `--message`).
     public var message: String?
@@ -18,11 +23,13 @@ public struct PushContent: Sendable {
     public var image: String?
     /// The language of the item (its feed's), which picks the message template.
     public var language: String
+    /// major or minor.
     public var importance: Importance
     /// The story whose alert this one replaces on the lock screen: the story itself, or the
     /// story a correction corrects.
     public var collapseKey: String
 
+    /// What a push of story `id` says.
     public init(
         category: NewsCategory, title: String, url: String, source: String, id: String, summary: String = "",
         message: String? = nil, image: String? = nil, language: String = "en", importance: Importance = .major,
@@ -158,6 +165,7 @@ public enum PushRequests {
 /// The collapse id of a story's alerts: the same for every alert of the story, so a corrected
 /// alert replaces the first on the lock screen (APNs allows 64 bytes; this is 35).
 public enum CollapseID {
+    /// The collapse id of story `storyKey`'s alerts.
     public static func of(_ storyKey: String) -> String {
         "np-" + SHA256.hash(data: Data(storyKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
     }
@@ -166,6 +174,7 @@ public enum CollapseID {
 /// `link_params`: tracking parameters added to the pushed URL (the story key is taken from the
 /// feed's link before, so it never sees them).
 public enum Tracking {
+    /// `url` with `params` added (`{category}` in a value becomes the push's category).
     public static func link(_ url: String, params: [(name: String, value: String)], category: NewsCategory) -> String {
         guard !params.isEmpty, !url.isEmpty, var components = URLComponents(string: url), components.host != nil else {
             return url

@@ -36,6 +36,7 @@ public enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible
     /// lacks).
     case setup(String)
 
+    /// What failed, in libcurl's words where it had any.
     public var description: String {
         switch self {
         case .dns(let detail): return "DNS lookup failed: \(detail)"

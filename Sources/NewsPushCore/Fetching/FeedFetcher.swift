@@ -4,6 +4,7 @@ import NotificationHubs
 
 /// The version newspush reports (`--version`, User-Agent).
 public enum NewsPushVersion {
+    /// The release's version.
     public static let current = "0.1.0"
 }
 
@@ -22,6 +23,7 @@ public enum FeedFetchError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Not fetched at all (nothing came back for it).
     case notFetched(url: String)
 
+    /// The URL and what went wrong with it.
     public var description: String {
         switch self {
         case .transfer(let url, let failure):
@@ -45,15 +47,20 @@ public enum FeedFetchError: Error, Sendable, Equatable, CustomStringConvertible 
 
 /// The outcome of fetching one feed.
 public struct FetchedFeed: Sendable {
+    /// Fetched, unchanged (304), or failed.
     public enum Status: String, Sendable, Codable {
         case ok
         case notModified = "not-modified"
         case error
     }
 
+    /// The feed's URL as configured.
     public var url: String
+    /// Fetched, unchanged or failed.
     public var status: Status
+    /// The final response's status (nil for files).
     public var httpStatus: Int?
+    /// The document (empty unless fetched).
     public var body: Data
     /// The `Content-Type` header (its charset matters to the parser).
     public var contentType: String?
@@ -72,6 +79,7 @@ public struct FetchedFeed: Sendable {
     /// Not fetched this run: the server's Retry-After has not ended.
     public var paused = false
 
+    /// The outcome of a fetch of `url`.
     public init(
         url: String, status: Status, httpStatus: Int? = nil, body: Data, contentType: String? = nil, finalURL: String,
         paused: Bool = false, validators: ConditionalGetValidators? = nil, failure: FeedFetchError? = nil,
@@ -93,10 +101,12 @@ public struct FetchedFeed: Sendable {
 
 /// Fetches feeds: http(s) with libcurl, many at once; local paths from disk.
 public struct FeedFetcher: Sendable {
+    /// `fetch:` of the config.
     public var settings: FetchSettings
     /// Relative feed paths are read from here (the config file's folder).
     public var baseFolder: String
 
+    /// A fetcher with `settings`, reading relative paths from `baseFolder`.
     public init(settings: FetchSettings, baseFolder: String) {
         self.settings = settings
         self.baseFolder = baseFolder

@@ -6,6 +6,8 @@ import NewsPushModel
 /// variants. Foundation's formatters each accept one exact pattern, so the tolerant parse is
 /// written here. Unparseable text gives nil, never an error.
 public enum FeedDates {
+    /// A feed's date in any of the forms feeds write (RFC 822, RFC 3339, and their common variants); nil when none
+    /// fits.
     public static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmedASCIIWhitespace()
         guard !trimmed.isEmpty else { return nil }
@@ -108,6 +110,7 @@ public enum FeedDates {
 
     // MARK: ISO 8601 / RFC 3339
 
+    /// An RFC 3339 / ISO 8601 date and time, with its zone; nil for anything else.
     public static func parseISO8601(_ text: String) -> Date? {
         let s = Array(text.utf8)
         var i = 0

@@ -11,24 +11,35 @@ public enum FeedFormat: String, Sendable, Codable {
 
 /// A link of a feed or item, with its relation (`alternate`, `enclosure`, …).
 public struct FeedLink: Sendable, Equatable, Codable {
+    /// The link's target, absolute.
     public var href: String
+    /// Its relation (`alternate`, `enclosure`, `self`…).
     public var rel: String
+    /// Its media type.
     public var type: String?
+    /// Its size in bytes, as written.
     public var length: String?
+    /// Its language.
     public var hreflang: String?
+    /// Its title.
     public var title: String?
 }
 
 /// One author of an item.
 public struct FeedAuthor: Sendable, Equatable, Codable {
+    /// The author's name.
     public var name: String?
+    /// The author's address.
     public var email: String?
 }
 
 /// A category term with its scheme (RSS `domain`, Atom `scheme`) and label.
 public struct FeedTag: Sendable, Equatable, Codable {
+    /// The category's term.
     public var term: String
+    /// Its scheme (RSS `domain`).
     public var scheme: String?
+    /// Its label.
     public var label: String?
 }
 
@@ -36,12 +47,19 @@ public struct FeedTag: Sendable, Equatable, Codable {
 public struct FeedItem: Sendable, Equatable, Codable {
     /// The item's own id (RSS guid, RSS 1.0 rdf:about, Atom id), or nil.
     public var id: String?
+    /// The headline as plain text.
     public var title: String?
+    /// The item's link, absolute.
     public var link: String?
+    /// The summary as plain text.
     public var summary: String?
+    /// When it was published.
     public var published: Date?
+    /// When it was last updated.
     public var updated: Date?
+    /// The first author's name.
     public var author: String?
+    /// The terms of its categories.
     public var categories: [String] = []
     /// Enclosure and media URLs, absolute.
     public var enclosures: [String] = []
@@ -62,6 +80,7 @@ public struct FeedItem: Sendable, Equatable, Codable {
     var contentSource: FeedText?
     /// Whether an RSS guid is a permalink (only meaningful when `id` came from a guid).
     public var guidIsPermaLink: Bool?
+    /// The first author's address.
     public var authorEmail: String?
     /// Every author when there are several (`author` is the first).
     public var authors: [FeedAuthor] = []
@@ -73,9 +92,12 @@ public struct FeedItem: Sendable, Equatable, Codable {
     public var contentType: String?
     /// The dates as the feed wrote them.
     public var publishedText: String?
+    /// The updated date as written.
     public var updatedText: String?
+    /// The created date as written.
     public var createdText: String?
 
+    /// An item with these fields.
     public init(
         id: String? = nil, title: String? = nil, link: String? = nil, summary: String? = nil,
         published: Date? = nil, updated: Date? = nil, author: String? = nil, categories: [String] = []
@@ -93,22 +115,32 @@ public struct FeedItem: Sendable, Equatable, Codable {
 
 /// A parsed feed document.
 public struct ParsedFeed: Sendable, Codable {
+    /// RSS 2.0, RSS 0.9x, RSS 1.0 or Atom 1.0.
     public var format: FeedFormat
+    /// The feed's title.
     public var title: String?
+    /// The feed's own link.
     public var link: String?
     /// RSS channel description, Atom subtitle (tagline), as plain text.
     public var subtitle: String?
+    /// The feed's language, as written.
     public var language: String?
+    /// Every link of the feed with its relation.
     public var links: [FeedLink] = []
+    /// The feed's author.
     public var author: String?
+    /// The author's address.
     public var authorEmail: String?
+    /// The feed's categories.
     public var tags: [FeedTag] = []
     /// The feed's own id (Atom).
     public var id: String?
     /// The channel's dates as written (RSS pubDate / dcterms:issued; lastBuildDate / dc:date /
     /// Atom updated).
     public var publishedText: String?
+    /// The updated date as written.
     public var updatedText: String?
+    /// The items in document order.
     public var items: [FeedItem]
     /// What was wrong with the document but did not stop the parse (not well-formed,
     /// wrong encoding label…), for the report.
@@ -147,6 +179,7 @@ public enum FeedParseError: Error, Sendable, Equatable, CustomStringConvertible 
     /// an error rather than a feed that silently has nothing.
     case noReadableItems(String)
 
+    /// What was wrong with the document.
     public var description: String {
         switch self {
         case .empty: return "the document is empty"

@@ -3,10 +3,14 @@ import NewsPushModel
 
 /// The `parse --format json|jsonl` object of SPEC §3 for one source.
 public struct ParseOutput: Encodable, Sendable {
+    /// The file, URL or `-` as given.
     public var source: String
+    /// The parsed feed, when it could be read.
     public var feed: ParsedFeed?
+    /// Why it could not be read.
     public var error: String?
 
+    /// The output for `source`.
     public init(source: String, feed: ParsedFeed?, error: String?) {
         self.source = source
         self.feed = feed
@@ -15,6 +19,7 @@ public struct ParseOutput: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey { case source, format, title, link, items, error, problems }
 
+    /// SPEC §3's object: the feed's fields and items, or the error.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(source, forKey: .source)

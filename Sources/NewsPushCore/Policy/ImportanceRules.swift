@@ -7,10 +7,12 @@ import NewsPushModel
 public struct ImportanceRules: Sendable {
     private let rules: [(rule: ImportanceRule, title: NSRegularExpression?)]
 
+    /// The rules of `importance_rules`, first match wins.
     public init(_ rules: [ImportanceRule]) {
         self.rules = rules.map { ($0, $0.title.flatMap { try? NSRegularExpression(pattern: $0) }) }
     }
 
+    /// The importance of an item: the first matching rule's, else `fallback` (the category's).
     public func importance(title: String?, feedName: String?, feedURL: String?, default fallback: Importance)
         -> Importance
     {

@@ -5,10 +5,13 @@ import NotificationHubs
 
 /// A push an editor sends by hand (`newspush publish`, `newspush hub test-send`).
 public struct ManualPush: Sendable {
+    /// The story's category (and tag expression, unless `tags`).
     public var category: NewsCategory
+    /// The headline.
     public var title: String?
     /// The exact `messageParam` text (instead of the category's message template with the title).
     public var message: String?
+    /// The story's URL.
     public var url: String?
     /// Overrides the category's tag expression (e.g. `user:alice` to try it on one device).
     public var tags: String?
@@ -25,6 +28,7 @@ public struct ManualPush: Sendable {
     /// The language of the text (picks the category's message template); default en.
     public var language: String
 
+    /// A manual push to `category`.
     public init(
         category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
         tags: String? = nil, test: Bool = false, force: Bool = false, importance: Importance? = nil, at: Date? = nil,
@@ -54,6 +58,7 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
     /// A near-identical headline was pushed in the last 36 hours.
     case sameStory(SameStory)
 
+    /// Why it is refused, naming the story and what `--force` does.
     public var description: String {
         switch self {
         case .known(let record):
@@ -75,8 +80,11 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
 
 /// A manual push, planned: what would be recorded and sent, and whether it must be refused.
 public struct PublishPlan: Sendable {
+    /// What the editor asked for.
     public var push: ManualPush
+    /// The story as it would be recorded.
     public var story: StoryRecord
+    /// The outbox entry as it would be recorded.
     public var entry: OutboxEntry
     /// The request as it would go out now (shown by `--dry-run`).
     public var request: HubRequest
@@ -91,6 +99,7 @@ public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
     /// The push cannot be made into a request (a bad `--tags` expression, a message too large).
     case request(HubError)
 
+    /// What is wrong, naming the story.
     public var description: String {
         switch self {
         case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"

@@ -5,8 +5,10 @@ import NewsPushModel
 /// classified, fresh, outside quiet hours and within its category's budget (newest first).
 /// Same-story questions are answered before (`StoryMatcher`); this only applies the rules.
 public struct PushPolicy: Sendable {
+    /// `policy:` of the config.
     public var settings: PolicySettings
 
+    /// The policy of `settings`.
     public init(settings: PolicySettings) {
         self.settings = settings
     }

@@ -4,6 +4,7 @@ import NewsPushModel
 /// The plan stage's answer: a decision for every item, an outbox entry for each item selected,
 /// and what becomes of the pushes already waiting in the outbox.
 public struct RunPlan: Sendable {
+    /// One decision per candidate, in order.
     public var decisions: [ItemDecision]
     /// New outbox entries, one per item decided `would-push`, in send order.
     public var newEntries: [OutboxEntry]

@@ -8,6 +8,7 @@ public enum ScheduleTimeError: Error, Sendable, Equatable, CustomStringConvertib
     case past(Date)
     case tooFar(Date)
 
+    /// What is wrong with the time, and the forms that are accepted.
     public var description: String {
         switch self {
         case .notADuration(let text): return "--at '\(text)' is not +DURATION (e.g. +2h)"

@@ -7,6 +7,7 @@ public enum FeedReadError: Error, Sendable, CustomStringConvertible {
     case fetch(FeedFetchError)
     case parse(url: String, FeedParseError)
 
+    /// The feed's URL and what went wrong.
     public var description: String {
         switch self {
         case .fetch(let error): return error.description
@@ -17,6 +18,7 @@ public enum FeedReadError: Error, Sendable, CustomStringConvertible {
 
 /// A fetched feed and what the parser made of it.
 public struct FeedRead: Sendable {
+    /// What the fetch brought.
     public var fetched: FetchedFeed
     /// The parsed document, when the fetch brought one and it is a feed.
     public var feed: ParsedFeed?

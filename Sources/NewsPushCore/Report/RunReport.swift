@@ -4,12 +4,19 @@ import NotificationHubs
 
 /// The report of one run: SPEC §3's `run --format json` object.
 public struct RunReport: Encodable, Sendable {
+    /// A preview: nothing was sent or written.
     public var dryRun: Bool
+    /// The run's clock reading.
     @Timestamped public var startedAt: Date
+    /// When the report was made.
     @Timestamped public var finishedAt: Date
+    /// Every feed of the run.
     public var feeds: [FeedReport] = []
+    /// Every item, with its decision.
     public var items: [ItemReport] = []
+    /// Every push, with what became of it.
     public var pushes: [PushReport] = []
+    /// The counts.
     public var summary = RunSummary()
     /// Why sending stopped before the outbox was empty (exit status 1), when it did.
     public var stop: SendStop? {
@@ -46,6 +53,7 @@ public struct RunReport: Encodable, Sendable {
 /// always), where the synthesized encoding would leave the key out.
 @propertyWrapper
 public struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
+    /// The value, or nil (`null`).
     public var wrappedValue: Value?
 
     /// The value, or nil.
@@ -53,6 +61,7 @@ public struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
         self.wrappedValue = wrappedValue
     }
 
+    /// The value, or `null`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
@@ -63,6 +72,7 @@ public struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
 /// date strategy; `null` when absent.
 @propertyWrapper
 public struct Timestamped<Value: Sendable>: Encodable, Sendable {
+    /// The time (a `Date` or an optional one).
     public var wrappedValue: Value
 
     /// The time (or an optional time).
@@ -70,6 +80,7 @@ public struct Timestamped<Value: Sendable>: Encodable, Sendable {
         self.wrappedValue = wrappedValue
     }
 
+    /// RFC 3339 in UTC, or `null`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch wrappedValue {
@@ -91,9 +102,13 @@ public enum RunOutcome: Sendable {
 /// A hub request as `--show-requests` prints it: the signature of its token redacted; or why the
 /// request of a push could not be built.
 public struct RequestReport: Encodable, Sendable {
+    /// The request's method.
     public var method: String?
+    /// The request's URL.
     public var url: String?
+    /// Its headers, the token's signature redacted.
     public var headers: [String: String]?
+    /// Its body.
     public var body: String?
     /// Why the request could not be built (the push is refused when it is sent).
     public var error: String?
@@ -118,12 +133,19 @@ public struct RequestReport: Encodable, Sendable {
 
 /// One feed of a run, as the report shows it.
 public struct FeedReport: Encodable, Sendable {
+    /// The feed's name (or title, or URL).
     public var name: String
+    /// The feed's URL as configured.
     public var url: String
+    /// ok, not-modified or error.
     public var status: FetchedFeed.Status
+    /// The HTTP status of the fetch.
     @Nullable public var httpStatus: Int?
+    /// How many items it listed.
     public var items: Int
+    /// How many of them no run had seen.
     public var new: Int
+    /// Why it failed, naming it.
     @Nullable public var error: String?
     /// The feed's new address when it answered with a permanent redirect: update the config.
     public var movedTo: String?
@@ -141,13 +163,19 @@ public struct FeedReport: Encodable, Sendable {
 
 /// One item of a run and the decision it got.
 public struct ItemReport: Encodable, Sendable {
+    /// The story key.
     public var key: String
+    /// The feed's name.
     public var feed: String
+    /// The headline.
     @Nullable public var title: String?
+    /// The link.
     @Nullable public var link: String?
+    /// The category it was filed under.
     @Nullable public var category: NewsCategory?
     /// The classifier's confidence, to three decimals.
     public var confidence: Double
+    /// What happened to it (SPEC §3).
     public var decision: ItemDecision
     /// Why, in more words than the decision: the story it repeats and where, when quiet hours
     /// end, the best guess below `min_confidence`, what the hub said.
@@ -173,6 +201,7 @@ public struct ItemReport: Encodable, Sendable {
 
 /// One push of a run and what became of it.
 public struct PushReport: Encodable, Sendable {
+    /// What became of a push (SPEC §3).
     public enum Status: String, Encodable, Sendable {
         case sent
         case wouldSend = "would-send"
@@ -181,13 +210,21 @@ public struct PushReport: Encodable, Sendable {
         case unknown
     }
 
+    /// The push's category.
     public var category: NewsCategory
+    /// The tag expression it went to.
     public var tags: String
+    /// Its template properties.
     public var properties: [String: String]
+    /// Its story key.
     public var itemKey: String
+    /// What became of it.
     public var status: Status
+    /// The hub's answer.
     @Nullable public var httpStatus: Int?
+    /// The hub's id of the notification.
     @Nullable public var notificationId: String?
+    /// Why it failed or waits.
     @Nullable public var error: String?
 
     enum CodingKeys: String, CodingKey {
@@ -198,10 +235,15 @@ public struct PushReport: Encodable, Sendable {
 
 /// The counts of a run.
 public struct RunSummary: Encodable, Sendable {
+    /// Feeds fetched (or unchanged).
     public var feedsOk = 0
+    /// Feeds that failed.
     public var feedsFailed = 0
+    /// Items no run had seen.
     public var itemsNew = 0
+    /// Pushes the hub took.
     public var pushesSent = 0
+    /// Pushes refused or of unknown outcome.
     public var pushesFailed = 0
     /// Pushes waiting in the outbox after this run.
     public var pushesPending = 0
