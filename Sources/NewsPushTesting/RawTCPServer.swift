@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -7,12 +8,11 @@ import Foundation
 /// A bare TCP server on 127.0.0.1 for misbehaving peers an HTTP library will not imitate:
 /// bodies that trickle or never end, connections reset mid-answer. Each connection is handed to
 /// `handler` with its socket, after the request head has been read.
-public final class RawTCPServer: @unchecked Sendable {
+public final class RawTCPServer: Sendable {
     /// The port it listens on (127.0.0.1).
     public let port: Int
     private let listener: Int32
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = Mutex(false)
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -96,17 +96,11 @@ public final class RawTCPServer: @unchecked Sendable {
         thread.start()
     }
 
-    private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
-    }
+    private var isStopped: Bool { stopped.withLock { $0 } }
 
     /// Stops listening.
     public func stop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
+        stopped.withLock { $0 = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }

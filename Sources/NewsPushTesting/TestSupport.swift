@@ -47,20 +47,43 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -
 
 /// An RFC 822 date `minutesAgo` before now, for fresh feed items.
 public func rfc822(minutesAgo: Double) -> String {
+    rfc822(Date().addingTimeInterval(-minutesAgo * 60))
+}
+
+/// `date` as an RFC 822 date, as feeds write them.
+public func rfc822(_ date: Date) -> String {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = TimeZone(identifier: "GMT")
     formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-    return formatter.string(from: Date().addingTimeInterval(-minutesAgo * 60))
+    return formatter.string(from: date)
+}
+
+/// The environment that sets a debug build's session clock (`NEWSPUSH_TEST_NOW`): the binary
+/// then judges freshness, budgets, quiet hours and schedules as of `date`, however long the
+/// machine takes between two commands.
+public func testClock(_ date: Date) -> [String: String] {
+    let formatter = ISO8601DateFormatter()
+    return ["NEWSPUSH_TEST_NOW": formatter.string(from: date)]
+}
+
+/// Now, in whole seconds (what feeds and the session clock can say exactly).
+public func wholeSecondsNow() -> Date {
+    Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
 }
 
 /// A small RSS 2.0 feed; each item is (guid, title, minutes ago). Titles are inserted as given
 /// (already escaped for XML).
 public func rssFeed(title: String, items: [(guid: String, title: String, minutesAgo: Double)]) -> String {
+    rssFeed(title: title, dated: items.map { ($0.guid, $0.title, Date().addingTimeInterval(-$0.minutesAgo * 60)) })
+}
+
+/// A small RSS 2.0 feed; each item is (guid, title, publication date).
+public func rssFeed(title: String, dated items: [(guid: String, title: String, published: Date)]) -> String {
     let body = items.map { item in
         """
         <item><title>\(item.title)</title><link>https://news.example.org/\(item.guid)</link>
-        <guid isPermaLink="false">\(item.guid)</guid><pubDate>\(rfc822(minutesAgo: item.minutesAgo))</pubDate></item>
+        <guid isPermaLink="false">\(item.guid)</guid><pubDate>\(rfc822(item.published))</pubDate></item>
         """
     }.joined(separator: "\n")
     return

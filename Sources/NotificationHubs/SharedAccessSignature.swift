@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// Shared Access Signature tokens as the Notification Hubs service checks them (hub-api.md §2).
 public enum SharedAccessSignature {
@@ -81,12 +82,11 @@ public enum SharedAccessSignature {
 }
 
 /// Issues tokens for one hub and reuses each until it is close to expiry.
-public final class SASTokenProvider: @unchecked Sendable {
+public final class SASTokenProvider: Sendable {
     private let connection: HubConnectionString
     private let resourceURI: String
     private let lifetime: Int
-    private let lock = NSLock()
-    private var cached: (token: String, expiry: Int)?
+    private let cached = Mutex<(token: String, expiry: Int)?>(nil)
 
     /// A provider signing `resourceURI` (default: the hub on the namespace host) for `lifetime` seconds.
     public init(connection: HubConnectionString, hub: String, resourceURI: String? = nil, lifetime: Int = 3600) {
@@ -98,13 +98,13 @@ public final class SASTokenProvider: @unchecked Sendable {
     /// A token valid for at least five more minutes at `now`.
     public func authorization(now: Date = Date()) -> String {
         let nowSeconds = Int(now.timeIntervalSince1970)
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached, cached.expiry - nowSeconds > 300 { return cached.token }
-        let expiry = nowSeconds + lifetime
-        let token = SharedAccessSignature.token(
-            resourceURI: resourceURI, keyName: connection.keyName, key: connection.key, expiry: expiry)
-        cached = (token, expiry)
-        return token
+        return cached.withLock { cached in
+            if let cached, cached.expiry - nowSeconds > 300 { return cached.token }
+            let expiry = nowSeconds + lifetime
+            let token = SharedAccessSignature.token(
+                resourceURI: resourceURI, keyName: connection.keyName, key: connection.key, expiry: expiry)
+            cached = (token, expiry)
+            return token
+        }
     }
 }

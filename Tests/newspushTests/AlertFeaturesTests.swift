@@ -250,33 +250,40 @@ struct AlertFeaturesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [("\(feeds.baseURL)/world.xml", "World")])
-        // Twelve seconds ahead: the publish and the run before it must finish first, which
-        // takes longer on a loaded machine.
-        let published = ContinuousClock.now
+        // Twenty seconds ahead on the session clock: the run sees the send scheduled whatever the
+        // machine's speed; the emulator delivers it at its (real) time, which is waited for.
+        let t0 = wholeSecondsNow()
         let scheduled = try await newspush(
             [
                 "publish", "--config", config, "--category", "World", "--title", "Results are in",
-                "--url", "https://news.example.org/results", "--at", "+12s", "--yes", "--format", "json",
+                "--url", "https://news.example.org/results", "--at", "+20s", "--yes", "--format", "json",
             ],
-            environment: hubEnvironment)
+            environment: hubEnvironment.merging(testClock(t0), uniquingKeysWith: { $1 }))
         #expect(scheduled.status == 0, "\(scheduled.stderr)")
+        #expect(await hub.emulator.allDeliveries().isEmpty)
         let answer = try #require(try JSONSerialization.jsonObject(with: Data(scheduled.stdout.utf8)) as? [String: Any])
         #expect(answer["status"] as? String == "scheduled")
         let id = try #require(answer["notification_id"] as? String)
         #expect(await hub.emulator.notification(id)?.state == "Scheduled")
         // The feed carries the embargoed article: the run leaves it to the scheduled send.
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let run = try await newspush(
+            ["run", "--config", config, "--format", "json"],
+            environment: hubEnvironment.merging(testClock(t0.addingTimeInterval(1)), uniquingKeysWith: { $1 }))
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let items = report["items"] as? [[String: Any]]
         #expect(items?.first?["decision"] as? String == "scheduled")
-        #expect(await hub.emulator.allDeliveries().isEmpty)
-        try await Task.sleep(until: published + .milliseconds(13_500))
-        #expect(await hub.emulator.allDeliveries().filter { $0.device == "iphone" }.count == 1, "delivered at its time")
+        var delivered = 0
+        for _ in 0..<120 where delivered == 0 {
+            delivered = await hub.emulator.allDeliveries().filter { $0.device == "iphone" }.count
+            if delivered == 0 { try await Task.sleep(nanoseconds: 250_000_000) }
+        }
+        #expect(delivered == 1, "delivered at its time")
+        #expect(Date() >= t0.addingTimeInterval(19), "not before its time")
 
         let second = try await newspush(
             [
                 "publish", "--config", config, "--category", "World", "--title", "Embargo two",
-                "--at", "+2s", "--yes", "--format", "json",
+                "--at", "+60s", "--yes", "--format", "json",
             ], environment: hubEnvironment)
         let secondAnswer = try #require(
             try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
@@ -284,7 +291,6 @@ struct AlertFeaturesTests {
         let cancelled = try #require(secondId)
         let cancel = try await newspush(["hub", "cancel", "--config", config, cancelled], environment: hubEnvironment)
         #expect(cancel.status == 0, "\(cancel.stderr)")
-        try await Task.sleep(nanoseconds: 2_500_000_000)
         #expect(
             !(await hub.emulator.allDeliveries().contains { $0.payload.contains("Embargo two") }),
             "a cancelled send is never delivered")

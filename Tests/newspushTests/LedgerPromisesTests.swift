@@ -9,22 +9,31 @@ import Testing
 
 /// A feed whose items can change between runs; it answers 304 to the ETag of its current items.
 actor FeedDesk {
-    var items: [(guid: String, title: String, minutesAgo: Double)]
+    var items: [(guid: String, title: String, published: Date)]
     var version = 1
     private(set) var fullResponses = 0
 
-    init(_ items: [(guid: String, title: String, minutesAgo: Double)]) { self.items = items }
+    init(_ items: [(guid: String, title: String, minutesAgo: Double)]) { self.items = Self.dated(items) }
+
+    /// Items with fixed publication dates (for runs on a test clock).
+    init(dated items: [(guid: String, title: String, published: Date)]) { self.items = items }
 
     func set(_ items: [(guid: String, title: String, minutesAgo: Double)]) {
-        self.items = items
+        self.items = Self.dated(items)
         version += 1
+    }
+
+    private static func dated(_ items: [(guid: String, title: String, minutesAgo: Double)])
+        -> [(guid: String, title: String, published: Date)]
+    {
+        items.map { ($0.guid, $0.title, Date().addingTimeInterval(-$0.minutesAgo * 60)) }
     }
 
     func answer(_ request: RecordedRequest) -> CannedResponse {
         let etag = "\"v\(version)\""
         if request.header("If-None-Match") == etag { return CannedResponse(status: 304, headers: [("ETag", etag)]) }
         fullResponses += 1
-        return CannedResponse(headers: [("ETag", etag)], text: rssFeed(title: "Desk", items: items))
+        return CannedResponse(headers: [("ETag", etag)], text: rssFeed(title: "Desk", dated: items))
     }
 
     static func serve(_ desks: [String: FeedDesk]) async throws -> LocalHTTPServer {
@@ -246,12 +255,16 @@ struct LedgerPromisesTests {
         let config = try config(
             folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")],
             extra: "state_retention: 2s")
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+        // On the session clock: the third run is 10 s later, past the retention of 2 s.
+        let t0 = wholeSecondsNow()
+        func at(_ seconds: Double) -> [String: String] {
+            hubEnvironment.merging(testClock(t0.addingTimeInterval(seconds)), uniquingKeysWith: { $1 })
+        }
+        #expect(try await newspush(["run", "--config", config], environment: at(0)).status == 0)
         await desk.set([("stays", "Story that stays in the feed", 4)])
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        try await Task.sleep(nanoseconds: 2_500_000_000)
+        #expect(try await newspush(["run", "--config", config], environment: at(1)).status == 0)
         // Every run from now on gets 304.
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: at(10))
         #expect((try json(run)["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
         let show = try await newspush(
             ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
@@ -259,7 +272,7 @@ struct LedgerPromisesTests {
             try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
             as? [String: Any]
         #expect(items?.keys.sorted() == ["guid:127.0.0.1/stays"])
-        let prune = try await newspush(["state", "prune", "--config", config], environment: hubEnvironment)
+        let prune = try await newspush(["state", "prune", "--config", config], environment: at(11))
         #expect(prune.stdout.contains("0 stories; 1 kept, 1 tombstones"), "\(prune.stdout)")
     }
 
@@ -344,11 +357,13 @@ struct LedgerPromisesTests {
     @Test func aHubDownForTwoRunsThenBackSendsFreshStoriesOnceAndExpiresStaleOnes() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        // max_age 40 s: "aging" (30 s old at the first fetch) is stale once the hub is back 12 s
-        // later, "fresh" (1 s old) is not. The two runs while the hub is down have 10 s before
-        // "aging" goes stale (they take one or two seconds each, more on a loaded machine).
-        let desk = FeedDesk([
-            ("aging", "Story published a while ago already", 0.5), ("fresh", "Story published a second ago", 0.02),
+        // max_age 40 s, on the session clock (independent of how long the machine takes): at
+        // t0 "aging" is 30 s old and "fresh" 1 s; the hub is back at t0 + 20 s, when "aging" is
+        // stale (50 s) and "fresh" is not (21 s).
+        let t0 = wholeSecondsNow()
+        let desk = FeedDesk(dated: [
+            ("aging", "Story published a while ago already", t0.addingTimeInterval(-30)),
+            ("fresh", "Story published a second ago", t0.addingTimeInterval(-1)),
         ])
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
         defer { feeds.stop() }
@@ -359,19 +374,20 @@ struct LedgerPromisesTests {
             of: "policy: {", with: "policy: {max_age: 40s, "
         )
         .write(toFile: down, atomically: true, encoding: .utf8)
-        let firstFetch = ContinuousClock.now
-        for _ in 0..<2 {
-            let run = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
+        for minute in 0..<2 {
+            let run = try await newspush(
+                ["run", "--config", down, "--format", "json"],
+                environment: hubEnvironment.merging(testClock(t0.addingTimeInterval(Double(minute))), uniquingKeysWith: { $1 }))
             #expect(run.status == 1)
             #expect(summary(try json(run))["pushes_pending"] as? Int == 2)
             let stopped = try json(run)["sending_stopped"] as? String ?? ""
             #expect(stopped.contains("connection refused") && stopped.contains("could not reach the hub"), "\(stopped)")
         }
-        try await Task.sleep(until: firstFetch + .seconds(12))
         let up = try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(
             of: "http://127.0.0.1:1/", with: hub.endpoint)
         try up.write(toFile: down, atomically: true, encoding: .utf8)
-        let back = try await newspush(["run", "--config", down, "--format", "json"], environment: hubEnvironment)
+        let later = hubEnvironment.merging(testClock(t0.addingTimeInterval(20)), uniquingKeysWith: { $1 })
+        let back = try await newspush(["run", "--config", down, "--format", "json"], environment: later)
         #expect(back.status == 0, "\(back.stderr)")
         let report = try json(back)
         #expect(decisions(report)["guid:127.0.0.1/fresh"] == "pushed")
@@ -380,7 +396,7 @@ struct LedgerPromisesTests {
         let deliveries = await hub.emulator.allDeliveries()
         #expect(deliveries.count == 1)
         #expect(deliveries.first?.payload.contains("guid:127.0.0.1/fresh") == true)
-        #expect(try await newspush(["run", "--config", down], environment: hubEnvironment).status == 0)
+        #expect(try await newspush(["run", "--config", down], environment: later).status == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)
     }
 }

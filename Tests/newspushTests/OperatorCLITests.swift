@@ -270,15 +270,24 @@ struct OperatorCLITests {
                     + "[guid:127.0.0.1/w] from this run"
             ))
 
-        // Quiet hours round the clock: the reason says when they end.
+        // Quiet hours from an hour before the session clock to an hour after: the reason says when
+        // they end.
+        let now = wholeSecondsNow()
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC") ?? .current
+        func clock(_ date: Date) -> String {
+            String(format: "%02d:%02d", utc.component(.hour, from: date), utc.component(.minute, from: date))
+        }
+        let (from, to) = (clock(now.addingTimeInterval(-3600)), clock(now.addingTimeInterval(3600)))
         try String(contentsOfFile: config, encoding: .utf8)
             .replacingOccurrences(
                 of: "min_confidence: 0.99}",
-                with: "min_confidence: 0.99, quiet_hours: {from: \"00:00\", to: \"23:59\", timezone: UTC}}"
+                with: "min_confidence: 0.99, quiet_hours: {from: \"\(from)\", to: \"\(to)\", timezone: UTC}}"
             )
             .write(toFile: config, atomically: true, encoding: .utf8)
-        let quiet = try await newspush(["preview", "--config", config], environment: hubEnvironment)
-        #expect(quiet.stdout.contains("quiet hours until 23:59 UTC"), "\(quiet.stdout)")
+        let quiet = try await newspush(
+            ["preview", "--config", config], environment: hubEnvironment.merging(testClock(now), uniquingKeysWith: { $1 }))
+        #expect(quiet.stdout.contains("quiet hours until \(to) UTC"), "\(quiet.stdout)")
     }
 
     @Test func parseReadsStandardInputAndClassifyKeepsItsLines() async throws {

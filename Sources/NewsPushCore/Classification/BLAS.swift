@@ -53,6 +53,7 @@ enum BLAS {
     private typealias SetThreads = @convention(c) (Int32) -> Void
     private static let rowMajor: Int32 = 101, noTrans: Int32 = 111, trans: Int32 = 112
 
+    /// Unchecked: a C function pointer, set once when the library is loaded and never changed.
     private struct Library: @unchecked Sendable {
         let sgemm: SGEMM
     }

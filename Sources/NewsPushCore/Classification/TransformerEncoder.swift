@@ -374,7 +374,8 @@ public struct SentenceEncoder: Sendable {
     }
 }
 
-/// A value handed to `concurrentPerform`'s iterations, each of which writes only its own slot.
+/// A value handed to `concurrentPerform`'s iterations. Unchecked because it is a buffer of
+/// slots: each iteration writes only its own, and the caller reads them after all have ended.
 struct UncheckedSendable<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }

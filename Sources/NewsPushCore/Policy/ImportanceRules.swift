@@ -30,5 +30,3 @@ public struct ImportanceRules: Sendable {
     }
 }
 
-// NSRegularExpression is immutable once made; it is safe to share across threads.
-extension NSRegularExpression: @retroactive @unchecked Sendable {}
