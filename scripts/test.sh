@@ -5,5 +5,8 @@
 # at -O): a trick that only holds in one of them fails here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The code's shape first (.swift-format): formatting, line length, a /// summary on every public
+# declaration, no force unwrap or force try outside the tests.
+swift format lint --strict --recursive Sources Tests Package.swift
 swift test "$@"
 swift test -c release -Xswiftc -enable-testing --filter NewsPushCoreTests

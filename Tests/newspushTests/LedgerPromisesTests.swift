@@ -377,7 +377,8 @@ struct LedgerPromisesTests {
         for minute in 0..<2 {
             let run = try await newspush(
                 ["run", "--config", down, "--format", "json"],
-                environment: hubEnvironment.merging(testClock(t0.addingTimeInterval(Double(minute))), uniquingKeysWith: { $1 }))
+                environment: hubEnvironment.merging(
+                    testClock(t0.addingTimeInterval(Double(minute))), uniquingKeysWith: { $1 }))
             #expect(run.status == 1)
             #expect(summary(try json(run))["pushes_pending"] as? Int == 2)
             let stopped = try json(run)["sending_stopped"] as? String ?? ""

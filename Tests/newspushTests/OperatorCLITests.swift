@@ -286,7 +286,8 @@ struct OperatorCLITests {
             )
             .write(toFile: config, atomically: true, encoding: .utf8)
         let quiet = try await newspush(
-            ["preview", "--config", config], environment: hubEnvironment.merging(testClock(now), uniquingKeysWith: { $1 }))
+            ["preview", "--config", config],
+            environment: hubEnvironment.merging(testClock(now), uniquingKeysWith: { $1 }))
         #expect(quiet.stdout.contains("quiet hours until \(to) UTC"), "\(quiet.stdout)")
     }
 

@@ -29,4 +29,3 @@ public struct ImportanceRules: Sendable {
         return fallback
     }
 }
-
