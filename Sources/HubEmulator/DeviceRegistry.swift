@@ -101,7 +101,7 @@ public struct DeviceRegistry: Sendable {
         guard let mapping = root?.mapping else {
             throw LoadError(description: "\(file): expected a mapping with a devices list")
         }
-        func fail(_ node: Node?, _ message: String) -> LoadError {
+        let fail = { (node: Node?, message: String) in
             LoadError(description: "\(file):\(node?.mark?.line ?? 0): \(message)")
         }
         var registry = DeviceRegistry(hub: mapping["hub"]?.string, devices: [])
@@ -114,49 +114,9 @@ public struct DeviceRegistry: Sendable {
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()
         for (index, node) in list.enumerated() {
-            guard let device = node.mapping else { throw fail(node, "devices[\(index)] must be a mapping") }
-            guard let id = device["id"]?.string, !id.isEmpty else {
-                throw fail(node, "devices[\(index)].id is required")
-            }
-            guard seen.insert(id).inserted else { throw fail(node, "device id '\(id)' is used twice") }
-            let platformName = device["platform"]?.string ?? ""
-            guard let platform = VirtualDevice.Platform(rawValue: platformName) else {
-                throw fail(node, "devices[\(index)].platform must be apple, fcmv1 or windows, not '\(platformName)'")
-            }
-            var tags: [String] = []
-            if let tagNode = device["tags"] {
-                guard let sequence = tagNode.sequence else {
-                    throw fail(tagNode, "devices[\(index)].tags must be a list")
-                }
-                tags = sequence.compactMap(\.string)
-            }
-            let template = device["template"]?.string
-            if let template, platform != .windows {
-                do { _ = try TemplateRenderer.renderJSON(template, properties: [:]) } catch {
-                    throw fail(node, "devices[\(index)].template: \(error)")
-                }
-            }
-            var headers: [String: String] = [:]
-            if let headerNode = device["headers"] {
-                guard let pairs = headerNode.mapping else {
-                    throw fail(headerNode, "devices[\(index)].headers must be a mapping")
-                }
-                for (name, value) in pairs {
-                    guard let key = name.string, key.lowercased().hasPrefix("apns-"), let text = value.string else {
-                        throw fail(
-                            name,
-                            "devices[\(index)].headers: keys must start with apns- (as in an Apple template "
-                                + "registration)"
-                        )
-                    }
-                    headers[key.lowercased()] = text
-                }
-            }
-            let offline = device["offline_seconds"].flatMap { $0.string }.flatMap(Double.init)
-            registry.devices.append(
-                VirtualDevice(
-                    id: id, platform: platform, tags: tags, template: template, headers: headers,
-                    expiry: device["expiry"]?.string, offlineSeconds: offline))
+            let device = try Self.device(node, index: index, fail: fail)
+            guard seen.insert(device.id).inserted else { throw fail(node, "device id '\(device.id)' is used twice") }
+            registry.devices.append(device)
         }
         for node in mapping["policies"]?.sequence ?? [] {
             guard let policy = node.mapping, let name = policy["name"]?.string, let key = policy["key"]?.string else {
@@ -167,5 +127,44 @@ public struct DeviceRegistry: Sendable {
                 AccessPolicy(name: name, key: key, canSend: rights.contains("Send") || rights.contains("Manage")))
         }
         return registry
+    }
+
+    /// One entry of `devices`.
+    private static func device(_ node: Node, index: Int, fail: (Node?, String) -> LoadError) throws -> VirtualDevice {
+        guard let device = node.mapping else { throw fail(node, "devices[\(index)] must be a mapping") }
+        guard let id = device["id"]?.string, !id.isEmpty else { throw fail(node, "devices[\(index)].id is required") }
+        let platformName = device["platform"]?.string ?? ""
+        guard let platform = VirtualDevice.Platform(rawValue: platformName) else {
+            throw fail(node, "devices[\(index)].platform must be apple, fcmv1 or windows, not '\(platformName)'")
+        }
+        var tags: [String] = []
+        if let tagNode = device["tags"] {
+            guard let sequence = tagNode.sequence else { throw fail(tagNode, "devices[\(index)].tags must be a list") }
+            tags = sequence.compactMap(\.string)
+        }
+        let template = device["template"]?.string
+        if let template, platform != .windows {
+            do { _ = try TemplateRenderer.renderJSON(template, properties: [:]) } catch {
+                throw fail(node, "devices[\(index)].template: \(error)")
+            }
+        }
+        var headers: [String: String] = [:]
+        if let headerNode = device["headers"] {
+            guard let pairs = headerNode.mapping else {
+                throw fail(headerNode, "devices[\(index)].headers must be a mapping")
+            }
+            for (name, value) in pairs {
+                guard let key = name.string, key.lowercased().hasPrefix("apns-"), let text = value.string else {
+                    throw fail(
+                        name,
+                        "devices[\(index)].headers: keys must start with apns- (as in an Apple template registration)")
+                }
+                headers[key.lowercased()] = text
+            }
+        }
+        let offline = device["offline_seconds"].flatMap { $0.string }.flatMap(Double.init)
+        return VirtualDevice(
+            id: id, platform: platform, tags: tags, template: template, headers: headers,
+            expiry: device["expiry"]?.string, offlineSeconds: offline)
     }
 }

@@ -64,70 +64,92 @@ extension DeviceRegistry {
         }
         let matching = devices.filter { predicate?.matches(Set($0.tags)) ?? true }
         let body = String(decoding: request.body, as: UTF8.self)
-        var targets: [SendTarget] = []
-        switch format {
-        case "template":
-            guard (request.headers["content-type"] ?? "").lowercased().hasPrefix("application/json") else {
-                return .failure(
-                    EmulatorRefusal(
-                        response: .xmlError(
-                            400, "Content-Type must be application/json for template notifications",
-                            trackingId: trackingId)))
-            }
-            guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-                object.values.allSatisfy({ $0 is String })
-            else {
-                return .failure(
-                    EmulatorRefusal(
-                        response: .xmlError(
-                            400, "The template notification body must be a flat JSON object of string properties",
-                            trackingId: trackingId)))
-            }
-            let properties = object.compactMapValues { $0 as? String }
-            if let bad = properties.keys.first(where: { !NotificationHubClient.isValidPropertyName($0) }) {
-                return .failure(
-                    EmulatorRefusal(response: .xmlError(400, "Invalid property name '\(bad)'", trackingId: trackingId)))
-            }
-            for device in matching {
-                guard let template = device.template else { continue }  // native registrations skip template sends
-                targets.append(Self.templateTarget(device, template: template, properties: properties))
-            }
-        default:
-            guard let platform = VirtualDevice.Platform(rawValue: format) else {
-                return .failure(
-                    EmulatorRefusal(
-                        response: .xmlError(
-                            400, "The notification format '\(format)' is not supported by this emulator",
-                            trackingId: trackingId)))
-            }
-            var object: [String: Any] = [:]
-            if platform != .windows {
-                guard let parsed = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
-                    return .failure(
-                        EmulatorRefusal(
-                            response: .xmlError(
-                                400, "The \(format) notification body must be a JSON object", trackingId: trackingId)))
-                }
-                if platform == .fcmv1, !(parsed["message"] is [String: Any]) {
-                    return .failure(
-                        EmulatorRefusal(
-                            response: .xmlError(
-                                400, "An fcmv1 notification must be a complete FCM v1 message: {\"message\":{…}}",
-                                trackingId: trackingId)))
-                }
-                object = parsed
-            }
-            let headers = Self.nativeHeaders(request.headers, object: object, platform: platform)
-            let expiry = headers["apns-expiration"].flatMap(Double.init).flatMap {
-                $0 > 0 ? Date(timeIntervalSince1970: $0) : nil
-            }
-            for device in matching where device.platform == platform && device.template == nil {
-                targets.append(SendTarget(device: device, payload: body, headers: headers, expiry: expiry))
-            }
+        let targets: [SendTarget]
+        switch format == "template"
+            ? templateTargets(request, matching: matching, trackingId: trackingId)
+            : nativeTargets(request, format: format, matching: matching, body: body, trackingId: trackingId)
+        {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let found): targets = found
         }
         // The test flag limits a send to 10 registrations.
-        if request.query["test"].map({ $0.lowercased() != "false" }) ?? false { targets = Array(targets.prefix(10)) }
-        return .success(PreparedSend(format: format, targets: targets, tags: tags, body: body))
+        let limited =
+            request.query["test"].map({ $0.lowercased() != "false" }) ?? false ? Array(targets.prefix(10)) : targets
+        return .success(PreparedSend(format: format, targets: limited, tags: tags, body: body))
+    }
+
+    /// A template send's deliveries: each matching template registration, rendered with the
+    /// send's properties (a flat JSON object of strings, as the service requires).
+    private func templateTargets(_ request: EmulatorRequest, matching: [VirtualDevice], trackingId: String)
+        -> Result<[SendTarget], EmulatorRefusal>
+    {
+        var targets: [SendTarget] = []
+        guard (request.headers["content-type"] ?? "").lowercased().hasPrefix("application/json") else {
+            return .failure(
+                EmulatorRefusal(
+                    response: .xmlError(
+                        400, "Content-Type must be application/json for template notifications",
+                        trackingId: trackingId)))
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+            object.values.allSatisfy({ $0 is String })
+        else {
+            return .failure(
+                EmulatorRefusal(
+                    response: .xmlError(
+                        400, "The template notification body must be a flat JSON object of string properties",
+                        trackingId: trackingId)))
+        }
+        let properties = object.compactMapValues { $0 as? String }
+        if let bad = properties.keys.first(where: { !NotificationHubClient.isValidPropertyName($0) }) {
+            return .failure(
+                EmulatorRefusal(response: .xmlError(400, "Invalid property name '\(bad)'", trackingId: trackingId)))
+        }
+        for device in matching {
+            guard let template = device.template else { continue }  // native registrations skip template sends
+            targets.append(Self.templateTarget(device, template: template, properties: properties))
+        }
+        return .success(targets)
+    }
+
+    /// A native send's deliveries: each matching native registration of the format's platform
+    /// gets the body as it is.
+    private func nativeTargets(
+        _ request: EmulatorRequest, format: String, matching: [VirtualDevice], body: String, trackingId: String
+    ) -> Result<[SendTarget], EmulatorRefusal> {
+        var targets: [SendTarget] = []
+        guard let platform = VirtualDevice.Platform(rawValue: format) else {
+            return .failure(
+                EmulatorRefusal(
+                    response: .xmlError(
+                        400, "The notification format '\(format)' is not supported by this emulator",
+                        trackingId: trackingId)))
+        }
+        var object: [String: Any] = [:]
+        if platform != .windows {
+            guard let parsed = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
+                return .failure(
+                    EmulatorRefusal(
+                        response: .xmlError(
+                            400, "The \(format) notification body must be a JSON object", trackingId: trackingId)))
+            }
+            if platform == .fcmv1, !(parsed["message"] is [String: Any]) {
+                return .failure(
+                    EmulatorRefusal(
+                        response: .xmlError(
+                            400, "An fcmv1 notification must be a complete FCM v1 message: {\"message\":{…}}",
+                            trackingId: trackingId)))
+            }
+            object = parsed
+        }
+        let headers = Self.nativeHeaders(request.headers, object: object, platform: platform)
+        let expiry = headers["apns-expiration"].flatMap(Double.init).flatMap {
+            $0 > 0 ? Date(timeIntervalSince1970: $0) : nil
+        }
+        for device in matching where device.platform == platform && device.template == nil {
+            targets.append(SendTarget(device: device, payload: body, headers: headers, expiry: expiry))
+        }
+        return .success(targets)
     }
 
     /// A template registration's delivery: its body, its `apns-*` headers and its `Expiry`, each

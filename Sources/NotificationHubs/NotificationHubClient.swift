@@ -189,6 +189,11 @@ public struct NotificationHubClient: Sendable {
         case .success(let r):
             response = r
         }
+        return verdict(response)
+    }
+
+    /// What an HTTP answer means: accepted, worth another try, or refused for good.
+    private func verdict(_ response: HubResponse) -> Verdict {
         let status = response.status
         let detail = Self.errorDetail(response)
         let retryAfter = response.headers["retry-after"].flatMap { Self.parseRetryAfter($0) }
@@ -215,6 +220,14 @@ public struct NotificationHubClient: Sendable {
                 .unknown(
                     status: status,
                     reason: "hub error \(status)\(detail) after retries; it may have queued the notification"))
+        default:
+            return refusal(status, detail: detail)
+        }
+    }
+
+    /// The answers that refuse a send for good, each with what to check.
+    private func refusal(_ status: Int, detail: String) -> Verdict {
+        switch status {
         case 400:
             return .done(.refused(status: status, reason: "hub rejected the request as malformed (400)\(detail)"))
         case 401:

@@ -122,58 +122,61 @@ public struct TextModel: Sendable {
             previous = word
             hasPrevious = true
         }
-        func words(_ text: String, inTitle: Bool) {
-            var hash = seed
-            var inWord = false
-            var skip = 0
-            var text = text
-            text.withUTF8 { bytes in
-                var i = 0
-                while i < bytes.count {
-                    var b = bytes[i]
-                    var isWordByte: Bool
-                    if skip > 0 {
-                        skip -= 1
-                        isWordByte = false
-                    } else if b < 0x80 {
-                        if b >= 0x41 && b <= 0x5A { b |= 0x20 }
-                        isWordByte = (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
-                    } else if b == 0xE2, i + 1 < bytes.count, bytes[i + 1] == 0x80 || bytes[i + 1] == 0x81 {
-                        skip = 2  // U+2000–U+207F: a separator of three bytes
-                        isWordByte = false
-                    } else if b == 0xC2 {
-                        // U+0080–U+00BF: no-break space, «, », ¡… separate words.
-                        skip = 1
-                        isWordByte = false
-                    } else {
-                        if b == 0xC3, i + 1 < bytes.count, bytes[i + 1] >= 0x80, bytes[i + 1] <= 0x9E,
-                            bytes[i + 1] != 0x97
-                        {
-                            // Latin-1 capitals (À–Þ, not ×): lower-case the second byte.
-                            hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
-                            hash = (hash ^ UInt64(bytes[i + 1] | 0x20)) &* 0x100_0000_01b3
-                            inWord = true
-                            i += 2
-                            continue
-                        }
-                        isWordByte = true
-                    }
-                    if isWordByte {
-                        hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
-                        inWord = true
-                    } else if inWord {
-                        emit(hash, inTitle: inTitle)
-                        hash = seed
-                        inWord = false
-                    }
-                    i += 1
-                }
-            }
-            if inWord { emit(hash, inTitle: inTitle) }
-        }
-        words(title, inTitle: true)
+        forEachWordHash(title) { emit($0, inTitle: true) }
         hasPrevious = false
-        if let summary { words(summary, inTitle: false) }
+        if let summary { forEachWordHash(summary) { emit($0, inTitle: false) } }
+    }
+
+    /// The hash of each word of `text`, in order: runs of ASCII letters and digits and of
+    /// non-ASCII letters, lower-cased (Latin-1 capitals too); punctuation, general punctuation
+    /// (U+2000–U+207F) and Latin-1 symbols (U+0080–U+00BF) separate words.
+    private static func forEachWordHash(_ text: String, _ word: (UInt64) -> Void) {
+        var hash = seed
+        var inWord = false
+        var skip = 0
+        var text = text
+        text.withUTF8 { bytes in
+            var i = 0
+            while i < bytes.count {
+                var b = bytes[i]
+                var isWordByte: Bool
+                if skip > 0 {
+                    skip -= 1
+                    isWordByte = false
+                } else if b < 0x80 {
+                    if b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                    isWordByte = (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
+                } else if b == 0xE2, i + 1 < bytes.count, bytes[i + 1] == 0x80 || bytes[i + 1] == 0x81 {
+                    skip = 2  // U+2000–U+207F: a separator of three bytes
+                    isWordByte = false
+                } else if b == 0xC2 {
+                    // U+0080–U+00BF: no-break space, «, », ¡… separate words.
+                    skip = 1
+                    isWordByte = false
+                } else if b == 0xC3, i + 1 < bytes.count, bytes[i + 1] >= 0x80, bytes[i + 1] <= 0x9E,
+                    bytes[i + 1] != 0x97
+                {
+                    // Latin-1 capitals (À–Þ, not ×): lower-case the second byte.
+                    hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+                    hash = (hash ^ UInt64(bytes[i + 1] | 0x20)) &* 0x100_0000_01b3
+                    inWord = true
+                    i += 2
+                    continue
+                } else {
+                    isWordByte = true
+                }
+                if isWordByte {
+                    hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+                    inWord = true
+                } else if inWord {
+                    word(hash)
+                    hash = seed
+                    inWord = false
+                }
+                i += 1
+            }
+        }
+        if inWord { word(hash) }
     }
 
     // MARK: Training

@@ -88,13 +88,31 @@ public enum StoryMatcher {
     /// One match per candidate, in order. `recentPushes` are the ledger's stories pushed (or
     /// waiting in the outbox) in the last 36 hours.
     public static func match(_ candidates: [Candidate], recentPushes: [StoryRecord]) -> [StoryMatch] {
-        let fingerprints = candidates.map { $0.item.title.map(TitleFingerprint.init) }
-        let recent = recentPushes.compactMap { record -> (StoryRecord, TitleFingerprint, Date)? in
+        let recent = recentPushes.compactMap { record -> RecentPush? in
             guard let title = record.title else { return nil }
             let print = TitleFingerprint(title)
             return print.isComparable ? (record, print, record.published ?? record.pushedAt ?? record.firstSeen) : nil
         }
-        let index = SimilarTitleIndex(fingerprints + recent.map(\.1))
+        var (groups, recentMatch) = cluster(candidates, recent: recent)
+        var matches = candidates.map { candidate -> StoryMatch in
+            if candidate.tombstoned { return .tombstoned }
+            if let previous = candidate.previous { return .known(previous) }
+            return .new
+        }
+        for cluster in groups.clusters() {
+            decide(cluster, candidates: candidates, recent: recent, recentMatch: recentMatch, matches: &matches)
+        }
+        return matches
+    }
+
+    /// A story pushed recently: its record, its title's fingerprint, and its date.
+    private typealias RecentPush = (record: StoryRecord, print: TitleFingerprint, date: Date)
+
+    /// The candidates grouped into stories (same key, same canonical link, or near-identical
+    /// titles within the window), and for each candidate the recent push its title repeats.
+    private static func cluster(_ candidates: [Candidate], recent: [RecentPush]) -> (UnionFind, [Int: Int]) {
+        let fingerprints = candidates.map { $0.item.title.map(TitleFingerprint.init) }
+        let index = SimilarTitleIndex(fingerprints + recent.map(\.print))
         var groups = UnionFind(count: candidates.count)
         var byKey: [String: Int] = [:]
         var byLink: [String: Int] = [:]
@@ -114,47 +132,46 @@ public enum StoryMatcher {
                     else { continue }
                     groups.union(j, i)
                 } else if recentMatch[i] == nil {
-                    let (_, other, date) = recent[j - candidates.count]
-                    if abs(date.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
-                        other.matches(print)
+                    let other = recent[j - candidates.count]
+                    if abs(other.date.timeIntervalSince(candidate.effectiveDate)) <= TitleFingerprint.window,
+                        other.print.matches(print)
                     {
                         recentMatch[i] = j - candidates.count
                     }
                 }
             }
         }
+        return (groups, recentMatch)
+    }
 
-        var matches = candidates.map { candidate -> StoryMatch in
-            if candidate.tombstoned { return .tombstoned }
-            if let previous = candidate.previous { return .known(previous) }
-            return .new
+    /// The matches of one cluster: copies of a story handled before are that story; a copy of a
+    /// recent push is that push; otherwise the strongest evidence wins (highest confidence, then
+    /// the earliest listed item) and the rest are the same story as it.
+    private static func decide(
+        _ cluster: [Int], candidates: [Candidate], recent: [RecentPush], recentMatch: [Int: Int],
+        matches: inout [StoryMatch]
+    ) {
+        if let known = cluster.first(where: { matches[$0] != .new }) {
+            let record = candidates[known].previous
+            let same = SameStory(
+                key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
+                place: record?.origin == .publish ? .publish : .earlierRun)
+            for member in cluster where matches[member] == .new { matches[member] = .sameStory(same) }
+        } else if let r = cluster.lazy.compactMap({ recentMatch[$0] }).first {
+            // A copy of a story pushed in the last 36 hours, under another key and link.
+            let record = recent[r].record
+            let same = SameStory(
+                key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
+            for member in cluster { matches[member] = .sameStory(same) }
+        } else if cluster.count > 1,
+            let best = cluster.max(by: { a, b in
+                let ca = candidates[a].classification.confidence, cb = candidates[b].classification.confidence
+                return ca != cb ? ca < cb : a > b
+            })
+        {
+            let same = SameStory(key: candidates[best].key, title: candidates[best].item.title, place: .thisRun)
+            for member in cluster where member != best { matches[member] = .sameStory(same) }
         }
-        for cluster in groups.clusters() {
-            if let known = cluster.first(where: { matches[$0] != .new }) {
-                // The story was handled before: its new copies are that story.
-                let record = candidates[known].previous
-                let same = SameStory(
-                    key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
-                    place: record?.origin == .publish ? .publish : .earlierRun)
-                for member in cluster where matches[member] == .new { matches[member] = .sameStory(same) }
-            } else if let r = cluster.lazy.compactMap({ recentMatch[$0] }).first {
-                // A copy of a story pushed in the last 36 hours, under another key and link.
-                let record = recent[r].0
-                let same = SameStory(
-                    key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
-                for member in cluster { matches[member] = .sameStory(same) }
-            } else if cluster.count > 1,
-                let best = cluster.max(by: { a, b in
-                    // The strongest evidence wins: highest confidence, then the earliest listed item.
-                    let ca = candidates[a].classification.confidence, cb = candidates[b].classification.confidence
-                    return ca != cb ? ca < cb : a > b
-                })
-            {
-                let same = SameStory(key: candidates[best].key, title: candidates[best].item.title, place: .thisRun)
-                for member in cluster where member != best { matches[member] = .sameStory(same) }
-            }
-        }
-        return matches
     }
 }
 

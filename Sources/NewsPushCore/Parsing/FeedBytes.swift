@@ -423,22 +423,84 @@ enum FeedBytes {
     /// `keepingPredefined`: references to XML's five entities stay as written, which is all a
     /// strict parse needs (the rest is as above).
     static func repairMarkup(_ buffer: UnsafeBufferPointer<UInt8>, keepingPredefined: Bool = false) -> [UInt8] {
-        let n = buffer.count
-        guard n > 0, let p = buffer.baseAddress else { return [] }
+        guard buffer.count > 0, let p = buffer.baseAddress else { return [] }
+        var repair = MarkupRepair(buffer: buffer, p: p, keepingPredefined: keepingPredefined)
+        repair.run()
+        return repair.out
+    }
+
+    /// One pass of `repairMarkup`: runs of good bytes are copied whole; references, C1 controls
+    /// and forbidden control characters are rewritten or dropped; comments, CDATA sections and
+    /// processing instructions are copied as they are (less forbidden control characters).
+    private struct MarkupRepair {
+        let buffer: UnsafeBufferPointer<UInt8>
+        let p: UnsafePointer<UInt8>
+        let keepingPredefined: Bool
         var out: [UInt8] = []
-        out.reserveCapacity(n + n / 16)
         var i = 0
         var runStart = 0
-        func flush() {
+        var n: Int { buffer.count }
+
+        init(buffer: UnsafeBufferPointer<UInt8>, p: UnsafePointer<UInt8>, keepingPredefined: Bool) {
+            self.buffer = buffer
+            self.p = p
+            self.keepingPredefined = keepingPredefined
+            out.reserveCapacity(buffer.count + buffer.count / 16)
+        }
+
+        mutating func run() {
+            while i < n {
+                // References to XML's five entities, when kept, stay in the run.
+                i += keepingPredefined ? ByteScan.repairPastEntities(p + i, n - i) : ByteScan.repair(p + i, n - i)
+                guard i < n else { break }
+                switch p[i] {
+                case UInt8(ascii: "<"):
+                    if let (bodyStart, terminator) = section(buffer, at: i) {
+                        i = bodyStart
+                        skipUntil(terminator)
+                    } else {
+                        i += 1
+                    }
+                case UInt8(ascii: "&"):
+                    flush()
+                    i = rewriteReference(buffer, at: i, into: &out, keepingPredefined: keepingPredefined)
+                    runStart = i
+                case 0xC2:
+                    c1Control()
+                default:
+                    // A control character XML forbids.
+                    flush()
+                    i += 1
+                    runStart = i
+                }
+            }
+            flush()
+        }
+
+        private mutating func flush() {
             if runStart < i { out.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
         }
-        func startsWith(_ s: StaticString, at index: Int) -> Bool {
+
+        /// C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
+        private mutating func c1Control() {
+            guard i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F else {
+                i += 1
+                return
+            }
+            flush()
+            appendUTF8(windows1252(p[i + 1]), to: &out)
+            i += 2
+            runStart = i
+        }
+
+        private func startsWith(_ s: StaticString, at index: Int) -> Bool {
             let count = s.utf8CodeUnitCount
             guard index + count <= n else { return false }
             return memcmp(p + index, s.utf8Start, count) == 0
         }
+
         /// Moves `i` past `terminator`, copying (less forbidden control characters).
-        func skipUntil(_ terminator: StaticString) {
+        private mutating func skipUntil(_ terminator: StaticString) {
             let first = terminator.utf8Start.pointee
             while i < n {
                 let b = p[i]
@@ -455,45 +517,6 @@ enum FeedBytes {
                 i += 1
             }
         }
-        while i < n {
-            // References to XML's five entities, when kept, stay in the run.
-            i += keepingPredefined ? ByteScan.repairPastEntities(p + i, n - i) : ByteScan.repair(p + i, n - i)
-            guard i < n else { break }
-            let b = p[i]
-            if b == UInt8(ascii: "<") {
-                if let (bodyStart, terminator) = section(buffer, at: i) {
-                    i = bodyStart
-                    skipUntil(terminator)
-                } else {
-                    i += 1
-                }
-                continue
-            }
-            if b == UInt8(ascii: "&") {
-                flush()
-                i = rewriteReference(buffer, at: i, into: &out, keepingPredefined: keepingPredefined)
-                runStart = i
-                continue
-            }
-            if b == 0xC2 {
-                // C1 control characters (U+0080–U+009F) stand for Windows-1252 punctuation in feeds.
-                if i + 1 < n, p[i + 1] >= 0x80, p[i + 1] <= 0x9F {
-                    flush()
-                    appendUTF8(windows1252(p[i + 1]), to: &out)
-                    i += 2
-                    runStart = i
-                } else {
-                    i += 1
-                }
-                continue
-            }
-            // A control character XML forbids.
-            flush()
-            i += 1
-            runStart = i
-        }
-        flush()
-        return out
     }
 
     static func appendUTF8(_ value: UInt32, to out: inout [UInt8]) {

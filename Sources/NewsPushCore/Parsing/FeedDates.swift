@@ -25,76 +25,33 @@ public enum FeedDates {
     /// before the tolerant tokenizer below. Nil for anything else.
     static func parseCommonRFC822(_ text: String) -> Date? {
         var text = text
-        return text.withUTF8 { s -> Date? in
-            var i = 0
-            let n = s.count
-            func letter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
-            func number(_ maxDigits: Int) -> Int? {
-                var value = 0, count = 0
-                while i < n, count < maxDigits, s[i] >= 0x30 && s[i] <= 0x39 {
-                    value = value * 10 + Int(s[i] - 0x30)
-                    i += 1
-                    count += 1
-                }
-                return count > 0 ? value : nil
-            }
-            func space() -> Bool {
-                guard i < n, s[i] == 0x20 else { return false }
-                while i < n, s[i] == 0x20 { i += 1 }
-                return true
-            }
+        return text.withUTF8 { bytes -> Date? in
+            var s = DateBytes(bytes)
             // Optional "Sat, "
-            if n > 4, letter(s[0]), letter(s[1]), letter(s[2]), s[3] == UInt8(ascii: ",") {
-                i = 4
-                guard space() else { return nil }
+            if s.count > 4, DateBytes.isLetter(s[0]), DateBytes.isLetter(s[1]), DateBytes.isLetter(s[2]),
+                s[3] == UInt8(ascii: ",")
+            {
+                s.i = 4
+                guard s.spaces() else { return nil }
             }
-            guard let day = number(2), space(), i + 3 <= n, letter(s[i]), letter(s[i + 1]), letter(s[i + 2]) else {
-                return nil
-            }
-            let m = (UInt32(s[i] | 0x20) << 16) | (UInt32(s[i + 1] | 0x20) << 8) | UInt32(s[i + 2] | 0x20)
-            guard let month = englishMonths[m] else { return nil }
-            i += 3
-            guard space(), let year = number(4), i - 4 >= 0, space(), let hour = number(2), i < n,
-                s[i] == UInt8(ascii: ":")
+            guard let day = s.number(2), s.spaces(), let month = s.englishMonth(), s.spaces(), let year = s.number(4),
+                s.spaces(), let hour = s.number(2), s.skip(":"), let minute = s.number(2)
             else { return nil }
-            i += 1
-            guard let minute = number(2) else { return nil }
             var second = 0
-            if i < n, s[i] == UInt8(ascii: ":") {
-                i += 1
-                guard let sec = number(2) else { return nil }
+            if s.skip(":") {
+                guard let sec = s.number(2) else { return nil }
                 second = sec
             }
-            guard space(), i < n else { return nil }
-            var offset = 0
-            if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
-                let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
-                i += 1
-                // "+0100" or "+01:00"
-                guard let hours = number(2), i < n else { return nil }
-                if s[i] == UInt8(ascii: ":") { i += 1 }
-                let start = i
-                guard let minutes = number(2), i - start == 2, hours <= 14, minutes < 60 else { return nil }
-                offset = sign * (hours * 3600 + minutes * 60)
-            } else {
-                let start = i
-                while i < n, letter(s[i]) { i += 1 }
-                guard i > start, i - start <= 4 else { return nil }
-                // GMT, by far the most common, needs no String.
-                if i - start == 3, s[start] | 0x20 == UInt8(ascii: "g"), s[start + 1] | 0x20 == UInt8(ascii: "m"),
-                    s[start + 2] | 0x20 == UInt8(ascii: "t")
-                {
-                    offset = 0
-                } else {
-                    let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
-                    guard let hours = zones[zone] else { return nil }
-                    offset = hours * 3600
-                }
-            }
-            guard i == n, year >= 1000 else { return nil }
+            guard s.spaces(), !s.atEnd, let offset = s.commonZone(), s.atEnd, year >= 1000 else { return nil }
             return make(year, month, day, hour, minute, second, offset)
         }
     }
+
+    /// The month of a three-letter English abbreviation packed into an integer.
+    fileprivate static func englishMonthNumber(_ packed: UInt32) -> Int? { englishMonths[packed] }
+
+    /// The offset in hours of a named zone (`CET`), if it is one of the known names.
+    fileprivate static func zoneHours(_ name: String) -> Int? { zones[name] }
 
     /// Three-letter English month abbreviations, lower case, packed into an integer.
     private static let englishMonths: [UInt32: Int] = {
@@ -112,78 +69,55 @@ public enum FeedDates {
 
     /// An RFC 3339 / ISO 8601 date and time, with its zone; nil for anything else.
     public static func parseISO8601(_ text: String) -> Date? {
-        let s = Array(text.utf8)
-        var i = 0
-        func digits(_ count: Int) -> Int? {
-            guard i + count <= s.count else { return nil }
-            var value = 0
-            for k in 0..<count {
-                let c = s[i + k]
-                guard c >= 0x30 && c <= 0x39 else { return nil }
-                value = value * 10 + Int(c - 0x30)
+        var text = text
+        return text.withUTF8 { bytes -> Date? in
+            var s = DateBytes(bytes)
+            guard let year = s.digits(4) else { return nil }
+            let separated = s.skip("-/")
+            guard let month = s.digits(2) ?? (separated ? s.digits(1) : nil) else {
+                return s.atEnd ? make(year, 1, 1, 0, 0, 0, 0) : nil
             }
-            i += count
-            return value
-        }
-        func skip(_ chars: String) -> Bool {
-            if i < s.count, chars.utf8.contains(s[i]) {
-                i += 1
-                return true
+            var day = 1
+            if !separated || s.skip("-/") {
+                guard let d = s.digits(2) ?? s.digits(1) else { return nil }
+                day = d
             }
-            return false
-        }
-        guard let year = digits(4) else { return nil }
-        let separated = skip("-/")
-        guard let month = digits(2) ?? (separated ? digits(1) : nil) else {
-            return i == s.count ? make(year, 1, 1, 0, 0, 0, 0) : nil
-        }
-        var day = 1
-        if !separated || skip("-/") {
-            guard let d = digits(2) ?? digits(1) else { return nil }
-            day = d
-        }
-        var hour = 0, minute = 0, second = 0.0, offset = 0
-        if i < s.count, s[i] == UInt8(ascii: "T") || s[i] == UInt8(ascii: "t") || s[i] == UInt8(ascii: " ") {
-            i += 1
-            guard let h = digits(2) else { return nil }
-            hour = h
-            _ = skip(":")
-            if let m = digits(2) { minute = m }
-            if skip(":"), let sec = digits(2) {
-                second = Double(sec)
-                if i < s.count, s[i] == UInt8(ascii: ".") || s[i] == UInt8(ascii: ",") {
-                    i += 1
-                    var fraction = 0.0, scale = 0.1
-                    while i < s.count, s[i] >= 0x30 && s[i] <= 0x39 {
-                        fraction += Double(s[i] - 0x30) * scale
-                        scale /= 10
-                        i += 1
-                    }
-                    second += fraction
-                }
+            var time = (hour: 0, minute: 0, second: 0.0, offset: 0)
+            if s.skip("Tt ") {
+                guard let read = isoTime(&s) else { return nil }
+                time = read
             }
-            while i < s.count, s[i] == UInt8(ascii: " ") { i += 1 }
-            if i < s.count {
-                if s[i] == UInt8(ascii: "Z") || s[i] == UInt8(ascii: "z") {
-                    i += 1
-                } else if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
-                    let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
-                    i += 1
-                    guard let oh = digits(2), oh <= 14 else { return nil }
-                    _ = skip(":")
-                    let om = digits(2) ?? 0
-                    guard om < 60 else { return nil }
-                    offset = sign * (oh * 3600 + om * 60)
-                } else if let zone = namedZoneOffset(
-                    String(decoding: s[i...], as: UTF8.self).trimmingCharacters(in: .whitespaces))
-                {
-                    offset = zone
-                    i = s.count
-                }
-            }
+            guard s.atEnd else { return nil }
+            let second = time.second
+            return make(
+                year, month, day, time.hour, time.minute, Int(second), time.offset,
+                fraction: second - Double(Int(second)))
         }
-        guard i == s.count else { return nil }
-        return make(year, month, day, hour, minute, Int(second), offset, fraction: second - Double(Int(second)))
+    }
+
+    /// The time and zone of an ISO 8601 date, after its `T`.
+    private static func isoTime(_ s: inout DateBytes) -> (hour: Int, minute: Int, second: Double, offset: Int)? {
+        guard let hour = s.digits(2) else { return nil }
+        var minute = 0, second = 0.0, offset = 0
+        _ = s.skip(":")
+        if let m = s.digits(2) { minute = m }
+        if s.skip(":"), let sec = s.digits(2) {
+            second = Double(sec) + (s.skip(".,") ? s.fraction() : 0)
+        }
+        while s.current == UInt8(ascii: " ") { s.i += 1 }
+        if s.skip("Zz") {
+            offset = 0
+        } else if let sign = s.sign() {
+            guard let oh = s.digits(2), oh <= 14 else { return nil }
+            _ = s.skip(":")
+            let om = s.digits(2) ?? 0
+            guard om < 60 else { return nil }
+            offset = sign * (oh * 3600 + om * 60)
+        } else if !s.atEnd, let zone = namedZoneOffset(s.rest.trimmingCharacters(in: .whitespaces)) {
+            offset = zone
+            s.i = s.count
+        }
+        return (hour, minute, second, offset)
     }
 
     // MARK: RFC 822 and variants
@@ -252,8 +186,24 @@ public enum FeedDates {
     }
 
     static func parseRFC822(_ text: String) -> Date? {
-        // A day and a year are two numbers: text with fewer runs of digits ("August 2011")
-        // is no date, and is answered before it is cut into words.
+        guard let tokens = rfc822Tokens(text) else { return nil }
+        var parts = RFC822Parts()
+        for token in tokens {
+            guard parts.read(token) else { return nil }
+        }
+        guard let (d, y) = dayAndYear(parts.numbers), let m = parts.month else { return nil }
+        var hour = parts.hour
+        if let pm = parts.pm {
+            if pm && hour < 12 { hour += 12 }
+            if !pm && hour == 12 { hour = 0 }
+        }
+        return make(y < 100 ? y + (y < 70 ? 2000 : 1900) : y, m, d, hour, parts.minute, parts.second, parts.offset)
+    }
+
+    /// The words of a date, or nil when it has fewer than two runs of digits (a day and a
+    /// year: "August 2011" is no date). "16-Nov-2022" and "2022-11-16 10:00" come apart at
+    /// the dashes between letters and digits.
+    private static func rfc822Tokens(_ text: String) -> [String]? {
         var digitRuns = 0, inRun = false
         for byte in text.utf8 {
             let digit = byte >= 0x30 && byte <= 0x39
@@ -261,9 +211,8 @@ public enum FeedDates {
             inRun = digit
         }
         guard digitRuns >= 2 else { return nil }
-        var tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
-        // "16-Nov-2022" or "2022-11-16 10:00" pieces: split dashes between letters and digits.
-        tokens = tokens.flatMap { token -> [String] in
+        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" }).map(String.init)
+        return tokens.flatMap { token -> [String] in
             if token.utf8.contains(UInt8(ascii: "-")), !token.hasPrefix("-"), token.contains(where: \.isLetter),
                 !token.hasPrefix("GMT"), !token.hasPrefix("UTC")
             {
@@ -271,17 +220,23 @@ public enum FeedDates {
             }
             return [token]
         }
-        var day: Int?, month: Int?, year: Int?
+    }
+
+    /// What the words of a tolerant date said: a time, a month, a zone, am/pm, and numbers.
+    private struct RFC822Parts {
+        var month: Int?
         var hour = 0, minute = 0, second = 0, offset = 0
         var pm: Bool?
         var numbers: [Int] = []
-        for token in tokens {
+
+        /// Reads one word; false when it makes the text no date.
+        mutating func read(_ token: String) -> Bool {
             var lower = token.lowercased()
             while lower.hasSuffix(".") { lower.removeLast() }
             if token.utf8.contains(UInt8(ascii: ":")) && token.first?.isNumber == true {
                 let parts = token.split(separator: ":").compactMap { Int($0) }
                 guard parts.count >= 2, parts.count <= 3, parts.count == token.split(separator: ":").count else {
-                    return nil
+                    return false
                 }
                 hour = parts[0]
                 minute = parts[1]
@@ -304,7 +259,14 @@ public enum FeedDates {
                 numbers.append(value)  // "16th"
             }
             // Anything else (weekday names in any language) is ignored.
+            return true
         }
+    }
+
+    /// The day and the year among a date's numbers (a number over 31, or the one after the
+    /// day, is the year); nil when they are not exactly those two.
+    private static func dayAndYear(_ numbers: [Int]) -> (day: Int, year: Int)? {
+        var day: Int?, year: Int?
         for value in numbers {
             if value > 31 || (day != nil && year == nil) {
                 if year == nil { year = value } else { return nil }
@@ -314,13 +276,8 @@ public enum FeedDates {
                 return nil
             }
         }
-        guard let d = day, let m = month, var y = year else { return nil }
-        if y < 100 { y += y < 70 ? 2000 : 1900 }
-        if let pm {
-            if pm && hour < 12 { hour += 12 }
-            if !pm && hour == 12 { hour = 0 }
-        }
-        return make(y, m, d, hour, minute, second, offset)
+        guard let day, let year else { return nil }
+        return (day, year)
     }
 
     private static func make(
@@ -349,4 +306,113 @@ public enum FeedDates {
 
     /// RFC 3339 in UTC with `Z` and whole seconds, the form of every date newspush prints.
     public static func format(_ date: Date) -> String { Timestamp.format(date) }
+}
+
+/// A cursor over a date's bytes, for the hand-written parsers above.
+private struct DateBytes {
+    let s: UnsafeBufferPointer<UInt8>
+    var i = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { s = bytes }
+
+    var count: Int { s.count }
+    var atEnd: Bool { i >= s.count }
+    var current: UInt8? { i < s.count ? s[i] : nil }
+    subscript(index: Int) -> UInt8 { s[index] }
+    /// The rest of the text.
+    var rest: String { String(decoding: UnsafeBufferPointer(rebasing: s[i...]), as: UTF8.self) }
+
+    static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+
+    /// One to `maxDigits` digits.
+    mutating func number(_ maxDigits: Int) -> Int? {
+        var value = 0, count = 0
+        while i < s.count, count < maxDigits, s[i] >= 0x30 && s[i] <= 0x39 {
+            value = value * 10 + Int(s[i] - 0x30)
+            i += 1
+            count += 1
+        }
+        return count > 0 ? value : nil
+    }
+
+    /// Exactly `count` digits; nothing is read when they are not there.
+    mutating func digits(_ count: Int) -> Int? {
+        guard i + count <= s.count else { return nil }
+        var value = 0
+        for k in 0..<count {
+            let c = s[i + k]
+            guard c >= 0x30 && c <= 0x39 else { return nil }
+            value = value * 10 + Int(c - 0x30)
+        }
+        i += count
+        return value
+    }
+
+    /// Reads one byte of `set`, if that is what comes.
+    mutating func skip(_ set: StaticString) -> Bool {
+        guard let c = current else { return false }
+        for k in 0..<set.utf8CodeUnitCount where set.utf8Start[k] == c {
+            i += 1
+            return true
+        }
+        return false
+    }
+
+    /// Reads one or more spaces.
+    mutating func spaces() -> Bool {
+        guard current == 0x20 else { return false }
+        while current == 0x20 { i += 1 }
+        return true
+    }
+
+    /// Reads a sign: +1, -1, or nil (nothing read).
+    mutating func sign() -> Int? {
+        if skip("+") { return 1 }
+        if skip("-") { return -1 }
+        return nil
+    }
+
+    /// The digits after a decimal point, as a fraction.
+    mutating func fraction() -> Double {
+        var fraction = 0.0, scale = 0.1
+        while let c = current, c >= 0x30 && c <= 0x39 {
+            fraction += Double(c - 0x30) * scale
+            scale /= 10
+            i += 1
+        }
+        return fraction
+    }
+
+    /// A three-letter English month ("Nov"), as its number.
+    mutating func englishMonth() -> Int? {
+        guard i + 3 <= s.count, Self.isLetter(s[i]), Self.isLetter(s[i + 1]), Self.isLetter(s[i + 2]) else {
+            return nil
+        }
+        let m = (UInt32(s[i] | 0x20) << 16) | (UInt32(s[i + 1] | 0x20) << 8) | UInt32(s[i + 2] | 0x20)
+        guard let month = FeedDates.englishMonthNumber(m) else { return nil }
+        i += 3
+        return month
+    }
+
+    /// The zone of the common RFC 822 form: "+0100", "+01:00", "GMT", or a known name.
+    mutating func commonZone() -> Int? {
+        if let sign = sign() {
+            guard let hours = number(2), !atEnd else { return nil }
+            _ = skip(":")
+            let start = i
+            guard let minutes = number(2), i - start == 2, hours <= 14, minutes < 60 else { return nil }
+            return sign * (hours * 3600 + minutes * 60)
+        }
+        let start = i
+        while let c = current, Self.isLetter(c) { i += 1 }
+        guard i > start, i - start <= 4 else { return nil }
+        // GMT, by far the most common, needs no String.
+        if i - start == 3, s[start] | 0x20 == UInt8(ascii: "g"), s[start + 1] | 0x20 == UInt8(ascii: "m"),
+            s[start + 2] | 0x20 == UInt8(ascii: "t")
+        {
+            return 0
+        }
+        let zone = String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self).uppercased()
+        return FeedDates.zoneHours(zone).map { $0 * 3600 }
+    }
 }

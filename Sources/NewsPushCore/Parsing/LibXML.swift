@@ -175,8 +175,54 @@ final class XMLSAXParser {
 
     /// Parses `bytes`; with `recover`, keeps going after well-formedness errors.
     func parse(_ bytes: UnsafeBufferPointer<UInt8>, url: String?, recover: Bool) {
-        // Only our callbacks: libxml2's default SAX2 handlers would build a tree and expect the
-        // parser context as their context pointer, but ours is this object.
+        var handler = Self.saxHandler()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        guard let context = xmlCreatePushParserCtxt(&handler, me, nil, 0, url) else {
+            errors.append("libxml2 could not create a parser")
+            wellFormed = false
+            return
+        }
+        self.context = context
+        defer {
+            self.context = nil
+            if let doc = context.pointee.myDoc { xmlFreeDoc(doc) }
+            xmlFreeParserCtxt(context)
+        }
+        // Never NOENT or DTDLOAD: external entities and DTDs stay inert; NONET forbids fetching.
+        var options = Int32(
+            XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
+                | XML_PARSE_COMPACT.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
+        if recover { options |= Int32(XML_PARSE_RECOVER.rawValue) }
+        // A single text node may be larger than libxml2's default 10 MB limit; our own size cap
+        // on the fetched body bounds memory instead.
+        if bytes.count > 10_000_000 { options |= Int32(XML_PARSE_HUGE.rawValue) }
+        xmlCtxtUseOptions(context, options)
+        feed(bytes, to: context, recover: recover)
+        if context.pointee.wellFormed == 0 { wellFormed = false }
+    }
+
+    /// Feeds the document in chunks: the push parser then never needs it whole twice. Stops at
+    /// the first error unless recovering, and when the parse budget runs out.
+    private func feed(_ bytes: UnsafeBufferPointer<UInt8>, to context: xmlParserCtxtPtr, recover: Bool) {
+        bytes.withMemoryRebound(to: CChar.self) { chars in
+            guard let start = chars.baseAddress else { return }
+            let chunk = 1 << 20
+            var offset = 0
+            while offset < chars.count, !outOfTime {
+                let length = min(chunk, chars.count - offset)
+                let status = xmlParseChunk(context, start + offset, Int32(length), 0)
+                offset += length
+                if status != 0 && !recover { break }
+                if context.pointee.disableSAX != 0 && !recover { break }
+                if let deadline, ContinuousClock.now > deadline { outOfTime = true }
+            }
+            xmlParseChunk(context, nil, 0, 1)
+        }
+    }
+
+    /// Only our callbacks: libxml2's default SAX2 handlers would build a tree and expect the
+    /// parser context as their context pointer, but ours is this object.
+    private static func saxHandler() -> xmlSAXHandler {
         var handler = xmlSAXHandler()
         handler.initialized = XML_SAX2_MAGIC
         handler.startElementNs = { context, localName, _, uri, _, _, attributeCount, _, attributes in
@@ -217,44 +263,7 @@ final class XMLSAXParser {
                 parser.errors.append("line \(error.pointee.line): \(message)")
             }
         }
-
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        guard let context = xmlCreatePushParserCtxt(&handler, me, nil, 0, url) else {
-            errors.append("libxml2 could not create a parser")
-            wellFormed = false
-            return
-        }
-        self.context = context
-        defer {
-            self.context = nil
-            if let doc = context.pointee.myDoc { xmlFreeDoc(doc) }
-            xmlFreeParserCtxt(context)
-        }
-        // Never NOENT or DTDLOAD: external entities and DTDs stay inert; NONET forbids fetching.
-        var options = Int32(
-            XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
-                | XML_PARSE_COMPACT.rawValue | XML_PARSE_IGNORE_ENC.rawValue)
-        if recover { options |= Int32(XML_PARSE_RECOVER.rawValue) }
-        // A single text node may be larger than libxml2's default 10 MB limit; our own size cap
-        // on the fetched body bounds memory instead.
-        if bytes.count > 10_000_000 { options |= Int32(XML_PARSE_HUGE.rawValue) }
-        xmlCtxtUseOptions(context, options)
-        bytes.withMemoryRebound(to: CChar.self) { chars in
-            guard let start = chars.baseAddress else { return }
-            // Feed the document in chunks: the push parser then never needs it whole twice.
-            let chunk = 1 << 20
-            var offset = 0
-            while offset < chars.count, !outOfTime {
-                let length = min(chunk, chars.count - offset)
-                let status = xmlParseChunk(context, start + offset, Int32(length), 0)
-                offset += length
-                if status != 0 && !recover { break }
-                if context.pointee.disableSAX != 0 && !recover { break }
-                if let deadline, ContinuousClock.now > deadline { outOfTime = true }
-            }
-            xmlParseChunk(context, nil, 0, 1)
-        }
-        if context.pointee.wellFormed == 0 { wellFormed = false }
+        return handler
     }
 }
 

@@ -322,34 +322,41 @@ extension RunReport {
     /// The human form: per category the pushes (tag expression and message), then each item
     /// that was not pushed with its reason; feed problems, the outbox and a summary last.
     public func text(verbose: Bool = false) -> String {
-        var lines: [String] = []
         let mode = dryRun ? "Preview (dry run: nothing sent, nothing written)" : "Run"
-        lines.append("\(mode) at \(FeedDates.format(startedAt))")
+        var lines = ["\(mode) at \(FeedDates.format(startedAt))"]
+        lines += categoryBlocks(verbose: verbose)
+        lines += feedNotes()
+        if let stop { lines += ["", "Sending stopped: \(stop.reason)"] }
+        let s = summary
+        if s.pushesPending > 0, let until = s.pendingUntil {
+            lines.append("")
+            lines.append(
+                "\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") "
+                    + "\(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until "
+                    + "\(FeedDates.format(until)) at the latest, when the last one is no longer fresh"
+            )
+        }
+        lines += ["", summaryLine]
+        return lines.joined(separator: "\n")
+    }
+
+    /// One block per category (and one for items without a confident category, with the best
+    /// guess): its pushes, then each item not pushed with its reason.
+    private func categoryBlocks(verbose: Bool) -> [String] {
         let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { _, b in b })
-        // Items without a confident category get a block of their own, with the best guess.
         let groups: [(String, [ItemReport])] =
             NewsCategory.allCases.map { c in
                 (c.rawValue, items.filter { $0.category == c && $0.decision != .unclassified })
             } + [("Unclassified", items.filter { $0.category == nil || $0.decision == .unclassified })]
         let withPush: Set<ItemDecision> = [.pushed, .wouldPush, .failed, .pending]
+        var lines: [String] = []
         for (name, group) in groups where !group.isEmpty {
             let shown = group.filter { verbose || $0.decision != .seen }
             let seenCount = group.count - shown.count
-            lines.append("")
-            lines.append("\(name)")
+            lines += ["", name]
             for item in group {
                 guard let push = pushesByKey[item.key], withPush.contains(item.decision) else { continue }
-                let verb: String
-                switch push.status {
-                case .sent: verb = "pushed    "
-                case .wouldSend: verb = "would push"
-                case .failed: verb = "FAILED    "
-                case .pending: verb = "pending   "
-                case .unknown: verb = "UNKNOWN   "
-                }
-                var line = "  \(verb) [\(push.tags)] \(push.properties["messageParam"] ?? push.properties["url"] ?? "")"
-                if let error = push.error { line += "  (\(error))" }
-                lines.append(line)
+                lines.append(Self.pushLine(push))
             }
             for item in shown where !withPush.contains(item.decision) || pushesByKey[item.key] == nil {
                 lines.append(
@@ -359,10 +366,30 @@ extension RunReport {
             }
             if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
         }
+        return lines
+    }
+
+    /// A push's line: what became of it, its tag expression and message, and its error.
+    private static func pushLine(_ push: PushReport) -> String {
+        let verb: String
+        switch push.status {
+        case .sent: verb = "pushed    "
+        case .wouldSend: verb = "would push"
+        case .failed: verb = "FAILED    "
+        case .pending: verb = "pending   "
+        case .unknown: verb = "UNKNOWN   "
+        }
+        var line = "  \(verb) [\(push.tags)] \(push.properties["messageParam"] ?? push.properties["url"] ?? "")"
+        if let error = push.error { line += "  (\(error))" }
+        return line
+    }
+
+    /// Feeds that failed, were read for the first time, or moved for good.
+    private func feedNotes() -> [String] {
+        var lines: [String] = []
         let failedFeeds = feeds.filter { $0.status == .error }
         if !failedFeeds.isEmpty {
-            lines.append("")
-            lines.append("Feeds that failed")
+            lines += ["", "Feeds that failed"]
             for feed in failedFeeds { lines.append("  \(feed.name): \(feed.error ?? "error")") }
         }
         let firstRead = feeds.filter(\.isBaseline)
@@ -378,25 +405,9 @@ extension RunReport {
         }
         let moved = feeds.filter { $0.movedTo != nil }
         if !moved.isEmpty {
-            lines.append("")
-            lines.append("Feeds that moved for good (update feeds.yaml)")
+            lines += ["", "Feeds that moved for good (update feeds.yaml)"]
             for feed in moved { lines.append("  \(feed.name): \(feed.url) -> \(feed.movedTo ?? "")") }
         }
-        if let stop {
-            lines.append("")
-            lines.append("Sending stopped: \(stop.reason)")
-        }
-        let s = summary
-        if s.pushesPending > 0, let until = s.pendingUntil {
-            lines.append("")
-            lines.append(
-                "\(s.pushesPending) push\(s.pushesPending == 1 ? "" : "es") "
-                    + "\(s.pushesPending == 1 ? "waits" : "wait") in the outbox; each run tries again until "
-                    + "\(FeedDates.format(until)) at the latest, when the last one is no longer fresh"
-            )
-        }
-        lines.append("")
-        lines.append(summaryLine)
-        return lines.joined(separator: "\n")
+        return lines
     }
 }

@@ -45,58 +45,10 @@ extension RunReport {
         report.stop = facts.sent?.stop
         let outcomes = Dictionary(
             (facts.sent?.outcomes ?? []).map { ($0.entryID, $0) }, uniquingKeysWith: { _, last in last })
-
-        // What each push came to; entries never attempted because sending stopped stay pending.
-        var final: [String: ItemDecision] = [:]
-        var stillPending: [OutboxEntry] = facts.plan.held
-        for entry in facts.plan.toSend {
-            let status = outcomes[entry.id]?.status ?? .pending
-            final[entry.storyKey] = facts.dryRun ? .wouldPush : itemDecision(status)
-            if !facts.dryRun && status == .pending { stillPending.append(entry) }
-            report.pushes.append(push(entry, outcome: outcomes[entry.id], dryRun: facts.dryRun))
-        }
-        for entry in facts.plan.expired { final[entry.storyKey] = .expired }
-        for entry in facts.plan.held { final[entry.storyKey] = .pending }
-
-        var newPerFeed: [String: Int] = [:]
-        for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
-        let baselineFeeds = Set(
-            zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
-        for (settings, read) in facts.reads {
-            let name = settings.name ?? read.feed?.title ?? settings.url
-            report.feeds.append(
-                FeedReport(
-                    name: name, url: settings.url, status: read.status, httpStatus: read.fetched.httpStatus,
-                    items: read.feed?.items.count ?? 0, new: newPerFeed[settings.url] ?? 0, error: read.error,
-                    movedTo: read.fetched.movedTo, baseline: baselineFeeds.contains(settings.url) ? true : nil))
-        }
-        var errors: [String: String] = [:]
-        for push in report.pushes { if let error = push.error { errors[push.itemKey] = error } }
-        var listed = Set<String>()
-        for (index, (candidate, decision)) in zip(facts.candidates, facts.plan.decisions).enumerated() {
-            listed.insert(candidate.key)
-            let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
-            let decided = outcome ?? decision
-            report.items.append(
-                ItemReport(
-                    key: candidate.key, feed: candidate.feedName, title: candidate.item.title,
-                    link: candidate.item.link,
-                    category: candidate.classification.category, confidence: candidate.classification.confidence,
-                    decision: decided,
-                    reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
-        }
-        // Pushes of earlier runs that no feed listed this run (304, errors, publishes).
-        for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted
-        {
-            let story = facts.outboxStories[entry.storyKey]
-            report.items.append(
-                ItemReport(
-                    key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
-                    title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
-                    category: entry.category, confidence: 1,
-                    decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
-        }
-
+        let (pushes, final, stillPending) = pushReports(facts, outcomes: outcomes)
+        report.pushes = pushes
+        report.feeds = feedReports(facts)
+        report.items = itemReports(facts, final: final, pushes: pushes)
         report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
         report.summary.feedsFailed = report.feeds.count - report.summary.feedsOk
         report.summary.itemsNew = Set(facts.candidates.filter(\.isNew).map(\.key)).count
@@ -105,6 +57,74 @@ extension RunReport {
         report.summary.pushesPending = stillPending.count
         report.summary.pendingUntil = stillPending.map(\.freshUntil).max()
         return report
+    }
+
+    /// Every push with what it came to, the decision of each story with a push, and the entries
+    /// left waiting (never attempted because sending stopped, or held by quiet hours).
+    private static func pushReports(_ facts: RunFacts, outcomes: [String: OutboxOutcome])
+        -> (pushes: [PushReport], final: [String: ItemDecision], stillPending: [OutboxEntry])
+    {
+        var pushes: [PushReport] = []
+        var final: [String: ItemDecision] = [:]
+        var stillPending: [OutboxEntry] = facts.plan.held
+        for entry in facts.plan.toSend {
+            let status = outcomes[entry.id]?.status ?? .pending
+            final[entry.storyKey] = facts.dryRun ? .wouldPush : itemDecision(status)
+            if !facts.dryRun && status == .pending { stillPending.append(entry) }
+            pushes.append(push(entry, outcome: outcomes[entry.id], dryRun: facts.dryRun))
+        }
+        for entry in facts.plan.expired { final[entry.storyKey] = .expired }
+        for entry in facts.plan.held { final[entry.storyKey] = .pending }
+        return (pushes, final, stillPending)
+    }
+
+    /// Every feed of the run: its outcome, its items and how many were new.
+    private static func feedReports(_ facts: RunFacts) -> [FeedReport] {
+        var newPerFeed: [String: Int] = [:]
+        for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
+        let baselineFeeds = Set(
+            zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
+        return facts.reads.map { settings, read in
+            FeedReport(
+                name: settings.name ?? read.feed?.title ?? settings.url, url: settings.url, status: read.status,
+                httpStatus: read.fetched.httpStatus, items: read.feed?.items.count ?? 0,
+                new: newPerFeed[settings.url] ?? 0, error: read.error, movedTo: read.fetched.movedTo,
+                baseline: baselineFeeds.contains(settings.url) ? true : nil)
+        }
+    }
+
+    /// Every item with the one decision it got (after sending), then the pushes of earlier runs
+    /// that no feed listed this run (304, errors, publishes).
+    private static func itemReports(_ facts: RunFacts, final: [String: ItemDecision], pushes: [PushReport])
+        -> [ItemReport]
+    {
+        var errors: [String: String] = [:]
+        for push in pushes { if let error = push.error { errors[push.itemKey] = error } }
+        var items: [ItemReport] = []
+        var listed = Set<String>()
+        for (index, (candidate, decision)) in zip(facts.candidates, facts.plan.decisions).enumerated() {
+            listed.insert(candidate.key)
+            let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
+            let decided = outcome ?? decision
+            items.append(
+                ItemReport(
+                    key: candidate.key, feed: candidate.feedName, title: candidate.item.title,
+                    link: candidate.item.link,
+                    category: candidate.classification.category, confidence: candidate.classification.confidence,
+                    decision: decided,
+                    reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
+        }
+        for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted
+        {
+            let story = facts.outboxStories[entry.storyKey]
+            items.append(
+                ItemReport(
+                    key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
+                    title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
+                    category: entry.category, confidence: 1,
+                    decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
+        }
+        return items
     }
 
     /// The reason beyond the decision's name, where there is more to say.
