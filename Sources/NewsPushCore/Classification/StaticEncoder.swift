@@ -97,7 +97,7 @@ public struct EncoderHead: Sendable {
     public var textWeight: Float
     /// The weight of this head's scores in the sum.
     public var encoderWeight: Float
-    static let classCount = NewsCategory.allCases.count
+    static let classCount = NewsCategory.count
 
     /// The six classes' scores of a unit vector.
     public func scores(_ unit: [Float]) -> [Float] {

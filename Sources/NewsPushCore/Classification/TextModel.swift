@@ -36,7 +36,7 @@ public struct TextModel: Sendable {
     let idfStep: Float
     /// The classes in score order.
     public static let classes = NewsCategory.allCases
-    static let classCount = NewsCategory.allCases.count
+    static let classCount = NewsCategory.count
 
     // MARK: Scoring
 
@@ -130,6 +130,7 @@ public struct TextModel: Sendable {
     /// The hash of each word of `text`, in order: runs of ASCII letters and digits and of
     /// non-ASCII letters, lower-cased (Latin-1 capitals too); punctuation, general punctuation
     /// (U+2000–U+207F) and Latin-1 symbols (U+0080–U+00BF) separate words.
+    @inline(__always)
     private static func forEachWordHash(_ text: String, _ word: (UInt64) -> Void) {
         var hash = seed
         var inWord = false

@@ -220,6 +220,7 @@ enum SimpleHTML {
             return overflow ? nil : count
         }
 
+        @inline(__always)
         private mutating func put(_ byte: UInt8) {
             guard count < out.count else {
                 overflow = true
@@ -230,6 +231,7 @@ enum SimpleHTML {
         }
 
         /// Writes the text run that ends here.
+        @inline(__always)
         private mutating func flush() {
             guard runStart < i else { return }
             if pendingSpace, count > 0 { put(0x20) }
@@ -243,18 +245,23 @@ enum SimpleHTML {
         }
 
         /// Text made by a reference: a run of its own.
+        @inline(__always)
         private mutating func append(_ value: UInt32) {
             if pendingSpace, count > 0 { put(0x20) }
             pendingSpace = false
             UTF8.encode(Unicode.Scalar(value) ?? "\u{FFFD}") { put($0) }
         }
 
+        @inline(__always)
         private static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+        @inline(__always)
         private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        @inline(__always)
         private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D }
 
         /// White space: one space between two characters of text needs no collapsing (the run
         /// goes on); anything else ends the run and becomes one space before the next text.
+        @inline(__always)
         private mutating func whiteSpace(_ b: UInt8) {
             if b == 0x20, i > runStart, i + 1 < n, html[i + 1] > 0x20, html[i + 1] != UInt8(ascii: "<") {
                 i += 1
@@ -313,6 +320,7 @@ enum SimpleHTML {
 
         /// The tag's name, read and hashed as `key` does in one pass, and where it ends (at white
         /// space, '/' or '>').
+        @inline(__always)
         private func tagName(from nameStart: Int) -> (UInt64, Int)? {
             var name = keyBasis
             var j = nameStart
@@ -332,6 +340,7 @@ enum SimpleHTML {
         /// (SVG's svg and path, custom elements) opens and closes nothing by itself, so it reads
         /// like an inline element; elements libxml2 knows but this loop does not list have rules
         /// of their own (nil).
+        @inline(__always)
         private func known(_ name: UInt64, _ range: Range<Int>) -> Tag? {
             let (slots, slotMask) = roleSlots
             if let listed = slots[Int(name & slotMask)], listed.key == name { return listed }
@@ -341,6 +350,7 @@ enum SimpleHTML {
 
         /// Attributes: skips to the '>' outside quotes (sixteen bytes at a time to the next quote
         /// or bracket; a quoted value, often a long URL, is skipped with memchr).
+        @inline(__always)
         private func endOfAttributes(from start: Int) -> Int? {
             var j = start
             while j < n, html[j] != UInt8(ascii: ">") {
@@ -360,6 +370,7 @@ enum SimpleHTML {
 
         /// "<path d='…'/>": libxml2 ends any element written this way at once. A '/' that may
         /// end an unquoted attribute value (`<a href=x/>`) is left to libxml2 (nil).
+        @inline(__always)
         private func selfClosing(_ tag: Tag, closing: Bool, end j: Int, nameEnd: Int) -> Bool? {
             guard !closing, tag.role != .void, html[j - 1] == UInt8(ascii: "/") else { return false }
             let before = html[j - 2]
@@ -371,6 +382,7 @@ enum SimpleHTML {
         }
 
         /// Applies the nesting rules of the tag's role; `end` moves past a `<head></head>`.
+        @inline(__always)
         private mutating func apply(_ tag: Tag, closing: Bool, selfClosing: Bool, end j: inout Int) -> Bool {
             switch tag.role {
             case .void: return void(tag, closing: closing)
@@ -381,6 +393,7 @@ enum SimpleHTML {
         }
 
         /// libxml2 ignores </img> and the like but reads </br> as <br>.
+        @inline(__always)
         private mutating func void(_ tag: Tag, closing: Bool) -> Bool {
             let name = tag.key
             if closing { return name != brKey && name != hrKey }
@@ -418,6 +431,7 @@ enum SimpleHTML {
 
         /// Inline and block elements open and close in order; a table part only right inside its
         /// parent, and a block only inside a container.
+        @inline(__always)
         private mutating func element(_ tag: Tag, closing: Bool, selfClosing: Bool) -> Bool {
             if closing {
                 guard open.last?.key == tag.key else { return false }

@@ -14,6 +14,11 @@ struct ClassifierTests {
         model = try TextModel.bundled()
     }
 
+    @Test func theCategoryCountTheLoopsAreUnrolledForIsTheNumberOfCategories() {
+        #expect(NewsCategory.count == NewsCategory.allCases.count)
+        #expect(NewsCategory.allCases.map(\.index) == Array(0..<NewsCategory.count))
+    }
+
     @Test func theBundledModelLoadsAndClassifiesPlainNews() {
         let classifier = ItemClassifier(textModel: model)
         let cases: [(String, NewsCategory)] = [

@@ -1,9 +1,9 @@
 import Foundation
-import NewsPushModel
 import Testing
 
 @testable import NewsPushCore
 @testable import NewsPushLedger
+@testable import NewsPushModel
 @testable import NewsPushSessions
 
 @Suite("Ledger (SQLite)")
@@ -235,5 +235,22 @@ struct LedgerTests {
         #expect(try ledger.feeds([feed])[feed]?.validators == nil)
         #expect(try ledger.feeds([feed])[feed]?.lastSuccess == now, "the feed is not new again: no baseline")
         #expect(try ledger.stories(keys: ["a"]).isEmpty)
+    }
+}
+
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test(arguments: [0.0, 1_700_000_000, 1_795_508_880, 951_782_400, 4_102_444_799, -31_536_000] as [Double])
+    func whatFormatWritesParseReads(_ seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        #expect(Timestamp.parse(Timestamp.format(date)) == date)
+        #expect(Timestamp.parseFormatted(Timestamp.format(date)) == date)
+    }
+
+    @Test func otherFormsStillParse() {
+        #expect(Timestamp.parse("2026-11-24T18:00:00+01:00") == Date(timeIntervalSince1970: 1_795_539_600))
+        #expect(Timestamp.parse("2026-11-24T17:00:00.5Z") == Date(timeIntervalSince1970: 1_795_539_600.5))
+        #expect(Timestamp.parse("2026-13-24T17:00:00Z") == nil)
+        #expect(Timestamp.parse("not a time") == nil)
     }
 }
