@@ -160,6 +160,7 @@ let package = Package(
             name: "newspushTests",
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel",
+                "NewsPushLedger",
             ]
         ),
     ]

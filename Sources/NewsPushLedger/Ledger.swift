@@ -58,6 +58,10 @@ public final class Ledger {
     /// Opens the ledger for `configured` (the config's `state:` path). Writing creates it when
     /// missing and migrates a JSON state file of earlier versions (kept as `<name>.json.migrated`);
     /// reading never changes a file (a missing or JSON ledger is read into memory).
+    ///
+    /// A ledger opened to write is first checked for damage in pages a command may not read
+    /// (`PRAGMA quick_check`, before anything is written): a damaged ledger stops the command,
+    /// untouched.
     public static func open(configured: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
         let location = LedgerLocation(configured: configured)
         let path = location.databasePath
@@ -96,19 +100,43 @@ public final class Ledger {
     private static func openExisting(path: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
         if size == 0 { throw .corrupt(path: path, reason: "the file is empty") }
-        let db = try wrap(path, writing: false) {
-            try SQLiteDatabase(path: path, mode: access == .write ? .readWrite : .readOnly)
+        guard access == .write else {
+            let (db, version) = try openToRead(path)
+            if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
+            return Ledger(path: path, db: db, isNew: false, migratedFrom: nil, writable: false)
         }
-        // Read before anything is written: a file that is not a ledger stays untouched.
-        let version = try schemaVersion(of: db, path: path)
+        let (db, version) = try openToWrite(path)
         if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
-        if access == .write {
-            try wrap(path, writing: true) {
-                try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-                _ = try LedgerMigrations.upgrade(db, from: version)
-            }
+        try checkIntegrity(db, path: path)
+        try wrap(path, writing: true) {
+            try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            _ = try LedgerMigrations.upgrade(db, from: version)
         }
         return Ledger(path: path, db: db, isNew: false, migratedFrom: nil, writable: access == .write)
+    }
+
+    /// The ledger opened to write, and its schema version (read before anything is written: a
+    /// file that is not a ledger stays untouched).
+    private static func openToWrite(_ path: String) throws(LedgerError) -> (SQLiteDatabase, Int) {
+        let db = try wrap(path, writing: false) { try SQLiteDatabase(path: path, mode: .readWrite) }
+        return (db, try schemaVersion(of: db, path: path))
+    }
+
+    /// The ledger opened to read without writing anything: beside a running writer through its
+    /// write-ahead log, else (no `-wal` file, or one this user cannot share) as an immutable
+    /// file, so looking works on a read-only mount, in a folder the user cannot write and on a
+    /// full disk, and leaves no `-wal` or `-shm` file behind.
+    private static func openToRead(_ path: String) throws(LedgerError) -> (any LedgerDatabase, Int) {
+        if FileManager.default.fileExists(atPath: path + "-wal") {
+            do {
+                let db = try wrap(path, writing: false) { try SQLiteDatabase(path: path, mode: .readOnly) }
+                return (db, try schemaVersion(of: db, path: path))
+            } catch {
+                guard case .unreadable = error else { throw error }
+            }
+        }
+        let db = try wrap(path, writing: false) { try SQLiteDatabase(path: path, mode: .readOnlyImmutable) }
+        return (db, try schemaVersion(of: db, path: path))
     }
 
     /// The schema version a ledger file records; a file that is not a ledger is corrupt.

@@ -15,8 +15,9 @@ protocol LedgerDatabase: AnyObject {
     func transaction<T>(_ body: () throws -> T) throws -> T
     /// Whether the database holds a table of this name (a file that is not a ledger has none).
     func tableExists(_ name: String) throws(DatabaseError) -> Bool
-    /// The engine's own check of its storage: nothing when healthy.
-    func integrityProblems() throws(DatabaseError) -> [String]
+    /// The engine's own check of its storage: nothing when healthy. `quick`: the structure of
+    /// every page, not whether indexes match their tables (several times faster).
+    func integrityProblems(quick: Bool) throws(DatabaseError) -> [String]
 }
 
 /// A value bound to, or read from, a statement.

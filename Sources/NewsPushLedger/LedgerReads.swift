@@ -69,8 +69,9 @@ extension Ledger {
             for row in try db.query(
                 """
                 SELECT category, COUNT(*) FROM outbox
-                WHERE (status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
-                   OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?)
+                WHERE kind NOT IN ('test', 'trial')
+                  AND ((status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
+                    OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?))
                 GROUP BY category
                 """, [SQLValue(since), SQLValue(since)])
             {
@@ -78,6 +79,12 @@ extension Ledger {
             }
             return used
         }
+    }
+
+    /// The pushes waiting to be sent, oldest first: what every run sends first while they are
+    /// fresh. Tests and trials are never among them (a run would send them to every reader).
+    public func waitingPushes() throws(LedgerError) -> [OutboxEntry] {
+        try outbox([.pending]).filter { !$0.kind.isTrial }
     }
 
     /// Outbox entries with these statuses, oldest first.
@@ -88,6 +95,21 @@ extension Ledger {
                     + "created_at, id",
                 statuses.map { .text($0.rawValue) }
             ).compactMap(Self.outboxEntry)
+        }
+    }
+
+    /// The story's last alert to its readers that went out, may have, or is scheduled (tests and
+    /// trials aside), and a scheduled send of it still waiting at the hub.
+    public func lastPush(of key: String) throws(LedgerError) -> (last: OutboxEntry?, scheduled: OutboxEntry?) {
+        try reading {
+            let entries = try db.query(
+                """
+                SELECT \(Self.outboxColumns) FROM outbox
+                WHERE story_key = ? AND kind NOT IN ('test', 'trial') AND status IN ('sent', 'unknown', 'scheduled')
+                ORDER BY created_at, id
+                """, [.text(key)]
+            ).compactMap(Self.outboxEntry)
+            return (entries.last, entries.last { $0.status == .scheduled })
         }
     }
 }

@@ -37,7 +37,8 @@ public struct LedgerView: Sendable {
     /// One line per story, newest first: status, category, key, title, when it was pushed, and its
     /// latest push's outbox status with the reason it failed.
     public func text() -> String {
-        let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
+        let latest = Dictionary(
+            outbox.filter { !$0.kind.isTrial }.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var lines = ["\(path): \(summary)"]
         for (record, _) in stories {
             var line =
@@ -62,7 +63,8 @@ public struct LedgerView: Sendable {
     public func json() -> String {
         func date(_ d: Date?) -> Any { d.map(Timestamp.format) ?? NSNull() }
         func text(_ s: String?) -> Any { s ?? NSNull() }
-        let latest = Dictionary(outbox.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
+        let latest = Dictionary(
+            outbox.filter { !$0.kind.isTrial }.map { ($0.storyKey, $0) }, uniquingKeysWith: { _, newer in newer })
         var items: [String: Any] = [:]
         for (record, lastListed) in stories {
             items[record.key] =

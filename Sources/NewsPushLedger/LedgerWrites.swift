@@ -73,11 +73,13 @@ extension Ledger {
     }
 
     /// Adds one outbox entry (a manual publish) and its story when new.
-    public func enqueue(_ entry: OutboxEntry, story: StoryRecord) throws(LedgerError) {
+    public func enqueue(_ entry: OutboxEntry, story: StoryRecord?) throws(LedgerError) {
         try writing {
-            try db.run(
-                "INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING",
-                Self.values(story))
+            if let story {
+                try db.run(
+                    "INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING",
+                    Self.values(story))
+            }
             try insert(entry)
         }
     }

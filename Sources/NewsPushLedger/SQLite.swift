@@ -37,7 +37,17 @@ private func databaseError(code: Int32, message: String, systemErrno: Int32) -> 
 /// return code goes through `check`, and everything is finalized and closed in `deinit`.
 /// Not `Sendable`: one run uses it from one thread.
 final class SQLiteDatabase {
-    enum Mode { case readOnly, readWrite, create }
+    enum Mode {
+        /// Reading beside a writer: shares the write-ahead log (its `-wal` and `-shm` files
+        /// must be there).
+        case readOnly
+        /// Reading a file nobody is writing (no `-wal` file): no lock, no `-shm` or `-wal`
+        /// created, so it works on a read-only mount, a folder the user cannot write and a full
+        /// disk.
+        case readOnlyImmutable
+        case readWrite
+        case create
+    }
 
     let path: String
     private let handle: OpaquePointer
@@ -47,13 +57,19 @@ final class SQLiteDatabase {
     init(path: String, mode: Mode) throws(DatabaseError) {
         self.path = path
         var db: OpaquePointer?
+        var name = path
         let flags: Int32
         switch mode {
-        case .readOnly: flags = SQLITE_OPEN_READONLY
+        case .readOnly:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+            name = Self.uri(path, query: "mode=ro")
+        case .readOnlyImmutable:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+            name = Self.uri(path, query: "immutable=1")
         case .readWrite: flags = SQLITE_OPEN_READWRITE
         case .create: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
-        let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        let code = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
             if let db { sqlite3_close_v2(db) }
@@ -63,6 +79,20 @@ final class SQLiteDatabase {
         sqlite3_extended_result_codes(db, 1)
         // Another process (a dry run reading while a run writes) may hold a lock for a moment.
         sqlite3_busy_timeout(db, 5000)
+    }
+
+    /// `path` as a `file:` URI with `query` (`?`, `#` and `%` in the path escaped).
+    static func uri(_ path: String, query: String) -> String {
+        var escaped = ""
+        for character in path {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.append(character)
+            }
+        }
+        return "file:\(escaped)?\(query)"
     }
 
     deinit {
@@ -189,8 +219,8 @@ extension SQLiteDatabase: LedgerDatabase {
         !(try query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
     }
 
-    func integrityProblems() throws(DatabaseError) -> [String] {
-        let result = try query("PRAGMA integrity_check", []).compactMap { $0.text(0) }
+    func integrityProblems(quick: Bool) throws(DatabaseError) -> [String] {
+        let result = try query(quick ? "PRAGMA quick_check" : "PRAGMA integrity_check", []).compactMap { $0.text(0) }
         return result == ["ok"] ? [] : result
     }
 }

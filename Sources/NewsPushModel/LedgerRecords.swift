@@ -152,6 +152,14 @@ public struct OutboxEntry: Sendable, Equatable {
         case push
         case `repeat`
         case correction
+        /// A send with the hub's test flag (`--test`, `hub test-send`): recorded, never the
+        /// story's push, never counted in a budget.
+        case test
+        /// A trial to a few devices (`--tags`): recorded, never the story's push, never counted.
+        case trial
+
+        /// A test or a trial: on the record, but not an alert of the story to its readers.
+        public var isTrial: Bool { self == .test || self == .trial }
     }
 
     /// The entry's id (ordered by creation).

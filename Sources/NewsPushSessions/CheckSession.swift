@@ -33,7 +33,12 @@ public struct CheckOutcome: Sendable {
     public var feeds: [FeedCheck]?
 
     /// The problems in one line each (`check: detail`).
-    public var problems: [String] { checks.filter { $0.severity != .ok }.map { "\($0.check): \($0.detail)" } }
+    public var problems: [String] {
+        checks.filter { $0.severity == .config || $0.severity == .ledger }.map { "\($0.check): \($0.detail)" }
+    }
+
+    /// What works but is probably not meant, in one line each.
+    public var warnings: [String] { checks.filter { $0.severity == .warning }.map { "\($0.check): \($0.detail)" } }
 }
 
 /// `check` as a session: the config's own checks, the ledger's folder and file, and with

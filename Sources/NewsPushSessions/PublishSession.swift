@@ -103,10 +103,6 @@ public struct PublishSession: Sendable {
         planned(preview)
         if let refusal = preview.refusal { return .refused(preview, refusal) }
         if request.dryRun { return .dryRun(preview) }
-        if push.isTrial {
-            guard confirm(preview) else { return .notConfirmed(preview) }
-            return .attempted(preview, sendTrial(preview, client: client))
-        }
         // The lock first, so a running job is reported before anyone is asked to confirm.
         let lock: LedgerLock
         do {
@@ -117,6 +113,10 @@ public struct PublishSession: Sendable {
         }
         defer { withExtendedLifetime(lock) {} }
         let ledger = try open(.write)
+        if push.isTrial {
+            guard confirm(preview) else { return .notConfirmed(preview) }
+            return .attempted(preview, try sendTrial(preview, ledger: ledger, client: client, now: now))
+        }
         let plan = try plan(push, ledger: ledger, client: client, now: now)
         if let refusal = plan.refusal { return .refused(plan, refusal) }
         guard confirm(plan) else { return .notConfirmed(plan) }
@@ -185,6 +185,7 @@ public struct PublishSession: Sendable {
         var knowledge = PublishKnowledge()
         if let corrected = push.replacing {
             knowledge.corrected = try ledger.stories(keys: [corrected])[corrected]
+            knowledge.lastPush = try ledger.lastPush(of: corrected).last
             return knowledge
         }
         guard !push.isTrial else { return knowledge }
@@ -193,6 +194,8 @@ public struct PublishSession: Sendable {
         if knowledge.byKey == nil, let link = push.url.flatMap(StoryKey.canonicalLink) {
             knowledge.byLink = try ledger.stories(linkKeys: [link])[link]
         }
+        knowledge.tombstoned = try !ledger.tombstoned([key]).isEmpty
+        knowledge.scheduled = try ledger.lastPush(of: (knowledge.byKey ?? knowledge.byLink)?.key ?? key).scheduled
         knowledge.recentPushes = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window))
         return knowledge
     }
@@ -209,14 +212,31 @@ public struct PublishSession: Sendable {
         return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
     }
 
-    /// Sends a trial (`--tags`, `--test`): the same request and outcome rules, nothing recorded.
-    private func sendTrial(_ plan: PublishPlan, client: NotificationHubClient) -> PublishResult {
-        let (outcome, answer) = sender(client, now: context.clock.now()).sendUnrecorded(
-            plan.entry, request: plan.request)
+    /// Sends a trial (`--tags`, `--test`) with the same request and outcome rules, journalled
+    /// like any push (the intent before the request, the outcome after) but as a test or trial:
+    /// never the story's push, never counted in a budget.
+    private func sendTrial(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)
+        throws(SessionError) -> PublishResult
+    {
+        do {
+            try ledger.enqueue(plan.entry, story: nil)
+            try ledger.markSending([plan.entry], at: now)
+        } catch {
+            throw .ledger(error)
+        }
+        let (sent, answer) = sender(client, now: now).sendUnrecorded(plan.entry, request: plan.request)
+        var outcome = sent
+        if outcome.status == .pending {
+            // A trial is never retried by a run: the run would send it to every subscriber.
+            outcome.status = .failed
+        }
         let stop =
             answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
         var testOutcome: TestSendOutcome?
         if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
+        do { try ledger.record([outcome]) } catch {
+            return PublishResult(outcome: outcome, stop: .ledger(error), testOutcome: testOutcome)
+        }
         return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
     }
 

@@ -19,9 +19,10 @@ struct RunHistory: Sendable {
 enum RunLoad {
     /// Settles what earlier runs left unfinished before anything is read: sends interrupted
     /// mid-way become `unknown` (never re-sent), scheduled sends whose time has passed `sent`.
-    static func settle(_ ledger: Ledger, now: Date) throws(LedgerError) {
-        try ledger.settleInterruptedSends(at: now)
+    static func settle(_ ledger: Ledger, now: Date) throws(LedgerError) -> [OutboxEntry] {
+        let interrupted = try ledger.settleInterruptedSends(at: now)
         try ledger.settleScheduledSends(at: now)
+        return interrupted.filter { !$0.kind.isTrial }
     }
 
     /// What the ledger knows about the stories of `candidates`: by key, by canonical link, and
@@ -38,7 +39,7 @@ enum RunLoad {
     static func history(_ ledger: Ledger, policy: PolicySettings, now: Date) throws(LedgerError) -> RunHistory {
         RunHistory(
             recentPushes: try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)),
-            waiting: try ledger.outbox(),
+            waiting: try ledger.waitingPushes(),
             sentInWindow: try ledger.pushesSent(since: now.addingTimeInterval(-policy.budgetWindow)))
     }
 }

@@ -59,6 +59,18 @@ public struct RunSession: Sendable {
 
     /// Runs (or previews) once: exit-worthy failures are thrown, everything else is reported.
     public func run(_ request: RunRequest) throws(SessionError) -> RunResult {
+        guard !config.feeds.isEmpty else {
+            // As `check` says: a run would fetch nothing (exit 78, not a silent success).
+            throw .config(
+                ConfigError(problems: [
+                    ConfigProblem(
+                        file: config.file, line: 0, key: "feeds",
+                        message: "the feed list is empty: a run would fetch nothing")
+                ]))
+        }
+        for warning in ConfigCheck.warnings(config) where warning.check.hasPrefix("policy.") {
+            logger.warning("\(warning.check) \(warning.detail)")
+        }
         let feeds = try selectedFeeds(request.feeds)
         let client = try context.hubClient()
         let now = context.clock.now()
@@ -67,7 +79,8 @@ public struct RunSession: Sendable {
                 request.dryRun
                 ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
             defer { withExtendedLifetime(lock) {} }
-            let ledger = try Ledger.open(configured: config.statePath, access: request.dryRun ? .read : .write)
+            let ledger = try Ledger.open(
+                configured: config.statePath, access: request.dryRun ? .read : .write)
             return try run(feeds, ledger: ledger, client: client, request: request, now: now)
         } catch {
             throw .ledger(error)
@@ -79,7 +92,7 @@ public struct RunSession: Sendable {
         _ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
         now: Date
     ) throws(LedgerError) -> RunResult {
-        if !request.dryRun { try RunLoad.settle(ledger, now: now) }
+        let interrupted = request.dryRun ? [] : try RunLoad.settle(ledger, now: now)
         let records = try ledger.feeds(feeds.map(\.url))
         let reads = FeedReading.fetchAndRead(
             feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now
@@ -121,7 +134,9 @@ public struct RunSession: Sendable {
         let facts = RunFacts(
             dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
             plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
-        return RunResult(report: RunReport.make(facts, finishedAt: context.clock.now()), requests: requests)
+        var report = RunReport.make(facts, finishedAt: context.clock.now())
+        report.interruptedSends = interrupted.isEmpty ? nil : interrupted.map(PushReport.interrupted)
+        return RunResult(report: report, requests: requests)
     }
 
     // MARK: Steps of the session

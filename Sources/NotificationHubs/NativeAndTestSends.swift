@@ -153,6 +153,12 @@ extension NotificationHubClient {
             headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
     }
 
+    /// Whether a 404's detail says the hub is missing rather than the resource in it.
+    static func namesMissingHub(_ detail: String) -> Bool {
+        let lower = detail.lowercased()
+        return lower.contains("hub") && !lower.contains("notification")
+    }
+
     /// Cancels scheduled notification `id` at the hub and says what came back.
     public func cancelScheduled(id: String) -> CancelOutcome {
         switch perform(cancelScheduledRequest(id: id)) {
@@ -161,6 +167,7 @@ extension NotificationHubClient {
         case .success(let response):
             switch response.status {
             case 200: return .cancelled
+            case 404 where Self.namesMissingHub(Self.errorDetail(response)): return .hubNotFound
             case 404: return .notFound
             case 403: return .notAllowed
             default: return .failed(status: response.status)
@@ -224,6 +231,8 @@ public enum CancelOutcome: Sendable, Equatable {
     /// The hub has no scheduled send of this id (404): already delivered, cancelled, or never
     /// one of this hub's.
     case notFound
+    /// The hub itself is not there (a 404 whose detail names the hub, not the notification).
+    case hubNotFound
     /// Scheduled sends need the Standard tier, or the policy lacks the right (403).
     case notAllowed
     /// Another answer.

@@ -23,6 +23,7 @@ struct Check: ParsableCommand {
         var config: String
         var ok: Bool
         var problems: [String]
+        var warnings: [String]?
         var checks: [ConfigCheck]
         var feeds: [FeedCheck]?
     }
@@ -49,11 +50,12 @@ struct Check: ParsableCommand {
             print(
                 Output(
                     config: config.file, ok: problems.isEmpty && outcome.feeds?.allSatisfy(\.ok) != false,
-                    problems: problems,
+                    problems: problems, warnings: outcome.warnings.isEmpty ? nil : outcome.warnings,
                     checks: outcome.checks, feeds: outcome.feeds))
         case .text:
             for check in outcome.checks {
-                Terminal.output("\(check.severity == .ok ? "ok  " : "FAIL") \(check.check): \(check.detail)")
+                let mark = check.severity == .ok ? "ok  " : check.severity == .warning ? "warn" : "FAIL"
+                Terminal.output("\(mark) \(check.check): \(check.detail)")
             }
             for feed in outcome.feeds ?? [] {
                 if feed.ok {

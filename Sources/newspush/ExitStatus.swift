@@ -105,20 +105,36 @@ enum ExitStatus {
     }
 
     /// Prints what `error` has to say (ArgumentParser's usage and help texts included) and
-    /// exits with the status it stands for.
+    /// exits with the status it stands for. With `--format json`, stdout also gets one JSON
+    /// document: `{"error": "…", "exit_status": N}`, so a script always has something to read.
     static func exit(with error: any Error) -> Never {
+        if let finished = error as? Finished { Foundation.exit(finished.status) }
+        let status = code(for: error)
+        let message: String
         switch error {
-        case let finished as Finished:
-            Foundation.exit(finished.status)
-        case let error as SessionError:
-            Terminal.error(error.description)
-        case let error as LedgerError:
-            Terminal.error(error.description)
-        case let error as ConfigError:
-            Terminal.error(error.description)
+        case let error as SessionError: message = error.description
+        case let error as LedgerError: message = error.description
+        case let error as ConfigError: message = error.description
         default:
-            NewsPush.exit(withError: error)
+            if status == 0 || !wantsJSON { NewsPush.exit(withError: error) }
+            message = NewsPush.message(for: error)
         }
-        Foundation.exit(code(for: error))
+        if wantsJSON { Terminal.output(JSONText.encode(ErrorDocument(error: message, exitStatus: status))) }
+        if status != 0 { Terminal.error(message) }
+        Foundation.exit(status)
+    }
+
+    /// One JSON document for a command that failed with `--format json`.
+    private struct ErrorDocument: Encodable {
+        var error: String
+        var exitStatus: Int32
+        enum CodingKeys: String, CodingKey { case error, exitStatus = "exit_status" }
+    }
+
+    /// Whether the command line asks for JSON (`--format json` or `--format=json`).
+    private static var wantsJSON: Bool {
+        let arguments = CommandLine.arguments
+        if arguments.contains("--format=json") { return true }
+        return zip(arguments, arguments.dropFirst()).contains { $0 == "--format" && $1 == "json" }
     }
 }

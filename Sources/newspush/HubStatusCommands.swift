@@ -67,7 +67,8 @@ extension Hub {
         @Argument(help: "The scheduled notification id `publish --at` printed.") var scheduledId: String
 
         func run() throws {
-            let outcome = try HubSession(context: global.context(try global.loadConfig())).cancel(scheduledId)
+            let config = try global.loadConfig()
+            let outcome = try HubSession(context: global.context(config)).cancel(scheduledId)
             switch outcome {
             case .cancelled(let recorded):
                 Terminal.output("cancelled \(scheduledId)\(recorded ? "" : " (the ledger had no record of it)")")
@@ -77,6 +78,10 @@ extension Hub {
                 let why: String
                 switch answer {
                 case .notFound: why = "the hub has no scheduled send '\(scheduledId)' (already delivered, or cancelled)"
+                case .hubNotFound:
+                    why =
+                        "the hub '\(config.hub.name)' is not found (404): check hub.name and the connection "
+                        + "string's Endpoint"
                 case .notAllowed: why = "scheduled sends need the Standard tier (403)"
                 case .failed(let status): why = "the hub answered \(status)"
                 case .cancelled, .unreachable: why = ""

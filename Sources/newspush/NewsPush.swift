@@ -60,13 +60,15 @@ struct GlobalOptions: ParsableArguments {
 
     /// Loads the config; a missing or wrong one is a configuration error (exit 78) listing
     /// every problem.
-    func loadConfig() throws(SessionError) -> NewsPushConfig {
+    func loadConfig(requireHub: Bool = true) throws(SessionError) -> NewsPushConfig {
         guard FileManager.default.fileExists(atPath: config) else {
             throw .missingConfig(
                 path: URL(fileURLWithPath: config).standardizedFileURL.path, isDefault: config == "feeds.yaml")
         }
+        var loader = ConfigLoader()
+        loader.requireHub = requireHub
         do {
-            return try ConfigLoader().load(path: config)
+            return try loader.load(path: config)
         } catch {
             throw .config(error)
         }
@@ -108,6 +110,11 @@ enum LoggingBootstrap {
 enum Terminal {
     static func output(_ text: String) {
         print(text)
+    }
+
+    /// Something the user should know that is not an error, on stderr.
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data("note: \(text)\n".utf8))
     }
 
     static func error(_ text: String) {

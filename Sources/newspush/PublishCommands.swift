@@ -81,10 +81,11 @@ struct Publish: ParsableCommand {
 
     func validate() throws {
         if (title == nil) == (message == nil) { throw ValidationError("give exactly one of --title and --message") }
-        if let text = title ?? message, text.allSatisfy(\.isWhitespace) {
-            throw ValidationError("--\(title != nil ? "title" : "message") is blank: a push needs words")
+        if let text = title ?? message, AlertText.isBlank(text) {
+            throw ValidationError(PublishPlanError.blank(title != nil ? "title" : "message").description)
         }
-        if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+        if test && at != nil { throw ValidationError(PublishPlanError.scheduledTest.description) }
+        if let url, !FeedURL.isHTTP(url) {
             throw ValidationError("--url must be an http(s) URL")
         }
         if let wait, Durations.parse(wait) == nil {
@@ -93,7 +94,6 @@ struct Publish: ParsableCommand {
         if category == nil && replacing == nil {
             throw ValidationError("give --category (or --replace KEY to correct a story)")
         }
-        if replacing != nil && force { throw ValidationError("--replace sends a correction; --force is for repeats") }
         if let at {
             do { _ = try ScheduleTime.parse(at, now: GlobalOptions.clock.now()) } catch {
                 throw ValidationError(error.description)
@@ -160,6 +160,8 @@ struct PublishOutput: Encodable {
     /// would-send, refused, sent, failed, pending, unknown.
     var status: String
     var refusal: String?
+    /// What the editor should know before it goes out (a scheduled send of the story pending, …).
+    var notes: [String]
     var httpStatus: Int?
     var notificationId: String?
     var error: String?
@@ -169,7 +171,7 @@ struct PublishOutput: Encodable {
     var devices: [Device]?
 
     enum CodingKeys: String, CodingKey {
-        case test, category, tags, format, properties, kind, status, refusal, error, request, devices
+        case test, category, tags, format, properties, kind, status, refusal, notes, error, request, devices
         case dryRun = "dry_run", storyKey = "story_key", httpStatus = "http_status", notificationId = "notification_id"
     }
 
@@ -184,6 +186,7 @@ struct PublishOutput: Encodable {
         kind = plan.entry.kind.rawValue
         status = "would-send"
         refusal = plan.refusal?.description
+        notes = plan.notes
         request = dryRun ? RequestReport(plan.request) : nil
     }
 }
@@ -198,6 +201,7 @@ enum PublishView {
         let outcome = try session.publish(
             request,
             planned: { plan in
+                for note in plan.notes { Terminal.note(note) }
                 guard format == .text else { return }
                 let text = plan.entry.properties["messageParam"] ?? plan.entry.properties["url"] ?? ""
                 Terminal.output(

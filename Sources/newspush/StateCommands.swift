@@ -21,7 +21,7 @@ struct StateCommand: ParsableCommand {
         /// The configured ledger path: --state, else the config's.
         func path() throws(SessionError) -> String {
             if let state { return state }
-            return try global.loadConfig().statePath
+            return try global.loadConfig(requireHub: false).statePath
         }
 
         /// The session over that ledger.
@@ -69,7 +69,15 @@ struct StateCommand: ParsableCommand {
 
         func run() throws {
             let session = try options.session()
-            let seconds = try retention.flatMap(Durations.parse) ?? options.global.loadConfig().stateRetention
+            let config = options.state == nil ? try options.global.loadConfig(requireHub: false) : nil
+            let seconds = retention.flatMap(Durations.parse) ?? config?.stateRetention ?? 30 * 86400
+            // A story pushed within max_age must stay known, or it could be pushed again.
+            let maxAge = config?.policy.maxAge ?? PolicySettings().maxAge
+            if let retention, seconds < maxAge {
+                throw SessionError.usage(
+                    "--retention \(retention) is shorter than policy.max_age (\(Int(maxAge)) s): a story "
+                        + "pushed within max_age could be forgotten and pushed again; give at least the max_age")
+            }
             let outcome = try session.prune(retention: seconds)
             let removed = outcome.removed
             Terminal.output(

@@ -283,7 +283,12 @@ struct LedgerPromisesTests {
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [])
+        // (A run needs a feed: with none it is a configuration error, exit 78.)
+        let feeds = try await LocalHTTPServer.serving([
+            "/quiet.xml": CannedResponse(text: rssFeed(title: "Quiet", items: []))
+        ])
+        defer { feeds.stop() }
+        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/quiet.xml", "World")])
         await hub.emulator.inject(Fault(status: 503, count: 100))
         let throttled = try await newspush(
             [

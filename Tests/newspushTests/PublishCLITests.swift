@@ -205,7 +205,11 @@ struct PublishCLITests {
         #expect(result.stdout.contains("2 succeeded, 0 failed"))
         #expect(result.stdout.contains("apple phone-world: The Notification was successfully sent"))
         #expect(result.stdout.contains("fcmv1 phone-alice:"))
-        #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")))
+        // On the record as a test, never as a story's push.
+        let export = try await newspush(["state", "export", "--config", config], environment: hubEnvironment)
+        #expect(
+            export.stdout.contains(#""kind":"test""#) || export.stdout.contains(#""kind" : "test""#), "\(export.stdout)"
+        )
     }
 
     @Test func emulatorBinaryServesTheREADMEDemo() async throws {

@@ -29,6 +29,10 @@ public struct NewsPushConfig: Sendable {
     /// The folder of the config file: relative feed paths and the ledger are found from here.
     public var folder: String { (file as NSString).deletingLastPathComponent }
 
+    /// Every language any category has a message in (`messages:`): each push carries a
+    /// `messageParam_<lang>` for all of them.
+    public var languages: Set<String> { Set(categories.values.flatMap(\.messages.keys)) }
+
     /// The settings of `category` (the loader fills in every category; the default is what it
     /// fills in for one the file does not mention).
     public func settings(for category: NewsCategory) -> CategorySettings {

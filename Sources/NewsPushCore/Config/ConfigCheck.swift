@@ -17,6 +17,8 @@ public struct ConfigCheck: Sendable, Encodable {
         case config
         /// The ledger cannot be used (exit 1).
         case ledger
+        /// Works, but probably not as meant (the exit status is not affected).
+        case warning
     }
 
     /// What was checked.
@@ -37,7 +39,43 @@ public struct ConfigCheck: Sendable, Encodable {
                     check: "feeds", severity: .ok,
                     detail: "\(config.feeds.count) feed\(config.feeds.count == 1 ? "" : "s")"),
             signing(config.hub),
-        ]
+        ] + warnings(config)
+    }
+
+    /// Settings that work but do something an operator rarely means: say what they do.
+    public static func warnings(_ config: NewsPushConfig) -> [ConfigCheck] {
+        var warnings: [ConfigCheck] = []
+        let policy = config.policy
+        if policy.maxAge <= 0 {
+            warnings.append(
+                ConfigCheck(
+                    check: "policy.max_age", severity: .warning,
+                    detail: "is 0s: no item is ever fresh, so every new item is stale and nothing is pushed"))
+        }
+        if policy.budgetPerCategory == 0 {
+            warnings.append(
+                ConfigCheck(
+                    check: "policy.budget.per_category", severity: .warning,
+                    detail: "is 0: no category may push anything, every selected item is over-budget"))
+        }
+        if config.stateRetention < policy.maxAge {
+            warnings.append(
+                ConfigCheck(
+                    check: "state_retention", severity: .warning,
+                    detail: "is shorter than policy.max_age: stories are forgotten (kept as tombstones) while still "
+                        + "fresh"))
+        }
+        for language in config.languages.sorted() {
+            let lacking = NewsCategory.allCases.filter { config.settings(for: $0).messages[language] == nil }
+            guard !lacking.isEmpty else { continue }
+            warnings.append(
+                ConfigCheck(
+                    check: "messages.\(language)", severity: .warning,
+                    detail: "\(lacking.map(\.rawValue).joined(separator: ", ")) \(lacking.count == 1 ? "has" : "have") "
+                        + "no message in \(language): devices registered with $(messageParam_\(language)) get "
+                        + "\(lacking.count == 1 ? "its" : "their") default message"))
+        }
+        return warnings
     }
 
     /// A check with its outcome.

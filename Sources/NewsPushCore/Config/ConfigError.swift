@@ -9,9 +9,18 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     /// What is wrong and what is expected.
     public var message: String
 
+    /// A problem at `line` of `file`, under `key`.
+    public init(file: String, line: Int, key: String, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
     /// `file:line: key: message`.
     public var description: String {
-        key.isEmpty ? "\(file):\(line): \(message)" : "\(file):\(line): \(key): \(message)"
+        let place = line > 0 ? "\(file):\(line)" : file
+        return key.isEmpty ? "\(place): \(message)" : "\(place): \(key): \(message)"
     }
 }
 
@@ -19,6 +28,11 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     /// Every problem found, in the order of the file.
     public var problems: [ConfigProblem]
+
+    /// A config with these problems.
+    public init(problems: [ConfigProblem]) {
+        self.problems = problems
+    }
 
     /// The count and every problem, one a line.
     public var description: String {

@@ -8,6 +8,9 @@ import Yams
 public struct ConfigLoader: Sendable {
     /// Where `${VAR}` references are read from.
     public var environment: [String: String]
+    /// Whether `hub:` must be complete and its connection string usable (false for commands
+    /// that never talk to the hub).
+    public var requireHub = true
 
     /// A loader reading `${VAR}` from `environment` (the process's by default).
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -65,7 +68,11 @@ public struct ConfigLoader: Sendable {
                 "importance_rules", "link_params",
             ])
         let folder = (file as NSString).deletingLastPathComponent
+        let before = reader.problems.count
         let hub = readHub(top["hub"], root: root, reader: reader)
+        // Commands that never talk to the hub (the ledger's and the review queue's) do not need
+        // its key: what is wrong with `hub:` is theirs to ignore.
+        if !requireHub { reader.dropProblems(after: before) }
         let (statePath, retention) = readState(top, folder: folder, reader: reader)
         let fetch = top["fetch"].map { readFetch($0, reader: reader) } ?? FetchSettings()
         let policy = top["policy"].map { readPolicy($0, reader: reader) } ?? PolicySettings()
@@ -76,7 +83,7 @@ public struct ConfigLoader: Sendable {
             stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
         if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
-        guard let hub else { return nil }
+        guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
     }
@@ -103,7 +110,8 @@ public struct ConfigLoader: Sendable {
         if let name, let nameNode = m["name"],
             !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) || name.isEmpty
         {
-            reader.report(nameNode, "hub.name", "'\(name)' is not a hub name (letters, digits, - _ . only)")
+            reader.report(
+                nameNode, "hub.name", "'\(reader.written(nameNode))' is not a hub name (letters, digits, - _ . only)")
         }
         let concurrency = m["concurrency"].flatMap { reader.integer($0, path: "hub.concurrency", range: 1...64) } ?? 8
         guard let name, let connection else { return nil }
@@ -173,14 +181,14 @@ public struct ConfigLoader: Sendable {
             if let v = Double(text), (0...1).contains(v) {
                 policy.minConfidence = v
             } else {
-                reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(text)'")
+                reader.report(n, "policy.min_confidence", "must be a number from 0 to 1, not '\(reader.written(n))'")
             }
         }
         if let n = m["first_run"], let v = reader.string(n, path: "policy.first_run") {
             if let mode = PolicySettings.FirstRun(rawValue: v) {
                 policy.firstRun = mode
             } else {
-                reader.report(n, "policy.first_run", "must be baseline or send, not '\(v)'")
+                reader.report(n, "policy.first_run", "must be baseline or send, not '\(reader.written(n))'")
             }
         }
         return policy
@@ -199,7 +207,7 @@ public struct ConfigLoader: Sendable {
             if zone == nil {
                 reader.report(
                     z, "policy.quiet_hours.timezone",
-                    "unknown time zone '\(name)' (use an IANA name such as Europe/London)")
+                    "unknown time zone '\(reader.written(z))' (use an IANA name such as Europe/London)")
             }
         }
         if q.present, q["from"] == nil || q["to"] == nil {
@@ -245,7 +253,12 @@ public struct ConfigLoader: Sendable {
                 try TagExpression.validate(tags)
                 settings.tags = tags
             } catch {
-                reader.report(n, "\(path).tags", error.description)
+                // The validator quotes the expression: only when the file wrote it whole.
+                reader.report(
+                    n, "\(path).tags",
+                    reader.isExpanded(n)
+                        ? "'\(reader.written(n))' is not a tag expression once its references are expanded"
+                        : error.description)
             }
         }
         if let n = m["message"], let message = reader.string(n, path: "\(path).message") {
@@ -266,7 +279,8 @@ public struct ConfigLoader: Sendable {
             } else {
                 reader.report(
                     n, "\(path).format",
-                    "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(value)'")
+                    "must be one of \(PushFormat.allCases.map(\.rawValue).joined(separator: ", ")), not '\(reader.written(n))'"
+                )
             }
         }
         readAlertSettings(m, path: path, into: &settings, reader: reader)
@@ -309,17 +323,19 @@ public struct ConfigLoader: Sendable {
             if let first = seenNames[name] {
                 reader.report(
                     nameNode, "\(path).name",
-                    "the name '\(name)' is already used at line \(first): --feed and the report need each name once")
+                    "the name '\(reader.written(nameNode))' is already used at line \(first): --feed and the report need "
+                        + "each name once")
             }
             seenNames[name] = line
         }
         guard let url = reader.url(urlNode, path: "\(path).url", schemes: ["http", "https", "file", ""]) else {
             return nil
         }
-        if let first = seenURLs[url] {
+        let identity = Self.feedIdentity(url)
+        if let first = seenURLs[identity] {
             reader.report(urlNode, "\(path).url", "the same feed is already listed at line \(first)")
         }
-        seenURLs[url] = line
+        seenURLs[identity] = line
         var category: NewsCategory?
         if let n = m["category"], let value = reader.string(n, path: "\(path).category") {
             category = reader.category(n, name: value, path: "\(path).category")
@@ -327,7 +343,9 @@ public struct ConfigLoader: Sendable {
         var firstRun: PolicySettings.FirstRun?
         if let n = m["first_run"], let v = reader.string(n, path: "\(path).first_run") {
             firstRun = PolicySettings.FirstRun(rawValue: v)
-            if firstRun == nil { reader.report(n, "\(path).first_run", "must be baseline or send, not '\(v)'") }
+            if firstRun == nil {
+                reader.report(n, "\(path).first_run", "must be baseline or send, not '\(reader.written(n))'")
+            }
         }
         let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
         return FeedSettings(
@@ -363,7 +381,7 @@ public struct ConfigLoader: Sendable {
             if let importance = Importance(rawValue: v) {
                 settings.importance = importance
             } else {
-                reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'")
+                reader.report(n, "\(path).importance", "must be major or minor, not '\(reader.written(n))'")
             }
         }
         if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) {
@@ -404,7 +422,7 @@ public struct ConfigLoader: Sendable {
             var rule = ImportanceRule()
             if let n = m["title"], let pattern = reader.string(n, path: "\(path).title") {
                 if (try? NSRegularExpression(pattern: pattern)) == nil {
-                    reader.report(n, "\(path).title", "'\(pattern)' is not a regular expression")
+                    reader.report(n, "\(path).title", "'\(reader.written(n))' is not a regular expression")
                 }
                 rule.title = pattern
             }
@@ -413,7 +431,7 @@ public struct ConfigLoader: Sendable {
                 if let importance = Importance(rawValue: v) {
                     rule.importance = importance
                 } else {
-                    reader.report(n, "\(path).importance", "must be major or minor, not '\(v)'")
+                    reader.report(n, "\(path).importance", "must be major or minor, not '\(reader.written(n))'")
                 }
             }
             if rule.title == nil && rule.feed == nil {
@@ -464,7 +482,7 @@ public struct ConfigLoader: Sendable {
                 return nil
             }
             guard let data = FileManager.default.contents(atPath: path) else {
-                reader.report(node, "hub.connection_string_file", "cannot read \(path)")
+                reader.report(node, "hub.connection_string_file", "cannot read \(reader.written(node))")
                 return nil
             }
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -505,4 +523,19 @@ public struct ConfigLoader: Sendable {
     }
 
     static func reason(_ error: any Error) -> String { SystemErrors.reason(error) }
+
+    /// A feed URL as its server reads it: scheme and host in any case, a default port or an
+    /// empty path name the same feed.
+    static func feedIdentity(_ url: String) -> String {
+        guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else { return url }
+        components.scheme = scheme
+        components.host = components.host?.lowercased()
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        if components.path.isEmpty { components.path = "/" }
+        return components.string ?? url
+    }
 }

@@ -21,36 +21,26 @@ final class NodeReader {
         subscript(key: String) -> Node? { values[key] }
     }
 
-    func report(_ node: Node, _ key: String, _ message: String) {
-        problems.append(
-            ConfigProblem(
-                file: file, line: node.mark?.line ?? 0, key: key,
-                message: Self.asWritten(message, node: node, environment: environment)))
+    /// Forgets the problems found since there were `count` (a section the command ignores).
+    func dropProblems(after count: Int) {
+        problems.removeSubrange(count...)
     }
 
-    /// A message about a value quotes it as the file writes it: what a `${VAR}` reference
-    /// expanded to may be a secret (fuzzing found the hub's connection string, key included,
-    /// quoted back from a feed URL that referenced it). The whole expansion is put back as
-    /// written, then any referenced variable's value still present (part of a value quoted).
-    static func asWritten(_ message: String, node: Node, environment: [String: String]) -> String {
-        guard case .scalar(let scalar) = node, scalar.string.contains("${") else { return message }
-        var expanded = "", names: [String] = []
-        for piece in references(in: scalar.string).pieces {
-            switch piece {
-            case .text(let text): expanded += text
-            case .reference(let name):
-                expanded += environment[name] ?? "${\(name)}"
-                names.append(name)
-            }
-        }
-        guard !names.isEmpty else { return message }
-        var out = expanded.isEmpty ? message : message.replacingOccurrences(of: expanded, with: scalar.string)
-        for name in names {
-            guard let value = environment[name], value.count >= 4 else { continue }
-            out = out.replacingOccurrences(of: value, with: "${\(name)}")
-        }
-        return out
+    func report(_ node: Node, _ key: String, _ message: String) {
+        problems.append(ConfigProblem(file: file, line: node.mark?.line ?? 0, key: key, message: message))
     }
+
+    /// A value as the file writes it, for a message: what a `${VAR}` reference expands to may be
+    /// a secret (fuzzing found the hub's connection string, key included, quoted back from a
+    /// feed URL that referenced it), so messages quote the node's own text, never its
+    /// expansion, and nothing is searched for and replaced afterwards.
+    func written(_ node: Node) -> String {
+        if case .scalar(let scalar) = node { return scalar.string }
+        return describe(node)
+    }
+
+    /// Whether the node's value comes (in part) from the environment.
+    func isExpanded(_ node: Node) -> Bool { written(node).contains("${") }
 
     enum Piece {
         case text(Substring)
@@ -161,11 +151,11 @@ final class NodeReader {
     func integer(_ node: Node, path: String, range: ClosedRange<Int>) -> Int? {
         guard let text = string(node, path: path) else { return nil }
         guard let value = Int(text) else {
-            report(node, path, "must be a whole number, not '\(text)'")
+            report(node, path, "must be a whole number, not '\(written(node))'")
             return nil
         }
         guard range.contains(value) else {
-            report(node, path, "must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+            report(node, path, "must be between \(range.lowerBound) and \(range.upperBound), not \(written(node))")
             return nil
         }
         return value
@@ -175,7 +165,7 @@ final class NodeReader {
     func duration(_ node: Node, path: String) -> Double? {
         guard let text = string(node, path: path) else { return nil }
         if let value = Self.parseDuration(text) { return value }
-        report(node, path, "'\(text)' is not a duration (examples: 20s, 15m, 3h, 2d, 1h30m)")
+        report(node, path, "'\(written(node))' is not a duration (examples: 20s, 15m, 3h, 2d, 1h30m)")
         return nil
     }
 
@@ -200,7 +190,7 @@ final class NodeReader {
     func size(_ node: Node, path: String) -> Int? {
         guard let text = string(node, path: path) else { return nil }
         if let value = Self.parseSize(text) { return value }
-        report(node, path, "'\(text)' is not a size (examples: 512KB, 10MB)")
+        report(node, path, "'\(written(node))' is not a size (examples: 512KB, 10MB)")
         return nil
     }
 
@@ -225,7 +215,7 @@ final class NodeReader {
         if parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]), (0..<24).contains(h), (0..<60).contains(m) {
             return h * 60 + m
         }
-        report(node, path, "'\(text)' is not a time of day (HH:MM, e.g. \"23:00\")")
+        report(node, path, "'\(written(node))' is not a time of day (HH:MM, e.g. \"23:00\")")
         return nil
     }
 
@@ -236,7 +226,8 @@ final class NodeReader {
         if !schemes.contains(scheme) || text.isEmpty || (scheme != "" && host.isEmpty && scheme != "file") {
             report(
                 node, path,
-                "'\(text)' is not a usable URL (\(schemes.filter { !$0.isEmpty }.sorted().joined(separator: ", ")))")
+                "'\(written(node))' is not a usable URL (\(schemes.filter { !$0.isEmpty }.sorted().joined(separator: ", ")))"
+            )
             return nil
         }
         return text
@@ -247,7 +238,7 @@ final class NodeReader {
     func language(_ node: Node, path: String) -> String? {
         guard let text = string(node, path: path) else { return nil }
         guard (try? #/[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?/#.wholeMatch(in: text)) != nil else {
-            report(node, path, "'\(text)' is not a language code (examples: en, fr, pt-BR)")
+            report(node, path, "'\(written(node))' is not a language code (examples: en, fr, pt-BR)")
             return nil
         }
         return Languages.normalized(text)
@@ -257,7 +248,8 @@ final class NodeReader {
         if let category = NewsCategory(rawValue: name) { return category }
         let names = NewsCategory.allCases.map(\.rawValue)
         let hint = Self.closest(to: name, in: Set(names)).map { " (did you mean \($0)?)" } ?? ""
-        report(node, path, "unknown category '\(name)'\(hint); categories are \(names.joined(separator: ", "))")
+        report(
+            node, path, "unknown category '\(written(node))'\(hint); categories are \(names.joined(separator: ", "))")
         return nil
     }
 

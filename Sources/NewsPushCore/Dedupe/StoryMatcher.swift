@@ -28,6 +28,10 @@ public struct Candidate: Sendable {
     /// The language of its feed (`language:`, else the feed's `<language>`, else en).
     public var language = "en"
 
+    /// Whether it has a title or summary a reader can read once cleaned (else nothing would show
+    /// on a lock screen, and it is not pushed).
+    public var hasHeadline: Bool { AlertCopy.headline(title: item.title, summary: item.summary) != nil }
+
     /// An item of a run with its key.
     public init(
         key: String, linkKey: String?, feedName: String, feedURL: String, sectionCategory: NewsCategory? = nil,

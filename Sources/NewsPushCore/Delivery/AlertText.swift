@@ -22,7 +22,9 @@ public enum AlertText {
         return head + "…"
     }
 
-    /// NFC, no control characters (C0, DEL, C1), every run of white space one space, trimmed.
+    /// NFC, no control characters (C0, DEL, C1) and no bidirectional embeddings, overrides or
+    /// isolates (U+202A–U+202E, U+2066–U+2069: they reorder what a reader sees), every run of
+    /// white space one space, trimmed.
     public static func normalized(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         var pendingSpace = false
@@ -31,7 +33,7 @@ public enum AlertText {
                 pendingSpace = !out.isEmpty
                 continue
             }
-            if scalar.properties.generalCategory == .control { continue }
+            if scalar.properties.generalCategory == .control || isBidiControl(scalar) { continue }
             if pendingSpace {
                 out.append(" ")
                 pendingSpace = false
@@ -39,6 +41,27 @@ public enum AlertText {
             out.append(scalar)
         }
         return String(out)
+    }
+}
+
+extension AlertText {
+    /// Whether `text` says nothing once cleaned: no letter, digit or symbol (emoji count) is
+    /// left, only white space, control characters and punctuation.
+    public static func isBlank(_ text: String) -> Bool {
+        !normalized(text).unicodeScalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+                .decimalNumber, .letterNumber, .otherNumber, .mathSymbol, .currencySymbol, .otherSymbol:
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// The bidirectional embeddings, overrides and isolates.
+    static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+        (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }
 }
 

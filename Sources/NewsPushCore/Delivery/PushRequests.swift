@@ -58,34 +58,42 @@ public enum PushRequests {
     /// image, collapseId, importance, priority, interruptionLevel; `expiry` is added when the
     /// push is sent. `id-only` pushes carry only id and url.
     public static func properties(
-        _ content: PushContent, settings: CategorySettings,
+        _ content: PushContent, settings: CategorySettings, languages: Set<String> = [],
         linkParams: [(name: String, value: String)] = []
     ) -> [String: String] {
-        // A push carries only an http(s) link: a relative one (a feed read from a file), a
-        // `javascript:` or `file:` one goes out as no link at all.
+        // A push carries only http(s) links: a relative one (a feed read from a file), a
+        // `javascript:` or `file:` one, or one with control characters goes out as no link at all.
         let url =
             FeedURL.isHTTP(content.url)
             ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
+        let image = content.image.flatMap { FeedURL.isHTTP($0) ? $0 : nil } ?? ""
         if settings.format == .idOnly { return ["id": content.id, "url": url] }
+        // Every text a device may show is cleaned as the message is: no control characters, no
+        // bidirectional overrides, white space collapsed.
+        let title = AlertText.normalized(content.title), source = AlertText.normalized(content.source)
         func message(in language: String?) -> String {
             if let message = content.message { return AlertText.fit(message, limit: settings.maxLength) }
             let template = language.flatMap { settings.messages[$0] } ?? settings.message
             let values = [
                 "category": language.flatMap { settings.names[$0] } ?? content.category.rawValue,
-                "title": content.title,
-                "source": content.source, "url": url, "summary": content.summary,
+                "title": title, "source": source, "url": url, "summary": content.summary,
             ]
             return AlertText.fit(MessageTemplate.render(template, values), limit: settings.maxLength)
         }
         var properties = [
             "messageParam": message(in: Languages.match(content.language, in: settings.messages.keys)),
-            "title": content.title, "category": content.category.rawValue, "url": url, "source": content.source,
+            "title": title, "category": content.category.rawValue, "url": url, "source": source,
             "id": content.id,
-            "image": content.image ?? "", "collapseId": CollapseID.of(content.collapseKey),
+            "image": image, "collapseId": CollapseID.of(content.collapseKey),
             "importance": content.importance.rawValue, "priority": content.importance.priority,
             "interruptionLevel": content.importance.interruptionLevel,
         ]
-        for language in settings.messages.keys { properties["messageParam_\(language)"] = message(in: language) }
+        // Every language any category declares, so a device registered with
+        // `$(messageParam_<lang>)` never gets an empty alert: the category's message in that
+        // language, else its default message.
+        for language in languages.union(settings.messages.keys) {
+            properties["messageParam_\(language)"] = message(in: settings.messages[language] == nil ? nil : language)
+        }
         return properties
     }
 

@@ -3,7 +3,7 @@ import NewsPushModel
 
 /// Links as feeds write them: relative ones made absolute against `xml:base` and the feed's
 /// address.
-enum FeedURL {
+public enum FeedURL {
     /// `reference` made absolute against `base` (RFC 3986); nil when it cannot be. Without a
     /// base (a feed read from a file) a relative reference stays relative.
     static func resolve(_ reference: String, against base: String?) -> String? {
@@ -24,7 +24,8 @@ enum FeedURL {
 
     /// Whether `url` is an absolute http or https URL with a host: the only links relative
     /// ones are resolved against, and the only ones a push may carry.
-    static func isHTTP(_ url: String) -> Bool {
+    /// Whether `url` is an absolute http(s) URL with a host.
+    public static func isHTTP(_ url: String) -> Bool {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
         else { return false }

@@ -57,6 +57,10 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
     case known(StoryRecord)
     /// A near-identical headline was pushed in the last 36 hours.
     case sameStory(SameStory)
+    /// The ledger pruned this story (a tombstone remains): it was known, and may have been pushed.
+    case pruned(String)
+    /// A correction with the very text of the alert it corrects.
+    case sameCorrection(String)
 
     /// Why it is refused, naming the story and what `--force` does.
     public var description: String {
@@ -74,6 +78,14 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
             return
                 "a near-identical headline was pushed in \(same.place.rawValue): \(same.title ?? same.key) "
                 + "[\(same.key)]; not sending it twice (--force pushes it anyway)"
+        case .pruned(let key):
+            return
+                "the ledger knew this story and pruned it (a tombstone of [\(key)] remains: it may have been "
+                + "pushed); not sending it twice (--force pushes it anyway)"
+        case .sameCorrection(let key):
+            return
+                "this correction says exactly what the last alert of [\(key)] said; not sending it again "
+                + "(--force sends it anyway)"
         }
     }
 }
@@ -90,6 +102,9 @@ public struct PublishPlan: Sendable {
     public var request: HubRequest
     /// Set when sending would repeat a story and `--force` was not given.
     public var refusal: PublishRefusal?
+    /// What the editor should know before sending (a scheduled send of the story waiting, a
+    /// repeat forced).
+    public var notes: [String] = []
 }
 
 /// Why a manual push cannot be planned at all.
@@ -98,12 +113,22 @@ public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
     case unknownStory(String, reason: String)
     /// The push cannot be made into a request (a bad `--tags` expression, a message too large).
     case request(HubError)
+    /// The title or message says nothing once control characters and white space are removed.
+    case blank(String)
+    /// A test send cannot be scheduled: the hub would deliver it to every subscriber.
+    case scheduledTest
 
     /// What is wrong, naming the story.
     public var description: String {
         switch self {
         case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"
         case .request(let error): return error.description
+        case .blank(let field):
+            return "--\(field) is blank once control characters and white space are removed: a push needs words"
+        case .scheduledTest:
+            return
+                "--test cannot be scheduled with --at: the hub has no scheduled test sends, and a scheduled send "
+                + "goes to every subscriber; send the test now, then schedule the real push"
         }
     }
 }
@@ -114,8 +139,15 @@ public struct PublishKnowledge: Sendable {
     public var byKey: StoryRecord?
     /// The first story recorded with the push's canonical link, if any.
     public var byLink: StoryRecord?
+    /// Whether the push's key is a tombstone of a pruned story.
+    public var tombstoned = false
     /// The story a correction corrects (`replacing`), if the ledger has it.
     public var corrected: StoryRecord?
+    /// The story's last alert that went out (or is scheduled), for a correction's link, source
+    /// and image, and to refuse a correction that says the same.
+    public var lastPush: OutboxEntry?
+    /// A scheduled send of the story waiting at the hub, if any.
+    public var scheduled: OutboxEntry?
     /// Stories pushed (or about to be) in the last 36 hours, for the near-identical-title rule.
     public var recentPushes: [StoryRecord]
 
@@ -143,19 +175,72 @@ public enum PublishPlanner {
         return "manual:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Plans the push and checks it against what the ledger knows: by key, by link and by the
-    /// run's near-identical-title rule. A correction (`replacing`) takes the corrected story's
-    /// key and collapse id and is never a repeat. `now` is the session's clock reading; the
+    /// Plans the push and checks it against what the ledger knows: by key, by link, by the
+    /// run's near-identical-title rule and by the tombstones of pruned stories. A correction
+    /// (`replacing`) takes the corrected story's key, collapse id, link, source and image, and is
+    /// refused when it says what the last alert said. `now` is the session's clock reading; the
     /// request shown is signed at `requestTime` (the wall clock).
     public static func plan(
         _ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig, client: NotificationHubClient,
         now: Date, requestTime: Date = Date()
     ) throws(PublishPlanError) -> PublishPlan {
+        try validate(push)
         let settings = config.settings(for: push.category)
         let title = push.title ?? push.message ?? ""
-        var key = Self.key(for: push)
-        var refusal: PublishRefusal?
-        var kind = OutboxEntry.Kind.push
+        let (key, kind, refusal, base) = try identity(push, title: title, knowledge: knowledge, now: now)
+        let importance =
+            push.importance
+            ?? ImportanceRules(config.importanceRules)
+            .importance(title: title, feedName: nil, feedURL: nil, default: settings.importance)
+        let url = push.url ?? base?.link ?? ""
+        let content = PushContent(
+            category: push.category, title: title, url: url, source: base?.source ?? "newsroom", id: key,
+            message: push.message, image: base?.image, language: push.language, importance: importance)
+        let story = StoryRecord(
+            key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
+            firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
+        let entry = OutboxEntry(
+            storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
+            tags: push.tags ?? settings.tags,
+            properties: PushRequests.properties(
+                content, settings: settings, languages: config.languages, linkParams: config.linkParams),
+            createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
+            expiresAfter: settings.expiry, scheduledAt: push.at)
+        let request: HubRequest
+        do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch {
+            throw .request(error)
+        }
+        var finalRefusal = push.force ? nil : refusal
+        if kind == .correction, !push.force, let last = knowledge.lastPush,
+            last.properties["messageParam"] == entry.properties["messageParam"]
+        {
+            finalRefusal = .sameCorrection(key)
+        }
+        return PublishPlan(
+            push: push, story: story, entry: entry, request: request, refusal: finalRefusal,
+            notes: notes(push, knowledge: knowledge, refusal: refusal))
+    }
+
+    /// A push with words in it, and not a scheduled test.
+    static func validate(_ push: ManualPush) throws(PublishPlanError) {
+        if push.test && push.at != nil { throw .scheduledTest }
+        if let title = push.title, AlertText.isBlank(title) { throw .blank("title") }
+        if let message = push.message, AlertText.isBlank(message) { throw .blank("message") }
+    }
+
+    /// The kind of a test (`--test`) or trial (`--tags`) send; nil for a send to readers.
+    private static func trialKind(_ push: ManualPush) -> OutboxEntry.Kind? {
+        push.test ? .test : push.tags != nil ? .trial : nil
+    }
+
+    /// What a correction keeps of the story's last alert unless the editor gives new ones.
+    typealias Base = (link: String?, source: String?, image: String?)
+
+    /// The push's story key and kind, why it would repeat a story, and (a correction) what it
+    /// keeps of the alert it corrects.
+    private static func identity(_ push: ManualPush, title: String, knowledge: PublishKnowledge, now: Date)
+        throws(PublishPlanError) -> (String, OutboxEntry.Kind, PublishRefusal?, Base?)
+    {
         if let corrected = push.replacing {
             guard let record = knowledge.corrected, record.wasPushed else {
                 let reason =
@@ -165,34 +250,27 @@ public enum PublishPlanner {
                     ?? "the ledger has no story with this key (`newspush state show` lists them)"
                 throw .unknownStory(corrected, reason: reason)
             }
-            key = record.key
-            kind = .correction
-        } else if !push.isTrial {
-            refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
-            if refusal != nil { kind = .repeat }
+            let last = knowledge.lastPush?.properties
+            let link = record.link ?? last?["url"].flatMap { $0.isEmpty ? nil : $0 }
+            let image = last?["image"].flatMap { $0.isEmpty ? nil : $0 }
+            // A correction tried with --test or --tags is a trial, not the story's correction.
+            return (record.key, trialKind(push) ?? .correction, nil, (link, last?["source"], image))
         }
-        let importance =
-            push.importance
-            ?? ImportanceRules(config.importanceRules)
-            .importance(title: title, feedName: nil, feedURL: nil, default: settings.importance)
-        let content = PushContent(
-            category: push.category, title: title, url: push.url ?? "", source: "newsroom", id: key,
-            message: push.message, language: push.language, importance: importance)
-        let story = StoryRecord(
-            key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
-            firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
-        let entry = OutboxEntry(
-            storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
-            tags: push.tags ?? settings.tags,
-            properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
-            createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
-            expiresAfter: settings.expiry, scheduledAt: push.at)
-        let request: HubRequest
-        do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch {
-            throw .request(error)
-        }
-        return PublishPlan(
-            push: push, story: story, entry: entry, request: request, refusal: push.force ? nil : refusal)
+        let key = Self.key(for: push)
+        if let trial = trialKind(push) { return (key, trial, nil, nil) }
+        var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
+        if refusal == nil, knowledge.tombstoned { refusal = .pruned(key) }
+        return (key, refusal == nil ? .push : .repeat, refusal, nil)
+    }
+
+    /// Notes for the editor: a scheduled send of the story still waiting when it is forced out now.
+    private static func notes(_ push: ManualPush, knowledge: PublishKnowledge, refusal: PublishRefusal?) -> [String] {
+        guard push.force, let scheduled = knowledge.scheduled, let at = scheduled.scheduledAt else { return [] }
+        let id = scheduled.notificationId.map { " (newspush hub cancel \($0) cancels it)" } ?? ""
+        return [
+            "a scheduled send of this story waits at the hub for \(FeedDates.format(at))\(id): --force sends it now "
+                + "as well"
+        ]
     }
 
     /// What makes this story a repeat, if anything.

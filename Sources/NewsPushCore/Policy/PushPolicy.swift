@@ -40,7 +40,7 @@ public struct PushPolicy: Sendable {
                 if candidate.inBaselineFeed && sendInitial == nil {
                     decisions[index] = .baseline
                 } else if candidate.classification.category == nil
-                    || candidate.classification.confidence < settings.minConfidence
+                    || candidate.classification.confidence < settings.minConfidence || !candidate.hasHeadline
                 {
                     decisions[index] = .unclassified
                 } else if now.timeIntervalSince(candidate.effectiveDate) > settings.maxAge {

@@ -77,7 +77,8 @@ public enum RunPlanner {
             language: candidate.language, importance: importance)
         return OutboxEntry(
             storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
-            properties: PushRequests.properties(content, settings: settings, linkParams: config.linkParams),
+            properties: PushRequests.properties(
+                content, settings: settings, languages: config.languages, linkParams: config.linkParams),
             createdAt: now,
             freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
     }

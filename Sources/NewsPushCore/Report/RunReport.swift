@@ -26,10 +26,13 @@ public struct RunReport: Encodable, Sendable {
     private var sendingStopped: String?
     /// The hub requests (signature redacted), when `--show-requests` asks for them in the JSON.
     public var requests: [RequestReport]?
+    /// Pushes a killed run left half-sent, settled by this run as `unknown` (never re-sent);
+    /// absent when there were none.
+    public var interruptedSends: [PushReport]?
 
     enum CodingKeys: String, CodingKey {
         case dryRun = "dry_run", startedAt = "started_at", finishedAt = "finished_at", feeds, items, pushes, summary
-        case sendingStopped = "sending_stopped", requests
+        case sendingStopped = "sending_stopped", requests, interruptedSends = "interrupted_sends"
     }
 
     /// An empty report of a run (or, `dryRun`, a preview) between two times.
@@ -233,6 +236,17 @@ public struct PushReport: Encodable, Sendable {
     }
 }
 
+extension PushReport {
+    /// A push of an earlier run that was killed while sending it: its outcome is unknown, and it
+    /// is never sent again.
+    public static func interrupted(_ entry: OutboxEntry) -> PushReport {
+        PushReport(
+            category: entry.category, tags: entry.tags, properties: entry.properties, itemKey: entry.storyKey,
+            status: .unknown, httpStatus: nil, notificationId: nil,
+            error: "the run sending it was interrupted; outcome unknown, not re-sent")
+    }
+}
+
 /// The counts of a run.
 public struct RunSummary: Encodable, Sendable {
     /// Feeds fetched (or unchanged).
@@ -292,6 +306,10 @@ extension RunReport {
             failures.append("FEED FAILED \(feed.name): \(feed.error ?? "error")")
         }
         if let stop { failures.append("SENDING STOPPED: \(stop.reason)") }
+        for push in interruptedSends ?? [] {
+            let text = push.properties["messageParam"] ?? push.properties["url"] ?? push.itemKey
+            failures.append("UNKNOWN [\(push.tags)] \(text): \(push.error ?? "interrupted")")
+        }
         for feed in feeds where feed.isBaseline {
             notes.append(
                 "baseline: \(feed.name) read for the first time: \(feed.items) item\(feed.items == 1 ? "" : "s") "
@@ -327,6 +345,10 @@ extension RunReport {
         lines += categoryBlocks(verbose: verbose)
         lines += feedNotes()
         if let stop { lines += ["", "Sending stopped: \(stop.reason)"] }
+        if let interrupted = interruptedSends {
+            lines += ["", "Pushes of an interrupted run (outcome unknown, never re-sent)"]
+            for push in interrupted { lines.append(Self.pushLine(push)) }
+        }
         let s = summary
         if s.pushesPending > 0, let until = s.pendingUntil {
             lines.append("")

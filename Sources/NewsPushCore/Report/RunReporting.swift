@@ -147,6 +147,7 @@ extension RunReport {
             guard let quiet = policy.quietHours else { return nil }
             return "quiet hours until \(quiet.endText) \(quiet.zoneName)"
         case .unclassified:
+            guard candidate.hasHeadline else { return "no readable title or summary: nothing to show on a lock screen" }
             guard let guess = candidate.classification.category else { return "no evidence for any category" }
             return String(
                 format: "best guess %@ at %.2f, below policy.min_confidence %.2f", guess.rawValue,
