@@ -78,23 +78,28 @@ struct Classify: ParsableCommand {
             return
         }
         let source = input ?? "-"
-        let data =
-            source == "-"
-            ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: source)
-        guard let data else { throw SessionError.unreadable(path: source, reason: "cannot read the file") }
-        let lines = session.classify(lines: data, source: source)
-        let outputs = lines.map { line in
-            switch line {
-            case .classified(let result): return Self.json(result)
-            case .notAnItem(let message, let number): return Self.errorJSON(message, line: number)
+        let handle = source == "-" ? FileHandle.standardInput : FileHandle(forReadingAtPath: source)
+        guard let handle else { throw SessionError.unreadable(path: source, reason: "cannot read the file") }
+        // Answers go out a chunk at a time, as they are classified (bounded memory for any file).
+        var count = 0, bad = 0
+        if format == .json { Terminal.output("[", terminator: "") }
+        try session.classify(reading: handle, source: source) { answers in
+            let outputs = answers.map { line in
+                switch line {
+                case .classified(let result): return Self.json(result)
+                case .notAnItem(let message, let number):
+                    bad += 1
+                    return Self.errorJSON(message, line: number)
+                }
             }
+            let separator = format == .json ? ",\n" : "\n"
+            Terminal.output((count == 0 ? "" : separator) + outputs.joined(separator: separator), terminator: "")
+            count += answers.count
         }
-        Terminal.output(
-            format == .json ? "[" + outputs.joined(separator: ",\n") + "]" : outputs.joined(separator: "\n"))
-        let bad = lines.filter { if case .notAnItem = $0 { return true } else { return false } }.count
+        Terminal.output(format == .json ? "]" : count == 0 ? "" : "\n", terminator: "")
         if bad > 0 {
             Terminal.error(
-                "\(bad) of \(lines.count) line\(lines.count == 1 ? "" : "s") of \(source) could not be classified "
+                "\(bad) of \(count) line\(count == 1 ? "" : "s") of \(source) could not be classified "
                     + "(an error object stands in their place)"
             )
         }

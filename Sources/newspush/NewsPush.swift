@@ -108,8 +108,8 @@ enum LoggingBootstrap {
 
 /// Results to stdout, errors to stderr.
 enum Terminal {
-    static func output(_ text: String) {
-        print(text)
+    static func output(_ text: String, terminator: String = "\n") {
+        print(text, terminator: terminator)
     }
 
     /// Something the user should know that is not an error, on stderr.

@@ -461,3 +461,36 @@ struct ClassifyCLITests {
         #expect(bad.stdout.contains("bad.jsonl:1: not a JSON object with a title"))
     }
 }
+
+extension ClassifyCLITests {
+    /// A file of several chunks (mostly items with their feed's category, so the debug build's
+    /// encoder has little to do), from a file and from stdin: one answer per line, in order, as
+    /// JSON Lines and as one JSON array, an error object in place of each line that is no item.
+    @Test func aLargeInputIsAnsweredLineForLine() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let lines = (0..<1300).map { index in
+            index == 700
+                ? "no json here"
+                : index % 100 != 1
+                    ? #"{"title": "Anything \#(index)", "feed_category": "Science"}"#
+                    : #"{"title": "Striker scores twice in final \#(index)"}"#
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        let input = try folder.write("items.jsonl", text)
+        for (arguments, stdin) in [(["--input", input], nil), (["--input", "-"], text)] as [([String], String?)] {
+            let result = try await newspush(["classify", "--format", "jsonl"] + arguments, input: stdin)
+            #expect(result.status == 2, "\(arguments): one bad line")
+            let answers = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            #expect(answers.count == lines.count, "\(arguments)")
+            let categories = answers.map {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["category"] as? String
+            }
+            #expect(categories[0] == "Science" && categories[1] == "Sports" && categories[1201] == "Sports")
+            #expect(categories[700] == nil && answers[700].contains(":701: not a JSON object"), "\(answers[700])")
+        }
+        let array = try await newspush(["classify", "--input", input, "--format", "json"])
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(array.stdout.utf8)) as? [[String: Any]])
+        #expect(parsed.count == lines.count)
+    }
+}

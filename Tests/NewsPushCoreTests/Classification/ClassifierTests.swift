@@ -125,3 +125,49 @@ struct ClassifierTests {
         #expect(decisions == [.unclassified, .wouldPush])
     }
 }
+
+/// `classify --input` classifies in chunks, the encoder on several items at once: every answer
+/// is the one the item gets alone, in the input's order, errors in place.
+@Suite("Batched classify")
+struct BatchedClassifyTests {
+    static let titles = [
+        "Central bank raises interest rates again", "Striker scores twice as United win the cup final",
+        "Parliament passes the budget after a long night", "New phone chip doubles battery life",
+        "Astronomers find water on a distant planet", "Ceasefire holds along the border",
+    ]
+
+    @Test func aBatchAnswersAsOneAtATimeInOrderWithErrorsInPlace() throws {
+        let session = try ClassifySession()
+        // Over several chunks (of 16 here; 512 in use), with lines that are not items among them.
+        var lines: [String] = []
+        for index in 0..<40 {
+            if index % 13 == 5 {
+                lines.append(index % 2 == 0 ? "{not json" : "")
+            } else {
+                let title = Self.titles[index % Self.titles.count] + " (\(index))"
+                lines.append(#"{"title": "\#(title)", "summary": "Report number \#(index)"}"#)
+            }
+        }
+        let batch = session.classify(
+            lines: Data(lines.joined(separator: "\n").utf8), source: "items.jsonl", chunkSize: 16)
+        #expect(batch.count == lines.count)
+        for (number, line) in lines.enumerated() {
+            let alone = session.classify(lines: Data(line.utf8), source: "items.jsonl")
+            switch (batch[number], alone.first) {
+            case (.classified(let together), .classified(let single)?):
+                #expect(together.category == single.category, "line \(number + 1)")
+                #expect(abs(together.confidence - single.confidence) < 1e-4, "line \(number + 1)")
+            case (.notAnItem(let message, let at), _):
+                #expect(at == number + 1 && message.hasPrefix("items.jsonl:\(number + 1): "), "\(message)")
+                #expect(index(of: line) == nil, "line \(number + 1) is an item: \(message)")
+            default:
+                Issue.record("line \(number + 1): \(batch[number]) against \(String(describing: alone.first))")
+            }
+        }
+    }
+
+    /// The line's title when it is an item.
+    func index(of line: String) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["title"] as? String
+    }
+}
