@@ -44,6 +44,8 @@ public final class Ledger {
     public let migratedFrom: String?
     let db: any LedgerDatabase
     private let writable: Bool
+    /// The run lock this ledger was opened under (told when the ledger turns out damaged).
+    private weak var lock: LedgerLock?
 
     private init(path: String, db: any LedgerDatabase, isNew: Bool, migratedFrom: String?, writable: Bool) {
         self.path = path
@@ -60,14 +62,28 @@ public final class Ledger {
     /// reading never changes a file (a missing or JSON ledger is read into memory).
     ///
     /// A ledger opened to write is first checked for damage in pages a command may not read
-    /// (`PRAGMA quick_check`, before anything is written): a damaged ledger stops the command,
-    /// untouched.
-    public static func open(configured: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
+    /// (`PRAGMA quick_check`, before anything is written), unless `lock` vouches that nothing
+    /// has written the file since the last command found it whole: a damaged ledger stops the
+    /// command, untouched.
+    public static func open(configured: String, access: LedgerAccess, lock: LedgerLock? = nil)
+        throws(LedgerError) -> Ledger
+    {
+        let ledger = try openFile(configured: configured, access: access, lock: lock)
+        if access == .write {
+            ledger.lock = lock
+            lock?.vouch()
+        }
+        return ledger
+    }
+
+    private static func openFile(configured: String, access: LedgerAccess, lock: LedgerLock?)
+        throws(LedgerError) -> Ledger
+    {
         let location = LedgerLocation(configured: configured)
         let path = location.databasePath
         let files = FileManager.default
         if files.fileExists(atPath: path) {
-            return try openExisting(path: path, access: access)
+            return try openExisting(path: path, access: access, lock: lock)
         }
         let legacy =
             files.fileExists(atPath: location.legacyJSONPath)
@@ -90,14 +106,16 @@ public final class Ledger {
                 unlink(location.legacyJSONPath + ".journal")
                 unlink(location.legacyJSONPath + ".prev")
             }
-            let ledger = try openExisting(path: path, access: .write)
+            let ledger = try openExisting(path: path, access: .write, lock: nil)
             return Ledger(
                 path: path, db: ledger.db, isNew: legacy == nil,
                 migratedFrom: legacy == nil ? nil : location.legacyJSONPath, writable: true)
         }
     }
 
-    private static func openExisting(path: String, access: LedgerAccess) throws(LedgerError) -> Ledger {
+    private static func openExisting(path: String, access: LedgerAccess, lock: LedgerLock?)
+        throws(LedgerError) -> Ledger
+    {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
         if size == 0 { throw .corrupt(path: path, reason: "the file is empty") }
         guard access == .write else {
@@ -107,7 +125,7 @@ public final class Ledger {
         }
         let (db, version) = try openToWrite(path)
         if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
-        try checkIntegrity(db, path: path)
+        if lock?.ledgerUnchanged != true { try checkIntegrity(db, path: path) }
         try wrap(path, writing: true) {
             try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             _ = try LedgerMigrations.upgrade(db, from: version)
@@ -202,10 +220,23 @@ public final class Ledger {
         }
     }
 
-    func reading<T>(_ body: () throws -> T) throws(LedgerError) -> T { try Self.wrap(path, writing: false, body) }
+    func reading<T>(_ body: () throws -> T) throws(LedgerError) -> T {
+        do { return try Self.wrap(path, writing: false, body) } catch {
+            distrustIfDamaged(error)
+            throw error
+        }
+    }
 
     func writing<T>(_ body: () throws -> T) throws(LedgerError) -> T {
         guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
-        return try Self.wrap(path, writing: true) { try db.transaction(body) }
+        do { return try Self.wrap(path, writing: true) { try db.transaction(body) } } catch {
+            distrustIfDamaged(error)
+            throw error
+        }
+    }
+
+    /// Damage found while in use: the next command checks the whole file again.
+    private func distrustIfDamaged(_ error: LedgerError) {
+        if case .corrupt = error { lock?.distrust() }
     }
 }

@@ -115,7 +115,7 @@ public struct HubSession: Sendable {
         let answer = client.cancelScheduled(id: scheduledId)
         guard answer == .cancelled else { return .refused(answer) }
         do {
-            let ledger = try Ledger.open(configured: context.config.statePath, access: .write)
+            let ledger = try Ledger.open(configured: context.config.statePath, access: .write, lock: lock)
             return .cancelled(
                 recorded: try ledger.cancelScheduled(notificationId: scheduledId, at: context.clock.now()))
         } catch {

@@ -112,7 +112,7 @@ public struct PublishSession: Sendable {
             throw .ledger(error)
         }
         defer { withExtendedLifetime(lock) {} }
-        let ledger = try open(.write)
+        let ledger = try open(.write, lock: lock)
         if push.isTrial {
             guard confirm(preview) else { return .notConfirmed(preview) }
             return .attempted(preview, try sendTrial(preview, ledger: ledger, client: client, now: now))
@@ -161,8 +161,8 @@ public struct PublishSession: Sendable {
         return category
     }
 
-    private func open(_ access: LedgerAccess) throws(SessionError) -> Ledger {
-        do { return try Ledger.open(configured: context.config.statePath, access: access) } catch {
+    private func open(_ access: LedgerAccess, lock: LedgerLock? = nil) throws(SessionError) -> Ledger {
+        do { return try Ledger.open(configured: context.config.statePath, access: access, lock: lock) } catch {
             throw .ledger(error)
         }
     }

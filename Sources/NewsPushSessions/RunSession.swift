@@ -80,7 +80,7 @@ public struct RunSession: Sendable {
                 ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
             defer { withExtendedLifetime(lock) {} }
             let ledger = try Ledger.open(
-                configured: config.statePath, access: request.dryRun ? .read : .write)
+                configured: config.statePath, access: request.dryRun ? .read : .write, lock: lock)
             return try run(feeds, ledger: ledger, client: client, request: request, now: now)
         } catch {
             throw .ledger(error)

@@ -114,7 +114,7 @@ public struct StateSession: Sendable {
         do {
             let lock = try LedgerLock(ledgerPath: LedgerLocation(configured: location).databasePath)
             defer { withExtendedLifetime(lock) {} }
-            return try body(try Ledger.open(configured: location, access: .write))
+            return try body(try Ledger.open(configured: location, access: .write, lock: lock))
         } catch {
             throw .ledger(error)
         }
