@@ -55,7 +55,7 @@ extension Ledger {
             try db.query(
                 """
                 SELECT \(Self.storyColumns) FROM stories
-                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled') AND COALESCE(pushed_at,
+                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled', 'held') AND COALESCE(pushed_at,
                     first_seen) >= ?
                 """, [SQLValue(since)]
             ).map(Self.story)
@@ -69,7 +69,7 @@ extension Ledger {
             for row in try db.query(
                 """
                 SELECT category, COUNT(*) FROM outbox
-                WHERE kind NOT IN ('test', 'trial')
+                WHERE kind NOT IN \(OutboxEntry.Kind.notStoryAlertsSQL)
                   AND ((status IN ('sent', 'unknown', 'sending') AND scheduled_at IS NULL AND last_attempt >= ?)
                     OR (status IN ('sent', 'scheduled') AND scheduled_at >= ?))
                 GROUP BY category
@@ -84,7 +84,51 @@ extension Ledger {
     /// The pushes waiting to be sent, oldest first: what every run sends first while they are
     /// fresh. Tests and trials are never among them (a run would send them to every reader).
     public func waitingPushes() throws(LedgerError) -> [OutboxEntry] {
-        try outbox([.pending]).filter { !$0.kind.isTrial }
+        try outbox([.pending, .held]).filter { !$0.kind.isTrial }
+    }
+
+    /// The pushes held for an editor, oldest first, each with its hold (rule and content).
+    public func heldPushes() throws(LedgerError) -> [(entry: OutboxEntry, hold: ReviewHold?)] {
+        let entries = try outbox([.held])
+        return try reading {
+            guard try db.tableExists("review") else { return entries.map { ($0, nil) } }
+            return
+                try entries.map { entry in
+                    let row = try db.query("SELECT rule, content FROM review WHERE entry_id = ?", [.text(entry.id)])
+                        .first
+                    let hold = row.map {
+                        ReviewHold(entryID: entry.id, rule: $0.text(0) ?? "", content: $0.text(1) ?? "{}")
+                    }
+                    return (entry, hold)
+                }
+        }
+    }
+
+    /// One outbox entry by its id, with its hold if it was ever held.
+    public func outboxEntry(_ id: String) throws(LedgerError) -> (entry: OutboxEntry, hold: ReviewHold?)? {
+        try reading {
+            guard
+                let entry = try db.query("SELECT \(Self.outboxColumns) FROM outbox WHERE id = ?", [.text(id)]).first
+                    .flatMap(Self.outboxEntry)
+            else { return nil }
+            let row = try db.query("SELECT rule, content FROM review WHERE entry_id = ?", [.text(id)]).first
+            return (entry, row.map { ReviewHold(entryID: id, rule: $0.text(0) ?? "", content: $0.text(1) ?? "{}") })
+        }
+    }
+
+    /// The editorial decisions since `since` (all when nil), newest first; of one entry when
+    /// `entryID` is given.
+    public func audit(since: Date? = nil, entryID: String? = nil) throws(LedgerError) -> [AuditRecord] {
+        try reading {
+            // (A ledger of schema 1 opened to read, not migrated, has no audit yet.)
+            guard try db.tableExists("audit") else { return [] }
+            return try db.query(
+                """
+                SELECT \(Self.auditColumns) FROM audit WHERE at >= ? AND (? IS NULL OR entry_id = ?)
+                ORDER BY at DESC, id DESC
+                """, [SQLValue(since ?? Date(timeIntervalSince1970: 0)), SQLValue(entryID), SQLValue(entryID)]
+            ).compactMap(Self.audit)
+        }
     }
 
     /// Outbox entries with these statuses, oldest first.
@@ -105,7 +149,7 @@ extension Ledger {
             let entries = try db.query(
                 """
                 SELECT \(Self.outboxColumns) FROM outbox
-                WHERE story_key = ? AND kind NOT IN ('test', 'trial') AND status IN ('sent', 'unknown', 'scheduled')
+                WHERE story_key = ? AND kind NOT IN \(OutboxEntry.Kind.notStoryAlertsSQL) AND status IN ('sent', 'unknown', 'scheduled')
                 ORDER BY created_at, id
                 """, [.text(key)]
             ).compactMap(Self.outboxEntry)

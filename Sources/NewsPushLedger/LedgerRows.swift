@@ -8,6 +8,7 @@ extension Ledger {
     static let storyColumns =
         "key, feed, title, link, link_key, category, first_seen, last_seen, published, status, pushed_at, "
         + "notification_id, error, origin"
+    static let auditColumns = "id, at, editor, action, entry_id, story_key, category, title, detail"
     static let outboxColumns =
         "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, "
         + "attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at"
@@ -75,5 +76,14 @@ extension Ledger {
             SQLValue(e.notificationId), SQLValue(e.error), .integer(Int64(e.expiresAfter.rounded())),
             SQLValue(e.scheduledAt),
         ]
+    }
+
+    static func audit(_ row: SQLRow) -> AuditRecord? {
+        guard let id = row.text(0), let at = row.date(1), let editor = row.text(2),
+            let action = row.text(3).flatMap(AuditRecord.Action.init(rawValue:))
+        else { return nil }
+        return AuditRecord(
+            id: id, at: at, editor: editor, action: action, entryID: row.text(4), storyKey: row.text(5),
+            category: row.text(6).flatMap(NewsCategory.init(rawValue:)), title: row.text(7), detail: row.text(8))
     }
 }

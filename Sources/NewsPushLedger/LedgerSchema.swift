@@ -37,7 +37,17 @@ enum LedgerMigrations {
             "CREATE INDEX outbox_story ON outbox (story_key)",
             "CREATE INDEX outbox_last_attempt ON outbox (last_attempt)",
             "CREATE TABLE tombstones (key TEXT PRIMARY KEY, pruned_at BIGINT NOT NULL)",
-        ]
+        ],
+        // 2: the review queue (a held entry's rule and content, for edits) and the audit trail.
+        [
+            "CREATE TABLE review (entry_id TEXT PRIMARY KEY, rule TEXT NOT NULL, content TEXT NOT NULL)",
+            """
+            CREATE TABLE audit (
+                id TEXT PRIMARY KEY, at BIGINT NOT NULL, editor TEXT NOT NULL, action TEXT NOT NULL, entry_id TEXT,
+                story_key TEXT, category TEXT, title TEXT, detail TEXT)
+            """,
+            "CREATE INDEX audit_at ON audit (at)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time.

@@ -13,12 +13,15 @@ public struct LedgerView: Sendable {
     public var outbox: [OutboxEntry]
     /// Every tombstone.
     public var tombstones: [String: Date]
+    /// Every editorial decision, newest first.
+    public var audit: [AuditRecord] = []
 
     /// The whole ledger, read at once.
     public static func read(_ ledger: Ledger) throws(LedgerError) -> LedgerView {
         LedgerView(
             path: ledger.path, stories: try ledger.allStories(), feeds: try ledger.allFeeds(),
-            outbox: try ledger.outbox(OutboxEntry.Status.allCases), tombstones: try ledger.tombstones())
+            outbox: try ledger.outbox(OutboxEntry.Status.allCases), tombstones: try ledger.tombstones(),
+            audit: try ledger.audit())
     }
 
     /// "12 stories (3 pushed, 9 seen), 4 feeds, 2 tombstones, 1 push waiting in the outbox"
@@ -106,6 +109,7 @@ public struct LedgerView: Sendable {
             "ledger": path, "schema_version": Ledger.schemaVersion, "items": items, "feeds": feedObjects,
             "outbox": entries,
             "tombstones": tombstones.mapValues { Timestamp.format($0) },
+            "audit": audit.map(Self.auditObject),
         ]
         guard
             let data = try? JSONSerialization.data(
@@ -114,5 +118,15 @@ public struct LedgerView: Sendable {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// One editorial decision as `state export` and `review history --format json` write it.
+    public static func auditObject(_ record: AuditRecord) -> [String: Any] {
+        func text(_ value: String?) -> Any { value ?? NSNull() }
+        return [
+            "id": record.id, "at": Timestamp.format(record.at), "editor": record.editor,
+            "action": record.action.rawValue, "entry_id": text(record.entryID), "story_key": text(record.storyKey),
+            "category": text(record.category?.rawValue), "title": text(record.title), "detail": text(record.detail),
+        ]
     }
 }

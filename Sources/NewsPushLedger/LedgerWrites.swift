@@ -63,13 +63,71 @@ extension Ledger {
                 }
             }
             for entry in run.outbox { try insert(entry) }
+            for hold in run.holds { try insert(hold) }
             for id in run.expired {
                 try setOutbox(
                     OutboxOutcome(
                         entryID: id, storyKey: "", status: .expired, at: run.at,
                         error: "no longer fresh (policy.max_age) before the hub took it"))
             }
+            for record in run.audit { try insert(record) }
         }
+    }
+
+    /// Records editorial decisions made outside a run (a publish, a correction, a cancel).
+    public func recordAudit(_ records: [AuditRecord]) throws(LedgerError) {
+        try writing { for record in records { try insert(record) } }
+    }
+
+    /// An editor's approval of a held entry: from now on it is a pending push with these
+    /// properties (the held ones, or an edit's), and the decisions are on the record. False
+    /// when the entry is not held (any more): nothing changes.
+    public func approve(_ entryID: String, properties: [String: String], audit: [AuditRecord])
+        throws(LedgerError) -> Bool
+    {
+        try writing {
+            let encoded = String(decoding: (try? JSONEncoder().encode(properties)) ?? Data("{}".utf8), as: UTF8.self)
+            let changed = try db.run(
+                "UPDATE outbox SET status = 'pending', properties = ? WHERE id = ? AND status = 'held'",
+                [.text(encoded), .text(entryID)])
+            guard changed == 1 else { return false }
+            try db.run(
+                "UPDATE stories SET status = 'pending' WHERE key = (SELECT story_key FROM outbox WHERE id = ? AND kind = "
+                    + "'push')", [.text(entryID)])
+            for record in audit { try insert(record) }
+            return true
+        }
+    }
+
+    /// Ends a held entry unsent (`rejected` by an editor, or `expired`), with the decision on
+    /// the record. False when the entry is not held (any more): nothing changes.
+    public func endHold(_ entryID: String, as status: OutboxEntry.Status, audit: AuditRecord) throws(LedgerError)
+        -> Bool
+    {
+        try writing {
+            let held = try db.query("SELECT 1 FROM outbox WHERE id = ? AND status = 'held'", [.text(entryID)])
+            guard !held.isEmpty else { return false }
+            try setOutbox(
+                OutboxOutcome(entryID: entryID, storyKey: "", status: status, at: audit.at, error: audit.detail))
+            try insert(audit)
+            return true
+        }
+    }
+
+    private func insert(_ hold: ReviewHold) throws {
+        try db.run(
+            "INSERT INTO review (entry_id, rule, content) VALUES (?, ?, ?) ON CONFLICT (entry_id) DO NOTHING",
+            [.text(hold.entryID), .text(hold.rule), .text(hold.content)])
+    }
+
+    private func insert(_ record: AuditRecord) throws {
+        try db.run(
+            "INSERT INTO audit (\(Self.auditColumns)) VALUES (\(Self.marks(9)))",
+            [
+                .text(record.id), SQLValue(record.at), .text(record.editor), .text(record.action.rawValue),
+                SQLValue(record.entryID), SQLValue(record.storyKey), SQLValue(record.category?.rawValue),
+                SQLValue(record.title), SQLValue(record.detail),
+            ])
     }
 
     /// Adds one outbox entry (a manual publish) and its story when new.

@@ -15,6 +15,12 @@ public enum ItemDecision: String, Codable, Sendable {
     case pending
     case expired
     case scheduled
+    /// Its push waits for an editor (`review.rules`).
+    case held
+    /// Its push would wait for an editor (a preview).
+    case wouldHold = "would-hold"
+    /// An editor rejected its push.
+    case rejected
 
     /// A short explanation for the text report.
     public var explanation: String {
@@ -32,6 +38,9 @@ public enum ItemDecision: String, Codable, Sendable {
         case .pending: return "push waits in the outbox; retried next run while fresh"
         case .expired: return "its push waited in the outbox until it was no longer fresh (policy.max_age)"
         case .scheduled: return "a scheduled send of it waits at the hub"
+        case .held: return "held for an editor (review.rules): sent only once approved"
+        case .wouldHold: return "would be held for an editor (review.rules)"
+        case .rejected: return "an editor rejected its push"
         }
     }
 }

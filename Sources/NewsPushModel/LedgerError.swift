@@ -44,5 +44,6 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The ledger's format.
 public enum LedgerSchema {
     /// The schema version this newspush reads and writes; a newer ledger stops every command.
-    public static let version = 1
+    /// (2: the review queue and the audit trail.)
+    public static let version = 2
 }

@@ -24,6 +24,10 @@ public struct StoryRecord: Sendable, Equatable {
         case scheduled
         /// Its scheduled send was cancelled (`hub cancel`): not pushed, and not pushed by a run.
         case cancelled
+        /// Its push waits for an editor (`review.rules`): sent only once approved.
+        case held
+        /// An editor rejected its push: never sent.
+        case rejected
     }
 
     /// Who recorded the story first.
@@ -130,6 +134,10 @@ public struct OutboxEntry: Sendable, Equatable {
         /// Accepted by the hub as a scheduled send (its notification id is the scheduled id).
         case scheduled
         case cancelled
+        /// Waits for an editor (`review.rules`): never sent without `review approve`.
+        case held
+        /// An editor rejected it (`review reject`): never sent.
+        case rejected
 
         /// The status a story takes from its push in this status.
         public var storyStatus: StoryRecord.Status {
@@ -142,6 +150,8 @@ public struct OutboxEntry: Sendable, Equatable {
             case .expired: return .expired
             case .scheduled: return .scheduled
             case .cancelled: return .cancelled
+            case .held: return .held
+            case .rejected: return .rejected
             }
         }
     }
@@ -157,9 +167,15 @@ public struct OutboxEntry: Sendable, Equatable {
         case test
         /// A trial to a few devices (`--tags`): recorded, never the story's push, never counted.
         case trial
+        /// The editors' notice that pushes wait for review (`review.notify`): recorded, never a
+        /// story's push, never counted.
+        case notice
 
-        /// A test or a trial: on the record, but not an alert of the story to its readers.
-        public var isTrial: Bool { self == .test || self == .trial }
+        /// A test, a trial or a notice: on the record, but not an alert of a story to its readers.
+        public var isTrial: Bool { self == .test || self == .trial || self == .notice }
+
+        /// The kinds that are not a story's alert to its readers, as SQL lists them.
+        public static let notStoryAlertsSQL = "('test', 'trial', 'notice')"
     }
 
     /// The entry's id (ordered by creation).
@@ -280,6 +296,10 @@ public struct RunRecord: Sendable {
     public var outbox: [OutboxEntry] = []
     /// Pending entries that aged out this run.
     public var expired: [String] = []
+    /// What the ledger keeps of each entry the review rules held (`outbox` has the entries).
+    public var holds: [ReviewHold] = []
+    /// The run's editorial decisions (held, expired).
+    public var audit: [AuditRecord] = []
 
     /// An empty record of a run at `at`.
     public init(at: Date) {
@@ -312,5 +332,69 @@ enum OrderedIDs {
             hex.dropFirst(20),
         ]
         return parts.joined(separator: "-")
+    }
+}
+
+/// One editorial decision, on the record with who made it and when (SPEC §6).
+public struct AuditRecord: Sendable, Equatable {
+    /// What was decided.
+    public enum Action: String, Sendable, CaseIterable {
+        case held, approved, edited, rejected, expired, published, corrected, cancelled
+    }
+
+    /// The record's id (ordered by creation).
+    public var id: String
+    /// When it was decided.
+    public var at: Date
+    /// Who decided (`--editor`, else the login name; `newspush` for a run's own decisions).
+    public var editor: String
+    /// What was decided.
+    public var action: Action
+    /// The outbox entry it concerns.
+    public var entryID: String?
+    /// The story it concerns.
+    public var storyKey: String?
+    /// The push's category.
+    public var category: NewsCategory?
+    /// The push's headline (after an edit, the new one).
+    public var title: String?
+    /// Why (the holding rule, the rejection's reason, the text before an edit …).
+    public var detail: String?
+
+    /// The editor's name of a run's own decisions (held by a rule, expired unreviewed).
+    public static let runEditor = "newspush"
+
+    /// A decision made now.
+    public init(
+        id: String = OutboxEntry.newID(), at: Date, editor: String, action: Action, entryID: String? = nil,
+        storyKey: String? = nil, category: NewsCategory? = nil, title: String? = nil, detail: String? = nil
+    ) {
+        self.id = id
+        self.at = at
+        self.editor = editor
+        self.action = action
+        self.entryID = entryID
+        self.storyKey = storyKey
+        self.category = category
+        self.title = title
+        self.detail = detail
+    }
+}
+
+/// What the ledger keeps beside a held outbox entry: the rule that held it and its content
+/// (JSON), from which an edited approval renders the alert again.
+public struct ReviewHold: Sendable, Equatable {
+    /// The held outbox entry.
+    public var entryID: String
+    /// The rule that held it, as reports name it.
+    public var rule: String
+    /// The alert's content (title, link, source, summary, language …) as JSON.
+    public var content: String
+
+    /// A hold of entry `entryID`.
+    public init(entryID: String, rule: String, content: String) {
+        self.entryID = entryID
+        self.rule = rule
+        self.content = content
     }
 }

@@ -116,8 +116,14 @@ public struct HubSession: Sendable {
         guard answer == .cancelled else { return .refused(answer) }
         do {
             let ledger = try Ledger.open(configured: context.config.statePath, access: .write, lock: lock)
-            return .cancelled(
-                recorded: try ledger.cancelScheduled(notificationId: scheduledId, at: context.clock.now()))
+            let now = context.clock.now()
+            let recorded = try ledger.cancelScheduled(notificationId: scheduledId, at: now)
+            try ledger.recordAudit([
+                AuditRecord(
+                    at: now, editor: ReviewSession.loginName(), action: .cancelled,
+                    detail: "scheduled send \(scheduledId)")
+            ])
+            return .cancelled(recorded: recorded)
         } catch {
             return .notRecorded(error)
         }

@@ -32,6 +32,8 @@ public struct PublishRequest: Sendable {
     public var dryRun = false
     /// Seconds to wait for a running job's lock instead of giving up at once.
     public var wait: Double?
+    /// Who publishes, for the audit trail (nil: the login name).
+    public var editor: String?
 
     /// A request for a push to `category` (or to the corrected story's when nil).
     public init(
@@ -120,7 +122,7 @@ public struct PublishSession: Sendable {
         let plan = try plan(push, ledger: ledger, client: client, now: now)
         if let refusal = plan.refusal { return .refused(plan, refusal) }
         guard confirm(plan) else { return .notConfirmed(plan) }
-        return .attempted(plan, try send(plan, ledger: ledger, client: client, now: now))
+        return .attempted(plan, try send(plan, editor: request.editor, ledger: ledger, client: client, now: now))
     }
 
     /// The push the request describes, its category found from the corrected story when not
@@ -201,10 +203,21 @@ public struct PublishSession: Sendable {
     }
 
     /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
-    private func send(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)
+    private func send(_ plan: PublishPlan, editor: String?, ledger: Ledger, client: NotificationHubClient, now: Date)
         throws(SessionError) -> PublishResult
     {
-        do { try ledger.enqueue(plan.entry, story: plan.story) } catch { throw .ledger(error) }
+        let decision = AuditRecord(
+            at: now, editor: editor ?? ReviewSession.loginName(),
+            action: plan.entry.kind == .correction ? .corrected : .published,
+            entryID: plan.entry.id, storyKey: plan.entry.storyKey, category: plan.entry.category,
+            title: plan.entry.properties["title"],
+            detail: plan.entry.scheduledAt.map { "scheduled for \(FeedDates.format($0))" })
+        do {
+            try ledger.enqueue(plan.entry, story: plan.story)
+            try ledger.recordAudit([decision])
+        } catch {
+            throw .ledger(error)
+        }
         let sent = sender(client, now: now).send([plan.entry], journal: ledger)
         let outcome =
             sent.outcomes.last

@@ -127,6 +127,7 @@ public struct RunSession: Sendable {
             var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
             sender.progress = { progress?(.sending(done: $0, total: $1)) }
             sent = sender.send(plan.toSend, journal: ledger)
+            if sent?.stop == nil { try tellEditors(plan.newHolds, sender: sender, ledger: ledger, now: now) }
             try ledger.prune(retention: config.stateRetention, now: now)
         }
         let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
@@ -140,6 +141,30 @@ public struct RunSession: Sendable {
     }
 
     // MARK: Steps of the session
+
+    /// `review.notify`: one push to the editors' tag expression when this run held something,
+    /// saying how many wait and the newest headline; journalled like any push, as a notice.
+    private func tellEditors(_ held: [OutboxEntry], sender: OutboxSender, ledger: Ledger, now: Date)
+        throws(LedgerError)
+    {
+        guard let tags = config.review.notifyTags, let newest = held.last else { return }
+        let waiting = try ledger.heldPushes().count
+        let headline = newest.properties["title"] ?? newest.storyKey
+        let text =
+            "\(waiting) alert\(waiting == 1 ? "" : "s") \(waiting == 1 ? "waits" : "wait") for review. Newest: \(headline)"
+        var settings = config.settings(for: newest.category)
+        settings.format = .template
+        let content = PushContent(
+            category: newest.category, title: headline, url: "", source: "newspush", id: "review:\(newest.id)",
+            message: text)
+        let notice = OutboxEntry(
+            storyKey: "review:\(newest.id)", kind: .notice, origin: .run, category: newest.category, format: .template,
+            tags: tags, properties: PushRequests.properties(content, settings: settings), createdAt: now,
+            freshUntil: now.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
+        try ledger.enqueue(notice, story: nil)
+        let outcome = sender.send([notice], journal: ledger).outcomes.first
+        logger.info("told the editors (\(tags)): \(text) [\(outcome?.status.rawValue ?? "not sent")]")
+    }
 
     private func selectedFeeds(_ names: [String]) throws(SessionError) -> [FeedSettings] {
         guard !names.isEmpty else { return config.feeds }

@@ -40,7 +40,23 @@ enum ExitStatus {
             switch result.outcome.status {
             case .sent, .scheduled: return 0
             case .pending: return result.stop != nil ? 1 : 2
-            case .failed, .unknown, .sending, .expired, .cancelled: return 2
+            case .failed, .unknown, .sending, .expired, .cancelled, .held, .rejected: return 2
+            }
+        }
+    }
+
+    /// An editor's decision: approved and sent, or rejected, 0; nothing done (not held, expired,
+    /// already decided) or kept pending because sending had to stop 1; approved but refused by
+    /// the hub or of unknown outcome 2.
+    static func code(for outcome: ReviewOutcome) -> Int32 {
+        switch outcome {
+        case .rejected: return 0
+        case .notHeld: return 1
+        case .approved(_, let result, let stop):
+            switch result.status {
+            case .sent, .scheduled: return 0
+            case .pending: return stop != nil ? 1 : 2
+            default: return 2
             }
         }
     }

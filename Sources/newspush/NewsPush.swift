@@ -18,7 +18,8 @@ struct NewsPush: ParsableCommand {
             """,
         version: NewsPushVersion.current,
         subcommands: [
-            Run.self, Preview.self, Publish.self, Parse.self, Classify.self, Check.self, StateCommand.self, Hub.self,
+            Run.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
+            StateCommand.self, Hub.self,
         ]
     )
 

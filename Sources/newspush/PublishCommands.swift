@@ -296,7 +296,7 @@ enum PublishView {
         case .pending:
             let kept = push.isTrial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
             Terminal.error("not sent: \(outcome.error ?? "the hub did not take it")\(kept)")
-        case .failed, .expired:
+        case .failed, .expired, .held, .rejected:
             Terminal.error("not sent: \(outcome.error ?? "refused")")
         case .unknown, .sending:
             Terminal.error(

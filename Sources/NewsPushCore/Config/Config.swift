@@ -22,6 +22,8 @@ public struct NewsPushConfig: Sendable {
     public var feeds: [FeedSettings]
     /// Rules that make matching items major (or minor), first match wins (`importance_rules`).
     public var importanceRules: [ImportanceRule] = []
+    /// Which selected pushes wait for an editor (`review:`); none by default.
+    public var review = ReviewSettings()
     /// Query parameters added to every pushed URL (`link_params`), in order; `{category}` in a
     /// value becomes the push's category.
     public var linkParams: [(name: String, value: String)] = []
@@ -37,6 +39,57 @@ public struct NewsPushConfig: Sendable {
     /// fills in for one the file does not mention).
     public func settings(for category: NewsCategory) -> CategorySettings {
         categories[category] ?? CategorySettings(tags: category.rawValue, message: CategorySettings.defaultMessage)
+    }
+}
+
+/// `review:`: the rules that hold pushes for an editor, and whom to tell.
+public struct ReviewSettings: Sendable {
+    /// First match wins; no match: sent (`auto`).
+    public var rules: [ReviewRule] = []
+    /// The tag expression of the editors' devices, told once per run when something is held.
+    public var notifyTags: String?
+
+    /// No rules: every push is sent.
+    public init(rules: [ReviewRule] = [], notifyTags: String? = nil) {
+        self.rules = rules
+        self.notifyTags = notifyTags
+    }
+}
+
+/// `review.rules` entry: pushes of `category`, from `feed` (name or URL) and/or whose title
+/// matches `title` (a regular expression) are held for an editor (`review`) or sent (`auto`).
+public struct ReviewRule: Sendable {
+    /// Held for an editor, or sent.
+    public enum Mode: String, Sendable {
+        case auto, review
+    }
+
+    /// The category the push must be filed under.
+    public var category: NewsCategory?
+    /// The feed (name or URL) the item must come from.
+    public var feed: String?
+    /// A regular expression the title must match.
+    public var title: String?
+    /// What a matching push does.
+    public var mode: Mode
+    /// Its position in `review.rules`, for the reason a push was held.
+    public var index: Int
+
+    /// A rule; every condition given must match.
+    public init(category: NewsCategory? = nil, feed: String? = nil, title: String? = nil, mode: Mode, index: Int) {
+        self.category = category
+        self.feed = feed
+        self.title = title
+        self.mode = mode
+        self.index = index
+    }
+
+    /// How reports name it: `review.rules[0] (category Politics)`.
+    public var name: String {
+        let conditions = [
+            category.map { "category \($0.rawValue)" }, feed.map { "feed \($0)" }, title.map { "title /\($0)/" },
+        ].compactMap { $0 }
+        return "review.rules[\(index)] (\(conditions.joined(separator: ", ")))"
     }
 }
 

@@ -65,7 +65,7 @@ public struct ConfigLoader: Sendable {
             root, path: "",
             allowed: [
                 "hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
-                "importance_rules", "link_params",
+                "importance_rules", "link_params", "review", "desk",
             ])
         let folder = (file as NSString).deletingLastPathComponent
         let before = reader.problems.count
@@ -83,6 +83,7 @@ public struct ConfigLoader: Sendable {
             stateRetention: retention, fetch: fetch, policy: policy, categories: categories, feeds: feeds)
         if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
+        if let node = top["review"] { config.review = readReview(node, reader: reader) }
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
@@ -410,6 +411,61 @@ public struct ConfigLoader: Sendable {
                 settings.names[language] = name
             }
         }
+    }
+
+    /// `review: {rules: [{category: Politics, mode: review}, …], notify: {tags: "newsroom-editors"}}`.
+    private func readReview(_ node: Node, reader: NodeReader) -> ReviewSettings {
+        let m = reader.mapping(node, path: "review", allowed: ["rules", "notify"])
+        var settings = ReviewSettings()
+        if let rules = m["rules"] {
+            for (index, item) in reader.elements(rules, path: "review.rules").enumerated() {
+                if let rule = readReviewRule(item, index: index, reader: reader) { settings.rules.append(rule) }
+            }
+        }
+        if let notify = m["notify"] {
+            let n = reader.mapping(notify, path: "review.notify", allowed: ["tags"])
+            if let tags = n["tags"] {
+                settings.notifyTags = reader.string(tags, path: "review.notify.tags")
+            } else {
+                reader.report(notify, "review.notify", "needs tags (the editors' tag expression)")
+            }
+        }
+        return settings
+    }
+
+    /// One `review.rules` entry: at least one condition, and a mode.
+    private func readReviewRule(_ item: Node, index: Int, reader: NodeReader) -> ReviewRule? {
+        let path = "review.rules[\(index)]"
+        let m = reader.mapping(item, path: path, allowed: ["category", "feed", "title", "mode"])
+        guard m.present else { return nil }
+        var rule = ReviewRule(mode: .review, index: index)
+        if let n = m["category"], let v = reader.string(n, path: "\(path).category") {
+            rule.category = NewsCategory(rawValue: v)
+            if rule.category == nil {
+                let names = NewsCategory.allCases.map(\.rawValue).joined(separator: ", ")
+                reader.report(n, "\(path).category", "'\(reader.written(n))' is not one of \(names)")
+            }
+        }
+        if let n = m["feed"] { rule.feed = reader.string(n, path: "\(path).feed") }
+        if let n = m["title"], let pattern = reader.string(n, path: "\(path).title") {
+            if (try? NSRegularExpression(pattern: pattern)) == nil {
+                reader.report(n, "\(path).title", "'\(reader.written(n))' is not a regular expression")
+            }
+            rule.title = pattern
+        }
+        if let n = m["mode"], let v = reader.string(n, path: "\(path).mode") {
+            if let mode = ReviewRule.Mode(rawValue: v) {
+                rule.mode = mode
+            } else {
+                reader.report(n, "\(path).mode", "must be auto or review, not '\(reader.written(n))'")
+            }
+        } else {
+            reader.report(item, path, "needs mode (auto or review)")
+        }
+        if rule.category == nil && rule.feed == nil && rule.title == nil {
+            reader.report(item, path, "needs category, feed or title (a regular expression)")
+        }
+        return rule
     }
 
     /// `importance_rules: [{title: "^(BREAKING|LIVE):"}, {feed: "Wire", importance: minor}]`.

@@ -4,7 +4,7 @@ import NewsPushModel
 import NotificationHubs
 
 /// What one push says, before it is shaped for a category's format.
-public struct PushContent: Sendable {
+public struct PushContent: Sendable, Codable {
     /// The story's category.
     public var category: NewsCategory
     /// The headline as pushed.

@@ -29,11 +29,7 @@ public struct PushPolicy: Sendable {
             case .tombstoned:
                 decisions[index] = .seen
             case .known(let record):
-                // Its push waits in the outbox (under this key; a copy found by link is seen).
-                decisions[index] =
-                    record.status == .scheduled
-                    ? .scheduled
-                    : record.status == .pending && record.key == candidate.key ? .pending : .seen
+                decisions[index] = Self.decision(known: record, key: candidate.key)
             case .sameStory:
                 decisions[index] = .sameStory
             case .new:
@@ -72,5 +68,18 @@ public struct PushPolicy: Sendable {
             decisions[index] = .wouldPush
         }
         return decisions.map { $0 ?? .seen }
+    }
+
+    /// An item whose story the ledger knows: its push waits in the outbox (under this key; a
+    /// copy found by link is seen), at the hub, or for an editor (the same story from any feed
+    /// joins the held push), or was rejected; else it was seen.
+    static func decision(known record: StoryRecord, key: String) -> ItemDecision {
+        switch record.status {
+        case .scheduled: return .scheduled
+        case .held: return .held
+        case .rejected: return .rejected
+        case .pending where record.key == key: return .pending
+        default: return .seen
+        }
     }
 }

@@ -14,6 +14,13 @@ public struct RunPlan: Sendable {
     public var expired: [OutboxEntry]
     /// Entries of earlier runs held back by quiet hours: they stay pending.
     public var held: [OutboxEntry]
+    /// This run's entries that `review.rules` hold for an editor (status `held`), each with the
+    /// rule that held it and its content (for an edited approval), by entry id.
+    public var newHolds: [OutboxEntry] = []
+    /// The rule and content of each of `newHolds`, by entry id.
+    public var holdDetails: [String: (rule: ReviewRule, content: PushContent)] = [:]
+    /// Held entries of earlier runs still fresh: they wait for an editor.
+    public var awaitingReview: [OutboxEntry] = []
 
     /// Everything to send, in order: the waiting entries first, then this run's.
     public var toSend: [OutboxEntry] { due + newEntries }
@@ -29,9 +36,12 @@ public enum RunPlanner {
     ) -> RunPlan {
         let quiet = config.policy.quietHours?.contains(now) ?? false
         var due: [OutboxEntry] = [], expired: [OutboxEntry] = [], held: [OutboxEntry] = []
+        var awaitingReview: [OutboxEntry] = []
         for entry in waiting {
             if entry.freshUntil < now {
                 expired.append(entry)
+            } else if entry.status == .held {
+                awaitingReview.append(entry)
             } else if quiet && entry.origin == .run {
                 // An editor's publish goes out when the hub is back; the run's pushes keep quiet hours.
                 held.append(entry)
@@ -54,10 +64,24 @@ public enum RunPlanner {
             ($0.category, candidates[$1.index].effectiveDate) < ($1.category, candidates[$0.index].effectiveDate)
         }
         let rules = ImportanceRules(config.importanceRules)
-        let newEntries = selected.map {
-            entry(for: candidates[$0.index], category: $0.category, config: config, rules: rules, now: now)
+        let review = ReviewRules(config.review.rules)
+        var plan = RunPlan(decisions: decisions, newEntries: [], due: due, expired: expired, held: held)
+        plan.awaitingReview = awaitingReview
+        for (index, category) in selected {
+            let candidate = candidates[index]
+            var (entry, content) = entry(for: candidate, category: category, config: config, rules: rules, now: now)
+            if let rule = review.holdingRule(
+                category: category, title: content.title, feedName: candidate.feedName, feedURL: candidate.feedURL)
+            {
+                entry.status = .held
+                plan.newHolds.append(entry)
+                plan.holdDetails[entry.id] = (rule, content)
+                plan.decisions[index] = .wouldHold
+            } else {
+                plan.newEntries.append(entry)
+            }
         }
-        return RunPlan(decisions: decisions, newEntries: newEntries, due: due, expired: expired, held: held)
+        return plan
     }
 
     /// The outbox entry for a selected item: its category's format, tags, properties and
@@ -65,7 +89,7 @@ public enum RunPlanner {
     static func entry(
         for candidate: Candidate, category: NewsCategory, config: NewsPushConfig, rules: ImportanceRules,
         now: Date
-    ) -> OutboxEntry {
+    ) -> (OutboxEntry, PushContent) {
         let settings = config.settings(for: category)
         let item = candidate.item
         let title = AlertCopy.headline(title: item.title, summary: item.summary) ?? item.link ?? "(untitled)"
@@ -75,11 +99,12 @@ public enum RunPlanner {
             category: category, title: title, url: item.link ?? "", source: candidate.feedName, id: candidate.key,
             summary: AlertCopy.summary(item.summary, headline: title), image: item.image,
             language: candidate.language, importance: importance)
-        return OutboxEntry(
+        let entry = OutboxEntry(
             storyKey: candidate.key, origin: .run, category: category, format: settings.format, tags: settings.tags,
             properties: PushRequests.properties(
                 content, settings: settings, languages: config.languages, linkParams: config.linkParams),
             createdAt: now,
             freshUntil: candidate.effectiveDate.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
+        return (entry, content)
     }
 }

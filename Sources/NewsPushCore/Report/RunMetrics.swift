@@ -52,6 +52,8 @@ public enum RunMetrics {
         gauge("feeds", "Feeds of the last run by outcome", [("status", "ok")]).set(Double(s.feedsOk))
         gauge("feeds", "Feeds of the last run by outcome", [("status", "failed")]).set(Double(s.feedsFailed))
         gauge("items_new", "Items of the last run that no earlier run had seen").set(Double(s.itemsNew))
+        gauge("review_waiting", "Pushes held for an editor after the last run (review.rules)").set(
+            Double(s.reviewWaiting))
         for category in NewsCategory.allCases {
             let pushes = report.pushes.filter { $0.category == category }
             let counts: [(String, Int)] = [

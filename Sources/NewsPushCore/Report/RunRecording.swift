@@ -30,9 +30,34 @@ extension RunRecord {
             record.listings[candidate.feedURL, default: []].append(candidate.key)
         }
         for url in readFeeds where record.listings[url] == nil { record.listings[url] = [] }
-        record.outbox = plan.newEntries
+        record.outbox = plan.newEntries + plan.newHolds
         record.expired = plan.expired.map(\.id)
+        record.holds = plan.newHolds.compactMap { entry in
+            plan.holdDetails[entry.id].map {
+                ReviewHold(entryID: entry.id, rule: $0.rule.name, content: json($0.content))
+            }
+        }
+        record.audit =
+            plan.newHolds.map { entry in
+                AuditRecord(
+                    at: time, editor: AuditRecord.runEditor, action: .held, entryID: entry.id, storyKey: entry.storyKey,
+                    category: entry.category, title: entry.properties["title"],
+                    detail: plan.holdDetails[entry.id]?.rule.name)
+            }
+            + plan.expired.filter { $0.status == .held }.map { entry in
+                AuditRecord(
+                    at: time, editor: AuditRecord.runEditor, action: .expired, entryID: entry.id,
+                    storyKey: entry.storyKey, category: entry.category, title: entry.properties["title"],
+                    detail: "no editor decided before it was no longer fresh (policy.max_age)")
+            }
         return record
+    }
+
+    /// A push's content as the ledger keeps it for an edited approval.
+    static func json(_ content: PushContent) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(content)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// A feed's record after this run's fetch; nil when the feed was not fetched (paused).

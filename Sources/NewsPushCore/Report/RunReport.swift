@@ -263,11 +263,18 @@ public struct RunSummary: Encodable, Sendable {
     public var pushesPending = 0
     /// When the last of them stops being fresh: until then each run tries again.
     @Timestamped public var pendingUntil: Date?
+    /// Pushes this run held for an editor (`review.rules`; a preview: would hold).
+    public var reviewHeld = 0
+    /// Pushes held for an editor after this run (in a preview, with those it would hold).
+    public var reviewWaiting = 0
+    /// How long the oldest of them has waited, in seconds.
+    @Nullable public var reviewOldestAgeSeconds: Int?
 
     enum CodingKeys: String, CodingKey {
         case feedsOk = "feeds_ok", feedsFailed = "feeds_failed", itemsNew = "items_new"
         case pushesSent = "pushes_sent", pushesFailed = "pushes_failed", pushesPending = "pushes_pending"
-        case pendingUntil = "pending_until"
+        case pendingUntil = "pending_until", reviewHeld = "review_held", reviewWaiting = "review_waiting"
+        case reviewOldestAgeSeconds = "review_oldest_age_seconds"
     }
 
     /// All counts zero.
@@ -317,8 +324,21 @@ extension RunReport {
             )
         }
         if failuresOnly { return failures.isEmpty ? nil : failures.joined(separator: "\n") }
+        if summary.reviewHeld > 0 {
+            // Held for an editor and nothing else new: one line says so.
+            if pushed.isEmpty && failures.isEmpty && notes.isEmpty { return reviewLine }
+            notes.append(reviewLine)
+        }
         guard !(pushed.isEmpty && failures.isEmpty && notes.isEmpty) else { return nil }
         return (pushed + failures + notes + [summaryLine]).joined(separator: "\n")
+    }
+
+    /// "2 pushes wait for an editor (the oldest for 14 min): newspush review list".
+    public var reviewLine: String {
+        let waiting = summary.reviewWaiting
+        let age = summary.reviewOldestAgeSeconds.map { " (the oldest for \(max(0, $0) / 60) min)" } ?? ""
+        return "\(waiting) push\(waiting == 1 ? "" : "es") \(waiting == 1 ? "waits" : "wait") for an editor\(age): "
+            + "newspush review list"
     }
 
     /// "3 feeds ok, 0 failed; 7 new items; sent 6 pushes, 0 failed, 0 pending" (with when the
@@ -358,6 +378,7 @@ extension RunReport {
                     + "\(FeedDates.format(until)) at the latest, when the last one is no longer fresh"
             )
         }
+        if s.reviewWaiting > 0 { lines += ["", reviewLine] }
         lines += ["", summaryLine]
         return lines.joined(separator: "\n")
     }

@@ -56,6 +56,12 @@ extension RunReport {
         report.summary.pushesFailed = outcomes.values.filter { $0.status == .failed || $0.status == .unknown }.count
         report.summary.pushesPending = stillPending.count
         report.summary.pendingUntil = stillPending.map(\.freshUntil).max()
+        let waiting = facts.plan.awaitingReview + facts.plan.newHolds
+        report.summary.reviewHeld = facts.plan.newHolds.count
+        report.summary.reviewWaiting = waiting.count
+        report.summary.reviewOldestAgeSeconds = waiting.map(\.createdAt).min().map {
+            Int(facts.now.timeIntervalSince($0).rounded())
+        }
         return report
     }
 
@@ -105,7 +111,7 @@ extension RunReport {
         for (index, (candidate, decision)) in zip(facts.candidates, facts.plan.decisions).enumerated() {
             listed.insert(candidate.key)
             let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
-            let decided = outcome ?? decision
+            let decided = outcome ?? (decision == .wouldHold && !facts.dryRun ? .held : decision)
             items.append(
                 ItemReport(
                     key: candidate.key, feed: candidate.feedName, title: candidate.item.title,
@@ -168,6 +174,17 @@ extension RunReport {
             return "a scheduled send of this story waits at the hub (`newspush hub cancel ID` cancels it)"
         case .pushed, .wouldPush:
             return nil
+        case .held, .wouldHold:
+            if let entry = facts.plan.newHolds.first(where: { $0.storyKey == candidate.key }),
+                let rule = facts.plan.holdDetails[entry.id]?.rule
+            {
+                return facts.dryRun
+                    ? "would be held by \(rule.name) for an editor"
+                    : "held by \(rule.name) for an editor: newspush review approve \(entry.id) sends it"
+            }
+            return "waits for an editor (newspush review list)"
+        case .rejected:
+            return "an editor rejected its push; it is never sent"
         }
     }
 
@@ -183,7 +200,8 @@ extension RunReport {
         case .sent, .scheduled: push.status = .sent
         case .failed, .cancelled: push.status = .failed
         case .unknown, .sending: push.status = .unknown
-        case .pending, .expired: push.status = .pending
+        case .pending, .expired, .held: push.status = .pending
+        case .rejected: push.status = .failed
         }
         push.httpStatus = outcome.httpStatus
         push.notificationId = outcome.notificationId
@@ -198,6 +216,8 @@ extension RunReport {
         case .failed, .unknown, .sending, .cancelled: return .failed
         case .pending: return .pending
         case .expired: return .expired
+        case .held: return .held
+        case .rejected: return .rejected
         }
     }
 }

@@ -241,8 +241,8 @@ struct HubClientTests {
         defer { hub.stop() }
         let control = CurlHubTransport(userAgent: "test", timeout: 5)
         for fault in [
-            #"{"drop": true}"#, #"{"delay_seconds": 6}"#, #"{"status": 504, "delay_seconds": 6}"#,
-            #"{"delay_seconds": 6, "delay_after_delivery": true}"#,
+            #"{"drop": true}"#, #"{"delay_seconds": 12}"#, #"{"status": 504, "delay_seconds": 12}"#,
+            #"{"delay_seconds": 12, "delay_after_delivery": true}"#,
         ] {
             let answer = await offThePool {
                 control.perform(
@@ -262,24 +262,24 @@ struct HubClientTests {
         }
         #expect(await hub.emulator.allDeliveries().count == 1)
         // Delayed before delivery past the client's timeout: given up after ~1 s (hub.timeout,
-        // not curl's 10 s low-speed limit nor the 6 s delay; 4.5 s leaves room for a loaded
-        // machine), with nothing delivered yet.
+        // not curl's 10 s low-speed limit nor the 12 s delay; 9 s leaves room for two loaded
+        // cores), with nothing delivered yet.
         var started = Date()
         guard case .unknown = await send(client, request) else {
             Issue.record("delay: expected unknown")
             return
         }
-        #expect(Date().timeIntervalSince(started) < 4.5)
+        #expect(Date().timeIntervalSince(started) < 9)
         #expect(await hub.emulator.allDeliveries().count == 1, "a delayed send was delivered before its delay")
-        try await Task.sleep(nanoseconds: 5_500_000_000)
+        try await Task.sleep(nanoseconds: 11_500_000_000)
         // A hub that times out before accepting: 504 after the delay, never delivered.
         started = Date()
         guard case .unknown = await send(client, request) else {
             Issue.record("504 after delay: expected unknown")
             return
         }
-        #expect(Date().timeIntervalSince(started) < 4.5)
-        try await Task.sleep(nanoseconds: 5_500_000_000)
+        #expect(Date().timeIntervalSince(started) < 9)
+        try await Task.sleep(nanoseconds: 11_500_000_000)
         let afterTimeouts = await hub.emulator.allDeliveries().count
         // Delayed after delivery: delivered at once, answered too late.
         guard case .unknown = await send(client, request) else {
@@ -287,7 +287,7 @@ struct HubClientTests {
             return
         }
         #expect(await hub.emulator.allDeliveries().count == afterTimeouts + 1)
-        try await Task.sleep(nanoseconds: 5_500_000_000)
+        try await Task.sleep(nanoseconds: 11_500_000_000)
         // Each fault took one request: the next send is normal.
         guard case .accepted = await send(client, request) else {
             Issue.record("expected accepted")

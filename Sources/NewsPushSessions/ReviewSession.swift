@@ -1,0 +1,220 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NotificationHubs
+
+/// A push waiting for an editor, as `review list` shows it.
+public struct HeldPush: Sendable {
+    /// The held outbox entry (its id is what `review approve` takes).
+    public var entry: OutboxEntry
+    /// The rule that held it.
+    public var rule: String
+    /// How long it has waited, in seconds.
+    public var waitedSeconds: Int
+    /// Whether it is no longer fresh (the next run expires it; it cannot be approved).
+    public var stale: Bool
+}
+
+/// What an editor changes when approving (nil: as held).
+public struct ReviewEdit: Sendable {
+    /// A new headline: the category's message is rendered again with it.
+    public var title: String?
+    /// The exact message text instead.
+    public var message: String?
+    /// major or minor instead of the held push's.
+    public var importance: Importance?
+
+    /// An edit (nothing given: approved as held).
+    public init(title: String? = nil, message: String? = nil, importance: Importance? = nil) {
+        self.title = title
+        self.message = message
+        self.importance = importance
+    }
+
+    var isEmpty: Bool { title == nil && message == nil && importance == nil }
+}
+
+/// How an approval or rejection ended.
+public enum ReviewOutcome: Sendable {
+    /// Approved and sent (or tried: the outcome says how it went, `stop` why sending stopped).
+    case approved(OutboxEntry, OutboxOutcome, stop: SendStop?)
+    /// Rejected: never sent.
+    case rejected(OutboxEntry)
+    /// Nothing was done: the entry is not waiting for an editor (already decided, expired, or
+    /// no such entry); `why` says what happened to it.
+    case notHeld(id: String, why: String)
+}
+
+/// The review queue as one session: the held pushes, the editorial history, and the decisions,
+/// each taken under the run lock so exactly one push goes out however many editors approve.
+public struct ReviewSession: Sendable {
+    /// The config, logger and clock.
+    public var context: SessionContext
+    /// Who decides (`--editor`, else the login name).
+    public var editor: String
+
+    /// A session deciding as `editor` (nil: the login name).
+    public init(context: SessionContext, editor: String? = nil) {
+        self.context = context
+        self.editor = editor ?? Self.loginName()
+    }
+
+    /// The login name of the user running the command.
+    public static func loginName() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        return environment["LOGNAME"] ?? environment["USER"] ?? NSUserName()
+    }
+
+    /// The pushes held for an editor, oldest first.
+    public func list() throws(SessionError) -> [HeldPush] {
+        let now = context.clock.now()
+        do {
+            return try Ledger.open(configured: context.config.statePath, access: .read).heldPushes().map {
+                HeldPush(
+                    entry: $0.entry, rule: $0.hold?.rule ?? "review.rules",
+                    waitedSeconds: Int(now.timeIntervalSince($0.entry.createdAt).rounded()),
+                    stale: $0.entry.freshUntil < now)
+            }
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// Every editorial decision since `since` seconds ago (all when nil), newest first.
+    public func history(since: Double?) throws(SessionError) -> [AuditRecord] {
+        let from = since.map { context.clock.now().addingTimeInterval(-$0) }
+        do { return try Ledger.open(configured: context.config.statePath, access: .read).audit(since: from) } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// Approves the held push `id` (edited if asked) and sends it at once through the outbox;
+    /// when sending must stop it waits in the outbox and the next run sends it while fresh.
+    public func approve(_ id: String, edit: ReviewEdit, wait: Double?) throws(SessionError) -> ReviewOutcome {
+        let client = try context.hubClient()
+        return try deciding(id, wait: wait) { ledger, entry, hold, now throws(SessionError) in
+            var approved = entry
+            var audit = [
+                AuditRecord(
+                    at: now, editor: editor, action: .approved, entryID: id, storyKey: entry.storyKey,
+                    category: entry.category, title: entry.properties["title"], detail: hold?.rule)
+            ]
+            if !edit.isEmpty {
+                approved.properties = try edited(entry, hold: hold, edit: edit)
+                audit.append(
+                    AuditRecord(
+                        at: now, editor: editor, action: .edited, entryID: id, storyKey: entry.storyKey,
+                        category: entry.category, title: approved.properties["title"],
+                        detail: "was: \(entry.properties["messageParam"] ?? ""); now: "
+                            + (approved.properties["messageParam"] ?? "")))
+            }
+            approved.status = .pending
+            do throws(LedgerError) {
+                guard try ledger.approve(id, properties: approved.properties, audit: audit) else {
+                    return .notHeld(id: id, why: try whatHappened(id, ledger: ledger))
+                }
+            } catch {
+                throw .ledger(error)
+            }
+            let sender = OutboxSender(client: client, concurrency: 1, logger: context.logger, now: now)
+            let sent = sender.send([approved], journal: ledger)
+            let outcome =
+                sent.outcomes.last
+                ?? OutboxOutcome(entryID: id, storyKey: entry.storyKey, status: .pending, at: now)
+            return .approved(approved, outcome, stop: sent.stop)
+        }
+    }
+
+    /// Rejects the held push `id`: never sent, recorded with the reason.
+    public func reject(_ id: String, reason: String, wait: Double?) throws(SessionError) -> ReviewOutcome {
+        try deciding(id, wait: wait) { ledger, entry, _, now throws(SessionError) in
+            let audit = AuditRecord(
+                at: now, editor: editor, action: .rejected, entryID: id, storyKey: entry.storyKey,
+                category: entry.category, title: entry.properties["title"], detail: reason)
+            do throws(LedgerError) {
+                guard try ledger.endHold(id, as: .rejected, audit: audit) else {
+                    return .notHeld(id: id, why: try whatHappened(id, ledger: ledger))
+                }
+            } catch {
+                throw .ledger(error)
+            }
+            return .rejected(entry)
+        }
+    }
+
+    // MARK: Steps
+
+    /// Runs `decide` on the held entry `id` under the run lock; an entry that is not held, or no
+    /// longer fresh (then expired, on the record), is reported instead.
+    private func deciding(
+        _ id: String, wait: Double?,
+        _ decide: (Ledger, OutboxEntry, ReviewHold?, Date) throws(SessionError) -> ReviewOutcome
+    ) throws(SessionError) -> ReviewOutcome {
+        let path = LedgerLocation(configured: context.config.statePath).databasePath
+        do {
+            let lock = try LedgerLock(ledgerPath: path, wait: wait)
+            defer { withExtendedLifetime(lock) {} }
+            let ledger = try Ledger.open(configured: context.config.statePath, access: .write, lock: lock)
+            let now = context.clock.now()
+            guard let (entry, hold) = try ledger.outboxEntry(id) else {
+                return .notHeld(id: id, why: "no push with this id (`newspush review list` shows the held ones)")
+            }
+            guard entry.status == .held else { return .notHeld(id: id, why: try whatHappened(id, ledger: ledger)) }
+            guard entry.freshUntil >= now else {
+                let audit = AuditRecord(
+                    at: now, editor: AuditRecord.runEditor, action: .expired, entryID: id, storyKey: entry.storyKey,
+                    category: entry.category, title: entry.properties["title"],
+                    detail: "no longer fresh (policy.max_age) when an editor came to it")
+                _ = try ledger.endHold(id, as: .expired, audit: audit)
+                return .notHeld(
+                    id: id, why: "it is no longer fresh (held since \(FeedDates.format(entry.createdAt))): expired")
+            }
+            return try decide(ledger, entry, hold, now)
+        } catch let error as SessionError {
+            throw error
+        } catch let error as LedgerError {
+            throw .ledger(error)
+        } catch {
+            throw .unreadable(path: path, reason: "\(error)")
+        }
+    }
+
+    /// The entry's properties rendered again from its held content with the editor's changes.
+    private func edited(_ entry: OutboxEntry, hold: ReviewHold?, edit: ReviewEdit) throws(SessionError)
+        -> [String: String]
+    {
+        guard let data = hold?.content.data(using: .utf8),
+            var content = try? JSONDecoder().decode(PushContent.self, from: data)
+        else {
+            throw .usage("push \(entry.id) has no content on record to edit: approve it as held, or reject it")
+        }
+        if let title = edit.title {
+            guard !AlertText.isBlank(title) else { throw .usage("--title is blank once cleaned: a push needs words") }
+            content.title = AlertText.normalized(title)
+        }
+        if let message = edit.message {
+            guard !AlertText.isBlank(message) else {
+                throw .usage("--message is blank once cleaned: a push needs words")
+            }
+            content.message = message
+        }
+        if let importance = edit.importance { content.importance = importance }
+        let config = context.config
+        return PushRequests.properties(
+            content, settings: config.settings(for: entry.category), languages: config.languages,
+            linkParams: config.linkParams)
+    }
+
+    /// What became of an entry that is not held: the last decision on the record, or its status.
+    private func whatHappened(_ id: String, ledger: Ledger) throws(LedgerError) -> String {
+        let status = try ledger.outboxEntry(id)?.entry.status.rawValue ?? "unknown"
+        let decisive: Set<AuditRecord.Action> = [.approved, .rejected, .expired]
+        guard let last = try ledger.audit(entryID: id).first(where: { decisive.contains($0.action) }) else {
+            return "it is not held (\(status))"
+        }
+        let reason = last.action == .rejected ? " (\(last.detail ?? ""))" : ""
+        return "already \(last.action.rawValue) by \(last.editor) at \(FeedDates.format(last.at))\(reason); "
+            + "its push is \(status)"
+    }
+}

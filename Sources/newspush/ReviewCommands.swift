@@ -1,0 +1,213 @@
+import ArgumentParser
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NewsPushSessions
+
+struct Review: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The pushes `review.rules` hold for an editor: list, approve, reject, and the history of decisions.",
+        subcommands: [List.self, History.self, Approve.self, Reject.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The pushes waiting for an editor, oldest first.")
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "Only those held this far back, e.g. 2h.") var since: String?
+        @Option(help: "text or json") var format: OutputFormat = .text
+
+        func validate() throws {
+            if let since, Durations.parse(since) == nil {
+                throw ValidationError("--since '\(since)' is not a duration")
+            }
+        }
+
+        func run() throws {
+            let session = ReviewSession(context: global.context(try global.loadConfig(requireHub: false)))
+            let limit = since.flatMap(Durations.parse)
+            let held = try session.list().filter { limit == nil || Double($0.waitedSeconds) <= limit ?? 0 }
+            if format == .json {
+                Terminal.output(JSONText.encode(ReviewListOutput(held: held.map(HeldOutput.init))))
+                return
+            }
+            guard !held.isEmpty else {
+                Terminal.output("nothing waits for an editor")
+                return
+            }
+            for push in held {
+                let stale = push.stale ? " NO LONGER FRESH (the next run expires it)" : ""
+                Terminal.output(
+                    "\(push.entry.id)  \(push.entry.category.rawValue)  waiting \(push.waitedSeconds / 60) min\(stale)\n"
+                        + "    \(push.entry.properties["messageParam"] ?? "")\n"
+                        + "    held by \(push.rule); fresh until \(FeedDates.format(push.entry.freshUntil))")
+            }
+            Terminal.output(
+                "\(held.count) waiting: newspush review approve ID [--title T | --message M] | reject ID --reason R")
+        }
+    }
+
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Every editorial decision (held, approved, edited, rejected, expired, published, corrected, "
+                + "cancelled) with its editor and time, newest first.")
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "Only this far back, e.g. 24h.") var since: String?
+        @Option(help: "text or json") var format: OutputFormat = .text
+
+        func validate() throws {
+            if let since, Durations.parse(since) == nil {
+                throw ValidationError("--since '\(since)' is not a duration")
+            }
+        }
+
+        func run() throws {
+            let session = ReviewSession(context: global.context(try global.loadConfig(requireHub: false)))
+            let records = try session.history(since: since.flatMap(Durations.parse))
+            if format == .json {
+                Terminal.output(JSONText.encode(AuditOutput(records: records)))
+                return
+            }
+            if records.isEmpty { Terminal.output("no decisions on record") }
+            for record in records {
+                let what = [record.category?.rawValue, record.title.map { "\"\($0)\"" }, record.detail]
+                    .compactMap { $0 }.joined(separator: "  ")
+                Terminal.output(
+                    "\(FeedDates.format(record.at))  \(record.action.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))  "
+                        + "\(record.editor)  \(record.entryID ?? "-")  \(what)")
+            }
+        }
+    }
+
+    struct Approve: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send a held push (edited if asked) through the outbox; exactly one push however many approve it."
+        )
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The held push's id (`newspush review list`).") var id: String
+        @Option(help: "A new headline: the category's message is rendered again with it.") var title: String?
+        @Option(help: "The exact message text (messageParam) instead.") var message: String?
+        @Option(help: "major or minor instead.") var importance: Importance?
+        @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.") var wait: String?
+        @Option(help: "Who approves (default: the login name).") var editor: String?
+
+        func validate() throws {
+            if title != nil && message != nil { throw ValidationError("give --title or --message, not both") }
+            if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration") }
+        }
+
+        func run() throws {
+            let session = ReviewSession(context: global.context(try global.loadConfig()), editor: editor)
+            let outcome = try session.approve(
+                id, edit: ReviewEdit(title: title, message: message, importance: importance),
+                wait: wait.flatMap(Durations.parse))
+            Review.report(outcome)
+            try ExitStatus.finish(ExitStatus.code(for: outcome))
+        }
+    }
+
+    struct Reject: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Never send a held push; recorded with the reason.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The held push's id (`newspush review list`).") var id: String
+        @Option(help: "Why (on the record).") var reason: String
+        @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.") var wait: String?
+        @Option(help: "Who rejects (default: the login name).") var editor: String?
+
+        func validate() throws {
+            if reason.allSatisfy(\.isWhitespace) { throw ValidationError("--reason is empty: say why") }
+            if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration") }
+        }
+
+        func run() throws {
+            let session = ReviewSession(
+                context: global.context(try global.loadConfig(requireHub: false)), editor: editor)
+            let outcome = try session.reject(id, reason: reason, wait: wait.flatMap(Durations.parse))
+            Review.report(outcome)
+            try ExitStatus.finish(ExitStatus.code(for: outcome))
+        }
+    }
+
+    /// What an approval or rejection came to: on stdout when done, on stderr when not.
+    static func report(_ outcome: ReviewOutcome) {
+        switch outcome {
+        case .approved(let entry, let result, let stop):
+            let text = "[\(entry.tags)] \(entry.properties["messageParam"] ?? "")"
+            switch result.status {
+            case .sent: Terminal.output("approved and sent \(text) (\(result.notificationId ?? "no id"))")
+            case .pending:
+                Terminal.error(
+                    "approved, not sent yet: \(stop?.reason ?? result.error ?? "the hub did not take it"); it waits in "
+                        + "the outbox and the next run sends it while it is fresh")
+            default:
+                Terminal.error("approved, but not delivered (\(result.status.rawValue)): \(result.error ?? "")")
+            }
+        case .rejected(let entry):
+            Terminal.output("rejected \(entry.id): it will never be sent")
+        case .notHeld(let id, let why):
+            Terminal.error("nothing done with \(id): \(why)")
+        }
+    }
+}
+
+/// `review list --format json`.
+struct ReviewListOutput: Encodable {
+    var held: [HeldOutput]
+}
+
+struct HeldOutput: Encodable {
+    var id: String
+    var storyKey: String
+    var category: String
+    var tags: String
+    var properties: [String: String]
+    var rule: String
+    var heldAt: String
+    var freshUntil: String
+    var waitedSeconds: Int
+    var stale: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, category, tags, properties, rule, stale
+        case storyKey = "story_key", heldAt = "held_at", freshUntil = "fresh_until", waitedSeconds = "waited_seconds"
+    }
+
+    init(_ push: HeldPush) {
+        id = push.entry.id
+        storyKey = push.entry.storyKey
+        category = push.entry.category.rawValue
+        tags = push.entry.tags
+        properties = push.entry.properties
+        rule = push.rule
+        heldAt = Timestamp.format(push.entry.createdAt)
+        freshUntil = Timestamp.format(push.entry.freshUntil)
+        waitedSeconds = push.waitedSeconds
+        stale = push.stale
+    }
+}
+
+/// `review history --format json`: the same objects as `state export`'s `audit`.
+struct AuditOutput: Encodable {
+    var records: [AuditRecord]
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        var list = container.nestedUnkeyedContainer(forKey: .history)
+        for record in records {
+            var object = list.nestedContainer(keyedBy: Key.self)
+            try object.encode(record.id, forKey: .id)
+            try object.encode(Timestamp.format(record.at), forKey: .at)
+            try object.encode(record.editor, forKey: .editor)
+            try object.encode(record.action.rawValue, forKey: .action)
+            try object.encode(record.entryID, forKey: .entryID)
+            try object.encode(record.storyKey, forKey: .storyKey)
+            try object.encode(record.category?.rawValue, forKey: .category)
+            try object.encode(record.title, forKey: .title)
+            try object.encode(record.detail, forKey: .detail)
+        }
+    }
+
+    enum Key: String, CodingKey {
+        case history, id, at, editor, action, category, title, detail
+        case entryID = "entry_id", storyKey = "story_key"
+    }
+}
