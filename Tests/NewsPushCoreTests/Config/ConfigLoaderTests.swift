@@ -375,4 +375,40 @@ struct ConfigLoaderTests {
         let sections = Set(newsroom.feeds.compactMap(\.category))
         #expect(sections == Set(NewsCategory.allCases), "feeds.yaml follows a section feed for every category")
     }
+
+    @Test func reviewRulesAreReadAndEveryMistakeNamed() throws {
+        let hub =
+            "hub: {name: h, connection_string: \"${NEWSPUSH_HUB_CONNECTION_STRING}\"}\nfeeds: [{url: https://a.example/rss}]\n"
+        let config = try load(
+            hub + """
+                review:
+                  rules:
+                    - {category: Politics, mode: review}
+                    - {feed: Wire, title: "(?i)dead", mode: auto}
+                  notify: {tags: "newsroom-editors"}
+                """)
+        #expect(config.review.rules.map(\.mode) == [.review, .auto])
+        #expect(config.review.rules[0].category == .politics && config.review.rules[1].feed == "Wire")
+        #expect(config.review.notifyTags == "newsroom-editors")
+        let wrong = problems(
+            hub + """
+                review:
+                  rules:
+                    - {category: Gossip, mode: review}
+                    - {title: "(", mode: review}
+                    - {mode: review}
+                    - {category: World}
+                    - {category: World, mode: maybe}
+                  notify: {}
+                """
+        ).map(\.description).joined(separator: "\n")
+        for expected in [
+            "review.rules[0].category: 'Gossip' is not one of",
+            "review.rules[1].title: '(' is not a regular expression",
+            "review.rules[2]: needs category, feed or title", "review.rules[3]: needs mode",
+            "review.rules[4].mode: must be auto or review", "review.notify: needs tags",
+        ] {
+            #expect(wrong.contains(expected), "\(expected) in \(wrong)")
+        }
+    }
 }

@@ -167,4 +167,31 @@ struct PushPolicyTests {
         #expect(decisions.count == items.count)
         #expect(decisions.filter { $0 == .wouldPush }.count == 3)
     }
+
+    /// An item listed again while its push waits for an editor, or after an editor rejected it.
+    @Test func aStoryHeldOrRejectedForReviewIsDecidedSo() {
+        let decisions = decide([
+            candidate("h", previous: .held), candidate("r", previous: .rejected), candidate("s", previous: .seen),
+        ])
+        #expect(decisions == [.held, .rejected, .seen])
+    }
+
+    /// review.rules: first match wins, auto by default, every condition of a rule must match.
+    @Test func reviewRulesHoldByCategoryFeedAndTitle() {
+        let rules = ReviewRules([
+            ReviewRule(feed: "Trusted", mode: .auto, index: 0),
+            ReviewRule(category: .politics, mode: .review, index: 1),
+            ReviewRule(title: "(?i)\\bkilled\\b", mode: .review, index: 2),
+            ReviewRule(category: .world, feed: "Wire", mode: .review, index: 3),
+        ])
+        func held(_ category: NewsCategory, _ title: String, _ feed: String) -> Int? {
+            rules.holdingRule(category: category, title: title, feedName: feed, feedURL: nil)?.index
+        }
+        #expect(held(.politics, "Vote tonight", "Trusted") == nil)
+        #expect(held(.politics, "Vote tonight", "Desk") == 1)
+        #expect(held(.sports, "Two killed at stadium", "Desk") == 2)
+        #expect(held(.world, "Talks resume", "Wire") == 3)
+        #expect(held(.business, "Talks resume", "Wire") == nil)
+        #expect(held(.world, "Talks resume", "Desk") == nil)
+    }
 }
