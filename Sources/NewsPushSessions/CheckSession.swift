@@ -83,14 +83,14 @@ public struct CheckSession: Sendable {
                 )
             ]
         }
-        guard access(folder, W_OK) == 0 else {
-            return [
-                ConfigCheck(
+        // Not writable is a problem for runs; the ledger is still read, to say whether looking works.
+        var checks = [
+            access(folder, W_OK) == 0
+                ? ConfigCheck(check: "ledger folder", severity: .ok, detail: "\(folder) is writable")
+                : ConfigCheck(
                     check: "ledger folder", severity: .config,
                     detail: "\(folder) is not writable by this user: runs could not record anything")
-            ]
-        }
-        var checks = [ConfigCheck(check: "ledger folder", severity: .ok, detail: "\(folder) is writable")]
+        ]
         do {
             let ledger = try Ledger.open(configured: configured, access: .read)
             let detail =

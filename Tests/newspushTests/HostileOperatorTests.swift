@@ -311,7 +311,8 @@ struct HostileOperatorTests {
 
     /// The commands an operator uses to look, each expected to work and change nothing.
     static let looking: [[String]] = [
-        ["preview"], ["state", "show"], ["state", "check"], ["state", "export"],
+        ["preview"], ["state", "show"], ["state", "check"], ["state", "export"], ["review", "list"],
+        ["review", "history"],
     ]
 
     // 7. Looking needs no write access: a read-only mount (and nothing left behind).
@@ -342,6 +343,10 @@ struct HostileOperatorTests {
             let result = try await newspush(command + ["--config", config], environment: hubEnvironment)
             #expect(result.status == 0, "\(command) on a read-only mount: \(result.stderr)")
         }
+        // `check` looks too, and says what a run would meet (exit 78).
+        let check = try await newspush(["check", "--config", config], environment: hubEnvironment)
+        #expect(check.status == 78 && check.stdout.contains("is not writable by this user"), "\(check.stdout)")
+        #expect(check.stdout.contains("ok   ledger:"), "the ledger itself can be read: \(check.stdout)")
         let left = try FileManager.default.contentsOfDirectory(atPath: disk)
         #expect(left.allSatisfy { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }, "\(left)")
     }
