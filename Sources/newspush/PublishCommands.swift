@@ -204,8 +204,9 @@ enum PublishView {
                 for note in plan.notes { Terminal.note(note) }
                 guard format == .text else { return }
                 let text = plan.entry.properties["messageParam"] ?? plan.entry.properties["url"] ?? ""
+                let when = plan.entry.scheduledAt.map { " at \(FeedDates.format($0))" } ?? ""
                 Terminal.output(
-                    "\(plan.push.test ? "test push" : "push") to [\(plan.entry.tags)] "
+                    "\(plan.push.test ? "test push" : "push") to [\(plan.entry.tags)]\(when) "
                         + "(\(plan.entry.format.rawValue)): \(text)"
                 )
             }, confirm: { _ in !confirm || ask() })
