@@ -170,11 +170,25 @@ struct ReviewQueueTests {
             try json(try await newspush(["state", "export", "--config", config]))["outbox"] as? [[String: Any]])
         #expect(outbox.first { $0["id"] as? String == budget }?["status"] as? String == "rejected")
         #expect(await readerAlerts(hub).count == before + 1)
+        // Publishing by hand and cancelling a scheduled send are decisions on the record too.
+        let published = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Harbour reopens after repairs",
+                "--at",
+                "+1h", "--yes", "--format", "json",
+            ], environment: hubEnvironment.merging(["LOGNAME": "dave"]) { $1 })
+        let scheduled = try #require(try json(published)["notification_id"] as? String, "\(published.stderr)")
+        let cancel = try await newspush(
+            ["hub", "cancel", "--config", config, scheduled],
+            environment: hubEnvironment.merging(["LOGNAME": "erin"]) { $1 })
+        #expect(cancel.status == 0, "\(cancel.stderr)")
         // The history: every decision with its editor.
         let history = try await newspush(["review", "history", "--config", config, "--since", "1h", "--format", "json"])
         let records = try #require(try json(history)["history"] as? [[String: Any]])
         let decided = records.map { "\($0["action"] as? String ?? "") \($0["editor"] as? String ?? "")" }
-        for line in ["held newspush", "approved alice", "edited alice", "rejected carol"] {
+        for line in [
+            "held newspush", "approved alice", "edited alice", "rejected carol", "published dave", "cancelled erin",
+        ] {
             #expect(decided.contains(line), "\(line) in \(decided)")
         }
         let export = try await newspush(["state", "export", "--config", config])
