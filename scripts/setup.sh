@@ -6,8 +6,9 @@ set -euo pipefail
 # libopenblas0: the sentence encoder's matrix products (found at run time; without it, slower portable loops).
 packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates libopenblas0)
 if [ "${1:-}" = "--tests" ]; then
-    # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils): a terminal for progress tests.
-    packages+=(sqlite3 prometheus bsdutils)
+    # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils):
+    # a terminal for progress tests; time: GNU time reads a run's own peak RSS.
+    packages+=(sqlite3 prometheus bsdutils time)
 fi
 
 missing=()

@@ -94,7 +94,7 @@ public struct RunSession: Sendable {
     ) throws(LedgerError) -> RunResult {
         let interrupted = request.dryRun ? [] : try RunLoad.settle(ledger, now: now)
         let records = try ledger.feeds(feeds.map(\.url))
-        let reads = FeedReading.fetchAndRead(
+        var reads = FeedReading.fetchAndRead(
             feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now
         ) {
             progress?(.fetching(done: $0, total: $1))
@@ -102,6 +102,7 @@ public struct RunSession: Sendable {
         logProblems(reads, feeds)
         let unidentified = StoryIdentifier.candidates(
             Array(zip(feeds, reads)), records: records, policy: config.policy, now: now)
+        reads = reads.map { $0.withoutItems() }
         let identified = StoryIdentifier.identify(
             unidentified, known: try RunLoad.known(unidentified, in: ledger), now: now)
         announceBaselines(identified, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
@@ -198,7 +199,7 @@ public struct RunSession: Sendable {
     private func announceBaselines(
         _ candidates: [Candidate], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest
     ) {
-        let baseline = Dictionary(grouping: candidates.filter(\.inBaselineFeed), by: \.feedURL)
+        let baseline = Dictionary(grouping: candidates.lazy.filter(\.inBaselineFeed), by: \.feedURL)
         guard !baseline.isEmpty else { return }
         let what =
             request.sendInitial.map { "sending at most \($0) eligible item(s) of them" }

@@ -110,3 +110,65 @@ public func gzipped(_ data: Data) throws -> Data {
     process.waitUntilExit()
     return result
 }
+
+/// What `measuredRun` saw of a process: its exit status, wall time and peak resident memory.
+public struct MeasuredRun: Sendable {
+    /// The exit status.
+    public var status: Int32
+    /// Wall seconds from start to exit.
+    public var seconds: Double
+    /// Peak RSS in KB (wait4's `ru_maxrss`).
+    public var peakKilobytes: Int
+}
+
+/// Why `measuredRun` could not start a process.
+public struct SpawnError: Error, CustomStringConvertible {
+    /// The command.
+    public var description: String
+}
+
+/// GNU time, which reads a command's own peak RSS (see `measuredRun`).
+public let gnuTime = "/usr/bin/time"
+
+/// Runs a command with stdout to /dev/null and measures it (the benchmarks' and the memory
+/// tests' one way to read a process's peak RSS), through GNU time.
+///
+/// A direct child cannot be measured from here: Linux records, at its exec, the peak of the
+/// memory it had before (a copy of this process's, or this process's own with posix_spawn) as
+/// its `ru_maxrss`, so a large test runner would be measured instead of the command. GNU time
+/// is small: its child's figure is the command's. Without it, the direct figure is returned
+/// (an upper bound).
+public func measuredRun(_ path: String, _ arguments: [String], environment: [String]) async throws -> MeasuredRun {
+    let report = NSTemporaryDirectory() + "newspush-rss-\(UUID().uuidString)"
+    defer { unlink(report) }
+    let timed = FileManager.default.isExecutableFile(atPath: gnuTime)
+    let command = timed ? [gnuTime, "-f", "%M", "-o", report, path] + arguments : [path] + arguments
+    var run = try await offThePool { () -> Result<MeasuredRun, SpawnError> in
+        var pid: pid_t = 0
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var status: Int32 = 0
+        var usage = rusage()
+        let start = DispatchTime.now()
+        guard posix_spawn(&pid, command[0], &actions, nil, argv, envp) == 0 else {
+            return .failure(SpawnError(description: "cannot start \(command[0])"))
+        }
+        wait4(pid, &status, 0, &usage)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        return .success(
+            MeasuredRun(status: (status >> 8) & 0xFF, seconds: seconds, peakKilobytes: Int(usage.ru_maxrss)))
+    }.get()
+    if timed {
+        // GNU time writes "Command exited with non-zero status N" before the figure then.
+        let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        if let kilobytes = text.split(separator: "\n").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+            run.peakKilobytes = kilobytes
+        }
+    }
+    return run
+}

@@ -121,15 +121,25 @@ struct FetchFeeds: AsyncParsableCommand {
     @Option(help: "Seconds each answer is delayed.") var delay = 0.1
     @Option(help: "fetch.concurrency (and fetch.per_host: every feed is on one local host).") var concurrency = 100
     @Option(help: "Repetitions; the best and median are reported.") var repeats = 3
+    @Option(help: "Items per feed (each feed's own stories).") var items = 8
+    @Option(help: "The newspush binary to run (default: the one beside this tool), to measure two builds alike.")
+    var binary: String?
 
     func run() async throws {
-        let items = (0..<8).map { (guid: "g\($0)", title: "Story \($0) on the local desk", minutesAgo: Double($0 * 7)) }
-        let body = rssFeed(title: "Desk", items: items)
-        let delay = self.delay
+        let (delay, count, now) = (self.delay, self.items, Date())
         let server = try await LocalHTTPServer.start { request in
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             if request.header("If-None-Match") == "\"v1\"" { return CannedResponse(status: 304) }
-            return CannedResponse(headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")], text: body)
+            let feed = String(request.uri.split(separator: "/").last?.prefix { $0 != "." } ?? "")
+            let items = (0..<count).map {
+                (
+                    guid: "\(feed)-g\($0)", title: "Story \($0) of feed \(feed) on the local desk",
+                    published: now.addingTimeInterval(Double(-420 * $0))
+                )
+            }
+            return CannedResponse(
+                headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")],
+                text: rssFeed(title: "Desk \(feed)", dated: items))
         }
         defer { server.stop() }
         let folder = try TemporaryFolder()
@@ -145,9 +155,11 @@ struct FetchFeeds: AsyncParsableCommand {
             feeds:
             \(list)
             """)
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-            "newspush"
-        ).path
+        let binary =
+            self.binary
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+                "newspush"
+            ).path
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
 
         var fresh: [(Double, Int)] = []
@@ -170,7 +182,7 @@ struct FetchFeeds: AsyncParsableCommand {
                 Double(rss) / 1024)
         }
         print(
-            "\(feeds) feeds answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): "
+            "\(feeds) feeds of \(items) items answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): "
                 + "\(describe(fresh))"
         )
         print(
@@ -383,27 +395,9 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 
 /// Runs a command, returning wall seconds and peak RSS in KB (from wait4's rusage).
 func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async throws -> (Double, Int) {
-    try await offThePool { () -> Result<(Double, Int), any Error> in
-        var pid: pid_t = 0
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var status: Int32 = 0
-        var usage = rusage()
-        var started = true
-        let elapsed = seconds {
-            started = posix_spawn(&pid, path, &actions, nil, argv, envp) == 0
-            if started { wait4(pid, &status, 0, &usage) }
-        }
-        guard started else { return .failure(ValidationError("cannot start \(path)")) }
-        let code = (status >> 8) & 0xFF
-        guard code == 0 || code == 2 else {
-            return .failure(ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(code)"))
-        }
-        return .success((elapsed, Int(usage.ru_maxrss)))
-    }.get()
+    let measured = try await measuredRun(path, arguments, environment: environment)
+    guard measured.status == 0 || measured.status == 2 else {
+        throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(measured.status)")
+    }
+    return (measured.seconds, measured.peakKilobytes)
 }

@@ -13,12 +13,22 @@ public struct Candidate: Sendable {
     public var feedURL: String
     /// The category of its feed when that is a section feed (`category:` in the config).
     public var sectionCategory: NewsCategory?
-    /// The item as parsed.
-    public var item: FeedItem
+    /// The item as parsed (in a shared box: the run's stages copy candidates, and a copy of a
+    /// candidate shares its item instead of copying a kilobyte of fields).
+    public var item: FeedItem {
+        get { itemBox.item }
+        set { itemBox = ItemBox(item: newValue) }
+    }
+    private var itemBox: ItemBox
     /// Its category and confidence (after the classify stage).
     public var classification: Classification = .unclassified
-    /// What the ledger already knew about this story (by key, else by canonical link).
-    public var previous: StoryRecord?
+    /// What the ledger already knew about this story (by key, else by canonical link); boxed
+    /// like the item, so a candidate stays small to copy.
+    public var previous: StoryRecord? {
+        get { previousBox?.record }
+        set { previousBox = newValue.map(RecordBox.init) }
+    }
+    private var previousBox: RecordBox?
     /// When newspush first saw it (now for new items).
     public var firstSeen: Date
     /// The ledger pruned this story earlier: it is old news even though no record is left.
@@ -43,8 +53,8 @@ public struct Candidate: Sendable {
         self.feedName = feedName
         self.feedURL = feedURL
         self.sectionCategory = sectionCategory
-        self.item = item
-        self.previous = previous
+        self.itemBox = ItemBox(item: item)
+        self.previousBox = previous.map(RecordBox.init)
         self.firstSeen = firstSeen
         self.tombstoned = tombstoned
         self.inBaselineFeed = inBaselineFeed
@@ -52,6 +62,18 @@ public struct Candidate: Sendable {
 
     /// The date freshness is judged by: published, else updated, else first seen.
     public var effectiveDate: Date { item.published ?? item.updated ?? firstSeen }
+}
+
+/// An immutable item shared by the copies of a candidate.
+private final class ItemBox: Sendable {
+    let item: FeedItem
+    init(item: FeedItem) { self.item = item }
+}
+
+/// An immutable story record shared by the copies of a candidate.
+private final class RecordBox: Sendable {
+    let record: StoryRecord
+    init(record: StoryRecord) { self.record = record }
 }
 
 /// The story an item was found to repeat, and where that story was met.

@@ -25,8 +25,27 @@ public struct FeedRead: Sendable {
     /// Why the feed cannot be used this time (fetch or parse), naming its URL.
     public var failure: FeedReadError?
 
+    /// How many items the document listed (kept when the items themselves are let go).
+    public var itemCount: Int
+
     /// `failure` in words.
     public var error: String? { failure?.description }
+
+    /// A read of `fetched`: its document, or why there is none.
+    public init(fetched: FetchedFeed, feed: ParsedFeed?, failure: FeedReadError?) {
+        self.fetched = fetched
+        self.feed = feed
+        self.failure = failure
+        itemCount = feed?.items.count ?? 0
+    }
+
+    /// The read without its items, once they became candidates: a run keeps one copy of each
+    /// item, not two (what the report needs of the feed, its count and title, stays).
+    public func withoutItems() -> FeedRead {
+        var read = self
+        read.feed?.items = []
+        return read
+    }
 
     /// ok (read), not-modified (304, or paused), or error.
     public var status: FetchedFeed.Status {
@@ -49,9 +68,19 @@ public enum FeedReading {
         return read(fetched, budget: settings.parseBudget)
     }
 
-    /// Each fetched document parsed, within `budget` seconds each.
-    public static func read(_ fetched: [FetchedFeed], budget: Double) -> [FeedRead] {
-        fetched.map { read($0, base: $0.finalURL, budget: budget) }
+    /// Each fetched document parsed, within `budget` seconds each; each document's bytes are let
+    /// go as soon as it is read (nothing after the parse needs them).
+    public static func read(_ fetched: consuming [FetchedFeed], budget: Double) -> [FeedRead] {
+        var documents = fetched
+        var reads: [FeedRead] = []
+        reads.reserveCapacity(documents.count)
+        for index in documents.indices {
+            var read = read(documents[index], base: documents[index].finalURL, budget: budget)
+            documents[index].body = Data()
+            read.fetched.body = Data()
+            reads.append(read)
+        }
+        return reads
     }
 
     /// Parses what `fetched` brought; relative links resolve against `base` (the URL the

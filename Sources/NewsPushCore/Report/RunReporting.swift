@@ -51,7 +51,7 @@ extension RunReport {
         report.items = itemReports(facts, final: final, pushes: pushes)
         report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
         report.summary.feedsFailed = report.feeds.count - report.summary.feedsOk
-        report.summary.itemsNew = Set(facts.candidates.filter(\.isNew).map(\.key)).count
+        report.summary.itemsNew = Set(facts.candidates.lazy.filter(\.isNew).map(\.key)).count
         report.summary.pushesSent = outcomes.values.filter { $0.status == .sent }.count
         report.summary.pushesFailed = outcomes.values.filter { $0.status == .failed || $0.status == .unknown }.count
         report.summary.pushesPending = stillPending.count
@@ -93,7 +93,7 @@ extension RunReport {
         return facts.reads.map { settings, read in
             FeedReport(
                 name: settings.name ?? read.feed?.title ?? settings.url, url: settings.url, status: read.status,
-                httpStatus: read.fetched.httpStatus, items: read.feed?.items.count ?? 0,
+                httpStatus: read.fetched.httpStatus, items: read.itemCount,
                 new: newPerFeed[settings.url] ?? 0, error: read.error, movedTo: read.fetched.movedTo,
                 baseline: baselineFeeds.contains(settings.url) ? true : nil)
         }

@@ -40,7 +40,7 @@ struct HubClientTests {
 
     func client(
         _ hub: LocalHub, connectionString: String = testConnectionString, hubName: String = "breaking-news",
-        sleeps: Sleeps = Sleeps(), timeout: Double = 5
+        sleeps: Sleeps = Sleeps(), timeout: Double = 20  // (room for two busy cores)
     ) throws -> NotificationHubClient {
         NotificationHubClient(
             connection: try HubConnectionString(parsing: connectionString), hubName: hubName,
@@ -239,7 +239,7 @@ struct HubClientTests {
     @Test func theFaultAPITakesOneByDefaultAndDelaysBeforeOrAfterDelivery() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
-        let control = CurlHubTransport(userAgent: "test", timeout: 5)
+        let control = CurlHubTransport(userAgent: "test", timeout: 20)
         for fault in [
             #"{"drop": true}"#, #"{"delay_seconds": 12}"#, #"{"status": 504, "delay_seconds": 12}"#,
             #"{"delay_seconds": 12, "delay_after_delivery": true}"#,
