@@ -127,8 +127,9 @@ extension Ledger {
                 problems.append("\(row.text(0) ?? "?"): both a story and a tombstone")
             }
             for row in try db.query(
-                "SELECT o.id, o.story_key FROM outbox o WHERE o.status = 'pending' AND NOT EXISTS (SELECT 1 FROM "
-                    + "stories s WHERE s.key = o.story_key)",
+                "SELECT o.id, o.story_key FROM outbox o WHERE o.status = 'pending' AND o.kind NOT IN "
+                    + "\(OutboxEntry.Kind.notStoryAlertsSQL) AND NOT EXISTS (SELECT 1 FROM stories s WHERE s.key = "
+                    + "o.story_key)",
                 [])
             {
                 problems.append(

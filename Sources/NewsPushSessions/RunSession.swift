@@ -163,7 +163,13 @@ public struct RunSession: Sendable {
             tags: tags, properties: PushRequests.properties(content, settings: settings), createdAt: now,
             freshUntil: now.addingTimeInterval(config.policy.maxAge), expiresAfter: settings.expiry)
         try ledger.enqueue(notice, story: nil)
-        let outcome = sender.send([notice], journal: ledger).outcomes.first
+        var outcome = sender.send([notice], journal: ledger).outcomes.first
+        if var unsent = outcome, unsent.status == .pending {
+            // A notice is never retried: the next run that holds something tells the editors.
+            unsent.status = .failed
+            try ledger.record([unsent])
+            outcome = unsent
+        }
         logger.info("told the editors (\(tags)): \(text) [\(outcome?.status.rawValue ?? "not sent")]")
     }
 

@@ -269,6 +269,27 @@ struct ReviewQueueTests {
         #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("newspush_review_waiting 1"))
     }
 
+    @Test func anEditorsNoticeTheHubRefusedIsNeverSentLate() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let server = try await FeedDesk.serve([
+            "/politics.xml": FeedDesk([("p1", "Budget vote set for tonight", 1)])
+        ])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub, server: server, feeds: [("/politics.xml", "Desk", "Politics")])
+        await hub.emulator.inject(Fault(status: 503, count: 2))
+        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let again = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(again.status == 0, "\(again.stderr)")
+        let notices = await hub.emulator.allDeliveries().filter { $0.device == "editor" }
+        #expect(notices.isEmpty, "a refused notice is not sent by a later run: \(notices.map(\.payload))")
+        let check = try await newspush(["state", "check", "--config", config])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+    }
+
     @Test func twoEditorsApprovingAtOnceSendOnePush() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
