@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -74,10 +76,18 @@ let package = Package(
             // builds (the tests) keep the checks, so a violation would still be caught there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
-        // The ledger: stores the model's values (SQLite here), behind the `LedgerDatabase` seam.
+        // The ledger: stores the model's values behind the `LedgerDatabase` seam, in SQLite (one
+        // host) or PostgreSQL (a ledger shared by several hosts).
         .target(
             name: "NewsPushLedger",
-            dependencies: ["NewsPushModel", "CSQLite"]
+            dependencies: [
+                "NewsPushModel", "CSQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // One session per command (lock, ledger, the stages in order, record): what every front
         // end calls, the command line and the desk alike.

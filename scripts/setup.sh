@@ -8,7 +8,8 @@ packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certific
 if [ "${1:-}" = "--tests" ]; then
     # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils):
     # a terminal for progress tests; time: GNU time reads a run's own peak RSS.
-    packages+=(sqlite3 prometheus bsdutils time)
+    # postgresql: a real server for the shared-ledger tests (started by the tests as nobody).
+    packages+=(sqlite3 prometheus bsdutils time postgresql)
 fi
 
 missing=()

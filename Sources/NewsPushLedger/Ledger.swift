@@ -15,6 +15,11 @@ public struct LedgerLocation: Sendable, Equatable {
 
     /// Where `state:` (a path) puts the ledger.
     public init(configured path: String) {
+        if PostgresAddress.isPostgres(path) {
+            databasePath = PostgresAddress.redacting(path)
+            legacyJSONPath = ""
+            return
+        }
         let stem =
             path.hasSuffix(".json") || path.hasSuffix(".db")
             ? String(path[..<(path.lastIndex(of: ".") ?? path.endIndex)]) : path
@@ -68,12 +73,48 @@ public final class Ledger {
     public static func open(configured: String, access: LedgerAccess, lock: LedgerLock? = nil)
         throws(LedgerError) -> Ledger
     {
+        if case .postgres(let address) = try address(configured) {
+            return try openPostgres(address, access: access, lock: lock)
+        }
         let ledger = try openFile(configured: configured, access: access, lock: lock)
         if access == .write {
             ledger.lock = lock
             lock?.vouch()
         }
         return ledger
+    }
+
+    /// Where `state:` puts the ledger; a PostgreSQL URL that cannot be used is unreadable.
+    static func address(_ configured: String) throws(LedgerError) -> LedgerAddress {
+        do { return try LedgerAddress(configured: configured) } catch {
+            throw .unreadable(path: PostgresAddress.redacting(configured), reason: error.message)
+        }
+    }
+
+    /// A PostgreSQL ledger: written through the connection that holds the run lock, read
+    /// through a connection of its own. An empty database is a missing ledger: created by a
+    /// write (the tables and their version, in one transaction), read as empty.
+    private static func openPostgres(_ address: PostgresAddress, access: LedgerAccess, lock: LedgerLock?)
+        throws(LedgerError) -> Ledger
+    {
+        let path = address.description
+        let db = try wrap(path, writing: false) { try lock?.connection ?? PostgresDatabase.connect(address) }
+        let exists = try wrap(path, writing: false) { try db.tableExists("meta") }
+        guard exists else {
+            switch access {
+            case .read:
+                let empty = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
+                try wrap(path, writing: true) { try LedgerMigrations.create(empty, at: Date()) }
+                return Ledger(path: path, db: empty, isNew: true, migratedFrom: nil, writable: false)
+            case .write:
+                try wrap(path, writing: true) { try LedgerMigrations.create(db, at: Date()) }
+                return Ledger(path: path, db: db, isNew: true, migratedFrom: nil, writable: true)
+            }
+        }
+        let version = try schemaVersion(of: db, path: path)
+        if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
+        if access == .write { _ = try wrap(path, writing: true) { try LedgerMigrations.upgrade(db, from: version) } }
+        return Ledger(path: path, db: db, isNew: false, migratedFrom: nil, writable: access == .write)
     }
 
     private static func openFile(configured: String, access: LedgerAccess, lock: LedgerLock?)

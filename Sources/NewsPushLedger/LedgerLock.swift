@@ -6,7 +6,9 @@ import NewsPushModel
 #endif
 
 /// The run lock: an exclusive `flock` on `<ledger>.lock`, held for a whole run (or publish),
-/// released when the object goes away or the process dies.
+/// released when the object goes away or the process dies. For a PostgreSQL ledger it is a
+/// session-level advisory lock on the connection the ledger is then written through: a host
+/// that dies, or loses that connection, releases it, and can commit nothing more.
 ///
 /// The lock file also carries a stamp of the ledger file (device, inode, size, modification
 /// time) as the last holder left it, written only when that holder checked the ledger (or
@@ -15,21 +17,55 @@ import NewsPushModel
 /// the file since it was last found whole. Anything else that writes it (a garbled page, a
 /// restored copy, a killed run) changes the stamp, and the next write command checks it.
 public final class LedgerLock {
-    /// The lock file.
+    /// The lock file (for PostgreSQL, the database).
     public let path: String
     private let ledgerPath: String
     private var descriptor: Int32 = -1
     /// Whether this holder found the ledger whole (checked, or unchanged since the last check).
     private var vouched = false
+    /// PostgreSQL: the connection that holds the advisory lock (the ledger is written on it).
+    let connection: PostgresDatabase?
+    /// How long taking the lock waited, in seconds (for the metrics).
+    public private(set) var waited: Double = 0
 
-    /// Takes the lock of the ledger at `ledgerPath`, waiting up to `wait` seconds for a running
+    /// Takes the lock of the ledger `state:` names, waiting up to `wait` seconds for a running
     /// job to finish (nil or 0: not at all).
+    public convenience init(configured: String, wait: Double? = nil) throws(LedgerError) {
+        switch try Ledger.address(configured) {
+        case .sqlite:
+            try self.init(ledgerPath: LedgerLocation(configured: configured).databasePath, wait: wait)
+        case .postgres(let address):
+            try self.init(postgres: address, wait: wait)
+        }
+    }
+
+    private init(postgres address: PostgresAddress, wait: Double?) throws(LedgerError) {
+        path = address.description
+        ledgerPath = address.description
+        ledgerUnchanged = false
+        let started = Date()
+        do {
+            let connection = try PostgresDatabase.connect(address)
+            self.connection = connection
+            guard try connection.takeAdvisoryLock(wait: wait ?? 0) else { throw LedgerError.locked(path: path) }
+        } catch let error as DatabaseError {
+            throw LedgerError.from(error, path: path, writing: false)
+        } catch {
+            throw .locked(path: path)
+        }
+        waited = Date().timeIntervalSince(started)
+    }
+
+    /// Takes the lock of the SQLite ledger at `ledgerPath`, waiting up to `wait` seconds for a
+    /// running job to finish (nil or 0: not at all).
     public init(ledgerPath: String, wait: Double? = nil) throws(LedgerError) {
         self.ledgerPath = ledgerPath
         path = ledgerPath + ".lock"
+        connection = nil
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
-        let deadline = Date().addingTimeInterval(wait ?? 0)
+        let started = Date()
+        let deadline = started.addingTimeInterval(wait ?? 0)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard Date() < deadline else {
                 close(fd)
@@ -37,6 +73,7 @@ public final class LedgerLock {
             }
             usleep(100_000)
         }
+        waited = Date().timeIntervalSince(started)
         descriptor = fd
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = pread(fd, &buffer, buffer.count, 0)
@@ -65,6 +102,7 @@ public final class LedgerLock {
     }
 
     deinit {
+        guard connection == nil else { return }  // the connection's end releases the advisory lock
         let stamp = vouched ? Self.stamp(ledgerPath) ?? "" : ""
         if ftruncate(descriptor, 0) == 0, !stamp.isEmpty {
             _ = stamp.withCString { pwrite(descriptor, $0, strlen($0), 0) }

@@ -124,7 +124,7 @@ extension Ledger {
             guard try db.tableExists("audit") else { return [] }
             return try db.query(
                 """
-                SELECT \(Self.auditColumns) FROM audit WHERE at >= ? AND (? IS NULL OR entry_id = ?)
+                SELECT \(Self.auditColumns) FROM audit WHERE at >= ? AND (CAST(? AS TEXT) IS NULL OR entry_id = ?)
                 ORDER BY at DESC, id DESC
                 """, [SQLValue(since ?? Date(timeIntervalSince1970: 0)), SQLValue(entryID), SQLValue(entryID)]
             ).compactMap(Self.audit)

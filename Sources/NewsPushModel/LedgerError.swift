@@ -25,6 +25,10 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "ledger \(path) has schema version \(version), newer than this newspush understands "
                 + "(\(LedgerSchema.version)); upgrade newspush. Nothing was sent"
+        case .locked(let path) where PostgresAddress.isPostgres(path):
+            return
+                "another newspush run (on this host or another) holds the advisory lock of the ledger \(path); this "
+                + "one did nothing (publish --wait 2m waits for it)"
         case .locked(let path):
             return
                 "another newspush run holds the lock on \(path).lock; this one did nothing (publish --wait 2m waits "

@@ -72,6 +72,7 @@ public struct CheckSession: Sendable {
 
     /// The ledger's folder is there and writable, and the ledger (if any) can be read.
     static func ledgerChecks(_ configured: String) -> [ConfigCheck] {
+        if PostgresAddress.isPostgres(configured) { return [databaseCheck(configured)] }
         let path = LedgerLocation(configured: configured).databasePath
         let folder =
             (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
@@ -100,5 +101,19 @@ public struct CheckSession: Sendable {
             checks.append(ConfigCheck(check: "ledger", severity: .ledger, detail: error.description))
         }
         return checks
+    }
+
+    /// A PostgreSQL ledger: the database answers, and holds a ledger (or none yet).
+    private static func databaseCheck(_ configured: String) -> ConfigCheck {
+        do {
+            let ledger = try Ledger.open(configured: configured, access: .read)
+            let detail =
+                ledger.isNew
+                ? "no ledger yet in \(ledger.path): the first run (or `newspush state migrate`) creates it"
+                : "\(ledger.path) can be read"
+            return ConfigCheck(check: "ledger", severity: .ok, detail: detail)
+        } catch {
+            return ConfigCheck(check: "ledger", severity: .ledger, detail: error.description)
+        }
     }
 }

@@ -106,8 +106,7 @@ public struct HubSession: Sendable {
         let client = try context.hubClient()
         let lock: LedgerLock
         do {
-            lock = try LedgerLock(
-                ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: wait)
+            lock = try LedgerLock(configured: context.config.statePath, wait: wait)
         } catch {
             throw .ledger(error)
         }

@@ -108,8 +108,7 @@ public struct PublishSession: Sendable {
         // The lock first, so a running job is reported before anyone is asked to confirm.
         let lock: LedgerLock
         do {
-            lock = try LedgerLock(
-                ledgerPath: LedgerLocation(configured: context.config.statePath).databasePath, wait: request.wait)
+            lock = try LedgerLock(configured: context.config.statePath, wait: request.wait)
         } catch {
             throw .ledger(error)
         }

@@ -153,7 +153,7 @@ public struct ReviewSession: Sendable {
     ) throws(SessionError) -> ReviewOutcome {
         let path = LedgerLocation(configured: context.config.statePath).databasePath
         do {
-            let lock = try LedgerLock(ledgerPath: path, wait: wait)
+            let lock = try LedgerLock(configured: context.config.statePath, wait: wait)
             defer { withExtendedLifetime(lock) {} }
             let ledger = try Ledger.open(configured: context.config.statePath, access: .write, lock: lock)
             let now = context.clock.now()

@@ -77,7 +77,7 @@ public struct RunSession: Sendable {
         do {
             let lock =
                 request.dryRun
-                ? nil : try LedgerLock(ledgerPath: LedgerLocation(configured: config.statePath).databasePath)
+                ? nil : try LedgerLock(configured: config.statePath)
             defer { withExtendedLifetime(lock) {} }
             let ledger = try Ledger.open(
                 configured: config.statePath, access: request.dryRun ? .read : .write, lock: lock)

@@ -32,6 +32,7 @@ func newspushRaw(
         process.executableURL = binary
         process.arguments = arguments
         var env = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
+        env.merge(LocalPostgres.sharedEnvironment) { $1 }
         env.merge(environment) { $1 }
         process.environment = env
         if let folder { process.currentDirectoryURL = URL(fileURLWithPath: folder) }

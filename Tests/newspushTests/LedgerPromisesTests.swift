@@ -61,7 +61,7 @@ struct LedgerPromisesTests {
 
     func config(
         _ folder: TemporaryFolder, endpoint: String, feeds: [(url: String, category: String)],
-        firstRun: String = "send", extra: String = ""
+        firstRun: String = "send", extra: String = "", state: String
     ) throws -> String {
         let list = feeds.map { "  - {url: \"\($0.url)\", category: \($0.category)}" }.joined(separator: "\n")
         return try folder.write(
@@ -70,6 +70,7 @@ struct LedgerPromisesTests {
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
                 endpoint: "\(endpoint)", retries: 1, retry_delay: 10ms}
             policy: {first_run: \(firstRun), budget: {per_category: 50, per: 1h}}
+            \(state)
             \(extra)
             feeds:
             \(list.isEmpty ? "  []" : list)
@@ -93,7 +94,10 @@ struct LedgerPromisesTests {
     func summary(_ report: [String: Any]) -> [String: Any] { report["summary"] as? [String: Any] ?? [:] }
 
     // 1. A pending push is retried although its feed answers 304.
-    @Test func aPendingPushIsSentWhileItsFeedAnswers304() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aPendingPushIsSentWhileItsFeedAnswers304(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("p1", "Harbour barrier closes as storm nears the coast", 5)])
@@ -101,7 +105,8 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        let config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         await hub.emulator.inject(Fault(status: 503, count: 100))
         let first = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(first.status == 1, "sending had to stop: \(first.stderr)")
@@ -120,7 +125,10 @@ struct LedgerPromisesTests {
     }
 
     // 2. A wrong key stops sending with exit 1 and every story waits; fixed, all are sent.
-    @Test func aWrongKeyKeepsEveryStoryPendingUntilItIsFixed() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aWrongKeyKeepsEveryStoryPendingUntilItIsFixed(
+        _ backend: LedgerBackend
+    ) async throws {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([
@@ -131,7 +139,8 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        let config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         let wrong = try await newspush(
             ["run", "--config", config, "--format", "json"],
             environment: ["NEWSPUSH_HUB_CONNECTION_STRING": Self.wrongKeyConnection])
@@ -150,7 +159,10 @@ struct LedgerPromisesTests {
     }
 
     // 3. A publish to a hub that is down waits in the outbox; the feed's copy is not news again.
-    @Test func aPublishToAHubThatIsDownIsSentLaterAndOnlyOnce() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aPublishToAHubThatIsDownIsSentLaterAndOnlyOnce(
+        _ backend: LedgerBackend
+    ) async throws {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("scoop", "Scoop of the day", 1)])
@@ -158,7 +170,7 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        var config = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [])
+        var config = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [], state: state)
         let publish = try await newspush(
             [
                 "publish", "--config", config, "--category", "World", "--title", "Scoop of the day",
@@ -167,7 +179,8 @@ struct LedgerPromisesTests {
         #expect(publish.status == 1)
         #expect(publish.stderr.contains("waits in the outbox"), "\(publish.stderr)")
         // The hub is back, and the feed now carries the same article (another id, same link).
-        config = try self.config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        config = try self.config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
         let report = try json(run)
@@ -184,7 +197,9 @@ struct LedgerPromisesTests {
     }
 
     // 4. A feed added after the first run records a baseline instead of flooding.
-    @Test func aFeedAddedLaterRecordsABaseline() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aFeedAddedLaterRecordsABaseline(_ backend: LedgerBackend) async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let world = FeedDesk([("w1", "First world story of the morning", 5)])
@@ -197,12 +212,13 @@ struct LedgerPromisesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         var config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], firstRun: "baseline")
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], firstRun: "baseline",
+            state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         config = try self.config(
             folder, endpoint: hub.endpoint,
             feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/sport.xml", "Sports")],
-            firstRun: "baseline")
+            firstRun: "baseline", state: state)
         let added = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(added.status == 0)
         #expect(
@@ -221,7 +237,10 @@ struct LedgerPromisesTests {
     }
 
     // 5. `state forget` works although the feed would answer 304.
-    @Test func forgetMakesTheNextRunReadTheFeedInFull() async throws {
+    @Test(arguments: LedgerBackend.allCases) func forgetMakesTheNextRunReadTheFeedInFull(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("f1", "Ceasefire announced after overnight talks", 5)])
@@ -229,7 +248,8 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        let config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)
         let forget = try await newspush(
@@ -242,7 +262,10 @@ struct LedgerPromisesTests {
     }
 
     // 6. A feed answering 304 keeps alive only the stories of its last full response.
-    @Test func storiesGoneFromA304FeedArePruned() async throws {
+    @Test(arguments: LedgerBackend.allCases) func storiesGoneFromA304FeedArePruned(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([
@@ -254,7 +277,7 @@ struct LedgerPromisesTests {
         defer { folder.cleanup() }
         let config = try config(
             folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")],
-            extra: "state_retention: 2s")
+            extra: "state_retention: 2s", state: state)
         // On the session clock: the third run is 10 s later, past the retention of 2 s.
         let t0 = wholeSecondsNow()
         func at(_ seconds: Double) -> [String: String] {
@@ -278,7 +301,10 @@ struct LedgerPromisesTests {
 
     // 7. publish and run share one sender and its outcome rules: throttled → pending (sent by
     //    the next run), refused for itself → failed (never re-sent).
-    @Test func publishFollowsTheRunsOutcomeRules() async throws {
+    @Test(arguments: LedgerBackend.allCases) func publishFollowsTheRunsOutcomeRules(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let folder = try TemporaryFolder()
@@ -288,7 +314,8 @@ struct LedgerPromisesTests {
             "/quiet.xml": CannedResponse(text: rssFeed(title: "Quiet", items: []))
         ])
         defer { feeds.stop() }
-        let config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/quiet.xml", "World")])
+        let config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/quiet.xml", "World")], state: state)
         await hub.emulator.inject(Fault(status: 503, count: 100))
         let throttled = try await newspush(
             [
@@ -319,7 +346,10 @@ struct LedgerPromisesTests {
     }
 
     // An outbox entry survives kill -9 and the next run sends it once.
-    @Test func anOutboxEntrySurvivesKill9AndIsSentOnce() async throws {
+    @Test(arguments: LedgerBackend.allCases) func anOutboxEntrySurvivesKill9AndIsSentOnce(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("k9", "Bridge reopens after repairs", 2)])
@@ -331,14 +361,15 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        var config = try config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        var config = try config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         await hub.emulator.inject(Fault(status: 503, count: 100))
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 1)
         await hub.emulator.clearFaults()
         // The next run hangs on a slow feed and is killed before it sends anything.
         config = try self.config(
             folder, endpoint: hub.endpoint,
-            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")])
+            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")], state: state)
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = ["run", "--config", config]
@@ -350,7 +381,8 @@ struct LedgerPromisesTests {
         kill(process.processIdentifier, SIGKILL)
         await offThePool { process.waitUntilExit() }
         #expect(await hub.emulator.allDeliveries().isEmpty)
-        config = try self.config(folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        config = try self.config(
+            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(await hub.emulator.allDeliveries().count == 1)
@@ -359,7 +391,10 @@ struct LedgerPromisesTests {
     }
 
     // The hub is down for two runs, then back: every fresh story is sent once, stale ones expire.
-    @Test func aHubDownForTwoRunsThenBackSendsFreshStoriesOnceAndExpiresStaleOnes() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aHubDownForTwoRunsThenBackSendsFreshStoriesOnceAndExpiresStaleOnes(
+        _ backend: LedgerBackend
+    ) async throws {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         // max_age 40 s, on the session clock (independent of how long the machine takes): at
@@ -374,7 +409,8 @@ struct LedgerPromisesTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let down = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [("\(feeds.baseURL)/world.xml", "World")])
+        let down = try config(
+            folder, endpoint: "http://127.0.0.1:1/", feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
         try String(contentsOfFile: down, encoding: .utf8).replacingOccurrences(
             of: "policy: {", with: "policy: {max_age: 40s, "
         )

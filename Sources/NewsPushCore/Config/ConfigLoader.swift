@@ -132,13 +132,38 @@ public struct ConfigLoader: Sendable {
         path: String, retention: Double
     ) {
         var statePath = "newspush-state.db"
-        if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
-        if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
+        if let node = top["state"], PostgresAddress.isPostgres(reader.written(node)) {
+            statePath = postgresURL(node, reader: reader)
+        } else {
+            if let node = top["state"], let value = reader.string(node, path: "state") { statePath = value }
+            if !statePath.hasPrefix("/") { statePath = (folder as NSString).appendingPathComponent(statePath) }
+        }
         var retention: Double = 30 * 86400
         if let node = top["state_retention"], let value = reader.duration(node, path: "state_retention") {
             retention = value
         }
         return (statePath, retention)
+    }
+
+    /// `state: postgres://…`, kept as written: the password's `${VAR}` is read when connecting,
+    /// so the password is never part of the config's values. A literal password, or a
+    /// reference anywhere else, is a problem.
+    private func postgresURL(_ node: Node, reader: NodeReader) -> String {
+        let written = reader.written(node).trimmingCharacters(in: .whitespaces)
+        do {
+            let address = try PostgresAddress(written, environment: reader.environment)
+            if written.replacingOccurrences(of: "${\(address.passwordVariable ?? "")}", with: "").contains("${") {
+                reader.report(
+                    node, "state",
+                    "only the password may be a ${VAR} reference in a postgres:// URL (PGHOST, PGUSER, PGDATABASE "
+                        + "name the rest)")
+            } else if let name = address.passwordVariable, reader.environment[name] == nil {
+                reader.report(node, "state", "environment variable \(name) (the database password) is not set")
+            }
+        } catch {
+            reader.report(node, "state", error.message)
+        }
+        return written
     }
 
     /// `fetch:`: concurrency, per-host limit, timeout, size limit, contact, parse budget.

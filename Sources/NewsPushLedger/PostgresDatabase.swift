@@ -1,0 +1,328 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NewsPushModel
+import PostgresNIO
+
+/// The ledger in a PostgreSQL database shared by several hosts: one connection (postgres-nio),
+/// used from the command's own thread; each call waits for the server's answer, so a statement
+/// is committed (or has failed) before the next line of newspush runs.
+///
+/// Only this file knows the engine's dialect: `?` placeholders become `$1…`, SQLite's
+/// `BEGIN IMMEDIATE` is a plain `BEGIN` (one run at a time holds the advisory lock anyway), and
+/// the server's errors are sorted into `DatabaseError` kinds with a message that names the
+/// database and never the password.
+final class PostgresDatabase: LedgerDatabase {
+    let address: PostgresAddress
+    private let connection: PostgresConnection
+    private var numbered: [String: String] = [:]
+    /// postgres-nio logs queries and connection details at debug level: never shown.
+    private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    private init(address: PostgresAddress, connection: PostgresConnection) {
+        self.address = address
+        self.connection = connection
+    }
+
+    /// Connects to the database `address` names, with the password from the environment.
+    static func connect(
+        _ address: PostgresAddress, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(DatabaseError) -> PostgresDatabase {
+        let password = try PostgresPassword.find(for: address, environment: environment)
+        var configuration = PostgresConnection.Configuration(
+            host: address.host, port: address.port, username: address.user, password: password,
+            database: address.database, tls: try tls(address))
+        configuration.options.connectTimeout = .milliseconds(Int64(address.connectTimeout * 1000))
+        configuration.options.tlsServerName = address.tls == .verifyFull ? address.host : nil
+        do {
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 1, logger: silent
+            ).wait()
+            return PostgresDatabase(address: address, connection: connection)
+        } catch {
+            throw PostgresErrors.sorted(error, address: address, connecting: true, hasPassword: password != nil)
+        }
+    }
+
+    /// TLS as `sslmode` says: `disable` none; `allow`/`prefer` when the server offers it,
+    /// unverified; `require` always, unverified; `verify-ca` the chain; `verify-full` the name too.
+    private static func tls(_ address: PostgresAddress) throws(DatabaseError) -> PostgresConnection.Configuration.TLS {
+        var settings = TLSConfiguration.makeClientConfiguration()
+        switch address.tls {
+        case .disable: return .disable
+        case .allow, .prefer, .require: settings.certificateVerification = .none
+        case .verifyCA: settings.certificateVerification = .noHostnameVerification
+        case .verifyFull: settings.certificateVerification = .fullVerification
+        }
+        do {
+            let context = try NIOSSLContext(configuration: settings)
+            return address.tls == .allow || address.tls == .prefer ? .prefer(context) : .require(context)
+        } catch {
+            throw DatabaseError(kind: .cannotOpen, message: "cannot set up TLS: \(error)")
+        }
+    }
+
+    /// Ends the connection (and with it the advisory lock, if this connection holds it).
+    func close() {
+        guard !connection.isClosed else { return }
+        _ = try? answer(connection.close())
+    }
+
+    deinit { close() }
+
+    @discardableResult
+    func run(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> Int {
+        try execute(sql, arguments).metadata.rows ?? 0
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow] {
+        try execute(sql, arguments).rows.map { row in SQLRow(values: row.map(Self.value)) }
+    }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try run("BEGIN", [])
+        do {
+            let value = try body()
+            try run("COMMIT", [])
+            return value
+        } catch {
+            _ = try? run("ROLLBACK", [])
+            throw error
+        }
+    }
+
+    func tableExists(_ name: String) throws(DatabaseError) -> Bool {
+        !(try query(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",
+            [.text(name)]
+        ).isEmpty)
+    }
+
+    /// The server keeps its own storage whole (checksums, WAL replay): nothing to check here.
+    func integrityProblems(quick: Bool) throws(DatabaseError) -> [String] { [] }
+
+    /// Takes the ledger's advisory lock on this connection, waiting up to `wait` seconds; false
+    /// when another host holds it. Keyed by the schema, so two ledgers in one database do not
+    /// share a lock.
+    func takeAdvisoryLock(wait: Double) throws(DatabaseError) -> Bool {
+        let deadline = Date().addingTimeInterval(wait)
+        while true {
+            let rows = try query("SELECT pg_try_advisory_lock(1853253491, hashtext(current_schema()))", [])
+            if rows.first?.int(0) == 1 { return true }
+            guard Date() < deadline else { return false }
+            usleep(100_000)
+        }
+    }
+
+    private func execute(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> PostgresQueryResult {
+        var binds = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .null: binds.appendNull()
+            case .integer(let n): binds.append(n)
+            case .real(let d): binds.append(d)
+            case .text(let s): binds.append(s)
+            }
+        }
+        let text = numbered[sql] ?? Self.numberPlaceholders(sql)
+        numbered[sql] = text
+        guard !connection.isClosed else {
+            throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
+        }
+        do {
+            return try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
+        } catch {
+            throw PostgresErrors.sorted(error, address: address, connecting: false, hasPassword: true)
+        }
+    }
+
+    /// How long one statement may wait for the server's answer before the connection counts as lost.
+    static let answerTimeout: Int64 = 20
+
+    /// The future's value, or a lost connection when the server has not answered within
+    /// `answerTimeout`: a connection the server ended can leave a request unanswered, and a
+    /// host that cannot commit must stop rather than wait for ever.
+    private func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        let promise = future.eventLoop.makePromise(of: T.self)
+        let done = NIOLockedValueBox(false)
+        let place = address.hostAndPort
+        let timer = future.eventLoop.scheduleTask(in: .seconds(Self.answerTimeout)) {
+            if done.withLockedValue({
+                let was = $0
+                $0 = true
+                return !was
+            }) {
+                promise.fail(
+                    DatabaseError(
+                        kind: .connection,
+                        message: "no answer from \(place) within \(Self.answerTimeout) s"))
+            }
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            if done.withLockedValue({
+                let was = $0
+                $0 = true
+                return !was
+            }) {
+                promise.completeWith(result)
+            }
+        }
+        return try promise.futureResult.wait()
+    }
+
+    /// `?` → `$1`, `$2`, … outside quoted text (the ledger's SQL is written with `?`).
+    static func numberPlaceholders(_ sql: String) -> String {
+        var out = ""
+        var number = 0
+        var quoted = false
+        for character in sql {
+            if character == "'" { quoted.toggle() }
+            if character == "?" && !quoted {
+                number += 1
+                out += "$\(number)"
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// A cell as the ledger's values: numbers, text, or null (booleans as 0/1).
+    private static func value(_ cell: PostgresCell) -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int2, .int4, .int8:
+            return (try? cell.decode(Int64.self)).map { .integer($0) } ?? .null
+        case .float4, .float8:
+            return (try? cell.decode(Double.self)).map { .real($0) } ?? .null
+        case .numeric:
+            let text = (try? cell.decode(Decimal.self)).map { "\($0)" } ?? ""
+            return Int64(text).map { .integer($0) } ?? Double(text).map { .real($0) } ?? .null
+        case .bool:
+            return (try? cell.decode(Bool.self)).map { .integer($0 ? 1 : 0) } ?? .null
+        default:
+            return (try? cell.decode(String.self)).map { .text($0) } ?? .null
+        }
+    }
+}
+
+/// The password for a PostgreSQL ledger, as libpq finds it: the `${VAR}` the URL names, else
+/// `PGPASSWORD`, else the first matching line of `PGPASSFILE` (default `~/.pgpass`).
+enum PostgresPassword {
+    static func find(for address: PostgresAddress, environment: [String: String]) throws(DatabaseError) -> String? {
+        if let name = address.passwordVariable {
+            guard let value = environment[name] else {
+                throw DatabaseError(
+                    kind: .cannotOpen,
+                    message: "the environment variable \(name) that the URL names for the password is not set")
+            }
+            return value
+        }
+        if let value = environment["PGPASSWORD"] { return value }
+        let file =
+            environment["PGPASSFILE"] ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".pgpass") }
+        guard let file, let data = FileManager.default.contents(atPath: file) else { return nil }
+        return fromPassFile(String(decoding: data, as: UTF8.self), address: address)
+    }
+
+    /// The first `host:port:database:user:password` line that matches (`*` matches anything,
+    /// `\:` and `\\` are escapes).
+    static func fromPassFile(_ text: String, address: PostgresAddress) -> String? {
+        let wanted = [address.host, String(address.port), address.database, address.user]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = split(line)
+            guard fields.count == 5 else { continue }
+            if zip(fields, wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+        }
+        return nil
+    }
+
+    private static func split(_ line: Substring) -> [String] {
+        var fields = [""]
+        var escaped = false
+        for character in line where character != "\r" {
+            if escaped {
+                fields[fields.count - 1].append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == ":" && fields.count < 5 {
+                fields.append("")
+            } else {
+                fields[fields.count - 1].append(character)
+            }
+        }
+        return fields
+    }
+}
+
+/// postgres-nio's errors sorted into what the ledger acts on, with a message that says what to
+/// fix (host, port, database, cause) and never the password.
+enum PostgresErrors {
+    static func sorted(_ error: any Error, address: PostgresAddress, connecting: Bool, hasPassword: Bool)
+        -> DatabaseError
+    {
+        if let error = error as? DatabaseError { return error }
+        guard let error = error as? PSQLError else {
+            return DatabaseError(kind: connecting ? .connection : .other, message: cause(error, address: address))
+        }
+        switch error.code {
+        case .server:
+            return server(error, address: address)
+        case .sslUnsupported:
+            return DatabaseError(
+                kind: .cannotOpen,
+                message: "\(address.hostAndPort) does not offer TLS, and sslmode=\(address.tls.rawValue) requires it")
+        case .authMechanismRequiresPassword:
+            return DatabaseError(
+                kind: .cannotOpen,
+                message: "the server asks for a password for user \(address.user) and none was given (${VAR} in the "
+                    + "URL, PGPASSWORD or a PGPASSFILE)")
+        case .connectionError:
+            return DatabaseError(
+                kind: .connection,
+                message:
+                    "cannot connect to \(address.hostAndPort): \(error.underlying.map { cause($0, address: address) } ?? "refused")"
+            )
+        case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+            return DatabaseError(
+                kind: .connection, message: "the connection to \(address.hostAndPort) was lost (server closed it)")
+        default:
+            return DatabaseError(kind: connecting ? .connection : .other, message: "\(error.code)")
+        }
+    }
+
+    /// A server error by its SQLSTATE (PostgreSQL's appendix A).
+    private static func server(_ error: PSQLError, address: PostgresAddress) -> DatabaseError {
+        let state = error.serverInfo?[.sqlState] ?? ""
+        let message = error.serverInfo?[.message] ?? "error \(state)"
+        switch state {
+        case "28P01", "28000":
+            return DatabaseError(kind: .cannotOpen, message: "the server refused user \(address.user): \(message)")
+        case "3D000":
+            return DatabaseError(kind: .cannotOpen, message: message + " (create it, or name another in state:)")
+        case "53100": return DatabaseError(kind: .diskFull, message: message)
+        case "57P01", "57P02", "57P03", "08000", "08003", "08006":
+            return DatabaseError(
+                kind: .connection, message: "the connection to \(address.hostAndPort) was lost: \(message)")
+        case "40001", "40P01", "55P03": return DatabaseError(kind: .busy, message: message)
+        case "25006": return DatabaseError(kind: .readOnly, message: message)
+        default:
+            return DatabaseError(kind: state.hasPrefix("23") ? .constraint : .other, message: message)
+        }
+    }
+
+    /// A lower-level cause in a few words (the socket's error, not the request).
+    private static func cause(_ error: any Error, address: PostgresAddress) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if error is NIOConnectionError { return "connection refused" }
+        if let channel = error as? ChannelError, case .connectTimeout = channel {
+            return "no answer within \(Int(address.connectTimeout)) s"
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real PostgreSQL server for the tests (Debian's `postgresql` package): `initdb` in a
+/// temporary folder and `postgres` on a free loopback port, as the unprivileged user `nobody`
+/// when the tests run as root (the server refuses root). Password authentication
+/// (scram-sha-256) with a password made up for this server; the URL names it as
+/// `${NEWSPUSH_TEST_PG_PASSWORD}`, set by `environment`.
+///
+/// A watchdog shell beside the server stops it and removes its folder when the test process
+/// ends, however it ends.
+public final class LocalPostgres: @unchecked Sendable {
+    /// The folder with `initdb`, `postgres` and `psql`, or nil when the package is absent.
+    public static let binaries: String? = {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return versions.compactMap(Int.init).sorted().reversed().map { "\(root)/\($0)/bin" }
+            .first { FileManager.default.isExecutableFile(atPath: "\($0)/postgres") }
+    }()
+
+    /// Why the PostgreSQL tests cannot run here, if they cannot.
+    public static var missing: String? {
+        binaries == nil ? "PostgreSQL's server binaries are not installed (Debian's postgresql package)" : nil
+    }
+
+    /// The environment variable the URLs name for the password.
+    public static let passwordVariable = "NEWSPUSH_TEST_PG_PASSWORD"
+
+    /// The loopback port the server listens on.
+    public let port: Int
+    /// The database superuser the tests connect as.
+    public let user = "newspush"
+    /// Made up for this server (never a real secret).
+    public let password: String
+    private let folder: String
+    private let bin: String
+    private var server: Process?
+    private var databases = 0
+
+    /// One server shared by the tests of this process (each test makes its own database).
+    public static func shared() throws -> LocalPostgres {
+        let server = try sharedServer.get()
+        startedLock.withLock { sharedStarted = true }
+        return server
+    }
+
+    /// The password's variable for the shared server, once a test started it (what every
+    /// newspush process the tests start is given).
+    public static var sharedEnvironment: [String: String] {
+        startedLock.withLock { sharedStarted } ? (try? sharedServer.get().environment) ?? [:] : [:]
+    }
+
+    private static let startedLock = NSLock()
+    nonisolated(unsafe) private static var sharedStarted = false
+
+    private static let sharedServer = Result { try LocalPostgres(fsync: false) }
+
+    /// A new server of its own (for tests that stop or restart it). `fsync: false` for speed
+    /// where a crash of the machine is not what is tested.
+    public init(fsync: Bool = false) throws {
+        guard let bin = Self.binaries else { throw SpawnError(description: Self.missing ?? "") }
+        self.bin = bin
+        password = "pw-" + UUID().uuidString.prefix(12).lowercased()
+        folder = NSTemporaryDirectory() + "newspush-pg-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try password.write(toFile: folder + "/pw", atomically: true, encoding: .utf8)
+        try Self.run(["chown", "-R", "nobody", folder], asServer: false)
+        try Self.run(
+            [
+                "\(bin)/initdb", "-D", folder + "/data", "-U", user, "--pwfile=\(folder)/pw", "-A", "scram-sha-256",
+                "-E", "UTF8", "--locale=C", "--no-sync",
+            ], asServer: true)
+        unlink(folder + "/pw")
+        port = try Self.freePort()
+        try start(fsync: fsync)
+    }
+
+    /// The `state:` URL of `database` (password by reference).
+    public func url(_ database: String) -> String {
+        "postgres://\(user):${\(Self.passwordVariable)}@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    /// The environment a newspush process needs to reach this server.
+    public var environment: [String: String] { [Self.passwordVariable: password] }
+
+    /// A new empty database; its `state:` URL.
+    public func createDatabase() throws -> String {
+        databases += 1
+        let name = "ledger_\(databases)_\(UUID().uuidString.prefix(6).lowercased())"
+        _ = try psql("CREATE DATABASE \(name)")
+        return url(name)
+    }
+
+    /// Runs `sql` with psql and returns its unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+        let process = Process()
+        process.executableURL = URL(
+            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "\(bin)/psql")
+                ? "\(bin)/psql" : "/usr/bin/psql")
+        process.arguments = [
+            "-h", "127.0.0.1", "-p", String(port), "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql,
+        ]
+        process.environment = ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SpawnError(description: "psql: \(String(decoding: errors, as: UTF8.self))")
+        }
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Ends every connection to `database` but psql's own (as an administrator would).
+    public func terminateConnections(to database: String) throws -> Int {
+        let count = try psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> "
+                + "pg_backend_pid()")
+        return Int(count) ?? 0
+    }
+
+    /// Stops the server (fast shutdown: connections are ended) and starts it again.
+    public func restart() throws {
+        stopServer()
+        try start(fsync: false)
+    }
+
+    /// Stops the server and removes its folder.
+    public func stop() {
+        stopServer()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    deinit { stop() }
+
+    private func start(fsync: Bool) throws {
+        // The watchdog: stops the server when this test process is gone.
+        let script = """
+            $5 "$1" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=\(fsync ? "on" : "off") \\
+              -c max_connections=60 >>"$2/server.log" 2>&1 &
+            server=$!
+            trap 'kill -INT $server 2>/dev/null; wait $server; exit 0' TERM
+            while kill -0 "$4" 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
+            kill -INT $server 2>/dev/null
+            wait $server
+            rm -rf "$2"
+            """
+        // As root the server runs as nobody (setpriv execs it in place, so $! is the server).
+        let asNobody = getuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup --clear-groups" : ""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", script, "watchdog", "\(bin)/postgres", folder, String(port), String(getpid()), asNobody,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        server = process
+        for _ in 0..<200 {
+            if (try? psql("SELECT 1")) == "1" { return }
+            guard process.isRunning else { break }
+            usleep(50_000)
+        }
+        let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
+        throw SpawnError(description: "PostgreSQL did not start on port \(port): \(log.suffix(600))")
+    }
+
+    private func stopServer() {
+        guard let server, server.isRunning else { return }
+        server.terminate()
+        server.waitUntilExit()
+        // The watchdog waits for the server's own end: the port is free once this returns.
+        self.server = nil
+    }
+
+    private static func run(_ arguments: [String], asServer: Bool) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: asServer && getuid() == 0 ? "/usr/sbin/runuser" : "/usr/bin/env")
+        process.arguments = asServer && getuid() == 0 ? ["-u", "nobody", "--"] + arguments : arguments
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SpawnError(description: "\(arguments[0]): \(String(decoding: errors, as: UTF8.self))")
+        }
+    }
+
+    /// A port nothing listens on now.
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw SpawnError(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

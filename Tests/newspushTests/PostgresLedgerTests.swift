@@ -1,0 +1,228 @@
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Two hosts, one PostgreSQL ledger (issue 24), through the built binary against a real server
+/// and the emulator: one run at a time across hosts, a dead host's lock released, a lost
+/// connection never sending twice, failures that say what to fix, and moving a ledger.
+@Suite("PostgreSQL ledger: two hosts", .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))
+struct PostgresLedgerTests {
+    static let devices = """
+        hub: breaking-news
+        devices:
+          - {id: phone, platform: apple, tags: [World, Politics, Sports],
+                template: '{"aps":{"alert":"$(messageParam)"},"story":"$(id)"}'}
+        """
+
+    /// One host's config (a folder of its own) on the shared ledger `state`.
+    func host(
+        _ folder: TemporaryFolder, name: String, state: String, hub: LocalHub, feeds: [String], extra: String = "",
+        concurrency: Int = 8
+    ) throws -> String {
+        let list = feeds.map { "  - {url: \"\($0)\", category: World}" }.joined(separator: "\n")
+        return try folder.write(
+            "\(name).yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", retries: 0, retry_delay: 10ms, timeout: 20s,
+                concurrency: \(concurrency)}
+            policy: {first_run: send, budget: {per_category: 1000, per: 1h}}
+            state: "\(state)"
+            \(extra)
+            feeds:
+            \(list.isEmpty ? "  []" : list)
+            """.replacingOccurrences(of: "feeds:\n  []", with: "feeds: []"))
+    }
+
+    func json(_ result: CommandResult) throws -> [String: Any] {
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            "not JSON: \(result.stdout) \(result.stderr)")
+    }
+
+    /// The outbox of the ledger `config` names, as `state export` prints it (empty while no run
+    /// has created the ledger yet).
+    func outbox(_ config: String) async throws -> [[String: Any]] {
+        let export = try await newspush(["state", "export", "--config", config])
+        if export.status == 1 && export.stderr.contains("no ledger") { return [] }
+        #expect(export.status == 0, "\(export.stderr)")
+        return try #require(try json(export)["outbox"] as? [[String: Any]], "\(export.stderr)")
+    }
+
+    /// Starts `newspush ARGS` without waiting for it.
+    func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = try binaryURL()
+        process.arguments = arguments
+        var environment = hubEnvironment
+        environment.merge(LocalPostgres.sharedEnvironment) { $1 }
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits until the ledger records a push whose request is on its way.
+    func waitForSending(_ config: String) async throws {
+        for _ in 0..<150 {
+            if try await outbox(config).contains(where: { $0["status"] as? String == "sending" }) { return }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        Issue.record("no push was ever in flight")
+    }
+
+    @Test func aSecondHostExits75AtOnceOrWaitsWithWait() async throws {
+        let server = try LocalPostgres.shared()
+        let state = try server.createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await FeedDesk.serve(["/world.xml": FeedDesk([("a1", "Harbour cranes halt work", 2)])])
+        defer { feeds.stop() }
+        let one = try TemporaryFolder()
+        let two = try TemporaryFolder()
+        defer { (one.cleanup(), two.cleanup()) }
+        let first = try host(one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        await hub.emulator.inject(Fault(delaySeconds: 4))
+        let running = try start(["run", "--config", first])
+        try await waitForSending(first)
+        let refused = try await newspush(["run", "--config", second], environment: hubEnvironment)
+        #expect(refused.status == 75, "\(refused.stderr)")
+        #expect(refused.stderr.contains("advisory lock") && refused.stderr.contains("127.0.0.1:\(server.port)"))
+        let waited = try await newspush(
+            [
+                "publish", "--config", second, "--category", "World", "--title", "Ferry strike called off", "--yes",
+                "--wait", "30s",
+            ], environment: hubEnvironment)
+        #expect(waited.status == 0, "\(waited.stderr)")
+        await offThePool { running.waitUntilExit() }
+        #expect(running.terminationStatus == 0)
+        let alerts = await hub.emulator.allDeliveries().map(\.payload)
+        #expect(alerts.count == 2 && alerts.filter { $0.contains("Harbour cranes") }.count == 1, "\(alerts)")
+    }
+
+    @Test func aHostKilledMidSendReleasesTheLockAndItsSendIsNeverRepeated() async throws {
+        let state = try LocalPostgres.shared().createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await FeedDesk.serve(["/world.xml": FeedDesk([("k1", "Dam gates opened after rain", 2)])])
+        defer { feeds.stop() }
+        let one = try TemporaryFolder()
+        let two = try TemporaryFolder()
+        defer { (one.cleanup(), two.cleanup()) }
+        let first = try host(one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        await hub.emulator.inject(Fault(delaySeconds: 3))
+        let running = try start(["run", "--config", first])
+        try await waitForSending(first)
+        kill(running.processIdentifier, SIGKILL)
+        await offThePool { running.waitUntilExit() }
+        let next = try await newspush(["run", "--config", second, "--format", "json"], environment: hubEnvironment)
+        #expect(next.status == 0, "the lock went with the dead host's connection: \(next.stderr)")
+        #expect((try json(next)["interrupted_sends"] as? [Any])?.count == 1, "\(next.stdout)")
+        try await Task.sleep(nanoseconds: 4_000_000_000)  // the delayed request, if the hub delivers it
+        #expect(await hub.emulator.allDeliveries().count <= 1, "never twice")
+        #expect(try await outbox(second).map { $0["status"] as? String } == ["unknown"])
+    }
+
+    @Test func aHostWhoseConnectionIsTerminatedMidSendStopsAndNothingIsSentTwice() async throws {
+        let server = try LocalPostgres.shared()
+        let state = try server.createDatabase()
+        let database = String(state.split(separator: "/").last?.split(separator: "?").first ?? "")
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await FeedDesk.serve([
+            "/world.xml": FeedDesk([
+                ("t1", "Lighthouse keeper retires", 2), ("t2", "Glacier retreat measured", 3),
+                ("t3", "Orchestra tours the coast", 4),
+            ])
+        ])
+        defer { feeds.stop() }
+        let one = try TemporaryFolder()
+        let two = try TemporaryFolder()
+        defer { (one.cleanup(), two.cleanup()) }
+        // One push at a time, so the others' intents are not yet written when the connection goes.
+        let first = try host(
+            one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"], concurrency: 1)
+        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
+        let running = try start(["run", "--config", first])
+        try await waitForSending(first)
+        #expect(try server.terminateConnections(to: database) >= 1)
+        await offThePool { running.waitUntilExit() }
+        #expect(running.terminationStatus == 1, "a host that lost its ledger stops and exits 1")
+        await hub.emulator.clearFaults()
+        let next = try await newspush(["run", "--config", second, "--format", "json"], environment: hubEnvironment)
+        #expect(next.status == 0, "\(next.stderr)")
+        try await Task.sleep(nanoseconds: 4_000_000_000)
+        let stories = await hub.emulator.allDeliveries().map(\.payload)
+        for title in ["Lighthouse keeper", "Glacier retreat", "Orchestra tours"] {
+            #expect(stories.filter { $0.contains(title) }.count <= 1, "\(title) twice: \(stories)")
+        }
+        let statuses = try await outbox(second).compactMap { $0["status"] as? String }
+        #expect(statuses.count == 3 && statuses.allSatisfy { $0 == "sent" || $0 == "unknown" }, "\(statuses)")
+    }
+
+    @Test func aWrongPasswordAMissingDatabaseOrNoServerStopBeforeAnythingIsFetched() async throws {
+        let server = try LocalPostgres.shared()
+        let state = try server.createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let desk = FeedDesk([("w1", "Tram line extended", 2)])
+        let feeds = try await FeedDesk.serve(["/world.xml": desk])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let cases: [(state: String, environment: [String: String], says: [String])] = [
+            (
+                state, [LocalPostgres.passwordVariable: "not-the-password"],
+                ["password authentication failed", "newspush"]
+            ),
+            (
+                state.replacingOccurrences(of: "/ledger_", with: "/absent_"), [:],
+                ["does not exist", "absent_"]
+            ),
+            (
+                state.replacingOccurrences(of: ":\(server.port)/", with: ":\(try LocalPostgres.freePort())/"), [:],
+                ["cannot connect", "connection refused"]
+            ),
+        ]
+        for (ledger, environment, says) in cases {
+            let config = try host(folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            var env = hubEnvironment
+            env.merge(environment) { $1 }
+            let run = try await newspush(["run", "--config", config], environment: env)
+            #expect(run.status == 1, "\(run.stderr)")
+            #expect(says.allSatisfy { run.stderr.contains($0) } && run.stderr.contains("127.0.0.1"), "\(run.stderr)")
+            #expect(!run.stderr.contains(server.password) && !run.stdout.contains(server.password))
+            #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")), "no local fall back")
+        }
+        #expect(await desk.fullResponses == 0, "nothing fetched")
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+    }
+
+    @Test func aLiteralPasswordInTheConfigIsRefusedAndNeverQuoted() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            state: "postgres://newsroom:hunter2-literal@db.example:5432/news?sslmode=require"
+            feeds: []
+            """)
+        let check = try await newspush(["check", "--config", config], environment: hubEnvironment)
+        #expect(check.status == 78, "\(check.stdout) \(check.stderr)")
+        #expect((check.stdout + check.stderr).contains("literal password"))
+        #expect(!(check.stdout + check.stderr).contains("hunter2"))
+        let state = try await newspush(
+            ["state", "show", "--state", "postgres://newsroom:hunter2-literal@127.0.0.1:1/news"])
+        #expect(state.status == 1 && !(state.stdout + state.stderr).contains("hunter2"), "\(state.stderr)")
+    }
+}
