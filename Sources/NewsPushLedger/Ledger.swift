@@ -251,7 +251,7 @@ public final class Ledger {
         }
     }
 
-    private static func wrap<T>(_ path: String, writing: Bool, _ body: () throws -> T) throws(LedgerError) -> T {
+    static func wrap<T>(_ path: String, writing: Bool, _ body: () throws -> T) throws(LedgerError) -> T {
         do { return try body() } catch let error as DatabaseError {
             throw LedgerError.from(error, path: path, writing: writing)
         } catch let error as LedgerError {

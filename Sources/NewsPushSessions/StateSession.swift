@@ -102,6 +102,13 @@ public struct StateSession: Sendable {
         }
     }
 
+    /// Loads a whole ledger (or export, or legacy state) into this one, which must be empty.
+    public func importLedger(from source: String) throws(SessionError) -> ImportOutcome {
+        try changing { ledger throws(LedgerError) in
+            ImportOutcome(ledger: ledger.path, counts: try ledger.load(from: source))
+        }
+    }
+
     /// The ledger, read-only; it must exist.
     private func existing() throws(LedgerError) -> Ledger {
         let ledger = try Ledger.open(configured: location, access: .read)
@@ -119,4 +126,12 @@ public struct StateSession: Sendable {
             throw .ledger(error)
         }
     }
+}
+
+/// What `state import` loaded, into which ledger.
+public struct ImportOutcome: Sendable {
+    /// The ledger loaded into.
+    public var ledger: String
+    /// What the source was and how many rows of each table it gave.
+    public var counts: ImportCounts
 }

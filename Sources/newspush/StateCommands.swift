@@ -9,7 +9,9 @@ struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
         abstract: "Inspect and maintain the ledger (stories, feeds, the outbox of pushes).",
-        subcommands: [Show.self, Prune.self, Forget.self, CheckState.self, Export.self, Migrate.self])
+        subcommands: [
+            Show.self, Prune.self, Forget.self, CheckState.self, Export.self, Migrate.self, Import.self,
+        ])
 
     /// The options every state subcommand takes.
     struct Options: ParsableArguments {
@@ -147,6 +149,24 @@ struct StateCommand: ParsableCommand {
                 outcome.migratedFrom.map { "migrated from \($0) (kept as \($0).migrated)" }
                 ?? (outcome.created ? "created" : "up to date")
             Terminal.output("\(outcome.path): schema \(outcome.schemaVersion), \(how)")
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Load a SQLite ledger, a PostgreSQL ledger (postgres://…), a JSON export or a legacy JSON state into "
+                + "an empty ledger (the configured one, or --state), so the next run sends nothing old."
+        )
+        @OptionGroup var options: Options
+        @Argument(help: "The ledger or file to load from.") var source: String
+
+        func run() throws {
+            let outcome = try options.session().importLedger(from: source)
+            let rows = outcome.counts.rows.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+                .map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            Terminal.output(
+                "\(outcome.ledger): loaded from a \(outcome.counts.kind): \(rows.isEmpty ? "nothing" : rows)")
         }
     }
 }

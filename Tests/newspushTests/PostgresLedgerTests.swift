@@ -225,4 +225,56 @@ struct PostgresLedgerTests {
             ["state", "show", "--state", "postgres://newsroom:hunter2-literal@127.0.0.1:1/news"])
         #expect(state.status == 1 && !(state.stdout + state.stderr).contains("hunter2"), "\(state.stderr)")
     }
+
+    @Test func aLedgerMovesToPostgreSQLAndBackWithoutAFlood() async throws {
+        let server = try LocalPostgres.shared()
+        let shared = try server.createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await FeedDesk.serve([
+            "/world.xml": FeedDesk([
+                ("m1", "Canal reopens to shipping", 2), ("m2", "Rail fares frozen for a year", 3),
+                ("m3", "New bridge design unveiled", 4),
+            ])
+        ])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let local = folder.file("local.db")
+        let onSQLite = try host(folder, name: "sqlite", state: local, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        #expect(try await newspush(["run", "--config", onSQLite], environment: hubEnvironment).status == 0)
+        #expect(await hub.emulator.allDeliveries().count == 3)
+
+        // SQLite → PostgreSQL: the next run on the shared ledger sends nothing old.
+        let moved = try await newspush(["state", "import", local, "--state", shared])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(moved.stdout.contains("SQLite ledger") && moved.stdout.contains("3 stories"), "\(moved.stdout)")
+        let onPostgres = try host(folder, name: "pg", state: shared, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let run = try await newspush(["run", "--config", onPostgres, "--format", "json"], environment: hubEnvironment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect((try json(run)["summary"] as? [String: Any])?["pushes_sent"] as? Int == 0, "\(run.stdout)")
+        #expect(await hub.emulator.allDeliveries().count == 3, "no flood after the move")
+
+        // An import never merges into a ledger that holds something.
+        let again = try await newspush(["state", "import", local, "--state", shared])
+        #expect(again.status == 1 && again.stderr.contains("not empty"), "\(again.stderr)")
+
+        // PostgreSQL → SQLite, and a JSON export → SQLite: the same stories, nothing re-sent.
+        let back = folder.file("back.db")
+        let returned = try await newspush(["state", "import", shared, "--state", back])
+        #expect(returned.status == 0 && returned.stdout.contains("PostgreSQL ledger"), "\(returned.stderr)")
+        let export = try await newspush(["state", "export", "--state", shared])
+        let exported = try folder.write("export.json", export.stdout)
+        let fromJSON = folder.file("from-json.db")
+        let loaded = try await newspush(["state", "import", exported, "--state", fromJSON])
+        #expect(loaded.status == 0 && loaded.stdout.contains("JSON export"), "\(loaded.stderr)")
+        for ledger in [back, fromJSON] {
+            let show = try await newspush(["state", "export", "--state", ledger])
+            #expect((try json(show)["items"] as? [String: Any])?.count == 3, "\(ledger)")
+            let config = try host(folder, name: "again", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let rerun = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+        }
+        #expect(await hub.emulator.allDeliveries().count == 3, "nothing old sent from any moved ledger")
+    }
 }
