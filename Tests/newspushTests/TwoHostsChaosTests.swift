@@ -1,0 +1,143 @@
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Two hosts on one PostgreSQL ledger for a minute (issue 24): each runs every 200–300 ms,
+/// either is killed with SIGKILL at random moments, and the database restarts once, while a
+/// feed publishes a new story every 0.7 s. Every story reaches the hub exactly once, or is
+/// recorded as `unknown` (a send cut off mid-request, never repeated); none is lost.
+@Suite("PostgreSQL ledger: two hosts under kills and a restart", .enabled(if: LocalPostgres.missing == nil))
+struct TwoHostsChaosTests {
+    /// A made-up headline for story `n`: five words of a made-up vocabulary, so no two
+    /// headlines look alike to the near-duplicate check.
+    static func headline(_ n: Int) -> String {
+        let syllables = ["ka", "lo", "mi", "ru", "ten", "va", "zor", "pel", "dri", "su", "nax", "bo", "quin", "fe"]
+        var generator = SplitMix(seed: UInt64(n) &* 7919 &+ 13)
+        let words = (0..<5).map { _ in
+            (0..<3).map { _ in syllables[Int(generator.next() % UInt64(syllables.count))] }.joined()
+        }
+        return "Story \(n) " + words.joined(separator: " ")
+    }
+
+    struct SplitMix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// What one host did in the minute.
+    final class HostLog: @unchecked Sendable {
+        var runs = 0
+        var kills = 0
+        var statuses: [Int32: Int] = [:]
+    }
+
+    /// Runs `newspush run` every 200–300 ms until `deadline`, killing about one run in four
+    /// at a random moment within its first 300 ms.
+    static func cron(_ binary: URL, config: String, environment: [String: String], until deadline: Date) -> HostLog {
+        let log = HostLog()
+        while Date() < deadline {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["run", "--config", config, "-q"]
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { break }
+            log.runs += 1
+            if Int.random(in: 0..<4) == 0 {
+                usleep(UInt32.random(in: 0..<300_000))
+                if process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                    log.kills += 1
+                }
+            }
+            process.waitUntilExit()
+            log.statuses[process.terminationStatus, default: 0] += 1
+            usleep(UInt32.random(in: 200_000..<300_000))
+        }
+        return log
+    }
+
+    @Test(.timeLimit(.minutes(4))) func everyStoryReachesTheHubOnceOrIsRecordedUnknown() async throws {
+        let server = try LocalPostgres()
+        defer { server.stop() }
+        let state = try server.createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: PostgresLedgerTests.devices)
+        defer { hub.stop() }
+        let start = Date()
+        let feed = try await LocalHTTPServer.start { _ in
+            let newest = Int(Date().timeIntervalSince(start) / 0.7)
+            let items = (max(0, newest - 30)...newest).reversed().map { n in
+                (guid: "story-\(n)", title: Self.headline(n), published: start.addingTimeInterval(Double(n) * 0.7))
+            }
+            return CannedResponse(text: rssFeed(title: "Wire", dated: items))
+        }
+        defer { feed.stop() }
+        let folders = [try TemporaryFolder(), try TemporaryFolder()]
+        defer { folders.forEach { $0.cleanup() } }
+        let configs = try folders.enumerated().map { index, folder in
+            try PostgresLedgerTests().host(
+                folder, name: "host\(index)", state: state, hub: hub, feeds: ["\(feed.baseURL)/wire.xml"])
+        }
+        var environment = hubEnvironment
+        environment.merge(server.environment) { $1 }
+        let binary = try binaryURL()
+        let deadline = Date().addingTimeInterval(60)
+        let environmentCopy = environment
+        async let first = offThePool {
+            Self.cron(binary, config: configs[0], environment: environmentCopy, until: deadline)
+        }
+        async let second = offThePool {
+            Self.cron(binary, config: configs[1], environment: environmentCopy, until: deadline)
+        }
+        try await Task.sleep(nanoseconds: 30_000_000_000)
+        try server.restart()
+        let logs = await [first, second]
+        let published = Int(Date().timeIntervalSince(start) / 0.7)
+        // A last run with nobody killing it sends what is still pending.
+        var last = try await newspush(["run", "--config", configs[0]], environment: environment)
+        for _ in 0..<5 where last.status != 0 {
+            try await Task.sleep(nanoseconds: 500_000_000)
+            last = try await newspush(["run", "--config", configs[0]], environment: environment)
+        }
+        #expect(last.status == 0, "\(last.stderr)")
+
+        let delivered = await hub.emulator.allDeliveries().map(\.payload)
+        let export = try await newspush(["state", "export", "--config", configs[0]], environment: environment)
+        let outbox = try #require(
+            (try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])?["outbox"]
+                as? [[String: Any]])
+        let unknown = Set(
+            outbox.filter { $0["status"] as? String == "unknown" }.compactMap {
+                ($0["properties"] as? [String: String])?["title"]
+            })
+        var twice: [String] = []
+        var lost: [String] = []
+        for n in 0...published {
+            let title = Self.headline(n)
+            let count = delivered.filter { $0.contains(title) }.count
+            if count > 1 { twice.append(title) }
+            if count == 0 && !unknown.contains(title) { lost.append(title) }
+        }
+        let kills = logs.map(\.kills).reduce(0, +)
+        let runs = logs.map(\.runs).reduce(0, +)
+        #expect(runs >= 100 && kills >= 10, "runs \(runs), kills \(kills)")
+        #expect(twice.isEmpty, "pushed twice: \(twice)")
+        #expect(lost.isEmpty, "lost: \(lost) of \(published + 1); unknown \(unknown.count)")
+        print(
+            "two hosts: \(runs) runs (\(logs.map { $0.statuses.description })), \(kills) killed, "
+                + "\(published + 1) stories, \(delivered.count) delivered, \(unknown.count) unknown")
+    }
+}
