@@ -38,6 +38,8 @@ public struct RunResult: Sendable {
     /// The hub request of each push (sent or, in a dry run, not), when asked for; a push whose
     /// request cannot be built holds the reason instead.
     public var requests: [Result<HubRequest, HubError>]
+    /// How long the run waited for the ledger's lock, in seconds.
+    public var lockWait: Double = 0
 }
 
 /// The scheduled job, as one session: the lock, the ledger, every stage in order, the record
@@ -81,7 +83,9 @@ public struct RunSession: Sendable {
             defer { withExtendedLifetime(lock) {} }
             let ledger = try Ledger.open(
                 configured: config.statePath, access: request.dryRun ? .read : .write, lock: lock)
-            return try run(feeds, ledger: ledger, client: client, request: request, now: now)
+            var result = try run(feeds, ledger: ledger, client: client, request: request, now: now)
+            result.lockWait = lock?.waited ?? 0
+            return result
         } catch {
             throw .ledger(error)
         }

@@ -8,6 +8,10 @@ import NewsPushSessions
 import NewsPushTesting
 import NotificationHubs
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Benchmarks (not tests: a timing never fails anything). Each prints its figures.
 @main
 struct Bench: AsyncParsableCommand {
@@ -38,7 +42,13 @@ struct HubPushes: AsyncParsableCommand {
     @Option(help: "Repetitions; the best and median are reported.")
     var repeats = 3
 
+    @Flag(help: "Also journal into a PostgreSQL ledger (a local server started for the run), beside SQLite.")
+    var postgres = false
+
     func run() async throws {
+        let server = postgres ? try LocalPostgres(fsync: true) : nil
+        defer { server?.stop() }
+        if let server { setenv(LocalPostgres.passwordVariable, server.password, 1) }
         let hub = try await LocalHub.start(
             devicesYAML: """
                 hub: breaking-news
@@ -47,8 +57,10 @@ struct HubPushes: AsyncParsableCommand {
                 """)
         defer { hub.stop() }
         var pipelineTimes: [Double] = []
+        var postgresTimes: [Double] = []
         var sequentialTimes: [Double] = []
-        for round in 0..<repeats {
+        for round in 0..<repeats * (postgres ? 2 : 1) {
+            let ledger = round >= repeats ? try server?.createDatabase() : nil
             let items = (0..<pushes).map {
                 (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120))
             }
@@ -62,6 +74,7 @@ struct HubPushes: AsyncParsableCommand {
                 hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
                     endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
                 policy: {first_run: send, budget: {per_category: \(pushes), per: 1h}}
+                \(ledger.map { "state: \"\($0)\"" } ?? "")
                 feeds:
                   - {url: "\(feeds.baseURL)/world.xml", category: World}
                 """)
@@ -76,6 +89,12 @@ struct HubPushes: AsyncParsableCommand {
                 return (elapsed, result?.report.summary.pushesSent ?? 0)
             }
             guard sent == pushes else { throw ValidationError("only \(sent) of \(pushes) pushes were sent") }
+            if ledger != nil {
+                postgresTimes.append(elapsed)
+                feeds.stop()
+                folder.cleanup()
+                continue
+            }
             pipelineTimes.append(elapsed)
 
             // The bare client, one request after another on one kept-alive connection.
@@ -105,6 +124,11 @@ struct HubPushes: AsyncParsableCommand {
             "newspush run, \(pushes) pushes, hub.concurrency \(concurrency), state journalled: "
                 + "\(summary(pipelineTimes))"
         )
+        if postgres {
+            print(
+                "newspush run, \(pushes) pushes, hub.concurrency \(concurrency), PostgreSQL ledger: "
+                    + "\(summary(postgresTimes))")
+        }
         print("bare client, \(pushes) sequential sends, no state:           \(summary(sequentialTimes))")
         print("deliveries logged by the emulator: \(await hub.emulator.allDeliveries().count)")
     }

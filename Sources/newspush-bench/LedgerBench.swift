@@ -20,6 +20,8 @@ struct LedgerIdleRun: AsyncParsableCommand {
     @Option(help: "Stories in each feed (feeds × stories are in the ledger).") var stories = 150
     @Option(help: "fetch.concurrency (and per_host: every feed is on one local host).") var concurrency = 64
     @Option(help: "Repetitions; the best and median are reported.") var repeats = 3
+    @Flag(help: "Also the same runs over a PostgreSQL ledger (a local server started for the run, fsync on).")
+    var postgres = false
 
     func run() async throws {
         let perFeed = stories
@@ -62,6 +64,22 @@ struct LedgerIdleRun: AsyncParsableCommand {
         let size = (try? FileManager.default.attributesOfItem(atPath: ledger)[.size] as? Int) ?? 0
         var idle: [(Double, Int)] = []
         for _ in 0..<repeats { idle.append(try await spawn(binary, ["run", "-q", "--config", config], environment)) }
+        if postgres {
+            let server = try LocalPostgres(fsync: true)
+            defer { server.stop() }
+            let state = try server.createDatabase()
+            let shared = environment + ["\(LocalPostgres.passwordVariable)=\(server.password)"]
+            let arguments = ["run", "-q", "--config", config, "--state", state]
+            let first = try await spawn(binary, arguments, shared)
+            var runs: [(Double, Int)] = []
+            for _ in 0..<repeats { runs.append(try await spawn(binary, arguments, shared)) }
+            let times = runs.map(\.0).sorted()
+            print(
+                String(
+                    format:
+                        "PostgreSQL ledger: first run %.3f s; idle run best %.3f s, median %.3f s, peak RSS %.1f MB",
+                    first.0, times[0], times[times.count / 2], Double(runs.map(\.1).max() ?? 0) / 1024))
+        }
 
         // The JSON store with the same stories and feeds, loaded and saved as every run did.
         let json = folder.file("state.json")

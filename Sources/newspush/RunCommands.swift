@@ -65,7 +65,7 @@ struct RunArguments: ParsableArguments {
         _ = global.bootstrapLogging()
         let config: NewsPushConfig
         do { config = try global.loadConfig() } catch {
-            writeMetrics(nil, started: started)
+            writeMetrics(nil, started: started, ledger: LedgerFacts(backend: backend(state ?? "")))
             throw error
         }
         var context = global.context(config)
@@ -79,12 +79,16 @@ struct RunArguments: ParsableArguments {
                 RunRequest(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial, keepRequests: showRequests))
         } catch {
             progress.clear()
-            writeMetrics(nil, started: started)
+            writeMetrics(nil, started: started, ledger: LedgerFacts(backend: backend(context.config.statePath)))
             throw error
         }
         progress.clear()
         render(result, dryRun: dryRun, global: global)
-        if !dryRun { writeMetrics(result.report, started: started) }
+        if !dryRun {
+            writeMetrics(
+                result.report, started: started,
+                ledger: LedgerFacts(backend: backend(context.config.statePath), lockWait: result.lockWait))
+        }
         try ExitStatus.finish(ExitStatus.code(for: result.report.outcome))
     }
 
@@ -121,13 +125,16 @@ struct RunArguments: ParsableArguments {
         }
     }
 
+    /// The ledger's engine as the metrics name it.
+    private func backend(_ state: String) -> String { PostgresAddress.isPostgres(state) ? "postgres" : "sqlite" }
+
     /// The metrics file, when asked for; a run that could not report writes its failure.
-    private func writeMetrics(_ report: RunReport?, started: Date) {
+    private func writeMetrics(_ report: RunReport?, started: Date, ledger: LedgerFacts) {
         guard let metricsFile else { return }
         let now = Date()
         let text = RunMetrics.text(
             report: report, failure: report == nil, duration: now.timeIntervalSince(started), now: now,
-            previousFile: metricsFile)
+            previousFile: metricsFile, ledger: ledger)
         do { try RunMetrics.write(text, to: metricsFile) } catch {
             Terminal.error("\(metricsFile): \(error.localizedDescription)")
         }

@@ -123,8 +123,13 @@ struct PostgresLedgerTests {
         try await waitForSending(first)
         kill(running.processIdentifier, SIGKILL)
         await offThePool { running.waitUntilExit() }
-        let next = try await newspush(["run", "--config", second, "--format", "json"], environment: hubEnvironment)
+        let metrics = two.file("metrics.prom")
+        let next = try await newspush(
+            ["run", "--config", second, "--format", "json", "--metrics-file", metrics], environment: hubEnvironment)
         #expect(next.status == 0, "the lock went with the dead host's connection: \(next.stderr)")
+        let facts = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(facts.contains("newspush_ledger_backend{backend=\"postgres\"} 1"), "\(facts)")
+        #expect(facts.contains("newspush_lock_wait_seconds "), "\(facts)")
         #expect((try json(next)["interrupted_sends"] as? [Any])?.count == 1, "\(next.stdout)")
         try await Task.sleep(nanoseconds: 4_000_000_000)  // the delayed request, if the hub delivers it
         #expect(await hub.emulator.allDeliveries().count <= 1, "never twice")

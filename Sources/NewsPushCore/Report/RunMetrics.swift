@@ -6,15 +6,31 @@ import Prometheus
     import Glibc
 #endif
 
+/// What the metrics say of the ledger: its engine, and how long the run waited for its lock
+/// (nil when the run stopped before it had the lock).
+public struct LedgerFacts: Sendable {
+    /// `sqlite` or `postgres`.
+    public var backend: String
+    /// Seconds the run waited for the lock.
+    public var lockWait: Double?
+
+    /// The facts of one run.
+    public init(backend: String, lockWait: Double? = nil) {
+        self.backend = backend
+        self.lockWait = lockWait
+    }
+}
+
 /// The `--metrics-file` of a run: Prometheus text format for node exporter's textfile
 /// collector, replaced atomically so the collector never reads half a file.
 public enum RunMetrics {
     /// The metrics of a run that produced a report (`report`), or of one that stopped before it
     /// could (`report` nil, `failure` set). The last success is carried over from the previous
     /// file when this run was not one.
-    public static func text(report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?)
-        -> String
-    {
+    public static func text(
+        report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?,
+        ledger: LedgerFacts = LedgerFacts(backend: "sqlite")
+    ) -> String {
         let registry = PrometheusCollectorRegistry()
         func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
             registry.makeGauge(
@@ -37,6 +53,16 @@ public enum RunMetrics {
             .set(name == outcome ? 1.0 : 0.0)
         }
         gauge("run_duration", unit: "seconds", "How long the last run took").set(duration)
+        for backend in ["sqlite", "postgres"] {
+            gauge(
+                "ledger_backend", "1 for the ledger's engine (postgres: shared by several hosts)",
+                [("backend", backend)]
+            )
+            .set(backend == ledger.backend ? 1.0 : 0.0)
+        }
+        if let wait = ledger.lockWait {
+            gauge("lock_wait", unit: "seconds", "How long the last run waited for the ledger's lock").set(wait)
+        }
         gauge("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(
             now.timeIntervalSince1970)
         let lastSuccess =
