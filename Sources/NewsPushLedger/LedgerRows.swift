@@ -15,6 +15,11 @@ extension Ledger {
 
     static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
 
+    /// `count` rows of `columns` placeholders each, for a multi-row `VALUES`.
+    static func rows(_ columns: Int, _ count: Int) -> String {
+        Array(repeating: "(\(marks(columns)))", count: count).joined(separator: ", ")
+    }
+
     static func feed(_ row: SQLRow) -> FeedRecord {
         let etag = row.text(1), modified = row.text(2)
         return FeedRecord(

@@ -39,22 +39,24 @@ extension Ledger {
     public func record(_ run: RunRecord) throws(LedgerError) {
         try writing {
             for feed in run.feeds { try upsert(feed) }
-            for story in run.newStories {
+            // Many rows per statement: one round trip per hundred stories to a database server.
+            for chunk in run.newStories.chunked(100) {
                 try db.run(
                     """
-                    INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14)))
+                    INSERT INTO stories (\(Self.storyColumns)) VALUES \(Self.rows(14, chunk.count))
                     ON CONFLICT (key) DO NOTHING
-                    """, Self.values(story))
+                    """, chunk.flatMap(Self.values))
                 // A pruned story that is listed again is known again (as old news).
-                try db.run("DELETE FROM tombstones WHERE key = ?", [.text(story.key)])
+                try db.run(
+                    "DELETE FROM tombstones WHERE key IN (\(Self.marks(chunk.count)))", chunk.map { .text($0.key) })
             }
             for (feed, keys) in run.listings {
                 try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(feed)])
-                for key in Set(keys) {
+                for chunk in Array(Set(keys)).chunked(250) {
                     try db.run(
-                        "INSERT INTO feed_members (feed, story_key) VALUES (?, ?) ON CONFLICT (feed, story_key) DO "
-                            + "NOTHING",
-                        [.text(feed), .text(key)])
+                        "INSERT INTO feed_members (feed, story_key) VALUES \(Self.rows(2, chunk.count)) ON CONFLICT "
+                            + "(feed, story_key) DO NOTHING",
+                        chunk.flatMap { [.text(feed), .text($0)] })
                 }
                 for chunk in Array(Set(keys)).chunked(500) {
                     try db.run(

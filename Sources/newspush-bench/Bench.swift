@@ -78,8 +78,9 @@ struct HubPushes: AsyncParsableCommand {
                 feeds:
                   - {url: "\(feeds.baseURL)/world.xml", category: World}
                 """)
-            let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]).load(
-                path: configPath)
+            var environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
+            if let server { environment[LocalPostgres.passwordVariable] = server.password }
+            let config = try ConfigLoader(environment: environment).load(path: configPath)
             var logger = Logger(label: "bench")
             logger.logLevel = .critical
             let session = RunSession(context: SessionContext(config: config, logger: logger))
