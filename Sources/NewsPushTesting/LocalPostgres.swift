@@ -44,6 +44,8 @@ public final class LocalPostgres: @unchecked Sendable {
     public static func shared() throws -> LocalPostgres {
         let server = try sharedServer.get()
         startedLock.withLock { sharedStarted = true }
+        // In-process ledgers (the core's tests) read the password from this process's environment.
+        setenv(passwordVariable, server.password, 1)
         return server
     }
 

@@ -47,20 +47,21 @@ struct PostgresLedgerTests {
 
     /// The outbox of the ledger `config` names, as `state export` prints it (empty while no run
     /// has created the ledger yet).
-    func outbox(_ config: String) async throws -> [[String: Any]] {
-        let export = try await newspush(["state", "export", "--config", config])
+    func outbox(_ config: String, environment: [String: String] = [:]) async throws -> [[String: Any]] {
+        let export = try await newspush(["state", "export", "--config", config], environment: environment)
         if export.status == 1 && export.stderr.contains("no ledger") { return [] }
         #expect(export.status == 0, "\(export.stderr)")
         return try #require(try json(export)["outbox"] as? [[String: Any]], "\(export.stderr)")
     }
 
     /// Starts `newspush ARGS` without waiting for it.
-    func start(_ arguments: [String]) throws -> Process {
+    func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = arguments
         var environment = hubEnvironment
         environment.merge(LocalPostgres.sharedEnvironment) { $1 }
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -69,9 +70,13 @@ struct PostgresLedgerTests {
     }
 
     /// Waits until the ledger records a push whose request is on its way.
-    func waitForSending(_ config: String) async throws {
+    func waitForSending(_ config: String, environment: [String: String] = [:]) async throws {
         for _ in 0..<150 {
-            if try await outbox(config).contains(where: { $0["status"] as? String == "sending" }) { return }
+            if try await outbox(config, environment: environment).contains(where: {
+                $0["status"] as? String == "sending"
+            }) {
+                return
+            }
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         Issue.record("no push was ever in flight")
@@ -281,5 +286,68 @@ struct PostgresLedgerTests {
             #expect(rerun.status == 0, "\(rerun.stderr)")
         }
         #expect(await hub.emulator.allDeliveries().count == 3, "nothing old sent from any moved ledger")
+    }
+
+    @Test func aNewerSchemaStopsTheRunAndLeavesTheDatabaseUntouched() async throws {
+        let server = try LocalPostgres.shared()
+        let state = try server.createDatabase()
+        let database = String(state.split(separator: "/").last?.split(separator: "?").first ?? "")
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let desk = FeedDesk([("n1", "Museum reopens its doors", 2)])
+        let feeds = try await FeedDesk.serve(["/world.xml": desk])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let migrate = try await newspush(["state", "migrate", "--config", config])
+        #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stdout) \(migrate.stderr)")
+        try server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
+        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(run.status == 1 && run.stderr.contains("schema version 99"), "\(run.stderr)")
+        #expect(try server.psql("SELECT value FROM meta WHERE name = 'schema_version'", database: database) == "99")
+        #expect(try server.psql("SELECT COUNT(*) FROM stories", database: database) == "0")
+        #expect(await desk.fullResponses == 0)
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+    }
+
+    @Test func aDatabaseRestartMidRunFailsThatRunAndTheNextRecoversSendingNothingTwice() async throws {
+        let server = try LocalPostgres()
+        defer { server.stop() }
+        let state = try server.createDatabase()
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let feeds = try await FeedDesk.serve([
+            "/world.xml": FeedDesk([
+                ("r1", "Tidal power plant approved", 2), ("r2", "Airport expansion paused", 3),
+                ("r3", "Library digitises its maps", 4),
+            ])
+        ])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try host(
+            folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"], concurrency: 1)
+        var environment = hubEnvironment
+        environment.merge(server.environment) { $1 }
+        await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
+        let running = try start(["run", "--config", config], environment: server.environment)
+        try await waitForSending(config, environment: server.environment)
+        try server.restart()
+        await offThePool { running.waitUntilExit() }
+        #expect(running.terminationStatus == 1, "the run that lost its database stops")
+        await hub.emulator.clearFaults()
+        let next = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        try await Task.sleep(nanoseconds: 4_000_000_000)
+        let alerts = await hub.emulator.allDeliveries().map(\.payload)
+        for title in ["Tidal power", "Airport expansion", "Library digitises"] {
+            #expect(alerts.filter { $0.contains(title) }.count <= 1, "\(title) twice: \(alerts)")
+        }
+        let statuses = try await outbox(config, environment: server.environment).compactMap {
+            $0["status"] as? String
+        }
+        #expect(statuses.count == 3 && statuses.allSatisfy { $0 == "sent" || $0 == "unknown" }, "\(statuses)")
+        #expect(statuses.filter { $0 == "sent" }.count >= 2, "nothing lost: \(statuses)")
     }
 }

@@ -6,7 +6,7 @@ import Testing
 @testable import NewsPushModel
 @testable import NewsPushSessions
 
-@Suite("Ledger (SQLite)")
+@Suite("Ledger (SQLite and PostgreSQL)")
 struct LedgerTests {
     let now = Date(timeIntervalSince1970: 1_795_330_800)  // 2026-11-22T07:00:00Z
 
@@ -147,10 +147,13 @@ struct LedgerTests {
         #expect(!FileManager.default.fileExists(atPath: folder.file("state.db")))
     }
 
-    @Test func storiesOfAFeedStayAliveOnlyWhileItsLastFullResponseListsThem() throws {
+    @Test(arguments: LedgerEngine.allCases) func storiesOfAFeedStayAliveOnlyWhileItsLastFullResponseListsThem(
+        _ engine: LedgerEngine
+    ) throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let ledger = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
+        let location = try engine.location(folder)
+        let ledger = try Ledger.open(configured: location, access: .write)
         let day: Double = 86400
         let start = now.addingTimeInterval(-40 * day)
         let feed = "https://a.example/rss"
@@ -189,10 +192,12 @@ struct LedgerTests {
         #expect(try ledger.tombstones().keys.sorted() == ["kept"])
     }
 
-    @Test func outboxIntentsOutcomesAndInterruptedSends() throws {
+    @Test(arguments: LedgerEngine.allCases) func outboxIntentsOutcomesAndInterruptedSends(_ engine: LedgerEngine) throws
+    {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let ledger = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
+        let location = try engine.location(folder)
+        let ledger = try Ledger.open(configured: location, access: .write)
         var run = RunRecord(at: now)
         run.newStories = [story("a"), story("b"), story("c")]
         run.outbox = [entry("a"), entry("b"), entry("c", fresh: -1)]
@@ -206,7 +211,7 @@ struct LedgerTests {
                 entryID: waiting[0].id, storyKey: "a", status: .sent, at: now, httpStatus: 201, notificationId: "NH-1")
         ])
         // The process dies here: "b" is left sending, and the next run settles it as unknown.
-        let reopened = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
+        let reopened = try Ledger.open(configured: location, access: .write)
         #expect(try reopened.settleInterruptedSends(at: now).map(\.storyKey) == ["b"])
         let stories = try reopened.stories(keys: ["a", "b", "c"])
         #expect(stories["a"]?.status == .pushed && stories["a"]?.notificationId == "NH-1")
@@ -216,10 +221,12 @@ struct LedgerTests {
         #expect(try reopened.pushesSent(since: now.addingTimeInterval(-1)) == [.world: 2])
     }
 
-    @Test func forgettingAStoryClearsItsFeedsValidators() throws {
+    @Test(arguments: LedgerEngine.allCases) func forgettingAStoryClearsItsFeedsValidators(_ engine: LedgerEngine) throws
+    {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let ledger = try Ledger.open(configured: folder.file("ledger.db"), access: .write)
+        let location = try engine.location(folder)
+        let ledger = try Ledger.open(configured: location, access: .write)
         let feed = "https://a.example/rss"
         var run = RunRecord(at: now)
         run.feeds = [
