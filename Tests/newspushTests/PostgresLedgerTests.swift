@@ -202,6 +202,10 @@ struct PostgresLedgerTests {
                 state.replacingOccurrences(of: ":\(server.port)/", with: ":\(try LocalPostgres.freePort())/"), [:],
                 ["cannot connect", "connection refused"]
             ),
+            (
+                state.replacingOccurrences(of: "sslmode=disable", with: "sslmode=require"), [:],
+                ["does not offer TLS", "sslmode=require"]
+            ),
         ]
         for (ledger, environment, says) in cases {
             let config = try host(folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
@@ -349,5 +353,19 @@ struct PostgresLedgerTests {
         }
         #expect(statuses.count == 3 && statuses.allSatisfy { $0 == "sent" || $0 == "unknown" }, "\(statuses)")
         #expect(statuses.filter { $0 == "sent" }.count >= 2, "nothing lost: \(statuses)")
+    }
+
+    @Test func aURLWithoutAPasswordTakesItFromPGPASSFILE() async throws {
+        let server = try LocalPostgres.shared()
+        let state = try server.createDatabase().replacingOccurrences(
+            of: ":${\(LocalPostgres.passwordVariable)}@", with: "@")
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let passfile = try folder.write("pgpass", "127.0.0.1:\(server.port):*:\(server.user):\(server.password)\n")
+        let migrate = try await newspush(["state", "migrate", "--state", state], environment: ["PGPASSFILE": passfile])
+        #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stderr)")
+        let without = try await newspush(["state", "show", "--state", state], environment: ["HOME": folder.path])
+        #expect(without.status == 1 && without.stderr.contains("password"), "\(without.stderr)")
+        #expect(!without.stderr.contains(server.password))
     }
 }
