@@ -373,7 +373,7 @@ struct LedgerPromisesTests {
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = ["run", "--config", config]
-        process.environment = hubEnvironment
+        process.environment = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -32,7 +32,7 @@ struct ReviewQueueTests {
     /// A newsroom of `feeds` (path → (name, category, desk)) with the review rules.
     func newsroom(
         _ folder: TemporaryFolder, hub: LocalHub, server: LocalHTTPServer,
-        feeds: [(path: String, name: String, category: String)], extra: String = ""
+        feeds: [(path: String, name: String, category: String)], extra: String = "", state: String
     ) throws -> String {
         let list = feeds.map {
             "  - {url: \"\(server.baseURL)\($0.path)\", name: \($0.name), category: \($0.category)}"
@@ -44,6 +44,7 @@ struct ReviewQueueTests {
                 endpoint: "\(hub.endpoint)", retries: 1, retry_delay: 10ms}
             policy: {first_run: send, budget: {per_category: 50, per: 1h}}
             \(Self.rules)
+            \(state)
             \(extra)
             feeds:
             \(list.joined(separator: "\n"))
@@ -91,14 +92,17 @@ struct ReviewQueueTests {
         ("/wire.xml", "Wire", "World"), ("/trusted.xml", "Trusted Politics", "Politics"),
     ]
 
-    @Test func eachRuleKindHoldsOrLetsThroughTheRightItems() async throws {
+    @Test(arguments: LedgerBackend.allCases) func eachRuleKindHoldsOrLetsThroughTheRightItems(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList)
+        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList, state: state)
         let expected = [
             "Budget vote set for tonight": "held", "Ten killed as storm hits the coast": "held",
             "Envoys arrive for summit": "held", "Ceasefire talks resume in Geneva": "pushed",
@@ -126,14 +130,17 @@ struct ReviewQueueTests {
         #expect(quiet.status == 0 && quiet.stdout.isEmpty, "\(quiet.stdout)")
     }
 
-    @Test func anApprovalSendsExactlyOneEditedPushAndEveryDecisionIsOnRecord() async throws {
+    @Test(arguments: LedgerBackend.allCases) func anApprovalSendsExactlyOneEditedPushAndEveryDecisionIsOnRecord(
+        _ backend: LedgerBackend
+    ) async throws {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList)
+        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList, state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         let waiting = try await held(config)
         func id(_ title: String) throws -> String {
@@ -195,7 +202,10 @@ struct ReviewQueueTests {
         #expect(try (json(export)["audit"] as? [[String: Any]])?.count == records.count)
     }
 
-    @Test func aHeldPushThatGoesStaleExpiresAndIsNeverSent() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aHeldPushThatGoesStaleExpiresAndIsNeverSent(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let t0 = wholeSecondsNow()
@@ -203,7 +213,7 @@ struct ReviewQueueTests {
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList)
+        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList, state: state)
         let first = try await newspush(
             ["run", "--config", config], environment: hubEnvironment.merging(testClock(t0)) { $1 })
         #expect(first.status == 0, "\(first.stderr)")
@@ -221,7 +231,10 @@ struct ReviewQueueTests {
         #expect(history.stdout.components(separatedBy: "expired").count - 1 == 3, "\(history.stdout)")
     }
 
-    @Test func theSameStoryFromASecondFeedJoinsTheHeldPush() async throws {
+    @Test(arguments: LedgerBackend.allCases) func theSameStoryFromASecondFeedJoinsTheHeldPush(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let now = Date()
@@ -235,7 +248,7 @@ struct ReviewQueueTests {
         defer { folder.cleanup() }
         let config = try newsroom(
             folder, hub: hub, server: server,
-            feeds: [("/wire.xml", "Wire", "World"), ("/other.xml", "Other", "World")])
+            feeds: [("/wire.xml", "Wire", "World"), ("/other.xml", "Other", "World")], state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         // The other feed lists the same article (same link), and a near-identical headline.
         await other.replace([
@@ -250,7 +263,10 @@ struct ReviewQueueTests {
         #expect(await readerAlerts(hub).isEmpty)
     }
 
-    @Test func aCronRunThatOnlyHeldSomethingSaysSoInOneLine() async throws {
+    @Test(arguments: LedgerBackend.allCases) func aCronRunThatOnlyHeldSomethingSaysSoInOneLine(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await FeedDesk.serve([
@@ -259,7 +275,8 @@ struct ReviewQueueTests {
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: [("/politics.xml", "Desk", "Politics")])
+        let config = try newsroom(
+            folder, hub: hub, server: server, feeds: [("/politics.xml", "Desk", "Politics")], state: state)
         let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
@@ -269,7 +286,10 @@ struct ReviewQueueTests {
         #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("newspush_review_waiting 1"))
     }
 
-    @Test func anEditorsNoticeTheHubRefusedIsNeverSentLate() async throws {
+    @Test(arguments: LedgerBackend.allCases) func anEditorsNoticeTheHubRefusedIsNeverSentLate(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await FeedDesk.serve([
@@ -278,7 +298,8 @@ struct ReviewQueueTests {
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: [("/politics.xml", "Desk", "Politics")])
+        let config = try newsroom(
+            folder, hub: hub, server: server, feeds: [("/politics.xml", "Desk", "Politics")], state: state)
         await hub.emulator.inject(Fault(status: 503, count: 2))
         let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
@@ -290,14 +311,17 @@ struct ReviewQueueTests {
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
     }
 
-    @Test func twoEditorsApprovingAtOnceSendOnePush() async throws {
+    @Test(arguments: LedgerBackend.allCases) func twoEditorsApprovingAtOnceSendOnePush(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList)
+        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList, state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         let id = try #require(try await held(config).first?["id"] as? String)
         let before = await readerAlerts(hub).count
@@ -312,14 +336,17 @@ struct ReviewQueueTests {
         #expect(await readerAlerts(hub).count == before + 1)
     }
 
-    @Test func killingAnApprovalMidSendNeverSendsTwice() async throws {
+    @Test(arguments: LedgerBackend.allCases) func killingAnApprovalMidSendNeverSendsTwice(_ backend: LedgerBackend)
+        async throws
+    {
+        let state = try backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList)
+        let config = try newsroom(folder, hub: hub, server: server, feeds: Self.fourFeedList, state: state)
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         let id = try #require(try await held(config).first?["id"] as? String)
         let before = await readerAlerts(hub).count
@@ -327,7 +354,7 @@ struct ReviewQueueTests {
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = ["review", "approve", id, "--config", config]
-        process.environment = hubEnvironment
+        process.environment = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
