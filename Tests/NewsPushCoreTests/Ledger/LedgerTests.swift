@@ -138,6 +138,27 @@ struct LedgerTests {
         #expect(try Ledger.open(configured: folder.file("newspush-state.db"), access: .write).migratedFrom == nil)
     }
 
+    @Test(arguments: LedgerEngine.allCases) func aLegacyStateIsImportedIntoAnEmptyLedgerOnlyOnce(
+        _ engine: LedgerEngine
+    ) throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        var legacy = LegacyJSONState()
+        legacy.feeds["https://a.example/rss"] = LegacyJSONState.Feed(
+            validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
+        legacy.stories["guid:pushed"] = LegacyJSONState.Story(
+            status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: "https://a.example/1",
+            category: "World", firstSeen: now, lastSeen: now, pushedAt: now)
+        legacy.tombstones["guid:old"] = now
+        let json = folder.file("old-state.json")
+        try legacy.save(path: json)
+        let ledger = try Ledger.open(configured: try engine.location(folder), access: .write)
+        let counts = try ledger.load(from: json)
+        #expect(counts.kind == "legacy JSON state" && counts.rows["stories"] == 1 && counts.rows["tombstones"] == 1)
+        #expect(try ledger.stories(keys: ["guid:pushed"])["guid:pushed"]?.status == .pushed)
+        #expect(throws: LedgerError.self) { _ = try ledger.load(from: json) }
+    }
+
     @Test func aCorruptJSONStateIsNotMigrated() throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
