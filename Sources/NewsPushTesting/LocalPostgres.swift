@@ -39,6 +39,8 @@ public final class LocalPostgres: @unchecked Sendable {
     private let bin: String
     private var server: Process?
     private var databases = 0
+    /// Server options for TLS (empty without).
+    private var tlsOptions = ""
 
     /// One server shared by the tests of this process (each test makes its own database).
     public static func shared() throws -> LocalPostgres {
@@ -62,7 +64,7 @@ public final class LocalPostgres: @unchecked Sendable {
 
     /// A new server of its own (for tests that stop or restart it). `fsync: false` for speed
     /// where a crash of the machine is not what is tested.
-    public init(fsync: Bool = false) throws {
+    public init(fsync: Bool = false, tls: Bool = false) throws {
         guard let bin = Self.binaries else { throw SpawnError(description: Self.missing ?? "") }
         self.bin = bin
         password = "pw-" + UUID().uuidString.prefix(12).lowercased()
@@ -77,6 +79,7 @@ public final class LocalPostgres: @unchecked Sendable {
             ], asServer: true)
         unlink(folder + "/pw")
         port = try Self.freePort()
+        if tls { try makeCertificate() }
         try start(fsync: fsync)
     }
 
@@ -147,7 +150,7 @@ public final class LocalPostgres: @unchecked Sendable {
         // The watchdog: stops the server when this test process is gone.
         let script = """
             $5 "$1" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=\(fsync ? "on" : "off") \\
-              -c max_connections=60 >>"$2/server.log" 2>&1 &
+              -c max_connections=60 $6 >>"$2/server.log" 2>&1 &
             server=$!
             trap 'kill -INT $server 2>/dev/null; wait $server; exit 0' TERM
             while kill -0 "$4" 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
@@ -161,6 +164,7 @@ public final class LocalPostgres: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
             "-c", script, "watchdog", "\(bin)/postgres", folder, String(port), String(getpid()), asNobody,
+            tlsOptions,
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -173,6 +177,27 @@ public final class LocalPostgres: @unchecked Sendable {
         }
         let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
         throw SpawnError(description: "PostgreSQL did not start on port \(port): \(log.suffix(600))")
+    }
+
+    /// A self-signed certificate for 127.0.0.1 (no client trusts it): TLS on, for `sslmode`.
+    private func makeCertificate() throws {
+        let key = folder + "/server.key"
+        let certificate = folder + "/server.crt"
+        try Self.run(
+            [
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                "-keyout", key, "-out", certificate,
+            ], asServer: false)
+        try Self.run(["chown", "nobody", key, certificate], asServer: false)
+        try Self.run(["chmod", "600", key], asServer: false)
+        tlsOptions = "-c ssl=on -c ssl_cert_file=\(certificate) -c ssl_key_file=\(key)"
+        // TCP connections only over TLS, so a client that did not use it is refused.
+        let rules = folder + "/data/pg_hba.conf"
+        let text = try String(contentsOfFile: rules, encoding: .utf8)
+        let tlsOnly = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.hasPrefix("host ") ? "hostssl" + $0.dropFirst(4) : $0
+        }
+        try tlsOnly.joined(separator: "\n").write(toFile: rules, atomically: false, encoding: .utf8)
     }
 
     private func stopServer() {

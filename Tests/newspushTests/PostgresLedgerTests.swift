@@ -368,4 +368,32 @@ struct PostgresLedgerTests {
         #expect(without.status == 1 && without.stderr.contains("password"), "\(without.stderr)")
         #expect(!without.stderr.contains(server.password))
     }
+
+    @Test func sslmodeDecidesWhetherTheConnectionUsesTLSAndWhatItTrusts() async throws {
+        let server = try LocalPostgres(tls: true)
+        defer { server.stop() }
+        let state = try server.createDatabase()
+        func migrate(_ mode: String) async throws -> CommandResult {
+            try await newspush(
+                [
+                    "state", "migrate", "--state",
+                    state.replacingOccurrences(of: "sslmode=disable", with: "sslmode=\(mode)"),
+                ],
+                environment: server.environment)
+        }
+        // The server takes TCP connections over TLS only.
+        for mode in ["require", "prefer", "allow"] {
+            let result = try await migrate(mode)
+            #expect(result.status == 0, "\(mode): \(result.stderr)")
+        }
+        let plain = try await migrate("disable")
+        #expect(plain.status == 1 && plain.stderr.contains("no encryption"), "\(plain.stderr)")
+        // A self-signed certificate is not trusted where the chain is verified.
+        for mode in ["verify-ca", "verify-full"] {
+            let result = try await migrate(mode)
+            #expect(
+                result.status == 1 && result.stderr.contains("127.0.0.1:\(server.port)"), "\(mode): \(result.stderr)")
+            #expect(!result.stderr.contains(server.password))
+        }
+    }
 }
