@@ -103,9 +103,7 @@ public final class Ledger {
         guard exists else {
             switch access {
             case .read:
-                let empty = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
-                try wrap(path, writing: true) { try LedgerMigrations.create(empty, at: Date()) }
-                return Ledger(path: path, db: empty, isNew: true, migratedFrom: nil, writable: false)
+                return try inMemory(path: path, legacy: nil)
             case .write:
                 try wrap(path, writing: true) { try LedgerMigrations.create(db, at: Date()) }
                 return Ledger(path: path, db: db, isNew: true, migratedFrom: nil, writable: true)
@@ -115,6 +113,17 @@ public final class Ledger {
         if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
         if access == .write { _ = try wrap(path, writing: true) { try LedgerMigrations.upgrade(db, from: version) } }
         return Ledger(path: path, db: db, isNew: false, migratedFrom: nil, writable: access == .write)
+    }
+
+    /// A ledger that does not exist yet, read: empty (or a legacy JSON state's contents) in
+    /// memory, so looking never creates or changes anything.
+    private static func inMemory(path: String, legacy: LegacyJSONState?) throws(LedgerError) -> Ledger {
+        let db = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
+        try wrap(path, writing: true) {
+            try LedgerMigrations.create(db, at: Date())
+            if let legacy { try LegacyJSONState.importState(legacy, into: db) }
+        }
+        return Ledger(path: path, db: db, isNew: legacy == nil, migratedFrom: nil, writable: false)
     }
 
     private static func openFile(configured: String, access: LedgerAccess, lock: LedgerLock?)
@@ -131,12 +140,7 @@ public final class Ledger {
             ? try LegacyJSONState.load(path: location.legacyJSONPath) : nil
         switch access {
         case .read:
-            let db = try wrap(path, writing: false) { try SQLiteDatabase(path: ":memory:", mode: .create) }
-            try wrap(path, writing: true) {
-                try LedgerMigrations.create(db, at: Date())
-                if let legacy { try LegacyJSONState.importState(legacy, into: db) }
-            }
-            return Ledger(path: path, db: db, isNew: legacy == nil, migratedFrom: nil, writable: false)
+            return try inMemory(path: path, legacy: legacy)
         case .write:
             try createFile(path: path, legacy: legacy)
             if legacy != nil {

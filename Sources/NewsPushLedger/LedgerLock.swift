@@ -44,15 +44,15 @@ public final class LedgerLock {
         ledgerPath = address.description
         ledgerUnchanged = false
         let started = Date()
+        let taken: Bool
         do {
             let connection = try PostgresDatabase.connect(address)
             self.connection = connection
-            guard try connection.takeAdvisoryLock(wait: wait ?? 0) else { throw LedgerError.locked(path: path) }
-        } catch let error as DatabaseError {
-            throw LedgerError.from(error, path: path, writing: false)
+            taken = try connection.takeAdvisoryLock(wait: wait ?? 0)
         } catch {
-            throw .locked(path: path)
+            throw LedgerError.from(error, path: path, writing: false)
         }
+        guard taken else { throw .locked(path: path) }
         waited = Date().timeIntervalSince(started)
     }
 

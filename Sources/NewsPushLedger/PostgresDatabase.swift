@@ -43,7 +43,7 @@ final class PostgresDatabase: LedgerDatabase {
             ).wait()
             return PostgresDatabase(address: address, connection: connection)
         } catch {
-            throw PostgresErrors.sorted(error, address: address, connecting: true, hasPassword: password != nil)
+            throw PostgresErrors.sorted(error, address: address, connecting: true)
         }
     }
 
@@ -135,7 +135,7 @@ final class PostgresDatabase: LedgerDatabase {
         do {
             return try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
         } catch {
-            throw PostgresErrors.sorted(error, address: address, connecting: false, hasPassword: true)
+            throw PostgresErrors.sorted(error, address: address, connecting: false)
         }
     }
 
@@ -147,29 +147,21 @@ final class PostgresDatabase: LedgerDatabase {
     /// host that cannot commit must stop rather than wait for ever.
     private func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
         let promise = future.eventLoop.makePromise(of: T.self)
-        let done = NIOLockedValueBox(false)
-        let place = address.hostAndPort
-        let timer = future.eventLoop.scheduleTask(in: .seconds(Self.answerTimeout)) {
-            if done.withLockedValue({
-                let was = $0
-                $0 = true
+        let settled = NIOLockedValueBox(false)
+        // The first of the answer and the timeout settles the promise; the other is ignored.
+        let settle: @Sendable (Result<T, any Error>) -> Void = { result in
+            let first = settled.withLockedValue { was in
+                defer { was = true }
                 return !was
-            }) {
-                promise.fail(
-                    DatabaseError(
-                        kind: .connection,
-                        message: "no answer from \(place) within \(Self.answerTimeout) s"))
             }
+            if first { promise.completeWith(result) }
         }
+        let lost = DatabaseError(
+            kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.answerTimeout) s")
+        let timer = future.eventLoop.scheduleTask(in: .seconds(Self.answerTimeout)) { settle(.failure(lost)) }
         future.whenComplete { result in
             timer.cancel()
-            if done.withLockedValue({
-                let was = $0
-                $0 = true
-                return !was
-            }) {
-                promise.completeWith(result)
-            }
+            settle(result)
         }
         return try promise.futureResult.wait()
     }
@@ -263,7 +255,7 @@ enum PostgresPassword {
 /// postgres-nio's errors sorted into what the ledger acts on, with a message that says what to
 /// fix (host, port, database, cause) and never the password.
 enum PostgresErrors {
-    static func sorted(_ error: any Error, address: PostgresAddress, connecting: Bool, hasPassword: Bool)
+    static func sorted(_ error: any Error, address: PostgresAddress, connecting: Bool)
         -> DatabaseError
     {
         if let error = error as? DatabaseError { return error }

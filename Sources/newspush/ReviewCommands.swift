@@ -10,10 +10,10 @@ struct Review: ParsableCommand {
         abstract: "The pushes `review.rules` hold for an editor: list, approve, reject, and the history of decisions.",
         subcommands: [List.self, History.self, Approve.self, Reject.self])
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The pushes waiting for an editor, oldest first.")
+    /// What `list` and `history` both take: how far back, and the output format.
+    struct Window: ParsableArguments {
         @OptionGroup var global: GlobalOptions
-        @Option(help: "Only those held this far back, e.g. 2h.") var since: String?
+        @Option(help: "Only this far back (held, or decided), e.g. 2h or 24h.") var since: String?
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func validate() throws {
@@ -22,11 +22,23 @@ struct Review: ParsableCommand {
             }
         }
 
+        /// `--since` in seconds.
+        var seconds: Double? { since.flatMap(Durations.parse) }
+
+        /// The review session over the configured ledger (the hub's key is not needed).
+        func session() throws -> ReviewSession {
+            ReviewSession(context: global.context(try global.loadConfig(requireHub: false)))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The pushes waiting for an editor, oldest first.")
+        @OptionGroup var window: Window
+
         func run() throws {
-            let session = ReviewSession(context: global.context(try global.loadConfig(requireHub: false)))
-            let limit = since.flatMap(Durations.parse)
-            let held = try session.list().filter { limit == nil || Double($0.waitedSeconds) <= limit ?? 0 }
-            if format == .json {
+            let limit = window.seconds
+            let held = try window.session().list().filter { limit == nil || Double($0.waitedSeconds) <= limit ?? 0 }
+            if window.format == .json {
                 Terminal.output(JSONText.encode(ReviewListOutput(held: held.map(HeldOutput.init))))
                 return
             }
@@ -50,20 +62,11 @@ struct Review: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Every editorial decision (held, approved, edited, rejected, expired, published, corrected, "
                 + "cancelled) with its editor and time, newest first.")
-        @OptionGroup var global: GlobalOptions
-        @Option(help: "Only this far back, e.g. 24h.") var since: String?
-        @Option(help: "text or json") var format: OutputFormat = .text
-
-        func validate() throws {
-            if let since, Durations.parse(since) == nil {
-                throw ValidationError("--since '\(since)' is not a duration")
-            }
-        }
+        @OptionGroup var window: Window
 
         func run() throws {
-            let session = ReviewSession(context: global.context(try global.loadConfig(requireHub: false)))
-            let records = try session.history(since: since.flatMap(Durations.parse))
-            if format == .json {
+            let records = try window.session().history(since: window.seconds)
+            if window.format == .json {
                 Terminal.output(JSONText.encode(AuditOutput(records: records)))
                 return
             }

@@ -65,7 +65,7 @@ struct RunArguments: ParsableArguments {
         _ = global.bootstrapLogging()
         let config: NewsPushConfig
         do { config = try global.loadConfig() } catch {
-            writeMetrics(nil, started: started, ledger: LedgerFacts(backend: backend(state ?? "")))
+            writeMetrics(nil, started: started, ledger: LedgerFacts(state: state ?? ""))
             throw error
         }
         var context = global.context(config)
@@ -79,7 +79,7 @@ struct RunArguments: ParsableArguments {
                 RunRequest(dryRun: dryRun, feeds: feeds, sendInitial: sendInitial, keepRequests: showRequests))
         } catch {
             progress.clear()
-            writeMetrics(nil, started: started, ledger: LedgerFacts(backend: backend(context.config.statePath)))
+            writeMetrics(nil, started: started, ledger: LedgerFacts(state: context.config.statePath))
             throw error
         }
         progress.clear()
@@ -87,7 +87,7 @@ struct RunArguments: ParsableArguments {
         if !dryRun {
             writeMetrics(
                 result.report, started: started,
-                ledger: LedgerFacts(backend: backend(context.config.statePath), lockWait: result.lockWait))
+                ledger: LedgerFacts(state: context.config.statePath, lockWait: result.lockWait))
         }
         try ExitStatus.finish(ExitStatus.code(for: result.report.outcome))
     }
@@ -124,9 +124,6 @@ struct RunArguments: ParsableArguments {
             if let text { Terminal.output(text) }
         }
     }
-
-    /// The ledger's engine as the metrics name it.
-    private func backend(_ state: String) -> String { PostgresAddress.isPostgres(state) ? "postgres" : "sqlite" }
 
     /// The metrics file, when asked for; a run that could not report writes its failure.
     private func writeMetrics(_ report: RunReport?, started: Date, ledger: LedgerFacts) {

@@ -76,6 +76,33 @@ enum CLITestError: Error { case binaryNotFound([String]) }
 
 let hubEnvironment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
 
+/// Starts `newspush ARGS` without waiting for it (its output discarded), with the hub's key,
+/// the tests' PostgreSQL password and `environment`: for tests that kill it or race it.
+func startNewspush(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    let process = Process()
+    process.executableURL = try binaryURL()
+    process.arguments = arguments
+    var env = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
+    env["NO_COLOR"] = "1"
+    process.environment = env.merging(environment) { $1 }
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// Waits (up to 20 s) until the ledger `config` names records a push whose request is on its
+/// way (`sending` in `state export`); false if none ever was.
+@discardableResult
+func waitUntilSending(_ config: String, environment: [String: String] = [:]) async throws -> Bool {
+    for _ in 0..<200 {
+        let export = try await newspush(["state", "export", "--config", config], environment: environment)
+        if export.stdout.contains("\"sending\"") { return true }
+        try await Task.sleep(nanoseconds: 100_000_000)
+    }
+    return false
+}
+
 @Suite("newspush command line")
 struct CLITests {
     /// A newsroom of one World feed on a local server and a local hub; returns the config path.

@@ -490,19 +490,9 @@ struct HostileOperatorTests {
         let config = try config(
             folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
         await hub.emulator.inject(Fault(delaySeconds: 30))
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = ["run", "--config", config]
-        process.environment = hubEnvironment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try startNewspush(["run", "--config", config])
         // Killed once its intent is journalled (the hub holds the request for 30 s).
-        for _ in 0..<100 {
-            let export = try await newspush(["state", "export", "--config", config])
-            if export.stdout.contains("\"sending\"") { break }
-            try await Task.sleep(nanoseconds: 200_000_000)
-        }
+        try await waitUntilSending(config)
         kill(process.processIdentifier, SIGKILL)
         await offThePool { process.waitUntilExit() }
         await hub.emulator.clearFaults()

@@ -370,13 +370,7 @@ struct LedgerPromisesTests {
         config = try self.config(
             folder, endpoint: hub.endpoint,
             feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")], state: state)
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = ["run", "--config", config]
-        process.environment = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try startNewspush(["run", "--config", config])
         try await Task.sleep(nanoseconds: 1_000_000_000)
         kill(process.processIdentifier, SIGKILL)
         await offThePool { process.waitUntilExit() }

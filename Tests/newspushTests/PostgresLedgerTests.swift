@@ -20,9 +20,8 @@ struct PostgresLedgerTests {
         """
 
     /// One host's config (a folder of its own) on the shared ledger `state`.
-    func host(
-        _ folder: TemporaryFolder, name: String, state: String, hub: LocalHub, feeds: [String], extra: String = "",
-        concurrency: Int = 8
+    static func host(
+        _ folder: TemporaryFolder, name: String, state: String, hub: LocalHub, feeds: [String], concurrency: Int = 8
     ) throws -> String {
         let list = feeds.map { "  - {url: \"\($0)\", category: World}" }.joined(separator: "\n")
         return try folder.write(
@@ -33,10 +32,43 @@ struct PostgresLedgerTests {
                 concurrency: \(concurrency)}
             policy: {first_run: send, budget: {per_category: 1000, per: 1h}}
             state: "\(state)"
-            \(extra)
             feeds:
             \(list.isEmpty ? "  []" : list)
             """.replacingOccurrences(of: "feeds:\n  []", with: "feeds: []"))
+    }
+
+    /// Two hosts, each with its config in a folder of its own, on one new database of the
+    /// shared server, with a hub and one feed of `items`; stopped and removed by `stop()`.
+    final class TwoHosts {
+        let state: String
+        let hub: LocalHub
+        let feeds: LocalHTTPServer
+        let folders: [TemporaryFolder]
+        let first: String
+        let second: String
+
+        init(items: [(guid: String, title: String, minutesAgo: Double)], firstConcurrency: Int = 8) async throws {
+            state = try LocalPostgres.shared().createDatabase()
+            hub = try await LocalHub.start(devicesYAML: PostgresLedgerTests.devices)
+            feeds = try await FeedDesk.serve(["/world.xml": FeedDesk(items)])
+            folders = [try TemporaryFolder(), try TemporaryFolder()]
+            let feed = ["\(feeds.baseURL)/world.xml"]
+            first = try PostgresLedgerTests.host(
+                folders[0], name: "a", state: state, hub: hub, feeds: feed, concurrency: firstConcurrency)
+            second = try PostgresLedgerTests.host(folders[1], name: "b", state: state, hub: hub, feeds: feed)
+        }
+
+        /// Stops the hub and the feed, and removes the folders.
+        func stop() {
+            hub.stop()
+            feeds.stop()
+            folders.forEach { $0.cleanup() }
+        }
+    }
+
+    /// The database a `state:` URL names.
+    static func database(of state: String) -> String {
+        String(state.split(separator: "/").last?.split(separator: "?").first ?? "")
     }
 
     func json(_ result: CommandResult) throws -> [String: Any] {
@@ -54,48 +86,20 @@ struct PostgresLedgerTests {
         return try #require(try json(export)["outbox"] as? [[String: Any]], "\(export.stderr)")
     }
 
-    /// Starts `newspush ARGS` without waiting for it.
-    func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = arguments
-        var environment = hubEnvironment
-        environment.merge(LocalPostgres.sharedEnvironment) { $1 }
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     /// Waits until the ledger records a push whose request is on its way.
     func waitForSending(_ config: String, environment: [String: String] = [:]) async throws {
-        for _ in 0..<150 {
-            if try await outbox(config, environment: environment).contains(where: {
-                $0["status"] as? String == "sending"
-            }) {
-                return
-            }
-            try await Task.sleep(nanoseconds: 100_000_000)
+        if try await !waitUntilSending(config, environment: environment) {
+            Issue.record("no push was ever in flight")
         }
-        Issue.record("no push was ever in flight")
     }
 
     @Test func aSecondHostExits75AtOnceOrWaitsWithWait() async throws {
         let server = try LocalPostgres.shared()
-        let state = try server.createDatabase()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await FeedDesk.serve(["/world.xml": FeedDesk([("a1", "Harbour cranes halt work", 2)])])
-        defer { feeds.stop() }
-        let one = try TemporaryFolder()
-        let two = try TemporaryFolder()
-        defer { (one.cleanup(), two.cleanup()) }
-        let first = try host(one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let hosts = try await TwoHosts(items: [("a1", "Harbour cranes halt work", 2)])
+        defer { hosts.stop() }
+        let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
         await hub.emulator.inject(Fault(delaySeconds: 4))
-        let running = try start(["run", "--config", first])
+        let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         let refused = try await newspush(["run", "--config", second], environment: hubEnvironment)
         #expect(refused.status == 75, "\(refused.stderr)")
@@ -113,22 +117,15 @@ struct PostgresLedgerTests {
     }
 
     @Test func aHostKilledMidSendReleasesTheLockAndItsSendIsNeverRepeated() async throws {
-        let state = try LocalPostgres.shared().createDatabase()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await FeedDesk.serve(["/world.xml": FeedDesk([("k1", "Dam gates opened after rain", 2)])])
-        defer { feeds.stop() }
-        let one = try TemporaryFolder()
-        let two = try TemporaryFolder()
-        defer { (one.cleanup(), two.cleanup()) }
-        let first = try host(one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let hosts = try await TwoHosts(items: [("k1", "Dam gates opened after rain", 2)])
+        defer { hosts.stop() }
+        let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
         await hub.emulator.inject(Fault(delaySeconds: 3))
-        let running = try start(["run", "--config", first])
+        let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         kill(running.processIdentifier, SIGKILL)
         await offThePool { running.waitUntilExit() }
-        let metrics = two.file("metrics.prom")
+        let metrics = hosts.folders[1].file("metrics.prom")
         let next = try await newspush(
             ["run", "--config", second, "--format", "json", "--metrics-file", metrics], environment: hubEnvironment)
         #expect(next.status == 0, "the lock went with the dead host's connection: \(next.stderr)")
@@ -143,26 +140,17 @@ struct PostgresLedgerTests {
 
     @Test func aHostWhoseConnectionIsTerminatedMidSendStopsAndNothingIsSentTwice() async throws {
         let server = try LocalPostgres.shared()
-        let state = try server.createDatabase()
-        let database = String(state.split(separator: "/").last?.split(separator: "?").first ?? "")
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await FeedDesk.serve([
-            "/world.xml": FeedDesk([
+        // One push at a time, so the others' intents are not yet written when the connection goes.
+        let hosts = try await TwoHosts(
+            items: [
                 ("t1", "Lighthouse keeper retires", 2), ("t2", "Glacier retreat measured", 3),
                 ("t3", "Orchestra tours the coast", 4),
-            ])
-        ])
-        defer { feeds.stop() }
-        let one = try TemporaryFolder()
-        let two = try TemporaryFolder()
-        defer { (one.cleanup(), two.cleanup()) }
-        // One push at a time, so the others' intents are not yet written when the connection goes.
-        let first = try host(
-            one, name: "a", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"], concurrency: 1)
-        let second = try host(two, name: "b", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            ], firstConcurrency: 1)
+        defer { hosts.stop() }
+        let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
+        let database = Self.database(of: hosts.state)
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
-        let running = try start(["run", "--config", first])
+        let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         #expect(try server.terminateConnections(to: database) >= 1)
         await offThePool { running.waitUntilExit() }
@@ -208,7 +196,8 @@ struct PostgresLedgerTests {
             ),
         ]
         for (ledger, environment, says) in cases {
-            let config = try host(folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let config = try Self.host(
+                folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
             var env = hubEnvironment
             env.merge(environment) { $1 }
             let run = try await newspush(["run", "--config", config], environment: env)
@@ -255,7 +244,8 @@ struct PostgresLedgerTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let local = folder.file("local.db")
-        let onSQLite = try host(folder, name: "sqlite", state: local, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let onSQLite = try Self.host(
+            folder, name: "sqlite", state: local, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
         #expect(try await newspush(["run", "--config", onSQLite], environment: hubEnvironment).status == 0)
         #expect(await hub.emulator.allDeliveries().count == 3)
 
@@ -263,7 +253,8 @@ struct PostgresLedgerTests {
         let moved = try await newspush(["state", "import", local, "--state", shared])
         #expect(moved.status == 0, "\(moved.stderr)")
         #expect(moved.stdout.contains("SQLite ledger") && moved.stdout.contains("3 stories"), "\(moved.stdout)")
-        let onPostgres = try host(folder, name: "pg", state: shared, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let onPostgres = try Self.host(
+            folder, name: "pg", state: shared, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
         let run = try await newspush(["run", "--config", onPostgres, "--format", "json"], environment: hubEnvironment)
         #expect(run.status == 0, "\(run.stderr)")
         #expect((try json(run)["summary"] as? [String: Any])?["pushes_sent"] as? Int == 0, "\(run.stdout)")
@@ -285,7 +276,8 @@ struct PostgresLedgerTests {
         for ledger in [back, fromJSON] {
             let show = try await newspush(["state", "export", "--state", ledger])
             #expect((try json(show)["items"] as? [String: Any])?.count == 3, "\(ledger)")
-            let config = try host(folder, name: "again", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let config = try Self.host(
+                folder, name: "again", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
             let rerun = try await newspush(["run", "--config", config], environment: hubEnvironment)
             #expect(rerun.status == 0, "\(rerun.stderr)")
         }
@@ -295,7 +287,7 @@ struct PostgresLedgerTests {
     @Test func aNewerSchemaStopsTheRunAndLeavesTheDatabaseUntouched() async throws {
         let server = try LocalPostgres.shared()
         let state = try server.createDatabase()
-        let database = String(state.split(separator: "/").last?.split(separator: "?").first ?? "")
+        let database = Self.database(of: state)
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("n1", "Museum reopens its doors", 2)])
@@ -303,7 +295,7 @@ struct PostgresLedgerTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        let config = try Self.host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
         let migrate = try await newspush(["state", "migrate", "--config", config])
         #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stdout) \(migrate.stderr)")
         try server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
@@ -330,12 +322,12 @@ struct PostgresLedgerTests {
         defer { feeds.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let config = try host(
+        let config = try Self.host(
             folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"], concurrency: 1)
         var environment = hubEnvironment
         environment.merge(server.environment) { $1 }
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
-        let running = try start(["run", "--config", config], environment: server.environment)
+        let running = try startNewspush(["run", "--config", config], environment: server.environment)
         try await waitForSending(config, environment: server.environment)
         try server.restart()
         await offThePool { running.waitUntilExit() }

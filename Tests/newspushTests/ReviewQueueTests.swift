@@ -351,18 +351,8 @@ struct ReviewQueueTests {
         let id = try #require(try await held(config).first?["id"] as? String)
         let before = await readerAlerts(hub).count
         await hub.emulator.inject(Fault(delaySeconds: 5))
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = ["review", "approve", id, "--config", config]
-        process.environment = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<100 {
-            let export = try await newspush(["state", "export", "--config", config])
-            if export.stdout.contains("\"sending\"") { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+        let process = try startNewspush(["review", "approve", id, "--config", config])
+        try await waitUntilSending(config)
         kill(process.processIdentifier, SIGKILL)
         await offThePool { process.waitUntilExit() }
         await hub.emulator.clearFaults()

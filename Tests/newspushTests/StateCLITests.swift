@@ -29,18 +29,6 @@ struct StateCLITests {
             """)
     }
 
-    /// Starts `newspush` and returns the process without waiting.
-    func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = arguments
-        process.environment = hubEnvironment.merging(["NO_COLOR": "1"]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     @Test func killingARunAtAnyMomentNeverPushesAStoryTwice() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
@@ -58,7 +46,7 @@ struct StateCLITests {
         // Every send takes 30 ms, so kills land before, during and after sends.
         await hub.emulator.inject(Fault(delaySeconds: 0.03, count: 10_000))
         for round in 0..<14 {
-            let process = try start(["run", "--config", config, "-q"])
+            let process = try startNewspush(["run", "--config", config, "-q"])
             let wait = 0.04 + Double(round) * 0.045
             try await Task.sleep(nanoseconds: UInt64(wait * 1e9))
             kill(process.processIdentifier, SIGKILL)
@@ -107,7 +95,7 @@ struct StateCLITests {
         // The first run holds the lock for 6 s (its push is delayed); the second must not wait
         // for it. (The bound leaves room for a process start on a loaded machine.)
         await hub.emulator.inject(Fault(delaySeconds: 6, count: 1))
-        let first = try start(["run", "--config", config])
+        let first = try startNewspush(["run", "--config", config])
         try await Task.sleep(nanoseconds: 1_000_000_000)
         let started = Date()
         let second = try await newspush(["run", "--config", config], environment: hubEnvironment)

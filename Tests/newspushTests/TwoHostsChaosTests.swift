@@ -3,6 +3,8 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
+@testable import NewsPushCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -17,23 +19,11 @@ struct TwoHostsChaosTests {
     /// headlines look alike to the near-duplicate check.
     static func headline(_ n: Int) -> String {
         let syllables = ["ka", "lo", "mi", "ru", "ten", "va", "zor", "pel", "dri", "su", "nax", "bo", "quin", "fe"]
-        var generator = SplitMix(seed: UInt64(n) &* 7919 &+ 13)
+        var generator = ClassifierTraining.SplitMix(seed: UInt64(n) &* 7919 &+ 13)
         let words = (0..<5).map { _ in
             (0..<3).map { _ in syllables[Int(generator.next() % UInt64(syllables.count))] }.joined()
         }
         return "Story \(n) " + words.joined(separator: " ")
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 
     /// What one host did in the minute.
@@ -88,7 +78,7 @@ struct TwoHostsChaosTests {
         let folders = [try TemporaryFolder(), try TemporaryFolder()]
         defer { folders.forEach { $0.cleanup() } }
         let configs = try folders.enumerated().map { index, folder in
-            try PostgresLedgerTests().host(
+            try PostgresLedgerTests.host(
                 folder, name: "host\(index)", state: state, hub: hub, feeds: ["\(feed.baseURL)/wire.xml"])
         }
         var environment = hubEnvironment

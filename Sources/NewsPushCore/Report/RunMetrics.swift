@@ -14,9 +14,9 @@ public struct LedgerFacts: Sendable {
     /// Seconds the run waited for the lock.
     public var lockWait: Double?
 
-    /// The facts of one run.
-    public init(backend: String, lockWait: Double? = nil) {
-        self.backend = backend
+    /// The facts of one run over the ledger `state:` names.
+    public init(state: String, lockWait: Double? = nil) {
+        backend = PostgresAddress.isPostgres(state) ? "postgres" : "sqlite"
         self.lockWait = lockWait
     }
 }
@@ -29,7 +29,7 @@ public enum RunMetrics {
     /// file when this run was not one.
     public static func text(
         report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?,
-        ledger: LedgerFacts = LedgerFacts(backend: "sqlite")
+        ledger: LedgerFacts = LedgerFacts(state: "")
     ) -> String {
         let registry = PrometheusCollectorRegistry()
         func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
