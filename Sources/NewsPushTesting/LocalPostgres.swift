@@ -38,12 +38,55 @@ public final class LocalPostgres: @unchecked Sendable {
     private let folder: String
     private let bin: String
     private var server: Process?
-    private var databases = 0
     /// Server options for TLS (empty without).
     private var tlsOptions = ""
 
     /// One server shared by the tests of this process (each test makes its own database).
-    public static func shared() throws -> LocalPostgres {
+    public static func shared() async throws -> LocalPostgres {
+        try await blocking { try sharedNow() }
+    }
+
+    /// A new server of its own (for tests that stop or restart it). `fsync: false` for speed
+    /// where a crash of the machine is not what is tested; `tls`: TCP connections over TLS only,
+    /// with a self-signed certificate no client trusts.
+    public static func start(fsync: Bool = false, tls: Bool = false) async throws -> LocalPostgres {
+        try await blocking { try LocalPostgres(fsync: fsync, tls: tls) }
+    }
+
+    /// A new empty database; its `state:` URL.
+    public func createDatabase() async throws -> String {
+        try await Self.blocking { try self.createDatabaseNow() }
+    }
+
+    /// Runs `sql` with psql and returns its unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") async throws -> String {
+        try await Self.blocking { try self.psqlNow(sql, database: database) }
+    }
+
+    /// Ends every connection to `database` but psql's own (as an administrator would).
+    public func terminateConnections(to database: String) async throws -> Int {
+        let count = try await psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> "
+                + "pg_backend_pid()")
+        return Int(count) ?? 0
+    }
+
+    /// Stops the server (fast shutdown: connections are ended) and starts it again.
+    public func restart() async throws {
+        try await Self.blocking {
+            self.stopServer()
+            try self.start(fsync: false)
+        }
+    }
+
+    /// Runs `work` off the concurrency pool: initdb, the server's start and psql block for
+    /// seconds on a busy machine, and on the pool they would starve the tests' HTTP servers.
+    private static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await offThePool { Result { try work() } }.get()
+    }
+
+    private static func sharedNow() throws -> LocalPostgres {
         let server = try sharedServer.get()
         startedLock.withLock { sharedStarted = true }
         // In-process ledgers (the core's tests) read the password from this process's environment.
@@ -60,11 +103,9 @@ public final class LocalPostgres: @unchecked Sendable {
     private static let startedLock = NSLock()
     nonisolated(unsafe) private static var sharedStarted = false
 
-    private static let sharedServer = Result { try LocalPostgres(fsync: false) }
+    private static let sharedServer = Result { try LocalPostgres(fsync: false, tls: false) }
 
-    /// A new server of its own (for tests that stop or restart it). `fsync: false` for speed
-    /// where a crash of the machine is not what is tested.
-    public init(fsync: Bool = false, tls: Bool = false) throws {
+    private init(fsync: Bool, tls: Bool) throws {
         guard let bin = Self.binaries else { throw SpawnError(description: Self.missing ?? "") }
         self.bin = bin
         password = "pw-" + UUID().uuidString.prefix(12).lowercased()
@@ -91,17 +132,13 @@ public final class LocalPostgres: @unchecked Sendable {
     /// The environment a newspush process needs to reach this server.
     public var environment: [String: String] { [Self.passwordVariable: password] }
 
-    /// A new empty database; its `state:` URL.
-    public func createDatabase() throws -> String {
-        databases += 1
-        let name = "ledger_\(databases)_\(UUID().uuidString.prefix(6).lowercased())"
-        _ = try psql("CREATE DATABASE \(name)")
+    private func createDatabaseNow() throws -> String {
+        let name = "ledger_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
+        _ = try psqlNow("CREATE DATABASE \(name)")
         return url(name)
     }
 
-    /// Runs `sql` with psql and returns its unaligned output.
-    @discardableResult
-    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+    private func psqlNow(_ sql: String, database: String = "postgres") throws -> String {
         let process = Process()
         process.executableURL = URL(
             fileURLWithPath: FileManager.default.isExecutableFile(atPath: "\(bin)/psql")
@@ -124,20 +161,6 @@ public final class LocalPostgres: @unchecked Sendable {
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Ends every connection to `database` but psql's own (as an administrator would).
-    public func terminateConnections(to database: String) throws -> Int {
-        let count = try psql(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> "
-                + "pg_backend_pid()")
-        return Int(count) ?? 0
-    }
-
-    /// Stops the server (fast shutdown: connections are ended) and starts it again.
-    public func restart() throws {
-        stopServer()
-        try start(fsync: false)
-    }
-
     /// Stops the server and removes its folder.
     public func stop() {
         stopServer()
@@ -150,7 +173,7 @@ public final class LocalPostgres: @unchecked Sendable {
         // The watchdog: stops the server when this test process is gone.
         let script = """
             $5 "$1" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=\(fsync ? "on" : "off") \\
-              -c max_connections=60 $6 >>"$2/server.log" 2>&1 &
+              -c max_connections=200 $6 >>"$2/server.log" 2>&1 &
             server=$!
             trap 'kill -INT $server 2>/dev/null; wait $server; exit 0' TERM
             while kill -0 "$4" 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
@@ -171,7 +194,7 @@ public final class LocalPostgres: @unchecked Sendable {
         try process.run()
         server = process
         for _ in 0..<200 {
-            if (try? psql("SELECT 1")) == "1" { return }
+            if (try? psqlNow("SELECT 1")) == "1" { return }
             guard process.isRunning else { break }
             usleep(50_000)
         }

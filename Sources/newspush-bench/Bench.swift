@@ -46,7 +46,7 @@ struct HubPushes: AsyncParsableCommand {
     var postgres = false
 
     func run() async throws {
-        let server = postgres ? try LocalPostgres(fsync: true) : nil
+        let server = postgres ? try await LocalPostgres.start(fsync: true) : nil
         defer { server?.stop() }
         if let server { setenv(LocalPostgres.passwordVariable, server.password, 1) }
         let hub = try await LocalHub.start(
@@ -60,7 +60,7 @@ struct HubPushes: AsyncParsableCommand {
         var postgresTimes: [Double] = []
         var sequentialTimes: [Double] = []
         for round in 0..<repeats * (postgres ? 2 : 1) {
-            let ledger = round >= repeats ? try server?.createDatabase() : nil
+            let ledger = round >= repeats ? try await server?.createDatabase() : nil
             let items = (0..<pushes).map {
                 (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120))
             }

@@ -65,9 +65,9 @@ struct LedgerIdleRun: AsyncParsableCommand {
         var idle: [(Double, Int)] = []
         for _ in 0..<repeats { idle.append(try await spawn(binary, ["run", "-q", "--config", config], environment)) }
         if postgres {
-            let server = try LocalPostgres(fsync: true)
+            let server = try await LocalPostgres.start(fsync: true)
             defer { server.stop() }
-            let state = try server.createDatabase()
+            let state = try await server.createDatabase()
             let shared = environment + ["\(LocalPostgres.passwordVariable)=\(server.password)"]
             let arguments = ["run", "-q", "--config", config, "--state", state]
             let first = try await spawn(binary, arguments, shared)

@@ -175,7 +175,9 @@ struct FaultSuiteTests {
         let second = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         let again = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
         let sentAgain = (again["summary"] as? [String: Any])?["pushes_sent"] as? Int ?? 0
-        #expect(sentAgain == (retried ? 1 : 0), "\(fault): the next run \(retried ? "sends it" : "leaves it")")
+        #expect(
+            sentAgain == (retried ? 1 : 0),
+            "\(fault): the next run \(retried ? "sends it" : "leaves it"): \(second.stdout) \(second.stderr)")
         let total = await hub.emulator.allDeliveries().count
         #expect(total <= 1, "\(fault): delivered \(total) times")
         if retried { #expect(deliveredBefore == 0 && total == 1) }

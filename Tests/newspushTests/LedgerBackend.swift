@@ -13,13 +13,13 @@ enum LedgerBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// The config's `state:` line for one test: empty for SQLite (the default file), a new
     /// database's URL for PostgreSQL. A test case on PostgreSQL is skipped, with the reason,
     /// where its server binaries are not installed.
-    func stateLine() throws -> String {
+    func stateLine() async throws -> String {
         switch self {
         case .sqlite:
             return ""
         case .postgres:
             if let missing = LocalPostgres.missing { try Test.cancel("\(missing)") }
-            return "state: \"\(try LocalPostgres.shared().createDatabase())\""
+            return "state: \"\(try await LocalPostgres.shared().createDatabase())\""
         }
     }
 }

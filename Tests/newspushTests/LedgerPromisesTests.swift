@@ -97,7 +97,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func aPendingPushIsSentWhileItsFeedAnswers304(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("p1", "Harbour barrier closes as storm nears the coast", 5)])
@@ -128,7 +128,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func aWrongKeyKeepsEveryStoryPendingUntilItIsFixed(
         _ backend: LedgerBackend
     ) async throws {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([
@@ -162,7 +162,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func aPublishToAHubThatIsDownIsSentLaterAndOnlyOnce(
         _ backend: LedgerBackend
     ) async throws {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("scoop", "Scoop of the day", 1)])
@@ -199,7 +199,7 @@ struct LedgerPromisesTests {
     // 4. A feed added after the first run records a baseline instead of flooding.
     @Test(arguments: LedgerBackend.allCases) func aFeedAddedLaterRecordsABaseline(_ backend: LedgerBackend) async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let world = FeedDesk([("w1", "First world story of the morning", 5)])
@@ -240,7 +240,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func forgetMakesTheNextRunReadTheFeedInFull(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("f1", "Ceasefire announced after overnight talks", 5)])
@@ -265,7 +265,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func storiesGoneFromA304FeedArePruned(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([
@@ -304,7 +304,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func publishFollowsTheRunsOutcomeRules(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let folder = try TemporaryFolder()
@@ -349,7 +349,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func anOutboxEntrySurvivesKill9AndIsSentOnce(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("k9", "Bridge reopens after repairs", 2)])
@@ -388,7 +388,7 @@ struct LedgerPromisesTests {
     @Test(arguments: LedgerBackend.allCases) func aHubDownForTwoRunsThenBackSendsFreshStoriesOnceAndExpiresStaleOnes(
         _ backend: LedgerBackend
     ) async throws {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         // max_age 40 s, on the session clock (independent of how long the machine takes): at

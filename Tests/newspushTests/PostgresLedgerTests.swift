@@ -48,7 +48,7 @@ struct PostgresLedgerTests {
         let second: String
 
         init(items: [(guid: String, title: String, minutesAgo: Double)], firstConcurrency: Int = 8) async throws {
-            state = try LocalPostgres.shared().createDatabase()
+            state = try await LocalPostgres.shared().createDatabase()
             hub = try await LocalHub.start(devicesYAML: PostgresLedgerTests.devices)
             feeds = try await FeedDesk.serve(["/world.xml": FeedDesk(items)])
             folders = [try TemporaryFolder(), try TemporaryFolder()]
@@ -94,7 +94,7 @@ struct PostgresLedgerTests {
     }
 
     @Test func aSecondHostExits75AtOnceOrWaitsWithWait() async throws {
-        let server = try LocalPostgres.shared()
+        let server = try await LocalPostgres.shared()
         let hosts = try await TwoHosts(items: [("a1", "Harbour cranes halt work", 2)])
         defer { hosts.stop() }
         let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
@@ -139,7 +139,7 @@ struct PostgresLedgerTests {
     }
 
     @Test func aHostWhoseConnectionIsTerminatedMidSendStopsAndNothingIsSentTwice() async throws {
-        let server = try LocalPostgres.shared()
+        let server = try await LocalPostgres.shared()
         // One push at a time, so the others' intents are not yet written when the connection goes.
         let hosts = try await TwoHosts(
             items: [
@@ -152,7 +152,7 @@ struct PostgresLedgerTests {
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
         let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
-        #expect(try server.terminateConnections(to: database) >= 1)
+        #expect(try await server.terminateConnections(to: database) >= 1)
         await offThePool { running.waitUntilExit() }
         #expect(running.terminationStatus == 1, "a host that lost its ledger stops and exits 1")
         await hub.emulator.clearFaults()
@@ -168,8 +168,8 @@ struct PostgresLedgerTests {
     }
 
     @Test func aWrongPasswordAMissingDatabaseOrNoServerStopBeforeAnythingIsFetched() async throws {
-        let server = try LocalPostgres.shared()
-        let state = try server.createDatabase()
+        let server = try await LocalPostgres.shared()
+        let state = try await server.createDatabase()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("w1", "Tram line extended", 2)])
@@ -230,8 +230,8 @@ struct PostgresLedgerTests {
     }
 
     @Test func aLedgerMovesToPostgreSQLAndBackWithoutAFlood() async throws {
-        let server = try LocalPostgres.shared()
-        let shared = try server.createDatabase()
+        let server = try await LocalPostgres.shared()
+        let shared = try await server.createDatabase()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let feeds = try await FeedDesk.serve([
@@ -285,8 +285,8 @@ struct PostgresLedgerTests {
     }
 
     @Test func aNewerSchemaStopsTheRunAndLeavesTheDatabaseUntouched() async throws {
-        let server = try LocalPostgres.shared()
-        let state = try server.createDatabase()
+        let server = try await LocalPostgres.shared()
+        let state = try await server.createDatabase()
         let database = Self.database(of: state)
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
@@ -298,19 +298,20 @@ struct PostgresLedgerTests {
         let config = try Self.host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
         let migrate = try await newspush(["state", "migrate", "--config", config])
         #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stdout) \(migrate.stderr)")
-        try server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
+        try await server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
         let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(run.status == 1 && run.stderr.contains("schema version 99"), "\(run.stderr)")
-        #expect(try server.psql("SELECT value FROM meta WHERE name = 'schema_version'", database: database) == "99")
-        #expect(try server.psql("SELECT COUNT(*) FROM stories", database: database) == "0")
+        #expect(
+            try await server.psql("SELECT value FROM meta WHERE name = 'schema_version'", database: database) == "99")
+        #expect(try await server.psql("SELECT COUNT(*) FROM stories", database: database) == "0")
         #expect(await desk.fullResponses == 0)
         #expect(await hub.emulator.allDeliveries().isEmpty)
     }
 
     @Test func aDatabaseRestartMidRunFailsThatRunAndTheNextRecoversSendingNothingTwice() async throws {
-        let server = try LocalPostgres()
+        let server = try await LocalPostgres.start()
         defer { server.stop() }
-        let state = try server.createDatabase()
+        let state = try await server.createDatabase()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let feeds = try await FeedDesk.serve([
@@ -329,7 +330,7 @@ struct PostgresLedgerTests {
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
         let running = try startNewspush(["run", "--config", config], environment: server.environment)
         try await waitForSending(config, environment: server.environment)
-        try server.restart()
+        try await server.restart()
         await offThePool { running.waitUntilExit() }
         #expect(running.terminationStatus == 1, "the run that lost its database stops")
         await hub.emulator.clearFaults()
@@ -348,8 +349,8 @@ struct PostgresLedgerTests {
     }
 
     @Test func aURLWithoutAPasswordTakesItFromPGPASSFILE() async throws {
-        let server = try LocalPostgres.shared()
-        let state = try server.createDatabase().replacingOccurrences(
+        let server = try await LocalPostgres.shared()
+        let state = try await server.createDatabase().replacingOccurrences(
             of: ":${\(LocalPostgres.passwordVariable)}@", with: "@")
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -362,9 +363,9 @@ struct PostgresLedgerTests {
     }
 
     @Test func sslmodeDecidesWhetherTheConnectionUsesTLSAndWhatItTrusts() async throws {
-        let server = try LocalPostgres(tls: true)
+        let server = try await LocalPostgres.start(tls: true)
         defer { server.stop() }
-        let state = try server.createDatabase()
+        let state = try await server.createDatabase()
         func migrate(_ mode: String) async throws -> CommandResult {
             try await newspush(
                 [

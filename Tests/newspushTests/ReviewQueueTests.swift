@@ -95,7 +95,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func eachRuleKindHoldsOrLetsThroughTheRightItems(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
@@ -133,7 +133,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func anApprovalSendsExactlyOneEditedPushAndEveryDecisionIsOnRecord(
         _ backend: LedgerBackend
     ) async throws {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
@@ -205,7 +205,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func aHeldPushThatGoesStaleExpiresAndIsNeverSent(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let t0 = wholeSecondsNow()
@@ -234,7 +234,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func theSameStoryFromASecondFeedJoinsTheHeldPush(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let now = Date()
@@ -266,7 +266,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func aCronRunThatOnlyHeldSomethingSaysSoInOneLine(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await FeedDesk.serve([
@@ -289,7 +289,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func anEditorsNoticeTheHubRefusedIsNeverSentLate(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await FeedDesk.serve([
@@ -314,7 +314,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func twoEditorsApprovingAtOnceSendOnePush(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()
@@ -339,7 +339,7 @@ struct ReviewQueueTests {
     @Test(arguments: LedgerBackend.allCases) func killingAnApprovalMidSendNeverSendsTwice(_ backend: LedgerBackend)
         async throws
     {
-        let state = try backend.stateLine()
+        let state = try await backend.stateLine()
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let server = try await fourFeeds()

@@ -61,9 +61,9 @@ struct TwoHostsChaosTests {
     }
 
     @Test(.timeLimit(.minutes(4))) func everyStoryReachesTheHubOnceOrIsRecordedUnknown() async throws {
-        let server = try LocalPostgres()
+        let server = try await LocalPostgres.start()
         defer { server.stop() }
-        let state = try server.createDatabase()
+        let state = try await server.createDatabase()
         let hub = try await LocalHub.start(devicesYAML: PostgresLedgerTests.devices)
         defer { hub.stop() }
         let start = Date()
@@ -93,7 +93,7 @@ struct TwoHostsChaosTests {
             Self.cron(binary, config: configs[1], environment: environmentCopy, until: deadline)
         }
         try await Task.sleep(nanoseconds: 30_000_000_000)
-        try server.restart()
+        try await server.restart()
         let logs = await [first, second]
         let published = Int(Date().timeIntervalSince(start) / 0.7)
         // A last run with nobody killing it sends what is still pending.

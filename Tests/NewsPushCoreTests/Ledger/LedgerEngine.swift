@@ -11,13 +11,13 @@ enum LedgerEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// Where this test's ledger is (`state:`).
-    func location(_ folder: TemporaryFolder) throws -> String {
+    func location(_ folder: TemporaryFolder) async throws -> String {
         switch self {
         case .sqlite:
             return folder.file("ledger.db")
         case .postgres:
             if let missing = LocalPostgres.missing { try Test.cancel("\(missing)") }
-            return try LocalPostgres.shared().createDatabase()
+            return try await LocalPostgres.shared().createDatabase()
         }
     }
 }

@@ -140,7 +140,7 @@ struct LedgerTests {
 
     @Test(arguments: LedgerEngine.allCases) func aLegacyStateIsImportedIntoAnEmptyLedgerOnlyOnce(
         _ engine: LedgerEngine
-    ) throws {
+    ) async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         var legacy = LegacyJSONState()
@@ -152,7 +152,7 @@ struct LedgerTests {
         legacy.tombstones["guid:old"] = now
         let json = folder.file("old-state.json")
         try legacy.save(path: json)
-        let ledger = try Ledger.open(configured: try engine.location(folder), access: .write)
+        let ledger = try Ledger.open(configured: try await engine.location(folder), access: .write)
         let counts = try ledger.load(from: json)
         #expect(counts.kind == "legacy JSON state" && counts.rows["stories"] == 1 && counts.rows["tombstones"] == 1)
         #expect(try ledger.stories(keys: ["guid:pushed"])["guid:pushed"]?.status == .pushed)
@@ -170,10 +170,10 @@ struct LedgerTests {
 
     @Test(arguments: LedgerEngine.allCases) func storiesOfAFeedStayAliveOnlyWhileItsLastFullResponseListsThem(
         _ engine: LedgerEngine
-    ) throws {
+    ) async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let location = try engine.location(folder)
+        let location = try await engine.location(folder)
         let ledger = try Ledger.open(configured: location, access: .write)
         let day: Double = 86400
         let start = now.addingTimeInterval(-40 * day)
@@ -213,11 +213,12 @@ struct LedgerTests {
         #expect(try ledger.tombstones().keys.sorted() == ["kept"])
     }
 
-    @Test(arguments: LedgerEngine.allCases) func outboxIntentsOutcomesAndInterruptedSends(_ engine: LedgerEngine) throws
+    @Test(arguments: LedgerEngine.allCases) func outboxIntentsOutcomesAndInterruptedSends(_ engine: LedgerEngine)
+        async throws
     {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let location = try engine.location(folder)
+        let location = try await engine.location(folder)
         let ledger = try Ledger.open(configured: location, access: .write)
         var run = RunRecord(at: now)
         run.newStories = [story("a"), story("b"), story("c")]
@@ -242,11 +243,12 @@ struct LedgerTests {
         #expect(try reopened.pushesSent(since: now.addingTimeInterval(-1)) == [.world: 2])
     }
 
-    @Test(arguments: LedgerEngine.allCases) func forgettingAStoryClearsItsFeedsValidators(_ engine: LedgerEngine) throws
+    @Test(arguments: LedgerEngine.allCases) func forgettingAStoryClearsItsFeedsValidators(_ engine: LedgerEngine)
+        async throws
     {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let location = try engine.location(folder)
+        let location = try await engine.location(folder)
         let ledger = try Ledger.open(configured: location, access: .write)
         let feed = "https://a.example/rss"
         var run = RunRecord(at: now)
