@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -98,10 +99,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The editors' desk: web pages and a JSON API over the same sessions as the command line.
+        .target(
+            name: "NewsPushDesk",
+            dependencies: [
+                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NotificationHubs",
+                "NewsPushSessions", "NewsPushDesk", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
+                "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -131,8 +147,8 @@ let package = Package(
         .executableTarget(
             name: "newspush-bench",
             dependencies: [
-                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs",
-                "NewsPushTesting", "CLibXML2",
+                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NewsPushDesk",
+                "NotificationHubs", "NewsPushTesting", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

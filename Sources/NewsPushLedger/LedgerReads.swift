@@ -89,18 +89,20 @@ extension Ledger {
 
     /// The pushes held for an editor, oldest first, each with its hold (rule and content).
     public func heldPushes() throws(LedgerError) -> [(entry: OutboxEntry, hold: ReviewHold?)] {
-        let entries = try outbox([.held])
-        return try reading {
-            guard try db.tableExists("review") else { return entries.map { ($0, nil) } }
-            return
-                try entries.map { entry in
-                    let row = try db.query("SELECT rule, content FROM review WHERE entry_id = ?", [.text(entry.id)])
-                        .first
-                    let hold = row.map {
-                        ReviewHold(entryID: entry.id, rule: $0.text(0) ?? "", content: $0.text(1) ?? "{}")
-                    }
-                    return (entry, hold)
-                }
+        try reading {
+            guard try db.tableExists("review") else { return try outbox([.held]).map { ($0, nil) } }
+            let columns = Self.outboxColumns.split(separator: ", ").map { "outbox.\($0)" }.joined(separator: ", ")
+            return try db.query(
+                """
+                SELECT \(columns), review.rule, review.content FROM outbox
+                LEFT JOIN review ON review.entry_id = outbox.id
+                WHERE outbox.status = 'held' ORDER BY outbox.created_at, outbox.id
+                """, []
+            ).compactMap { row in
+                guard let entry = Self.outboxEntry(row) else { return nil }
+                let hold = row.text(18).map { ReviewHold(entryID: entry.id, rule: $0, content: row.text(19) ?? "{}") }
+                return (entry, hold)
+            }
         }
     }
 

@@ -101,8 +101,11 @@ public struct HubSession: Sendable {
     }
 
     /// Cancels scheduled send `scheduledId` at the hub and records it, under the run lock
-    /// (taken first, waiting up to `wait` seconds for a running job).
-    public func cancel(_ scheduledId: String, wait: Double = 30) throws(SessionError) -> HubCancelOutcome {
+    /// (taken first, waiting up to `wait` seconds for a running job); `editor` is on the record
+    /// (nil: the login name).
+    public func cancel(_ scheduledId: String, wait: Double = 30, editor: String? = nil) throws(SessionError)
+        -> HubCancelOutcome
+    {
         let client = try context.hubClient()
         let lock: LedgerLock
         do {
@@ -119,7 +122,7 @@ public struct HubSession: Sendable {
             let recorded = try ledger.cancelScheduled(notificationId: scheduledId, at: now)
             try ledger.recordAudit([
                 AuditRecord(
-                    at: now, editor: ReviewSession.loginName(), action: .cancelled,
+                    at: now, editor: editor ?? ReviewSession.loginName(), action: .cancelled,
                     detail: "scheduled send \(scheduledId)")
             ])
             return .cancelled(recorded: recorded)

@@ -55,6 +55,22 @@ public struct PublishRequest: Sendable {
         self.dryRun = dryRun
         self.wait = wait
     }
+
+    /// What is wrong with the request before anything is planned (every front end asks the
+    /// same): nil when nothing is.
+    public func problem(now: Date) -> String? {
+        if (title == nil) == (message == nil) { return "give exactly one of --title and --message" }
+        if let text = title ?? message, AlertText.isBlank(text) {
+            return PublishPlanError.blank(title != nil ? "title" : "message").description
+        }
+        if test && at != nil { return PublishPlanError.scheduledTest.description }
+        if let url, !FeedURL.isHTTP(url) { return "--url must be an http(s) URL" }
+        if category == nil && replacing == nil { return "give --category (or --replace KEY to correct a story)" }
+        if let at {
+            do { _ = try ScheduleTime.parse(at, now: now) } catch { return error.description }
+        }
+        return nil
+    }
 }
 
 /// What became of a manual push that was sent (or tried).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
+import NewsPushDesk
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
@@ -116,6 +117,12 @@ enum ExitStatus {
             case .usage, .request, .unknownStory: return 64
             case .unreadable, .cannotWrite: return 1
             }
+        case let error as DeskUsersError:
+            switch error {
+            case .badName, .badPassword: return 64
+            case .unreadable, .cannotWrite: return 1
+            }
+        case is DeskCommand.CannotServe: return 1
         default: return NewsPush.exitCode(for: error).rawValue
         }
     }
@@ -131,6 +138,8 @@ enum ExitStatus {
         case let error as SessionError: message = error.description
         case let error as LedgerError: message = error.description
         case let error as ConfigError: message = error.description
+        case let error as DeskUsersError: message = error.description
+        case let error as DeskCommand.CannotServe: message = error.reason
         default:
             if status == 0 || !wantsJSON { NewsPush.exit(withError: error) }
             message = NewsPush.message(for: error)

@@ -19,7 +19,7 @@ struct NewsPush: ParsableCommand {
         version: NewsPushVersion.current,
         subcommands: [
             Run.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
-            StateCommand.self, Hub.self,
+            StateCommand.self, Hub.self, DeskCommand.self,
         ]
     )
 
@@ -116,6 +116,22 @@ enum Terminal {
     /// Something the user should know that is not an error, on stderr.
     static func note(_ text: String) {
         FileHandle.standardError.write(Data("note: \(text)\n".utf8))
+    }
+
+    /// Asks for a secret on the terminal without echoing it.
+    static func secret(_ prompt: String) -> String {
+        FileHandle.standardError.write(Data(prompt.utf8))
+        var settings = termios()
+        tcgetattr(STDIN_FILENO, &settings)
+        let saved = settings
+        settings.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSANOW, &settings)
+        defer {
+            var restore = saved
+            tcsetattr(STDIN_FILENO, TCSANOW, &restore)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        return readLine(strippingNewline: true) ?? ""
     }
 
     static func error(_ text: String) {

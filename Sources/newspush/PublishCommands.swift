@@ -80,33 +80,22 @@ struct Publish: ParsableCommand {
     var format: OutputFormat = .text
 
     func validate() throws {
-        if (title == nil) == (message == nil) { throw ValidationError("give exactly one of --title and --message") }
-        if let text = title ?? message, AlertText.isBlank(text) {
-            throw ValidationError(PublishPlanError.blank(title != nil ? "title" : "message").description)
-        }
-        if test && at != nil { throw ValidationError(PublishPlanError.scheduledTest.description) }
-        if let url, !FeedURL.isHTTP(url) {
-            throw ValidationError("--url must be an http(s) URL")
-        }
         if let wait, Durations.parse(wait) == nil {
             throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
         }
-        if category == nil && replacing == nil {
-            throw ValidationError("give --category (or --replace KEY to correct a story)")
-        }
-        if let at {
-            do { _ = try ScheduleTime.parse(at, now: GlobalOptions.clock.now()) } catch {
-                throw ValidationError(error.description)
-            }
-        }
+        if let problem = request.problem(now: GlobalOptions.clock.now()) { throw ValidationError(problem) }
+    }
+
+    /// The request the options describe.
+    var request: PublishRequest {
+        PublishRequest(
+            category: category, title: title, message: message, url: url, tags: tags, test: test,
+            force: force, importance: importance, at: at, replacing: replacing, language: language,
+            dryRun: dryRun, wait: wait.flatMap(Durations.parse))
     }
 
     func run() throws {
         let context = global.context(try global.loadConfig())
-        let request = PublishRequest(
-            category: category, title: title, message: message, url: url, tags: tags, test: test,
-            force: force, importance: importance, at: at, replacing: replacing, language: language,
-            dryRun: dryRun, wait: wait.flatMap(Durations.parse))
         try PublishView.execute(request, context: context, confirm: !yes, format: format)
     }
 }
@@ -136,58 +125,6 @@ extension Hub {
                 PublishRequest(category: category, title: title, test: true), context: context, confirm: false,
                 format: format)
         }
-    }
-}
-
-/// What `publish` and `hub test-send` print with `--format json`: one object.
-struct PublishOutput: Encodable {
-    struct Device: Encodable {
-        var platform: String
-        var registrationId: String
-        var outcome: String
-        enum CodingKeys: String, CodingKey { case platform, outcome, registrationId = "registration_id" }
-    }
-
-    var test: Bool
-    var dryRun: Bool
-    var category: String
-    var tags: String
-    var format: String
-    var properties: [String: String]
-    var storyKey: String
-    /// push, or repeat (`--force` on a story already pushed).
-    var kind: String
-    /// would-send, refused, sent, failed, pending, unknown.
-    var status: String
-    var refusal: String?
-    /// What the editor should know before it goes out (a scheduled send of the story pending, …).
-    var notes: [String]
-    var httpStatus: Int?
-    var notificationId: String?
-    var error: String?
-    /// The request as it would go out (dry runs), signature redacted.
-    var request: RequestReport?
-    /// Per-device outcomes of a test send.
-    var devices: [Device]?
-
-    enum CodingKeys: String, CodingKey {
-        case test, category, tags, format, properties, kind, status, refusal, notes, error, request, devices
-        case dryRun = "dry_run", storyKey = "story_key", httpStatus = "http_status", notificationId = "notification_id"
-    }
-
-    init(_ plan: PublishPlan, dryRun: Bool) {
-        test = plan.push.test
-        self.dryRun = dryRun
-        category = plan.entry.category.rawValue
-        tags = plan.entry.tags
-        format = plan.entry.format.rawValue
-        properties = plan.entry.properties
-        storyKey = plan.entry.storyKey
-        kind = plan.entry.kind.rawValue
-        status = "would-send"
-        refusal = plan.refusal?.description
-        notes = plan.notes
-        request = dryRun ? RequestReport(plan.request) : nil
     }
 }
 
@@ -221,16 +158,15 @@ enum PublishView {
     }
 
     private static func render(_ outcome: PublishOutcome, dryRun: Bool, format: OutputFormat) {
+        if format == .json, let document = PublishOutput(outcome, dryRun: dryRun) {
+            Terminal.output(JSONText.encode(document))
+        }
         switch outcome {
-        case .refused(let plan, let refusal):
-            var output = PublishOutput(plan, dryRun: dryRun)
-            output.status = "refused"
-            output.refusal = refusal.description
-            if format == .json { Terminal.output(JSONText.encode(output)) }
+        case .refused(_, let refusal):
             if dryRun && format == .text { Terminal.output("dry run: the real command would refuse to send this") }
             Terminal.error(refusal.description)
         case .dryRun(let plan):
-            if format == .json { return Terminal.output(JSONText.encode(PublishOutput(plan, dryRun: true))) }
+            guard format == .text else { return }
             Terminal.output(plan.request.redactedDescription())
             let repeatNote = plan.entry.kind == .repeat ? " (it would be recorded as a deliberate repeat)" : ""
             Terminal.output("dry run: nothing sent, nothing recorded\(repeatNote)")
@@ -241,25 +177,13 @@ enum PublishView {
         }
     }
 
-    /// The outcome of a push that was sent or tried: what the hub said, and each device's
-    /// outcome of a test send.
+    /// What the hub said of a push that was sent or tried (on stdout, or on stderr when it was
+    /// not sent), and each device's outcome of a test send.
     private static func report(_ result: PublishResult, plan: PublishPlan, format: OutputFormat) {
         let outcome = result.outcome
-        var output = PublishOutput(plan, dryRun: false)
-        output.status =
-            outcome.status == .sent
-            ? "sent" : outcome.status == .pending ? "pending" : outcome.status == .unknown ? "unknown" : "failed"
-        output.httpStatus = outcome.httpStatus
-        output.notificationId = outcome.notificationId
-        output.error = outcome.error
-        output.devices = result.testOutcome?.results.map {
-            .init(platform: $0.platform, registrationId: $0.registrationId, outcome: $0.outcome)
-        }
-        if outcome.status == .scheduled { output.status = "scheduled" }
-        if format == .text { reportText(outcome, push: plan.push) } else { reportErrors(outcome, push: plan.push) }
-        if format == .json {
-            Terminal.output(JSONText.encode(output))
-        } else if let testOutcome = result.testOutcome {
+        guard format == .text else { return reportErrors(outcome, push: plan.push) }
+        reportText(outcome, push: plan.push)
+        if let testOutcome = result.testOutcome {
             Terminal.output("\(testOutcome.success) succeeded, \(testOutcome.failure) failed")
             for device in testOutcome.results {
                 Terminal.output("  \(device.platform) \(device.registrationId): \(device.outcome)")

@@ -27,6 +27,9 @@ public struct NewsPushConfig: Sendable {
     /// Query parameters added to every pushed URL (`link_params`), in order; `{category}` in a
     /// value becomes the push's category.
     public var linkParams: [(name: String, value: String)] = []
+    /// Absolute path of the desk's users file (`desk.users`; default `desk-users.yaml` beside
+    /// the config file).
+    public var deskUsersPath: String = ""
 
     /// The folder of the config file: relative feed paths and the ledger are found from here.
     public var folder: String { (file as NSString).deletingLastPathComponent }

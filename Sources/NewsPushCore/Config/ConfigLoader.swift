@@ -84,6 +84,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
         if let node = top["review"] { config.review = readReview(node, reader: reader) }
+        config.deskUsersPath = readDesk(top["desk"], folder: folder, reader: reader)
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
@@ -436,6 +437,17 @@ public struct ConfigLoader: Sendable {
                 settings.names[language] = name
             }
         }
+    }
+
+    /// `desk: {users: desk-users.yaml}`: the users file's absolute path (relative to the config's
+    /// folder; that name beside the config when not given).
+    private func readDesk(_ node: Node?, folder: String, reader: NodeReader) -> String {
+        var path = "desk-users.yaml"
+        if let node {
+            let m = reader.mapping(node, path: "desk", allowed: ["users"])
+            if let users = m["users"], let value = reader.string(users, path: "desk.users") { path = value }
+        }
+        return path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path)
     }
 
     /// `review: {rules: [{category: Politics, mode: review}, …], notify: {tags: "newsroom-editors"}}`.

@@ -1,0 +1,278 @@
+import Foundation
+import HTTPTypes
+import NIOPosix
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NewsPushSessions
+
+/// What a desk action came to: the HTTP status, a sentence for the editor, and the JSON
+/// document the API answers with.
+struct DeskAnswer: Sendable {
+    var status: HTTPResponse.Status
+    var message: String
+    var json: String
+
+    /// An answer whose document is `{"error": message}`.
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> DeskAnswer {
+        DeskAnswer(status: status, message: message, json: JSONText.encode(["error": message]))
+    }
+}
+
+/// The desk's work: every page and action calls the same sessions as the command line (the
+/// lock, the outbox, the same-story rules), on NIO's blocking pool so the server's event loops
+/// never wait for the ledger or the hub.
+public struct Desk: Sendable {
+    /// The newsroom's config, logger and clock.
+    public var context: SessionContext
+    /// How long an action waits for a running job's lock before saying so.
+    public var lockWait: Double = 15
+    let signIns = DeskSignIns()
+    let previews: PreviewCache
+
+    /// The desk of `context`'s newsroom; the preview is computed again when older than
+    /// `previewAge` seconds.
+    public init(context: SessionContext, previewAge: Double = 60) {
+        self.context = context
+        previews = PreviewCache(maxAge: previewAge)
+    }
+
+    /// Runs blocking session work off the event loops.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    // MARK: Reading
+
+    /// The held pushes with the feeds that listed each story.
+    func waiting() async throws -> (held: [HeldPush], feeds: [String: [String]]) {
+        let context = context
+        return try await Self.blocking {
+            let held = try ReviewSession(context: context).list()
+            let feeds = try Ledger.open(configured: context.config.statePath, access: .read)
+                .feedsListing(held.map(\.entry.storyKey))
+            return (held, feeds)
+        }
+    }
+
+    /// The pushes on record as `filter` selects, and the decisions about them.
+    func history(_ filter: PushHistoryFilter) async throws -> (pushes: [OutboxEntry], audit: [AuditRecord]) {
+        let path = context.config.statePath
+        return try await Self.blocking {
+            let ledger = try Ledger.open(configured: path, access: .read)
+            let pushes = try ledger.pushHistory(filter)
+            return (pushes, try ledger.audit(entryIDs: pushes.map(\.id)))
+        }
+    }
+
+    /// The ledger's change mark (pages reload when it moves).
+    func changeMark() async throws -> String {
+        let path = context.config.statePath
+        return try await Self.blocking { try Ledger.open(configured: path, access: .read).changeMark() }
+    }
+
+    /// What the hub says it delivered of `notificationId` (Standard tier).
+    func telemetry(_ notificationId: String) async throws -> HubStatusRow? {
+        let context = context
+        return try await Self.blocking {
+            try HubSession(context: context).status(notificationId: notificationId, last: nil).rows.first
+        }
+    }
+
+    // MARK: Deciding
+
+    /// Approves held push `id` as `editor`, edited if asked.
+    func approve(_ id: String, edit: ReviewEdit, editor: String) async -> DeskAnswer {
+        let (context, wait) = (context, lockWait)
+        return await answer { () throws(SessionError) -> ReviewOutcome in
+            try ReviewSession(context: context, editor: editor).approve(id, edit: edit, wait: wait)
+        } render: {
+            Self.answer($0)
+        }
+    }
+
+    /// Rejects held push `id` as `editor`.
+    func reject(_ id: String, reason: String, editor: String) async -> DeskAnswer {
+        guard !reason.allSatisfy(\.isWhitespace) else { return .error(.badRequest, "say why it is rejected") }
+        let (context, wait) = (context, lockWait)
+        return await answer { () throws(SessionError) -> ReviewOutcome in
+            try ReviewSession(context: context, editor: editor).reject(id, reason: reason, wait: wait)
+        } render: {
+            Self.answer($0)
+        }
+    }
+
+    /// Publishes (or, for a dry run, plans) `request` as `editor`.
+    func publish(_ request: PublishRequest, editor: String) async -> (DeskAnswer, PublishOutput?) {
+        var request = request
+        request.editor = editor
+        request.wait = lockWait
+        if let problem = request.problem(now: context.clock.now()) {
+            return (.error(.badRequest, problem.replacingOccurrences(of: "--", with: "")), nil)
+        }
+        let (context, asked) = (context, request)
+        var document: PublishOutput?
+        let answer = await answer { () throws(SessionError) -> PublishOutcome in
+            try PublishSession(context: context).publish(asked)
+        } render: { outcome in
+            document = PublishOutput(outcome, dryRun: request.dryRun)
+            return Self.answer(outcome, document: document)
+        }
+        return (answer, document)
+    }
+
+    /// Cancels scheduled send `notificationId` as `editor`.
+    func cancel(_ notificationId: String, editor: String) async -> DeskAnswer {
+        let (context, wait) = (context, lockWait)
+        return await answer { () throws(SessionError) -> HubCancelOutcome in
+            try HubSession(context: context).cancel(notificationId, wait: wait, editor: editor)
+        } render: { outcome in
+            switch outcome {
+            case .cancelled:
+                return DeskAnswer(
+                    status: .ok, message: "scheduled send \(notificationId) cancelled",
+                    json: JSONText.encode(["status": "cancelled", "notification_id": notificationId]))
+            case .refused(let answer):
+                return .error(.conflict, "the hub did not cancel \(notificationId): \(answer)")
+            case .notRecorded(let error):
+                return .error(.internalServerError, "cancelled at the hub, but not recorded: \(error)")
+            }
+        }
+    }
+
+    /// Runs `work` off the event loops and renders its outcome; a session error becomes its
+    /// HTTP answer (one place: `DeskAnswer(_: SessionError)`).
+    private func answer<T: Sendable>(
+        _ work: @escaping @Sendable () throws(SessionError) -> T, render: (T) -> DeskAnswer
+    ) async -> DeskAnswer {
+        let result: Result<T, SessionError>
+        do {
+            result = .success(try await Self.blocking { () throws -> T in try work() })
+        } catch let error as SessionError {
+            result = .failure(error)
+        } catch {
+            return .error(.serviceUnavailable, "the desk is shutting down")
+        }
+        switch result {
+        case .success(let value): return render(value)
+        case .failure(let error): return Self.answer(error)
+        }
+    }
+
+    // MARK: Answers
+
+    static func answer(_ error: SessionError) -> DeskAnswer {
+        switch error {
+        case .ledger(.locked):
+            return .error(
+                .serviceUnavailable,
+                "a run is sending right now and holds the ledger; nothing was done: try again in a minute")
+        case .usage, .request, .unknownStory: return .error(.badRequest, error.description)
+        case .config, .missingConfig, .connectionString: return .error(.internalServerError, error.description)
+        case .ledger, .unreadable, .cannotWrite: return .error(.internalServerError, error.description)
+        }
+    }
+
+    static func answer(_ outcome: ReviewOutcome) -> DeskAnswer {
+        switch outcome {
+        case .approved(let entry, let result, let stop):
+            let text = entry.properties["messageParam"] ?? ""
+            let message: String
+            let status: HTTPResponse.Status
+            switch result.status {
+            case .sent:
+                (status, message) = (.ok, "approved and sent: \(text)")
+            case .pending:
+                (status, message) = (
+                    .accepted,
+                    "approved, not sent yet: \(stop?.reason ?? result.error ?? "the hub did not take it"); it waits in "
+                        + "the outbox and the next run sends it while it is fresh"
+                )
+            default:
+                (status, message) = (
+                    .badGateway, "approved, but not delivered (\(result.status.rawValue)): \(result.error ?? "")"
+                )
+            }
+            let document: [String: String?] = [
+                "status": "approved", "id": entry.id, "push": result.status.rawValue,
+                "notification_id": result.notificationId, "message": message,
+            ]
+            return DeskAnswer(status: status, message: message, json: JSONText.encode(document))
+        case .rejected(let entry):
+            let message = "rejected: it will never be sent"
+            return DeskAnswer(
+                status: .ok, message: message,
+                json: JSONText.encode(["status": "rejected", "id": entry.id, "message": message]))
+        case .notHeld(let id, let why):
+            return DeskAnswer(
+                status: .conflict, message: "nothing done: \(why)",
+                json: JSONText.encode(["status": "conflict", "id": id, "error": why]))
+        }
+    }
+
+    static func answer(_ outcome: PublishOutcome, document: PublishOutput?) -> DeskAnswer {
+        let json = document.map { JSONText.encode($0) } ?? "{}"
+        switch outcome {
+        case .refused(_, let refusal):
+            return DeskAnswer(status: .conflict, message: "not sent: \(refusal.description)", json: json)
+        case .dryRun:
+            return DeskAnswer(status: .ok, message: "preview: nothing sent", json: json)
+        case .notConfirmed:
+            return DeskAnswer(status: .conflict, message: "not confirmed; nothing sent", json: json)
+        case .attempted(_, let result):
+            let outcome = result.outcome
+            switch outcome.status {
+            case .sent:
+                return DeskAnswer(
+                    status: .ok, message: "sent\(outcome.notificationId.map { " (notification \($0))" } ?? "")",
+                    json: json)
+            case .scheduled:
+                return DeskAnswer(
+                    status: .ok,
+                    message:
+                        "scheduled\(outcome.notificationId.map { " (notification \($0); cancel it under Sent)" } ?? "")",
+                    json: json)
+            case .pending:
+                return DeskAnswer(
+                    status: .accepted,
+                    message: "not sent yet: \(outcome.error ?? "the hub did not take it"); it waits in the outbox and "
+                        + "the next run sends it while it is fresh", json: json)
+            case .unknown, .sending:
+                return DeskAnswer(
+                    status: .badGateway,
+                    message:
+                        "outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")",
+                    json: json)
+            default:
+                return DeskAnswer(status: .badGateway, message: "not sent: \(outcome.error ?? "refused")", json: json)
+            }
+        }
+    }
+}
+
+/// The latest preview (`preview --format json`): computed again when older than `maxAge`, one
+/// computation at a time however many pages ask.
+actor PreviewCache {
+    let maxAge: Double
+    private var latest: (report: RunReport, at: Date)?
+    private var running: Task<RunReport, any Error>?
+
+    init(maxAge: Double) { self.maxAge = maxAge }
+
+    /// The preview, computed now when `fresh` or when the last is too old.
+    func report(context: SessionContext, fresh: Bool = false) async throws -> (report: RunReport, at: Date) {
+        if !fresh, let latest, Date().timeIntervalSince(latest.at) < maxAge { return latest }
+        if let running { return (try await running.value, latest?.at ?? Date()) }
+        let task = Task {
+            try await Desk.blocking { try RunSession(context: context).run(RunRequest(dryRun: true)).report }
+        }
+        running = task
+        defer { running = nil }
+        let report = try await task.value
+        latest = (report, Date())
+        return (report, Date())
+    }
+
+    /// The last preview computed, if any (pages show it without waiting).
+    func last() -> (report: RunReport, at: Date)? { latest }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NewsPushSessions
+
+/// The desk's screens, rendered on the server. Every piece of feed or editor text goes through
+/// `HTML`'s escaping interpolation.
+enum DeskPages {
+    /// The screens, in the order of the navigation.
+    enum Screen: String, CaseIterable {
+        case waiting = "/", next = "/next", sent = "/sent", publish = "/publish"
+
+        var title: String {
+            switch self {
+            case .waiting: return "Waiting"
+            case .next: return "Next run"
+            case .sent: return "Sent"
+            case .publish: return "Publish"
+            }
+        }
+    }
+
+    /// A message carried to the next page after a form (good or bad news).
+    struct Flash: Sendable {
+        var text: String
+        var bad: Bool
+    }
+
+    /// A whole page: header, navigation, the message of the last action, the screen.
+    static func page(
+        _ screen: Screen?, title: String, user: SignedIn?, flash: Flash?, live: Bool = false, body: HTML
+    ) -> String {
+        let nav: [HTML] = Screen.allCases.map { item in
+            "<a href=\"\(item.rawValue)\"\((item == screen ? " class=\"on\" aria-current=\"page\"" : "") as HTML)>\(item.title)</a>"
+        }
+        let who: HTML =
+            user.map { user in
+                """
+                <div class="who"><span>\(user.name) · \(user.role.rawValue)</span>\
+                <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(user.csrf)">\
+                <button type="submit">Sign out</button></form></div>
+                """
+            } ?? ""
+        let message: HTML =
+            flash.map { "<p class=\"flash\($0.bad ? " bad" : "")\" role=\"status\">\($0.text)</p>" } ?? ""
+        let header: HTML =
+            user == nil
+            ? "<header><strong>newspush desk</strong></header>"
+            : """
+            <header><strong>newspush desk</strong><nav>\(nav)</nav>\(who)</header>
+            """
+        let html: HTML = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="csrf-token" content="\(user?.csrf ?? "")">
+            <title>\(title) · newspush desk</title>
+            <style>\(HTML(stringLiteral: DeskAssets.style))</style>
+            <script src="/desk.js" defer></script></head>
+            <body data-live="\(live ? "1" : "0")">\(header)<main>\(message)\(body)</main></body></html>
+            """
+        return html.text
+    }
+
+    // MARK: Sign-in
+
+    static func login(flash: Flash?) -> String {
+        page(
+            nil, title: "Sign in", user: nil, flash: flash,
+            body: """
+                <section class="card login"><h1>Sign in</h1>
+                <form method="post" action="/login">
+                <label for="user">User</label><input id="user" name="user" autocomplete="username" required autofocus>
+                <label for="password">Password</label>
+                <input id="password" name="password" type="password" autocomplete="current-password" required>
+                <p><button type="submit">Sign in</button></p></form></section>
+                """)
+    }
+
+    // MARK: Waiting
+
+    static func waiting(
+        _ held: [HeldPush], feeds: [String: [String]], config: NewsPushConfig, user: SignedIn, now: Date,
+        flash: Flash?
+    ) -> String {
+        let names = Dictionary(config.feeds.map { ($0.url, $0.name ?? $0.url) }, uniquingKeysWith: { a, _ in a })
+        let cards: [HTML] = held.map { push in
+            heldCard(push, feeds: (feeds[push.entry.storyKey] ?? []).map { names[$0] ?? $0 }, user: user, now: now)
+        }
+        let body: HTML = """
+            <h1>Waiting for an editor (\(held.count))</h1>
+            \((held.isEmpty ? "<p class=\"empty\">Nothing waits for an editor.</p>" : "") as HTML)\(cards)
+            """
+        return page(.waiting, title: "Waiting (\(held.count))", user: user, flash: flash, live: true, body: body)
+    }
+
+    private static func heldCard(_ push: HeldPush, feeds: [String], user: SignedIn, now: Date) -> HTML {
+        let entry = push.entry
+        let id = entry.id
+        let left = entry.freshUntil.timeIntervalSince(now)
+        let freshness: HTML =
+            push.stale
+            ? "<span class=\"gone\">no longer fresh: the next run expires it</span>"
+            : "<span class=\"fresh\">fresh for \(duration(left))</span>"
+        let also: HTML =
+            feeds.isEmpty ? "" : "<p class=\"also\">Listed by: \(feeds.joined(separator: " · "))</p>"
+        let link = entry.properties["url"]
+        let decide: HTML
+        if user.role == .editor && !push.stale {
+            decide = """
+                <div class="decide">
+                <form method="post" action="/review/\(id)/approve" data-confirm="Send this alert to every reader of \(entry.tags)?">
+                <input type="hidden" name="csrf" value="\(user.csrf)">
+                <input type="hidden" name="original_title" value="\(entry.properties["title"])">
+                <label for="t-\(id)">Headline (edit to change the alert)</label>
+                <input id="t-\(id)" name="title" value="\(entry.properties["title"])">
+                <label for="m-\(id)">Or the exact alert text</label>
+                <textarea id="m-\(id)" name="message" placeholder="\(entry.properties["messageParam"])"></textarea>
+                <div class="row"><div><label for="i-\(id)">Importance</label><select id="i-\(id)" name="importance">
+                <option value="">as held</option><option value="major">major</option><option value="minor">minor</option>
+                </select></div><div><label>&nbsp;</label><button type="submit" name="approve" value="1">Approve and send</button></div></div>
+                </form>
+                <form method="post" action="/review/\(id)/reject">
+                <input type="hidden" name="csrf" value="\(user.csrf)">
+                <label for="r-\(id)">Reason (on the record)</label>
+                <input id="r-\(id)" name="reason" required placeholder="why it must not go out">
+                <p><button type="submit" class="danger">Reject</button></p></form></div>
+                """
+        } else {
+            decide = user.role == .viewer ? "<p class=\"empty\">Viewers see the queue; editors decide.</p>" : ""
+        }
+        return """
+            <article class="card\(push.stale ? " stale" : "")" id="held-\(id)">
+            <div class="meta"><span class="cat">\(entry.category.rawValue)</span><span>held by \(push.rule)</span>\
+            <span>waiting \(duration(Double(push.waitedSeconds)))</span>\(freshness)<span>id \(id)</span></div>
+            <h2>\(entry.properties["title"] ?? entry.properties["messageParam"])</h2>
+            <p class="alert">\(entry.properties["messageParam"])</p>
+            \(link.map { "<p class=\"also\"><a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\($0)</a></p>" } ?? "")\
+            \(also)\(decide)</article>
+            """
+    }
+
+    // MARK: Next run
+
+    static func nextRun(_ report: RunReport?, at: Date?, error: String?, user: SignedIn, now: Date, flash: Flash?)
+        -> String
+    {
+        var body: HTML = "<h1>Next run</h1>"
+        if let error { body = "\(body)<p class=\"flash bad\">The preview failed: \(error)</p>" }
+        if let report, let at {
+            let pushed = report.items.filter { $0.decision == .wouldPush }.count
+            let held = report.items.filter { $0.decision == .wouldHold }.count
+            let rows: [HTML] = report.items.map { item in
+                """
+                <tr><td>\(item.feed)</td>\
+                <td>\(item.link.map { "<a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\(item.title ?? $0)</a>" } ?? HTML.text(item.title))</td>\
+                <td>\(item.category?.rawValue ?? "–") <span class="also">\(String(format: "%.0f %%", item.confidence * 100))</span></td>\
+                <td class="st st-\(item.decision.rawValue)">\(item.decision.rawValue)</td><td>\(item.reason)</td></tr>
+                """
+            }
+            let failed: [HTML] = report.feeds.filter { $0.error != nil }.map {
+                "<li>\($0.name): \($0.error)</li>"
+            }
+            body = """
+                \(body)<p class="meta"><span>checked the feeds \(duration(now.timeIntervalSince(at))) ago</span>\
+                <span>\(report.items.count) items, \(pushed) would be pushed, \(held) held for an editor</span>\
+                <a href="/next?fresh=1">Check the feeds now</a></p>
+                \((failed.isEmpty ? "" : "<div class=\"flash bad\">Feeds that failed:<ul>\(failed)</ul></div>") as HTML)
+                <div class="scroll"><table><thead><tr><th>Feed</th><th>Item</th><th>Category</th><th>Decision</th>\
+                <th>Why</th></tr></thead><tbody>\(rows)</tbody></table></div>
+                """
+        }
+        return page(.next, title: "Next run", user: user, flash: flash, body: body)
+    }
+
+    // MARK: Sent
+
+    static func sent(
+        _ pushes: [OutboxEntry], audit: [AuditRecord], filter: PushHistoryFilter, sinceText: String, user: SignedIn,
+        flash: Flash?
+    ) -> String {
+        var editors: [String: String] = [:]
+        for record in audit.reversed() where [.approved, .published, .corrected].contains(record.action) {
+            if let id = record.entryID { editors[id] = record.editor }
+        }
+        let rows: [HTML] = pushes.map { entry in
+            let cancel: HTML =
+                entry.status == .scheduled && user.role == .editor && entry.notificationId != nil
+                ? """
+                <form method="post" action="/cancel/\(entry.notificationId ?? "")" class="inline">\
+                <input type="hidden" name="csrf" value="\(user.csrf)"><button type="submit" class="quiet">Cancel</button></form>
+                """ : ""
+            let delivery: HTML =
+                entry.notificationId.map { "<a href=\"/delivery/\($0)\">delivery</a>" } ?? ""
+            let correct: HTML =
+                user.role == .editor && [.sent, .scheduled].contains(entry.status) && !entry.kind.isTrial
+                ? "<a href=\"/publish?replace=\(entry.storyKey)\">correct</a>" : ""
+            return """
+                <tr><td>\(FeedDates.format(entry.createdAt))</td><td>\(entry.category.rawValue)</td>\
+                <td>\(entry.properties["messageParam"])<div class="also">\(entry.storyKey)</div></td>\
+                <td class="st st-\(entry.status.rawValue)">\(entry.status.rawValue)\(entry.error.map { "<div class=\"also\">\($0)</div>" } ?? "")</td>\
+                <td>\(entry.kind.rawValue)</td><td>\(editors[entry.id] ?? (entry.origin == .run ? "run" : "–"))</td>\
+                <td>\(delivery) \(correct) \(cancel)</td></tr>
+                """
+        }
+        let categories: [HTML] = NewsCategory.allCases.map {
+            "<option\($0 == filter.category ? " selected" : "")>\($0.rawValue)</option>"
+        }
+        let statuses: [HTML] = OutboxEntry.Status.allCases.map {
+            "<option\($0 == filter.status ? " selected" : "")>\($0.rawValue)</option>"
+        }
+        let windows: [HTML] = ["1h", "6h", "24h", "7d", "30d"].map {
+            "<option\($0 == sinceText ? " selected" : "")>\($0)</option>"
+        }
+        let body: HTML = """
+            <h1>Sent and on record</h1>
+            <form class="filters" method="get" action="/sent">
+            <div><label for="f-c">Category</label><select id="f-c" name="category"><option value="">all</option>\(categories)</select></div>
+            <div><label for="f-s">Status</label><select id="f-s" name="status"><option value="">all</option>\(statuses)</select></div>
+            <div><label for="f-w">Since</label><select id="f-w" name="since"><option value="">any time</option>\(windows)</select></div>
+            <div><button type="submit" class="quiet">Show</button></div></form>
+            \((pushes.isEmpty ? "<p class=\"empty\">No pushes on record match.</p>" : "") as HTML)
+            <div class="scroll"><table><thead><tr><th>Planned</th><th>Category</th><th>Alert</th><th>Status</th>\
+            <th>Kind</th><th>Editor</th><th></th></tr></thead><tbody>\(rows)</tbody></table></div>
+            <p class="also">The newest \(filter.limit) at most.</p>
+            """
+        return page(.sent, title: "Sent", user: user, flash: flash, live: true, body: body)
+    }
+
+    static func delivery(_ row: HubStatusRow?, id: String, user: SignedIn) -> String {
+        var body: HTML = "<h1>Delivery of \(id)</h1>"
+        if let row {
+            if let telemetry = row.telemetry {
+                let lines: [HTML] = String(describing: telemetry).split(separator: "\n").map { "\(String($0))\n" }
+                body = "\(body)<p>\(row.message)</p><pre>\(lines)</pre>"
+            } else {
+                body =
+                    "\(body)<p class=\"flash bad\">\(row.error ?? "the hub gave no telemetry (Standard tier only)")</p>"
+            }
+        } else {
+            body = "\(body)<p class=\"empty\">The hub knows nothing of it.</p>"
+        }
+        return page(.sent, title: "Delivery", user: user, flash: nil, body: "\(body)<p><a href=\"/sent\">Back</a></p>")
+    }
+
+    // MARK: Publish
+
+    /// The publish form, filled with `fields`, and the alert as a phone shows it when previewed.
+    static func publish(
+        fields: [String: String], preview: PublishOutput?, config: NewsPushConfig, user: SignedIn, now: Date,
+        flash: Flash?
+    ) -> String {
+        let chosen = fields["category"] ?? ""
+        let categories: [HTML] = NewsCategory.allCases.map {
+            "<option\($0.rawValue == chosen ? " selected" : "")>\($0.rawValue)</option>"
+        }
+        let importance = fields["importance"] ?? ""
+        let importances: [HTML] = ["", "major", "minor"].map {
+            "<option value=\"\($0)\"\($0 == importance ? " selected" : "")>\($0.isEmpty ? "the category's" : $0)</option>"
+        }
+        let form: HTML =
+            user.role == .editor
+            ? """
+            <form method="post" action="/publish" class="card" data-confirm="Send this alert to every reader?">
+            <input type="hidden" name="csrf" value="\(user.csrf)">
+            <div class="row"><div><label for="p-c">Category</label><select id="p-c" name="category">\
+            <option value="">(the corrected story's)</option>\(categories)</select></div>
+            <div><label for="p-i">Importance</label><select id="p-i" name="importance">\(importances)</select></div>
+            <div><label for="p-l">Language</label><input id="p-l" name="language" value="\(fields["language"] ?? "en")"></div></div>
+            <label for="p-t">Headline (the category's message is made from it)</label>
+            <input id="p-t" name="title" value="\(fields["title"])">
+            <label for="p-m">Or the exact alert text</label><textarea id="p-m" name="message">\(fields["message"])</textarea>
+            <label for="p-u">Story URL</label><input id="p-u" name="url" type="url" value="\(fields["url"])">
+            <div class="row"><div><label for="p-a">Send at (2026-11-24T18:00:00Z or +2h; empty: now)</label>\
+            <input id="p-a" name="at" value="\(fields["at"])"></div>
+            <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(fields["replace"])"></div>
+            <div><label for="p-g">Tags instead of the category's (a trial)</label><input id="p-g" name="tags" value="\(fields["tags"])"></div></div>
+            <label><input type="checkbox" name="force" value="1"\(fields["force"] == "1" ? " checked" : "")> \
+            Send even if this story was pushed before (a deliberate repeat)</label>
+            <p class="row"><button type="submit" name="action" value="preview" class="quiet">Preview</button>\
+            <button type="submit" name="action" value="send">Send</button></p></form>
+            """ : "<p class=\"empty\">Viewers cannot publish.</p>"
+        let phone: HTML = preview.map { phonePreview($0, hub: config.hub.name, now: now) } ?? ""
+        let body: HTML = "<h1>Publish an alert</h1><div class=\"grid\"><div>\(form)</div><div>\(phone)</div></div>"
+        return page(.publish, title: "Publish", user: user, flash: flash, body: body)
+    }
+
+    private static func phonePreview(_ output: PublishOutput, hub: String, now: Date) -> HTML {
+        let text = output.properties["messageParam"] ?? ""
+        let clock = DateFormatter.localizedString(from: now, dateStyle: .none, timeStyle: .short)
+        let refusal: HTML = output.refusal.map { "<p class=\"flash bad\">\($0)</p>" } ?? ""
+        let notes: [HTML] = output.notes.map { "<p class=\"flash\">\($0)</p>" }
+        return """
+            <section aria-label="Alert preview"><h2>As a phone shows it</h2>\(refusal)\(notes)
+            <div class="phone"><div class="clock">\(clock)</div><div class="note" id="phone-alert">\
+            <div class="app"><span>\(hub)</span><span>now</span></div><div class="text">\(text)</div></div></div>
+            <p class="meta"><span>to \(output.tags)</span><span>\(output.kind)</span>\
+            <span>\(output.properties["importance"] ?? "")</span></p></section>
+            """
+    }
+
+    // MARK: Errors
+
+    static func forbidden(_ text: String, user: SignedIn?) -> String {
+        page(nil, title: "Not allowed", user: user, flash: Flash(text: text, bad: true), body: "<h1>Not allowed</h1>")
+    }
+
+    /// "2 h 5 min", "12 min", "40 s".
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(max(0, seconds).rounded())
+        if s >= 3600 { return "\(s / 3600) h \(s % 3600 / 60) min" }
+        if s >= 60 { return "\(s / 60) min" }
+        return "\(s) s"
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
+
+/// The request context of the desk: who is signed in, and the fields of a posted form.
+public struct DeskContext: RequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's address (sign-in attempts are limited per address).
+    let address: String
+    /// The signed-in user (set by `DeskGuard`).
+    var user: SignedIn?
+    /// The session cookie's token.
+    var token: String?
+    /// The posted body (read once by `DeskGuard`).
+    var body = Data()
+    /// The posted form's fields.
+    var form: [String: String] = [:]
+
+    /// The context of one request.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        address = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// Forms and JSON bodies are small.
+    public var maxUploadSize: Int { 256 << 10 }
+}
+
+/// Where the desk listens.
+public struct DeskAddress: Sendable, Equatable {
+    /// The address (or host name) to bind.
+    public var host: String
+    /// The port (0: any free one).
+    public var port: Int
+
+    /// `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:80`; nil when it is none of these.
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    /// Whether only this machine can reach it.
+    public var isLoopback: Bool { host == "127.0.0.1" || host == "::1" || host == "localhost" }
+}
+
+/// Serves the desk over HTTP (behind a TLS reverse proxy in production).
+public enum DeskServer {
+    static let cookie = "newspush_desk"
+    // Header names HTTPTypes does not define (each is a valid token, so the names are made).
+    static let referrerPolicy = field("Referrer-Policy")
+    static let frameOptions = field("X-Frame-Options")
+    static let forwardedProto = field("X-Forwarded-Proto")
+    static let csrfToken = field("X-CSRF-Token")
+
+    private static func field(_ name: String) -> HTTPField.Name {
+        HTTPField.Name(name) ?? .contentType
+    }
+
+    /// Runs until cancelled; `onReady` receives the bound port.
+    public static func run(
+        _ desk: Desk, address: DeskAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
+    ) async throws {
+        let router = Router(context: DeskContext.self)
+        router.add(middleware: DeskGuard(desk: desk))
+        DeskRoutes(desk: desk).register(on: router)
+        let app = Application(
+            router: router,
+            configuration: ApplicationConfiguration(
+                address: .hostname(address.host, port: address.port), serverName: nil),
+            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
+            logger: logger)
+        try await app.run()
+    }
+
+    // MARK: Answers
+
+    /// Every answer's security headers (SPEC §8).
+    static func secured(_ response: Response) -> Response {
+        var response = response
+        response.headers[.contentSecurityPolicy] = DeskAssets.contentSecurityPolicy
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[DeskServer.referrerPolicy] = "same-origin"
+        response.headers[DeskServer.frameOptions] = "DENY"
+        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
+        return response
+    }
+
+    static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
+    }
+
+    static func redirect(_ location: String, cookie: String? = nil) -> Response {
+        var headers: HTTPFields = [.location: location]
+        if let cookie { headers[.setCookie] = cookie }
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    /// The session cookie: HttpOnly, SameSite=Strict, Secure behind TLS; an empty value ends it.
+    static func sessionCookie(_ token: String, maxAge: Int, secure: Bool) -> String {
+        "\(cookie)=\(token); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
+    }
+
+    /// Whether the request came over TLS: the desk itself speaks plain HTTP, so only a reverse
+    /// proxy's `X-Forwarded-Proto: https` says so.
+    static func overTLS(_ request: Request) -> Bool {
+        request.headers[DeskServer.forwardedProto]?.lowercased().hasPrefix("https") == true
+    }
+
+    /// The fields of a URL-encoded form or query (`+` is a space).
+    static func fields(_ encoded: String) -> [String: String] {
+        var components = URLComponents()
+        components.percentEncodedQuery = encoded.replacingOccurrences(of: "+", with: "%20")
+        var fields: [String: String] = [:]
+        for item in components.queryItems ?? [] where fields[item.name] == nil { fields[item.name] = item.value ?? "" }
+        return fields
+    }
+}
+
+/// Sign-in, CSRF and roles before any route, and the security headers on every answer.
+struct DeskGuard: RouterMiddleware {
+    typealias Context = DeskContext
+    let desk: Desk
+
+    func handle(_ request: Request, context: DeskContext, next: (Request, DeskContext) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return DeskServer.secured(try await guarded(request, context: context, next: next))
+        } catch let error as HTTPResponseError {
+            return DeskServer.secured(try error.response(from: request, context: context))
+        }
+    }
+
+    private func guarded(
+        _ request: Request, context: DeskContext, next: (Request, DeskContext) async throws -> Response
+    ) async throws -> Response {
+        var request = request
+        var context = context
+        let path = request.uri.path
+        let isAPI = path.hasPrefix("/api/")
+        if request.method == .post {
+            let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+            context.body = Data(buffer.readableBytesView)
+            if request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
+                context.form = DeskServer.fields(String(decoding: context.body, as: UTF8.self))
+            }
+        }
+        if path == "/login" || path == "/desk.js" { return try await next(request, context) }
+        context.token = request.cookies[DeskServer.cookie]?.value
+        guard let user = await desk.signIns.session(context.token, now: Date()) else {
+            return isAPI
+                ? DeskServer.json(JSONText.encode(["error": "sign in first (POST /login)"]), status: .unauthorized)
+                : DeskServer.redirect("/login")
+        }
+        context.user = user
+        guard request.method == .post else { return try await next(request, context) }
+        let sent = request.headers[DeskServer.csrfToken] ?? context.form["csrf"] ?? ""
+        guard DeskSignIns.sameToken(sent, user.csrf) else {
+            return refuse(
+                "the form is out of date or not from the desk (no valid CSRF token): reload the page", isAPI, user)
+        }
+        guard path == "/logout" || user.role == .editor else {
+            return refuse("\(user.name) is a viewer: only editors decide and publish", isAPI, user)
+        }
+        return try await next(request, context)
+    }
+
+    private func refuse(_ why: String, _ isAPI: Bool, _ user: SignedIn) -> Response {
+        isAPI
+            ? DeskServer.json(JSONText.encode(["error": why]), status: .forbidden)
+            : DeskServer.html(DeskPages.forbidden(why, user: user), status: .forbidden)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HummingbirdBcrypt
+import Yams
+
+/// What a desk user may do: look, or also decide and publish.
+public enum DeskRole: String, Sendable, Codable, CaseIterable {
+    case viewer, editor
+}
+
+/// Why the users file cannot be used or changed.
+public enum DeskUsersError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file exists but is not a users file.
+    case unreadable(path: String, reason: String)
+    /// The file cannot be written.
+    case cannotWrite(path: String, reason: String)
+    /// A user name the desk cannot take.
+    case badName(String)
+    /// A password the desk will not store.
+    case badPassword(String)
+
+    /// What went wrong, naming the file or the value.
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason): return "\(path): \(reason)"
+        case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        case .badName(let name):
+            return "'\(name)' cannot be a desk user's name: use 1 to 64 letters, digits, '.', '_', '-' or '@'"
+        case .badPassword(let reason): return reason
+        }
+    }
+}
+
+/// The desk's users file (`desk.users`): each user's role and bcrypt hash, never a password.
+///
+///     users:
+///       alice: {role: editor, password: "$2b$11$…"}
+public struct DeskUsers: Sendable {
+    /// One user.
+    public struct User: Sendable, Codable, Equatable {
+        /// What the user may do.
+        public var role: DeskRole
+        /// The bcrypt hash of the password.
+        public var password: String
+    }
+
+    /// The file's path.
+    public var path: String
+    /// Users by name.
+    public var users: [String: User]
+
+    /// bcrypt's work factor: about 0.1 s a check on a server core; the desk checks only at sign-in.
+    static let cost: UInt8 = 11
+    /// Checked against when the name is unknown, so a wrong name takes as long as a wrong password.
+    private static let decoy = Bcrypt.hash("newspush decoy password", cost: cost)
+
+    /// The users in the file at `path`; none when there is no file yet.
+    public static func load(path: String) throws(DeskUsersError) -> DeskUsers {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) {
+                throw .unreadable(path: path, reason: "cannot be read (permissions?)")
+            }
+            return DeskUsers(path: path, users: [:])
+        }
+        struct File: Codable { var users: [String: User]? }
+        do {
+            let file = try YAMLDecoder().decode(File.self, from: data)
+            let users = file.users ?? [:]
+            for (name, user) in users where !user.password.hasPrefix("$2") {
+                throw DeskUsersError.unreadable(
+                    path: path, reason: "user \(name)'s password is not a bcrypt hash (use newspush desk add-user)")
+            }
+            return DeskUsers(path: path, users: users)
+        } catch let error as DeskUsersError {
+            throw error
+        } catch {
+            throw .unreadable(path: path, reason: "not a desk users file (\(error))")
+        }
+    }
+
+    /// Adds `name` (or replaces its role and password) and writes the file, mode 0600.
+    public mutating func set(_ name: String, role: DeskRole, password: String) throws(DeskUsersError) {
+        guard Self.isValidName(name) else { throw .badName(name) }
+        guard password.count >= 8 else { throw .badPassword("the password needs at least 8 characters") }
+        // bcrypt reads at most 72 bytes: a longer password would be checked by its start only.
+        guard password.utf8.count <= 72 else { throw .badPassword("the password may have at most 72 bytes") }
+        users[name] = User(role: role, password: Bcrypt.hash(password, cost: Self.cost))
+        try write()
+    }
+
+    /// The role of `name` when `password` is theirs; nil otherwise (a wrong name takes as long).
+    public func check(_ name: String, password: String) -> DeskRole? {
+        guard let user = users[name] else {
+            _ = Bcrypt.verify(password, hash: Self.decoy)
+            return nil
+        }
+        return Bcrypt.verify(password, hash: user.password) ? user.role : nil
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.count)
+            && name.unicodeScalars.allSatisfy {
+                ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || "._-@".unicodeScalars.contains($0)
+            }
+    }
+
+    /// Writes the file through a new file renamed over it: created 0600, never half written.
+    private func write() throws(DeskUsersError) {
+        var text = "# newspush desk users: roles and bcrypt hashes (newspush desk add-user NAME --role ROLE)\nusers:\n"
+        for name in users.keys.sorted() {
+            guard let user = users[name] else { continue }
+            text += "  \"\(name)\": {role: \(user.role.rawValue), password: \"\(user.password)\"}\n"
+        }
+        let temporary = path + ".new"
+        let created = FileManager.default.createFile(
+            atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        guard created, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .cannotWrite(path: path, reason: reason)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import NewsPushCore
+
+/// Markup whose interpolated strings are escaped: feed text (titles, summaries, links) can only
+/// ever become text on the page. Raw markup goes in only as `HTML` itself.
+struct HTML: Sendable, ExpressibleByStringInterpolation {
+    private(set) var text: String
+
+    init(stringLiteral value: String) { text = value }
+
+    init(stringInterpolation: Interpolation) { text = stringInterpolation.text }
+
+    struct Interpolation: StringInterpolationProtocol {
+        var text = ""
+
+        init(literalCapacity: Int, interpolationCount: Int) { text.reserveCapacity(literalCapacity * 2) }
+
+        mutating func appendLiteral(_ literal: String) { text += literal }
+        /// Text: escaped.
+        mutating func appendInterpolation(_ value: String) { text += HTML.escape(value) }
+        mutating func appendInterpolation(_ value: String?) { text += HTML.escape(value ?? "") }
+        mutating func appendInterpolation(_ value: Int) { text += String(value) }
+        /// Markup made elsewhere of escaped parts.
+        mutating func appendInterpolation(_ value: HTML) { text += value.text }
+        mutating func appendInterpolation(_ values: [HTML]) { for value in values { text += value.text } }
+        /// A link target: only an http(s) URL, else nothing to follow.
+        mutating func appendInterpolation(href: String?) {
+            guard let href, FeedURL.isHTTP(href) else { return text += "#" }
+            text += HTML.escape(href)
+        }
+    }
+
+    /// Text as markup: escaped.
+    static func text(_ value: String?) -> HTML { HTML(stringLiteral: escape(value ?? "")) }
+
+    /// `&`, `<`, `>`, `"` and `'` as character references (safe in text and in quoted attributes).
+    static func escape(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else {
+            return value
+        }
+        var escaped = ""
+        escaped.reserveCapacity(value.utf8.count + 16)
+        for character in value.unicodeScalars {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
+    }
+}

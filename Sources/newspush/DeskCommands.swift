@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NIOCore
+import NewsPushCore
+import NewsPushDesk
+import NewsPushSessions
+
+struct DeskCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "desk",
+        abstract: "The editors' web desk: what waits, what the next run would push, what was sent, and publishing.",
+        discussion: """
+            Serves the desk over HTTP on 127.0.0.1:8080 (put it behind a TLS reverse proxy to reach it from \
+            elsewhere). Users sign in with the names and bcrypt hashes of the desk.users file, which \
+            `newspush desk add-user` writes.
+            """,
+        subcommands: [Serve.self, AddUser.self],
+        defaultSubcommand: Serve.self)
+
+    /// The desk could not be served (its address is taken or cannot be bound).
+    struct CannotServe: Error {
+        var reason: String
+    }
+
+    struct Serve: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve", abstract: "Serve the desk (the default: `newspush desk --listen …`).")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(help: "ADDRESS:PORT to listen on (0.0.0.0:8080 for every interface; [::1]:8080).")
+        var listen = "127.0.0.1:8080"
+
+        @Option(help: "How old the next run's preview may be before a page computes it again (e.g. 1m).")
+        var previewAge = "1m"
+
+        func validate() throws {
+            guard DeskAddress(listen) != nil else { throw ValidationError("--listen '\(listen)' is not ADDRESS:PORT") }
+            guard Durations.parse(previewAge) != nil else {
+                throw ValidationError("--preview-age '\(previewAge)' is not a duration")
+            }
+        }
+
+        func run() throws {
+            let context = global.context(try global.loadConfig())
+            let users = try DeskUsers.load(path: context.config.deskUsersPath)
+            if users.users.isEmpty {
+                Terminal.note(
+                    "\(context.config.deskUsersPath) has no users yet: add one with newspush desk add-user NAME "
+                        + "--role editor (nobody can sign in until then)")
+            }
+            guard let address = DeskAddress(listen) else { return }
+            if !address.isLoopback {
+                Terminal.note("the desk listens on \(listen): serve it to others only behind a TLS reverse proxy")
+            }
+            let desk = Desk(context: context, previewAge: Durations.parse(previewAge) ?? 60)
+            var logger = Logger(label: "newspush-desk")
+            logger.logLevel = .warning
+            let failure = FailureBox()
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                do {
+                    try await DeskServer.run(desk, address: address, logger: logger) { port in
+                        // Written straight to the descriptor: scripts wait for this line to learn the port.
+                        FileHandle.standardOutput.write(
+                            Data("newspush desk listening on http://\(address.host):\(port)/\n".utf8))
+                    }
+                } catch let error as IOError {
+                    failure.set(
+                        CannotServe(reason: "cannot listen on \(listen): \(error.description) (--listen picks another)")
+                    )
+                } catch {
+                    failure.set(CannotServe(reason: "the desk stopped: \(error)"))
+                }
+                done.signal()
+            }
+            done.wait()
+            if let error = failure.error { throw error }
+        }
+    }
+
+    struct AddUser: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add-user",
+            abstract: "Add a desk user (or set a user's role and password) in the desk.users file.",
+            discussion: """
+                The password is read from standard input when it is not a terminal (one line), else asked \
+                twice. Only its bcrypt hash is stored; the file is created with mode 0600.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user's name (letters, digits, '.', '_', '-', '@').") var name: String
+
+        @Option(help: "viewer (sees everything) or editor (also approves, rejects and publishes).")
+        var role: DeskRole
+
+        func run() throws {
+            let config = try global.loadConfig(requireHub: false)
+            let password = try readPassword()
+            var users = try DeskUsers.load(path: config.deskUsersPath)
+            let existed = users.users[name] != nil
+            try users.set(name, role: role, password: password)
+            Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(config.deskUsersPath)")
+        }
+
+        /// One line from a pipe, or asked twice on a terminal without echo.
+        private func readPassword() throws -> String {
+            guard isatty(STDIN_FILENO) == 1 else {
+                guard let line = readLine(strippingNewline: true) else {
+                    throw ValidationError("no password on standard input")
+                }
+                return line
+            }
+            let first = Terminal.secret("Password for \(name): ")
+            let second = Terminal.secret("Again: ")
+            guard first == second else { throw ValidationError("the two passwords differ; nothing changed") }
+            return first
+        }
+    }
+}
+
+extension DeskRole: ExpressibleByArgument {}
+
+/// The error the server task ended with, read after it ends.
+private final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (any Error)?
+    var error: (any Error)? { lock.withLock { stored } }
+    func set(_ error: any Error) { lock.withLock { stored = error } }
+}
