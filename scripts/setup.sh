@@ -9,7 +9,9 @@ if [ "${1:-}" = "--tests" ]; then
     # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils):
     # a terminal for progress tests; time: GNU time reads a run's own peak RSS.
     # postgresql: a real server for the shared-ledger tests (started by the tests as nobody).
-    packages+=(sqlite3 prometheus bsdutils time postgresql)
+    # chromium, chromium-driver, python3-selenium, fonts-dejavu-core: the desk's browser tests
+    # (Tests/desk), WebDriver from Debian's Python.
+    packages+=(sqlite3 prometheus bsdutils time postgresql chromium chromium-driver python3-selenium fonts-dejavu-core)
 fi
 
 missing=()

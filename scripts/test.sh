@@ -14,4 +14,6 @@ swift format lint --strict --recursive Sources Tests Package.swift
 postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests"
 swift test --skip "$postgres_suites" "$@"
 swift test --skip-build --filter "$postgres_suites" "$@"
+# The desk in a real browser (Chromium through WebDriver), against the debug build just tested.
+/usr/bin/python3 -m unittest discover -s Tests/desk -v
 swift test -c release -Xswiftc -enable-testing --filter NewsPushCoreTests

@@ -213,8 +213,7 @@ struct DeskRoutes {
 
     /// A JSON object's fields (numbers and booleans as text), or the form's.
     private func bodyFields(_ context: DeskContext) throws -> [String: String] {
-        guard !context.form.isEmpty || context.body.isEmpty else { return context.form }
-        guard !context.body.isEmpty else { return [:] }
+        if !context.form.isEmpty || context.body.isEmpty { return context.form }
         guard let object = try? JSONSerialization.jsonObject(with: context.body) as? [String: Any] else {
             throw HTTPError(.badRequest, message: "the body is not a JSON object")
         }
