@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import NewsPushTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `newspush-bench desk`: each desk page's time over loopback (an upper bound of its server
+/// time) with a large ledger and many held pushes, beside `newspush state show` over the same
+/// ledger, in one run of the release binaries.
+struct DeskPages: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "desk",
+        abstract:
+            "Time the desk's pages and API over a ledger of many stories and held pushes, beside `newspush state "
+            + "show`.")
+
+    @Option(help: "Feeds of the baseline (feeds × stories are in the ledger).") var feeds = 1000
+    @Option(help: "Stories in each feed.") var stories = 150
+    @Option(help: "Pushes held for review.") var held = 500
+    @Option(help: "Requests per page; the median and 95th percentile are reported.") var requests = 50
+
+    func run() async throws {
+        let (perFeed, heldCount) = (stories, held)
+        let server = try await LocalHTTPServer.start { request in
+            if request.uri.hasSuffix("/held.xml") {
+                let items = (0..<heldCount).map {
+                    (guid: "held-\($0)", title: "Held story \($0) waiting for an editor", minutesAgo: Double($0) / 10)
+                }
+                return CannedResponse(headers: [("ETag", "\"h1\"")], text: rssFeed(title: "Held desk", items: items))
+            }
+            if request.header("If-None-Match") == "\"v1\"" {
+                return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")])
+            }
+            let feed = request.uri.split(separator: "/").last.map { String($0.dropLast(4)) } ?? "0"
+            let items = (0..<perFeed).map {
+                (guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the wire", minutesAgo: Double($0) * 3)
+            }
+            return CannedResponse(headers: [("ETag", "\"v1\"")], text: rssFeed(title: "Desk \(feed)", items: items))
+        }
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "http://127.0.0.1:9/"}
+            fetch: {concurrency: 64, per_host: 64, timeout: 60s, max_bytes: 50MB}
+            policy: {budget: {per_category: 10000, per: 1h}}
+            review: {rules: [{category: Politics, mode: review}]}
+            feeds:
+            \(list.joined(separator: "\n"))
+              - {url: "\(server.baseURL)/held.xml", name: Held desk, category: Politics, first_run: send}
+            """)
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let binary = here.appendingPathComponent("newspush").path
+        let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
+        _ = try await spawn(binary, ["run", "-q", "--config", config], environment)
+        let input = Pipe()
+        let add = Process()
+        add.executableURL = URL(fileURLWithPath: binary)
+        add.arguments = ["desk", "add-user", "bench", "--role", "editor", "--config", config]
+        add.standardInput = input
+        add.standardOutput = FileHandle.nullDevice
+        try add.run()
+        input.fileHandleForWriting.write(Data("bench-password\n".utf8))
+        try input.fileHandleForWriting.close()
+        add.waitUntilExit()
+
+        var show: [Double] = []
+        for _ in 0..<3 { show.append(try await spawn(binary, ["state", "show", "--config", config], environment).0) }
+
+        let desk = Process()
+        desk.executableURL = URL(fileURLWithPath: binary)
+        desk.arguments = ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"]
+        desk.environment = Dictionary(
+            uniqueKeysWithValues: environment.map { ($0.split(separator: "=", maxSplits: 1)) }
+                .map { (String($0[0]), String($0[1])) })
+        let output = Pipe()
+        desk.standardOutput = output
+        desk.standardError = FileHandle.nullDevice
+        try desk.run()
+        defer { desk.terminate() }
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard
+            let base = line.split(separator: " ").last.map({
+                String($0).trimmingCharacters(in: .whitespacesAndNewlines)
+            })
+        else { throw ValidationError("the desk did not start: \(line)") }
+        let client = DeskClient(base: base.hasSuffix("/") ? String(base.dropLast()) : base)
+        try await client.signIn(user: "bench", password: "bench-password")
+        let firstPreview = try await client.time("/next")
+
+        print("ledger: \(feeds * perFeed) stories, \(heldCount) held (\(feeds + 1) feeds)")
+        print(String(format: "newspush state show: median %.1f ms", show.sorted()[1] * 1000))
+        print(String(format: "the first preview (fetching %d feeds, 304s): %.1f ms", feeds + 1, firstPreview * 1000))
+        for path in ["/", "/next", "/sent", "/publish", "/api/review", "/api/history", "/api/changes"] {
+            var times: [Double] = []
+            for _ in 0..<requests { times.append(try await client.time(path)) }
+            times.sort()
+            print(
+                String(
+                    format: "GET %@ median %6.1f ms, p95 %6.1f ms",
+                    path.padding(toLength: 13, withPad: " ", startingAt: 0), times[times.count / 2] * 1000,
+                    times[min(times.count - 1, times.count * 95 / 100)] * 1000))
+        }
+    }
+}
+
+/// A signed-in client of the desk that does not follow redirects.
+final class DeskClient: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    let base: String
+    private var cookie = ""
+    private lazy var session = URLSession(configuration: .ephemeral, delegate: self, delegateQueue: nil)
+
+    init(base: String) { self.base = base }
+
+    func signIn(user: String, password: String) async throws {
+        var request = URLRequest(url: URL(string: base + "/login") ?? URL(fileURLWithPath: "/"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("user=\(user)&password=\(password)".utf8)
+        let (_, response) = try await session.data(for: request)
+        let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie") ?? ""
+        cookie = String(header.split(separator: ";").first ?? "")
+        guard !cookie.isEmpty else { throw ValidationError("the desk refused the bench user") }
+    }
+
+    /// Seconds for one GET of `path`, whose answer must be 200.
+    func time(_ path: String) async throws -> Double {
+        var request = URLRequest(url: URL(string: base + path) ?? URL(fileURLWithPath: "/"))
+        request.setValue(cookie, forHTTPHeaderField: "Cookie")
+        let started = DispatchTime.now()
+        let (_, response) = try await session.data(for: request)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+            throw ValidationError("GET \(path) answered \((response as? HTTPURLResponse)?.statusCode ?? 0)")
+        }
+        return seconds
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
