@@ -45,6 +45,7 @@ struct DeskCommand: ParsableCommand {
         func run() throws {
             let context = global.context(try global.loadConfig())
             let users = try DeskUsers.load(path: context.config.deskUsersPath)
+            Terminal.note("desk users from \(context.config.deskUsersPath) (\(users.users.count))")
             if users.users.isEmpty {
                 Terminal.note(
                     "\(context.config.deskUsersPath) has no users yet: add one with newspush desk add-user NAME "
