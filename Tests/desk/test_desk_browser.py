@@ -92,6 +92,8 @@ class Newsroom:
             ("quake", "Earthquake shakes the capital"),
             ("dam", "Dam gates opened as river rises"),
             ("ferry", "Ferry service resumes"),
+            ("tram", "Tram strike called off"),
+            ("council", "Council budget passes"),
             # Double-escaped: after the feed's own entity decoding the title *is* this text.
             ("markets", HOSTILE.replace("<", "&amp;lt;").replace(">", "&amp;gt;")),
         ]
@@ -298,6 +300,33 @@ class DeskHTTPContract(unittest.TestCase):
         self.assertEqual(desk_request("POST", "/api/publish", body, viewer)[0], 403)
         self.assertEqual(desk_request("POST", "/logout", "", viewer)[0], 303, "a viewer may sign out")
         self.assertEqual([d for d in NEWSROOM.deliveries() if "Forged" in d["payload"]], [])
+
+    def test_an_approval_while_a_run_holds_the_lock_says_so_and_changes_nothing(self):
+        signed = self.session()
+        council = self.held_id_of("Council budget passes")
+        fault = json.dumps({"delay_seconds": 25, "count": 1}).encode()
+        urllib.request.urlopen(urllib.request.Request(NEWSROOM.hub.rstrip("/") + "/_emulator/faults", data=fault,
+                                                      headers={"Content-Type": "application/json"}), timeout=10)
+        publish = subprocess.Popen(
+            [os.path.join(BIN, "newspush"), "publish", "--yes", "--category", "Sports", "--title",
+             "Cup final goes to extra time", "--config", NEWSROOM.config],
+            env=NEWSROOM.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(3)
+            self.assertIsNone(publish.poll(), "the publish should still be sending")
+            status, _, body = desk_request("POST", f"/api/review/{council}/approve", "", signed)
+            self.assertEqual(status, 503, body)
+            self.assertIn("a run is sending", json.loads(body)["error"])
+            self.assertIsNotNone(self.held_id_of("Council budget passes"))
+        finally:
+            publish.wait(timeout=120)
+        status, _, body = desk_request("POST", f"/api/review/{council}/approve", "", signed)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len([d for d in NEWSROOM.deliveries() if "Council budget" in d["payload"]]), 1)
+
+    @staticmethod
+    def held_id_of(title):
+        return next((h["id"] for h in NEWSROOM.held() if h["properties"].get("title") == title), None)
 
     def test_the_api_answers_as_the_cli_and_a_second_approval_is_a_conflict(self):
         signed = self.session()
@@ -547,6 +576,14 @@ class DeskInABrowser(unittest.TestCase):
                                {"reason": "no token"}, csrf=False)
         self.assertEqual(status, 403)
         self.assertIsNotNone(self.held_id("Dam gates opened as river rises"))
+
+    def test_the_page_reloads_itself_when_the_ledger_changes(self):
+        browser = self.browser()
+        self.sign_in(browser, "alice", "alice-password")
+        self.card(browser, "Tram strike called off")
+        NEWSROOM.newspush(["review", "reject", self.held_id("Tram strike called off"), "--reason", "denied",
+                           "--editor", "night-desk", "--config", NEWSROOM.config])
+        WebDriverWait(browser, 20).until(lambda b: "Tram strike called off" not in b.page_source)
 
     def test_two_editors_approving_the_same_item_send_one_push(self):
         first, second = self.browser(), self.browser()
