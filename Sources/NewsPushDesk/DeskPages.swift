@@ -229,18 +229,8 @@ enum DeskPages {
     }
 
     static func delivery(_ row: HubStatusRow?, id: String, user: SignedIn) -> String {
-        var body: HTML = "<h1>Delivery of \(id)</h1>"
-        if let row {
-            if let telemetry = row.telemetry {
-                let lines: [HTML] = String(describing: telemetry).split(separator: "\n").map { "\(String($0))\n" }
-                body = "\(body)<p>\(row.message)</p><pre>\(lines)</pre>"
-            } else {
-                body =
-                    "\(body)<p class=\"flash bad\">\(row.error ?? "the hub gave no telemetry (Standard tier only)")</p>"
-            }
-        } else {
-            body = "\(body)<p class=\"empty\">The hub knows nothing of it.</p>"
-        }
+        let text = row?.text ?? "\(id)  the hub knows nothing of it"
+        let body: HTML = "<h1>Delivery of \(id)</h1><pre>\(text)</pre>"
         return page(.sent, title: "Delivery", user: user, flash: nil, body: "\(body)<p><a href=\"/sent\">Back</a></p>")
     }
 

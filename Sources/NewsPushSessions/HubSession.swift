@@ -34,6 +34,28 @@ public struct HubStatusOutcome: Sendable {
     public var nothingInLedger: Bool
 }
 
+extension HubStatusRow {
+    /// The row as `hub status` prints it (and the desk shows it): the id, the ledger's message,
+    /// the hub's state and times, and each platform's outcome counts.
+    public var text: String {
+        var lines = ["\(notificationId)\(message.map { "  \($0)" } ?? "")"]
+        if let error { lines.append("  \(error)") }
+        if let t = telemetry {
+            lines.append(
+                "  state \(t.state ?? "?"); enqueued \(t.enqueueTime ?? "-"), started \(t.startTime ?? "-"), "
+                    + "ended \(t.endTime ?? "-")"
+            )
+            if t.outcomeCounts.isEmpty { lines.append("  no device outcomes yet") }
+            for (platform, counts) in t.outcomeCounts.sorted(by: { $0.key < $1.key }) {
+                lines.append(
+                    "  \(platform): "
+                        + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
 /// What `hub cancel` did.
 public enum HubCancelOutcome: Sendable, Equatable {
     /// Cancelled at the hub; `recorded` is false when the ledger had no record of the send.

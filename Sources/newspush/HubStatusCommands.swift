@@ -35,27 +35,9 @@ extension Hub {
             if format == .json {
                 Terminal.output(JSONText.encode(outcome.rows))
             } else {
-                for row in outcome.rows { Terminal.output(Self.text(row)) }
+                for row in outcome.rows { Terminal.output(row.text) }
             }
             try ExitStatus.finish(ExitStatus.code(for: outcome))
-        }
-
-        static func text(_ row: HubStatusRow) -> String {
-            var lines = ["\(row.notificationId)\(row.message.map { "  \($0)" } ?? "")"]
-            if let error = row.error { lines.append("  \(error)") }
-            if let t = row.telemetry {
-                lines.append(
-                    "  state \(t.state ?? "?"); enqueued \(t.enqueueTime ?? "-"), started \(t.startTime ?? "-"), "
-                        + "ended \(t.endTime ?? "-")"
-                )
-                if t.outcomeCounts.isEmpty { lines.append("  no device outcomes yet") }
-                for (platform, counts) in t.outcomeCounts.sorted(by: { $0.key < $1.key }) {
-                    lines.append(
-                        "  \(platform): "
-                            + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-                }
-            }
-            return lines.joined(separator: "\n")
         }
     }
 

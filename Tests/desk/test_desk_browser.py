@@ -533,6 +533,13 @@ class DeskInABrowser(unittest.TestCase):
         self.assertTrue(message.startswith("sent"), message)
         corrected = self.payloads("after vote of no confidence")
         self.assertEqual(len(corrected), 1)
+        browser.get(NEWSROOM.desk + "/sent")
+        row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr") if "no confidence" in r.text)
+        self.assertIn("correction", row.text)
+        row.find_element(By.LINK_TEXT, "delivery").click()
+        telemetry = WebDriverWait(browser, 30).until(lambda b: b.find_element(By.TAG_NAME, "pre")).text
+        self.assertIn(corrected[0]["notification_id"], telemetry)
+        self.assertIn("state ", telemetry)
         self.assertIsNotNone(first[0].get("collapse_id"), first)
         self.assertEqual(corrected[0].get("collapse_id"), first[0].get("collapse_id"))
 
