@@ -39,8 +39,16 @@ public struct Desk: Sendable {
 
     /// Runs blocking session work off the event loops.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
+        try await pool.runIfActive(body)
     }
+
+    /// The threads session work runs on: more than the cores, since an approval may wait up to
+    /// `lockWait` for a running job's lock and the pages must not wait behind it.
+    private static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 16)
+        pool.start()
+        return pool
+    }()
 
     // MARK: Reading
 

@@ -314,8 +314,21 @@ class DeskHTTPContract(unittest.TestCase):
         try:
             time.sleep(3)
             self.assertIsNone(publish.poll(), "the publish should still be sending")
-            status, _, body = desk_request("POST", f"/api/review/{council}/approve", "", signed)
-            self.assertEqual(status, 503, body)
+            answers = []
+            waiting = [threading.Thread(target=lambda: answers.append(
+                desk_request("POST", f"/api/review/{council}/approve", "", signed))) for _ in range(3)]
+            for thread in waiting:
+                thread.start()
+            time.sleep(1)
+            # The pages do not wait behind approvals waiting for the lock.
+            started = time.monotonic()
+            self.assertEqual(desk_request("GET", "/api/review", headers=signed)[0], 200)
+            self.assertLess(time.monotonic() - started, 5)
+            for thread in waiting:
+                thread.join()
+            self.assertEqual(len(answers), 3)
+            status, _, body = answers[0]
+            self.assertTrue(all(answer[0] == 503 for answer in answers), [a[0] for a in answers])
             self.assertIn("a run is sending", json.loads(body)["error"])
             self.assertIsNotNone(self.held_id_of("Council budget passes"))
         finally:
