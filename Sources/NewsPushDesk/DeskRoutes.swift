@@ -52,12 +52,24 @@ struct DeskRoutes {
         }
         let path = config.deskUsersPath
         // The users file is read at every sign-in, so `desk add-user` needs no restart.
-        let role = try await Desk.blocking { () -> DeskRole? in
-            (try? DeskUsers.load(path: path))?.check(name, password: password)
+        let checked = try await Desk.blocking { () -> Result<(known: Bool, role: DeskRole?), DeskUsersError> in
+            do throws(DeskUsersError) {
+                let users = try DeskUsers.load(path: path)
+                return .success((users.users[name] != nil, users.check(name, password: password)))
+            } catch {
+                return .failure(error)
+            }
         }
+        let role = try? checked.get().role
         guard let role else {
             await desk.signIns.failed(name: name, address: context.address, now: now)
-            desk.context.logger.notice("desk: failed sign-in for '\(name)' from \(context.address)")
+            switch checked {
+            case .failure(let error): desk.context.logger.error("desk: nobody can sign in: \(error)")
+            case .success(let outcome):
+                // Only a known name is logged: a password typed into the name field must not be.
+                let who = outcome.known ? "user '\(name)'" : "an unknown user"
+                desk.context.logger.notice("desk: failed sign-in for \(who) from \(context.address)")
+            }
             return DeskServer.html(
                 DeskPages.login(flash: .init(text: "Wrong user or password.", bad: true)), status: .unauthorized)
         }

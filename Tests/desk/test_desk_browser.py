@@ -132,7 +132,8 @@ feeds:
         for name, role, password in (("alice", "editor", "alice-password"), ("bob", "editor", "bob-password"),
                                      ("vera", "viewer", "vera-password"), ("rita", "editor", "rita-password")):
             self.newspush(["desk", "add-user", name, "--role", role, "--config", self.config], stdin=password + "\n")
-        desk = self.start([os.path.join(BIN, "newspush"), "desk", "--listen", "127.0.0.1:0", "--config", self.config])
+        desk = self.start([os.path.join(BIN, "newspush"), "desk", "--listen", "127.0.0.1:0", "--config", self.config],
+                          log="desk.log")
         self.desk = self.listening(desk, "newspush desk listening on ").rstrip("/")
 
     def path(self, name):
@@ -142,9 +143,9 @@ feeds:
         with open(self.path(name), "w") as file:
             file.write(text)
 
-    def start(self, arguments):
-        process = subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
-                                   text=True)
+    def start(self, arguments, log=None):
+        stderr = open(self.path(log), "w") if log else subprocess.DEVNULL
+        process = subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=stderr, env=self.env, text=True)
         self.processes.append(process)
         return process
 
@@ -280,6 +281,17 @@ class DeskHTTPContract(unittest.TestCase):
         self.assertNotIn("set-cookie", headers)
         self.assertGreater(int(headers["retry-after"]), 0)
         self.assertEqual(sign_in("bob", "bob-password")[0], 303, "other users are not locked out")
+
+    def test_a_failed_sign_in_is_logged_without_what_was_typed(self):
+        self.assertEqual(sign_in("correct-horse-battery", "x")[0], 401)
+        self.assertEqual(sign_in("bob", "bobs-wrong-guess")[0], 401)
+        time.sleep(0.5)
+        with open(NEWSROOM.path("desk.log")) as file:
+            log = file.read()
+        self.assertIn("failed sign-in for an unknown user", log)
+        self.assertIn("failed sign-in for user 'bob'", log)
+        self.assertNotIn("correct-horse-battery", log)
+        self.assertNotIn("bobs-wrong-guess", log)
 
     def test_add_user_stores_a_bcrypt_hash_in_a_file_only_its_owner_reads(self):
         path = NEWSROOM.path("desk-users.yaml")
