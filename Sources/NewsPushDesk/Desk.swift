@@ -20,8 +20,8 @@ struct DeskAnswer: Sendable {
 }
 
 /// The desk's work: every page and action calls the same sessions as the command line (the
-/// lock, the outbox, the same-story rules), on NIO's blocking pool so the server's event loops
-/// never wait for the ledger or the hub.
+/// lock, the outbox, the same-story rules), on a thread pool of the desk's own so the server's
+/// event loops never wait for the ledger or the hub.
 public struct Desk: Sendable {
     /// The newsroom's config, logger and clock.
     public var context: SessionContext
@@ -52,15 +52,10 @@ public struct Desk: Sendable {
 
     // MARK: Reading
 
-    /// The held pushes with the feeds that listed each story.
-    func waiting() async throws -> (held: [HeldPush], feeds: [String: [String]]) {
+    /// The held pushes, oldest first.
+    func waiting() async throws -> [HeldPush] {
         let context = context
-        return try await Self.blocking {
-            let held = try ReviewSession(context: context).list()
-            let feeds = try Ledger.open(configured: context.config.statePath, access: .read)
-                .feedsListing(held.map(\.entry.storyKey))
-            return (held, feeds)
-        }
+        return try await Self.blocking { try ReviewSession(context: context).list() }
     }
 
     /// The pushes on record as `filter` selects, and the decisions about them.
@@ -149,21 +144,16 @@ public struct Desk: Sendable {
     }
 
     /// Runs `work` off the event loops and renders its outcome; a session error becomes its
-    /// HTTP answer (one place: `DeskAnswer(_: SessionError)`).
+    /// HTTP answer (one place: `Desk.answer(_: SessionError)`).
     private func answer<T: Sendable>(
         _ work: @escaping @Sendable () throws(SessionError) -> T, render: (T) -> DeskAnswer
     ) async -> DeskAnswer {
-        let result: Result<T, SessionError>
         do {
-            result = .success(try await Self.blocking { () throws -> T in try work() })
+            return render(try await Self.blocking { () throws -> T in try work() })
         } catch let error as SessionError {
-            result = .failure(error)
+            return Self.answer(error)
         } catch {
             return .error(.serviceUnavailable, "the desk is shutting down")
-        }
-        switch result {
-        case .success(let value): return render(value)
-        case .failure(let error): return Self.answer(error)
         }
     }
 
@@ -182,38 +172,23 @@ public struct Desk: Sendable {
     }
 
     static func answer(_ outcome: ReviewOutcome) -> DeskAnswer {
+        let message = outcome.sentence
         switch outcome {
-        case .approved(let entry, let result, let stop):
-            let text = entry.properties["messageParam"] ?? ""
-            let message: String
-            let status: HTTPResponse.Status
-            switch result.status {
-            case .sent:
-                (status, message) = (.ok, "approved and sent: \(text)")
-            case .pending:
-                (status, message) = (
-                    .accepted,
-                    "approved, not sent yet: \(stop?.reason ?? result.error ?? "the hub did not take it"); it waits in "
-                        + "the outbox and the next run sends it while it is fresh"
-                )
-            default:
-                (status, message) = (
-                    .badGateway, "approved, but not delivered (\(result.status.rawValue)): \(result.error ?? "")"
-                )
-            }
+        case .approved(let entry, let result, _):
+            let status: HTTPResponse.Status =
+                result.status == .sent ? .ok : result.status == .pending ? .accepted : .badGateway
             let document: [String: String?] = [
                 "status": "approved", "id": entry.id, "push": result.status.rawValue,
                 "notification_id": result.notificationId, "message": message,
             ]
             return DeskAnswer(status: status, message: message, json: JSONText.encode(document))
         case .rejected(let entry):
-            let message = "rejected: it will never be sent"
             return DeskAnswer(
                 status: .ok, message: message,
                 json: JSONText.encode(["status": "rejected", "id": entry.id, "message": message]))
         case .notHeld(let id, let why):
             return DeskAnswer(
-                status: .conflict, message: "nothing done: \(why)",
+                status: .conflict, message: message,
                 json: JSONText.encode(["status": "conflict", "id": id, "error": why]))
         }
     }
@@ -227,33 +202,14 @@ public struct Desk: Sendable {
             return DeskAnswer(status: .ok, message: "preview: nothing sent", json: json)
         case .notConfirmed:
             return DeskAnswer(status: .conflict, message: "not confirmed; nothing sent", json: json)
-        case .attempted(_, let result):
+        case .attempted(let plan, let result):
             let outcome = result.outcome
-            switch outcome.status {
-            case .sent:
-                return DeskAnswer(
-                    status: .ok, message: "sent\(outcome.notificationId.map { " (notification \($0))" } ?? "")",
-                    json: json)
-            case .scheduled:
-                return DeskAnswer(
-                    status: .ok,
-                    message:
-                        "scheduled\(outcome.notificationId.map { " (notification \($0); cancel it under Sent)" } ?? "")",
-                    json: json)
-            case .pending:
-                return DeskAnswer(
-                    status: .accepted,
-                    message: "not sent yet: \(outcome.error ?? "the hub did not take it"); it waits in the outbox and "
-                        + "the next run sends it while it is fresh", json: json)
-            case .unknown, .sending:
-                return DeskAnswer(
-                    status: .badGateway,
-                    message:
-                        "outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")",
-                    json: json)
-            default:
-                return DeskAnswer(status: .badGateway, message: "not sent: \(outcome.error ?? "refused")", json: json)
+            guard let reason = outcome.notSentReason(trial: plan.push.isTrial) else {
+                let id = outcome.notificationId.map { " (notification \($0))" } ?? ""
+                let message = outcome.status == .scheduled ? "scheduled\(id): cancel it under Sent" : "sent\(id)"
+                return DeskAnswer(status: .ok, message: message, json: json)
             }
+            return DeskAnswer(status: outcome.status == .pending ? .accepted : .badGateway, message: reason, json: json)
         }
     }
 }

@@ -81,12 +81,11 @@ enum DeskPages {
     // MARK: Waiting
 
     static func waiting(
-        _ held: [HeldPush], feeds: [String: [String]], config: NewsPushConfig, user: SignedIn, now: Date,
-        flash: Flash?
+        _ held: [HeldPush], config: NewsPushConfig, user: SignedIn, now: Date, flash: Flash?
     ) -> String {
         let names = Dictionary(config.feeds.map { ($0.url, $0.name ?? $0.url) }, uniquingKeysWith: { a, _ in a })
         let cards: [HTML] = held.map { push in
-            heldCard(push, feeds: (feeds[push.entry.storyKey] ?? []).map { names[$0] ?? $0 }, user: user, now: now)
+            heldCard(push, feeds: push.listedBy.map { names[$0] ?? $0 }, user: user, now: now)
         }
         let body: HTML = """
             <h1>Waiting for an editor (\(held.count))</h1>

@@ -15,8 +15,7 @@ struct DeskRoutes {
 
     func register(on router: Router<DeskContext>) {
         router.get("/desk.js") { _, _ in
-            var response = DeskServer.html(DeskAssets.script)
-            response.headers[.contentType] = "text/javascript; charset=utf-8"
+            var response = DeskServer.answer(DeskAssets.script, type: "text/javascript")
             response.headers[.cacheControl] = "max-age=3600"
             return response
         }
@@ -51,23 +50,13 @@ struct DeskRoutes {
             return response
         }
         let path = config.deskUsersPath
-        // The users file is read at every sign-in, so `desk add-user` needs no restart.
-        let checked = try await Desk.blocking { () -> Result<(known: Bool, role: DeskRole?), DeskUsersError> in
-            do throws(DeskUsersError) {
-                let users = try DeskUsers.load(path: path)
-                return .success((users.users[name] != nil, users.check(name, password: password)))
-            } catch {
-                return .failure(error)
-            }
-        }
-        let role = try? checked.get().role
-        guard let role else {
+        let checked = try await Desk.blocking { DeskUsers.signIn(path: path, name: name, password: password) }
+        guard case .signedIn(let role) = checked else {
             await desk.signIns.failed(name: name, address: context.address, now: now)
-            switch checked {
-            case .failure(let error): desk.context.logger.error("desk: nobody can sign in: \(error)")
-            case .success(let outcome):
-                // Only a known name is logged: a password typed into the name field must not be.
-                let who = outcome.known ? "user '\(name)'" : "an unknown user"
+            if case .unreadable(let error) = checked {
+                desk.context.logger.error("desk: nobody can sign in: \(error)")
+            } else if case .refused(let known) = checked {
+                let who = known ? "user '\(name)'" : "an unknown user"
                 desk.context.logger.notice("desk: failed sign-in for \(who) from \(context.address)")
             }
             return DeskServer.html(
@@ -86,14 +75,14 @@ struct DeskRoutes {
         router.get("/") { _, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
-            let (held, feeds) = try await desk.waiting()
             return DeskServer.html(
-                DeskPages.waiting(held, feeds: feeds, config: config, user: user, now: Date(), flash: flash))
+                DeskPages.waiting(
+                    try await desk.waiting(), config: config, user: user, now: Date(), flash: flash))
         }
         router.get("/next") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
-            let fresh = request.uri.queryParameters.get("fresh") == "1"
+            let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
             do {
                 let (report, at) = try await desk.previews.report(context: desk.context, fresh: fresh)
                 return DeskServer.html(
@@ -180,8 +169,7 @@ struct DeskRoutes {
             DeskServer.json(JSONText.encode(["mark": try await desk.changeMark()], pretty: false))
         }
         router.get("/api/review") { _, _ in
-            let (held, _) = try await desk.waiting()
-            return DeskServer.json(JSONText.encode(ReviewListOutput(held: held.map(HeldOutput.init))))
+            DeskServer.json(JSONText.encode(ReviewListOutput(held: try await desk.waiting().map(HeldOutput.init))))
         }
         router.post("/api/review/:id/approve") { _, context in
             let user = try signedIn(context)
@@ -202,7 +190,7 @@ struct DeskRoutes {
             return DeskServer.json(JSONText.encode(HistoryOutput(pushes: pushes, audit: audit)))
         }
         router.get("/api/preview") { request, _ in
-            let fresh = request.uri.queryParameters.get("fresh") == "1"
+            let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
             let (report, _) = try await desk.previews.report(context: desk.context, fresh: fresh)
             return DeskServer.json(report.jsonText())
         }
@@ -240,42 +228,39 @@ struct DeskRoutes {
     }
 
     private func edit(_ fields: [String: String]) throws -> ReviewEdit {
-        let nonEmpty = { (key: String) in fields[key].flatMap { $0.allSatisfy(\.isWhitespace) ? nil : $0 } }
-        var importance: Importance?
-        if let text = nonEmpty("importance") {
-            guard let value = Importance(rawValue: text) else {
-                throw HTTPError(.badRequest, message: "importance is major or minor")
-            }
-            importance = value
-        }
         // The form always carries the headline: it is an edit only when the editor changed it.
-        let message = nonEmpty("message")
-        let title = message == nil ? nonEmpty("title").flatMap { $0 == fields["original_title"] ? nil : $0 } : nil
-        return ReviewEdit(title: title, message: message, importance: importance)
+        let message = Self.text(fields, "message")
+        let title =
+            message == nil ? Self.text(fields, "title").flatMap { $0 == fields["original_title"] ? nil : $0 } : nil
+        return ReviewEdit(title: title, message: message, importance: try Self.choice(fields, "importance"))
     }
 
     /// The publish request of a form or JSON object (the fields of `publish`).
     private func publishRequest(_ fields: [String: String]) throws -> PublishRequest {
-        let value = { (key: String) in fields[key].flatMap { $0.allSatisfy(\.isWhitespace) ? nil : $0 } }
-        var category: NewsCategory?
-        if let text = value("category") {
-            guard let known = NewsCategory(rawValue: text) else {
-                let names = NewsCategory.allCases.map(\.rawValue).joined(separator: ", ")
-                throw HTTPError(.badRequest, message: "category '\(text)' is not one of \(names)")
-            }
-            category = known
-        }
-        var importance: Importance?
-        if let text = value("importance") {
-            guard let known = Importance(rawValue: text) else {
-                throw HTTPError(.badRequest, message: "importance is major or minor")
-            }
-            importance = known
-        }
+        let text = { (key: String) in Self.text(fields, key) }
         return PublishRequest(
-            category: category, title: value("title"), message: value("message"), url: value("url"),
-            tags: value("tags"), force: ["1", "true", "on"].contains(fields["force"] ?? ""), importance: importance,
-            at: value("at"), replacing: value("replace"), language: value("language") ?? "en")
+            category: try Self.choice(fields, "category"), title: text("title"), message: text("message"),
+            url: text("url"), tags: text("tags"), force: ["1", "true", "on"].contains(fields["force"] ?? ""),
+            importance: try Self.choice(fields, "importance"), at: text("at"), replacing: text("replace"),
+            language: text("language") ?? "en")
+    }
+
+    /// A field's text; nil when it is missing or blank.
+    private static func text(_ fields: [String: String], _ key: String) -> String? {
+        fields[key].flatMap { $0.allSatisfy(\.isWhitespace) ? nil : $0 }
+    }
+
+    /// A field that names one of `T`'s values; nil when blank, 400 naming the choices when it is
+    /// none of them.
+    private static func choice<T: RawRepresentable & CaseIterable>(_ fields: [String: String], _ key: String) throws
+        -> T? where T.RawValue == String
+    {
+        guard let given = text(fields, key) else { return nil }
+        guard let value = T(rawValue: given) else {
+            let names = T.allCases.map(\.rawValue).joined(separator: ", ")
+            throw HTTPError(.badRequest, message: "\(key) '\(given)' is not one of \(names)")
+        }
+        return value
     }
 
     /// The history filter of a query (`category`, `status`, `since` as 24h, `limit`).

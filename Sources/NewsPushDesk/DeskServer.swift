@@ -98,15 +98,17 @@ public enum DeskServer {
     }
 
     static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "text/html; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        answer(text, type: "text/html", status: status)
     }
 
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        answer(text + "\n", type: "application/json", status: status)
+    }
+
+    static func answer(_ text: String, type: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
+            status: status, headers: [.contentType: "\(type); charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func redirect(_ location: String, cookie: String? = nil) -> Response {

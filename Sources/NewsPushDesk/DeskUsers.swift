@@ -96,6 +96,30 @@ public struct DeskUsers: Sendable {
         return Bcrypt.verify(password, hash: user.password) ? user.role : nil
     }
 
+    /// What a sign-in came to.
+    enum SignIn: Sendable {
+        case signedIn(DeskRole)
+        /// A wrong password, or no such user (`knownName` says which: only a known name may be
+        /// logged, as a password typed into the name field must never be).
+        case refused(knownName: Bool)
+        /// The users file cannot be read: nobody can sign in.
+        case unreadable(DeskUsersError)
+    }
+
+    /// Checks `name` and `password` against the file at `path`, read anew so `add-user` needs
+    /// no restart.
+    static func signIn(path: String, name: String, password: String) -> SignIn {
+        do {
+            let users = try load(path: path)
+            guard let role = users.check(name, password: password) else {
+                return .refused(knownName: users.users[name] != nil)
+            }
+            return .signedIn(role)
+        } catch {
+            return .unreadable(error)
+        }
+    }
+
     static func isValidName(_ name: String) -> Bool {
         (1...64).contains(name.count)
             && name.unicodeScalars.allSatisfy {

@@ -93,7 +93,7 @@ public struct AuditOutput: Encodable {
 
 /// What `publish` and `hub test-send` print with `--format json`: one object.
 public struct PublishOutput: Encodable {
-    /// `Device`.
+    /// One device's outcome of a test send (`--test`).
     public struct Device: Encodable {
         /// The document's `platform`.
         public var platform: String

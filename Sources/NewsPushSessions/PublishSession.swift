@@ -73,6 +73,26 @@ public struct PublishRequest: Sendable {
     }
 }
 
+extension OutboxOutcome {
+    /// Why a manual push was not sent, in the words every front end shows the editor; nil when
+    /// it was sent or scheduled. A trial (`trial`) is not kept for the next run.
+    public func notSentReason(trial: Bool) -> String? {
+        switch status {
+        case .sent, .scheduled:
+            return nil
+        case .cancelled:
+            return "not sent: cancelled"
+        case .pending:
+            let kept = trial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
+            return "not sent: \(error ?? "the hub did not take it")\(kept)"
+        case .failed, .expired, .held, .rejected:
+            return "not sent: \(error ?? "refused")"
+        case .unknown, .sending:
+            return "outcome unknown (it may have been delivered; it will not be re-sent): \(error ?? "")"
+        }
+    }
+}
+
 /// What became of a manual push that was sent (or tried).
 public struct PublishResult: Sendable {
     /// Its outbox outcome.

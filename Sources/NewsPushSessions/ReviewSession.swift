@@ -14,6 +14,8 @@ public struct HeldPush: Sendable {
     public var waitedSeconds: Int
     /// Whether it is no longer fresh (the next run expires it; it cannot be approved).
     public var stale: Bool
+    /// The feeds (URLs) that listed its story: the same story from several feeds is one push.
+    public var listedBy: [String] = []
 }
 
 /// What an editor changes when approving (nil: as held).
@@ -46,6 +48,34 @@ public enum ReviewOutcome: Sendable {
     case notHeld(id: String, why: String)
 }
 
+extension ReviewOutcome {
+    /// What the decision came to, in the words every front end shows the editor.
+    public var sentence: String {
+        switch self {
+        case .approved(let entry, let result, let stop):
+            let text = "[\(entry.tags)] \(entry.properties["messageParam"] ?? "")"
+            switch result.status {
+            case .sent: return "approved and sent \(text) (\(result.notificationId ?? "no id"))"
+            case .pending:
+                return "approved, not sent yet: \(stop?.reason ?? result.error ?? "the hub did not take it"); it waits "
+                    + "in the outbox and the next run sends it while it is fresh"
+            default: return "approved, but not delivered (\(result.status.rawValue)): \(result.error ?? "")"
+            }
+        case .rejected(let entry): return "rejected \(entry.id): it will never be sent"
+        case .notHeld(let id, let why): return "nothing done with \(id): \(why)"
+        }
+    }
+
+    /// Whether it was done as asked: rejected, or approved and sent.
+    public var isDone: Bool {
+        switch self {
+        case .approved(_, let result, _): return result.status == .sent
+        case .rejected: return true
+        case .notHeld: return false
+        }
+    }
+}
+
 /// The review queue as one session: the held pushes, the editorial history, and the decisions,
 /// each taken under the run lock so exactly one push goes out however many editors approve.
 public struct ReviewSession: Sendable {
@@ -66,15 +96,18 @@ public struct ReviewSession: Sendable {
         return environment["LOGNAME"] ?? environment["USER"] ?? NSUserName()
     }
 
-    /// The pushes held for an editor, oldest first.
+    /// The pushes held for an editor, oldest first, each with the feeds that listed its story.
     public func list() throws(SessionError) -> [HeldPush] {
         let now = context.clock.now()
         do {
-            return try Ledger.open(configured: context.config.statePath, access: .read).heldPushes().map {
+            let ledger = try Ledger.open(configured: context.config.statePath, access: .read)
+            let held = try ledger.heldPushes()
+            let listing = try ledger.feedsListing(held.map(\.entry.storyKey))
+            return held.map {
                 HeldPush(
                     entry: $0.entry, rule: $0.hold?.rule ?? "review.rules",
                     waitedSeconds: Int(now.timeIntervalSince($0.entry.createdAt).rounded()),
-                    stale: $0.entry.freshUntil < now)
+                    stale: $0.entry.freshUntil < now, listedBy: listing[$0.entry.storyKey] ?? [])
             }
         } catch {
             throw .ledger(error)

@@ -30,14 +30,7 @@ struct DeskPages: AsyncParsableCommand {
                 }
                 return CannedResponse(headers: [("ETag", "\"h1\"")], text: rssFeed(title: "Held desk", items: items))
             }
-            if request.header("If-None-Match") == "\"v1\"" {
-                return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")])
-            }
-            let feed = request.uri.split(separator: "/").last.map { String($0.dropLast(4)) } ?? "0"
-            let items = (0..<perFeed).map {
-                (guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the wire", minutesAgo: Double($0) * 3)
-            }
-            return CannedResponse(headers: [("ETag", "\"v1\"")], text: rssFeed(title: "Desk \(feed)", items: items))
+            return LedgerIdleRun.wire(request, stories: perFeed)
         }
         defer { server.stop() }
         let folder = try TemporaryFolder()
@@ -76,9 +69,7 @@ struct DeskPages: AsyncParsableCommand {
         let desk = Process()
         desk.executableURL = URL(fileURLWithPath: binary)
         desk.arguments = ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"]
-        desk.environment = Dictionary(
-            uniqueKeysWithValues: environment.map { ($0.split(separator: "=", maxSplits: 1)) }
-                .map { (String($0[0]), String($0[1])) })
+        desk.environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "PATH": "/usr/bin:/bin"]
         let output = Pipe()
         desk.standardOutput = output
         desk.standardError = FileHandle.nullDevice

@@ -25,21 +25,7 @@ struct LedgerIdleRun: AsyncParsableCommand {
 
     func run() async throws {
         let perFeed = stories
-        let server = try await LocalHTTPServer.start { request in
-            if request.header("If-None-Match") == "\"v1\"" {
-                return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")])
-            }
-            let feed = request.uri.split(separator: "/").last.map { String($0.dropLast(4)) } ?? "0"
-            let items = (0..<perFeed).map {
-                (
-                    guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the local wire",
-                    minutesAgo: Double($0) * 3
-                )
-            }
-            return CannedResponse(
-                headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")],
-                text: rssFeed(title: "Desk \(feed)", items: items))
-        }
+        let server = try await LocalHTTPServer.start { Self.wire($0, stories: perFeed) }
         defer { server.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -106,6 +92,21 @@ struct LedgerIdleRun: AsyncParsableCommand {
             String(
                 format: "JSON store of the same stories (%.1f MB), load + save only (no fetching): ",
                 Double(jsonSize) / 1_048_576) + describe(store))
+    }
+
+    /// `/feed/N.xml` of the local wire: `stories` items three minutes apart, then 304 to a
+    /// request that has them (ETag "v1").
+    static func wire(_ request: RecordedRequest, stories: Int) -> CannedResponse {
+        if request.header("If-None-Match") == "\"v1\"" {
+            return CannedResponse(status: 304, headers: [("ETag", "\"v1\"")])
+        }
+        let feed = request.uri.split(separator: "/").last.map { String($0.dropLast(4)) } ?? "0"
+        let items = (0..<stories).map {
+            (guid: "f\(feed)-\($0)", title: "Story \($0) of desk \(feed) on the local wire", minutesAgo: Double($0) * 3)
+        }
+        return CannedResponse(
+            headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")],
+            text: rssFeed(title: "Desk \(feed)", items: items))
     }
 
     /// A JSON state as the old store kept it: every story of every feed, seen.

@@ -213,19 +213,6 @@ enum PublishView {
 
     /// Why a push was not sent, on stderr (in either format).
     private static func reportErrors(_ outcome: OutboxOutcome, push: ManualPush) {
-        switch outcome.status {
-        case .sent, .scheduled:
-            break
-        case .cancelled:
-            Terminal.error("not sent: cancelled")
-        case .pending:
-            let kept = push.isTrial ? "" : "; it waits in the outbox and the next run sends it while it is fresh"
-            Terminal.error("not sent: \(outcome.error ?? "the hub did not take it")\(kept)")
-        case .failed, .expired, .held, .rejected:
-            Terminal.error("not sent: \(outcome.error ?? "refused")")
-        case .unknown, .sending:
-            Terminal.error(
-                "outcome unknown (it may have been delivered; it will not be re-sent): \(outcome.error ?? "")")
-        }
+        if let reason = outcome.notSentReason(trial: push.isTrial) { Terminal.error(reason) }
     }
 }

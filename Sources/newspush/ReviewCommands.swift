@@ -132,22 +132,6 @@ struct Review: ParsableCommand {
 
     /// What an approval or rejection came to: on stdout when done, on stderr when not.
     static func report(_ outcome: ReviewOutcome) {
-        switch outcome {
-        case .approved(let entry, let result, let stop):
-            let text = "[\(entry.tags)] \(entry.properties["messageParam"] ?? "")"
-            switch result.status {
-            case .sent: Terminal.output("approved and sent \(text) (\(result.notificationId ?? "no id"))")
-            case .pending:
-                Terminal.error(
-                    "approved, not sent yet: \(stop?.reason ?? result.error ?? "the hub did not take it"); it waits in "
-                        + "the outbox and the next run sends it while it is fresh")
-            default:
-                Terminal.error("approved, but not delivered (\(result.status.rawValue)): \(result.error ?? "")")
-            }
-        case .rejected(let entry):
-            Terminal.output("rejected \(entry.id): it will never be sent")
-        case .notHeld(let id, let why):
-            Terminal.error("nothing done with \(id): \(why)")
-        }
+        if outcome.isDone { Terminal.output(outcome.sentence) } else { Terminal.error(outcome.sentence) }
     }
 }

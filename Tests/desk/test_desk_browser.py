@@ -170,6 +170,14 @@ feeds:
     def held(self):
         return json.loads(self.newspush(["review", "list", "--format", "json", "--config", self.config]))["held"]
 
+    def held_id(self, title):
+        """The id of the held push titled `title`; None once it is no longer held."""
+        return next((h["id"] for h in self.held() if h["properties"].get("title") == title), None)
+
+    def payloads(self, text):
+        """The deliveries whose payload holds `text`."""
+        return [d for d in self.deliveries() if text in d["payload"]]
+
     def stop(self):
         for process in self.processes:
             process.terminate()
@@ -311,11 +319,11 @@ class DeskHTTPContract(unittest.TestCase):
         viewer = self.session("vera", "vera-password")
         self.assertEqual(desk_request("POST", "/api/publish", body, viewer)[0], 403)
         self.assertEqual(desk_request("POST", "/logout", "", viewer)[0], 303, "a viewer may sign out")
-        self.assertEqual([d for d in NEWSROOM.deliveries() if "Forged" in d["payload"]], [])
+        self.assertEqual(NEWSROOM.payloads("Forged"), [])
 
     def test_an_approval_while_a_run_holds_the_lock_says_so_and_changes_nothing(self):
         signed = self.session()
-        council = self.held_id_of("Council budget passes")
+        council = NEWSROOM.held_id("Council budget passes")
         fault = json.dumps({"delay_seconds": 25, "count": 1}).encode()
         urllib.request.urlopen(urllib.request.Request(NEWSROOM.hub.rstrip("/") + "/_emulator/faults", data=fault,
                                                       headers={"Content-Type": "application/json"}), timeout=10)
@@ -342,16 +350,12 @@ class DeskHTTPContract(unittest.TestCase):
             status, _, body = answers[0]
             self.assertTrue(all(answer[0] == 503 for answer in answers), [a[0] for a in answers])
             self.assertIn("a run is sending", json.loads(body)["error"])
-            self.assertIsNotNone(self.held_id_of("Council budget passes"))
+            self.assertIsNotNone(NEWSROOM.held_id("Council budget passes"))
         finally:
             publish.wait(timeout=120)
         status, _, body = desk_request("POST", f"/api/review/{council}/approve", "", signed)
         self.assertEqual(status, 200, body)
-        self.assertEqual(len([d for d in NEWSROOM.deliveries() if "Council budget" in d["payload"]]), 1)
-
-    @staticmethod
-    def held_id_of(title):
-        return next((h["id"] for h in NEWSROOM.held() if h["properties"].get("title") == title), None)
+        self.assertEqual(len(NEWSROOM.payloads("Council budget")), 1)
 
     def test_the_api_answers_as_the_cli_and_a_second_approval_is_a_conflict(self):
         signed = self.session()
@@ -360,7 +364,7 @@ class DeskHTTPContract(unittest.TestCase):
         cli = NEWSROOM.held()
         self.assertEqual([h["id"] for h in json.loads(body)["held"]], [h["id"] for h in cli])
         self.assertEqual(set(json.loads(body)["held"][0]), set(cli[0]))
-        ferry = next(h["id"] for h in cli if h["properties"]["title"] == "Ferry service resumes")
+        ferry = NEWSROOM.held_id("Ferry service resumes")
         status, _, body = desk_request("POST", f"/api/review/{ferry}/approve", "", signed)
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["push"], "sent")
@@ -368,7 +372,7 @@ class DeskHTTPContract(unittest.TestCase):
         status, _, body = desk_request("POST", f"/api/review/{ferry}/approve", "", bob)
         self.assertEqual(status, 409, body)
         self.assertIn("already approved by alice", json.loads(body)["error"])
-        self.assertEqual(len([d for d in NEWSROOM.deliveries() if "Ferry service" in d["payload"]]), 1)
+        self.assertEqual(len(NEWSROOM.payloads("Ferry service")), 1)
         status, _, body = desk_request("GET", "/api/history", headers=signed)
         self.assertEqual(status, 200)
         history = json.loads(body)
@@ -416,12 +420,6 @@ class DeskInABrowser(unittest.TestCase):
         titles = [card.find_element(By.TAG_NAME, "h2").text for card in cards]
         self.fail(f"no held card titled {title!r} on {browser.current_url}: {titles}")
 
-    def held_id(self, title):
-        for push in NEWSROOM.held():
-            if push["properties"].get("title") == title:
-                return push["id"]
-        return None
-
     def press(self, browser, button, confirm=True):
         """Presses a form's button (accepting the page's "send to every reader?" question) and
         returns the message of the page the form leads to."""
@@ -450,11 +448,19 @@ class DeskInABrowser(unittest.TestCase):
               .then(r => r.text().then(t => done([r.status, t])));
             """, path, body, csrf)
 
+    @staticmethod
+    def retype(field, text):
+        field.clear()
+        field.send_keys(text)
+
+    @staticmethod
+    def sent_row(browser, text):
+        """The Sent page's row whose text holds `text`."""
+        browser.get(NEWSROOM.desk + "/sent")
+        return next(r for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr") if text in r.text)
+
     def shot(self, browser, name):
         browser.save_screenshot(os.path.join(SHOTS, name + ".png"))
-
-    def payloads(self, text):
-        return [d for d in NEWSROOM.deliveries() if text in d["payload"]]
 
     # MARK: tests
 
@@ -478,30 +484,28 @@ class DeskInABrowser(unittest.TestCase):
         self.sign_in(browser, "vera", "vera-password")
         self.assertIn("Bridge reopens after repairs", browser.page_source)
         self.assertEqual(browser.find_elements(By.CSS_SELECTOR, "form[action$='/approve']"), [])
-        held = self.held_id("Bridge reopens after repairs")
+        held = NEWSROOM.held_id("Bridge reopens after repairs")
         status, _ = self.fetch(browser, f"/api/review/{held}/approve")
         self.assertEqual(status, 403)
         status, _ = self.fetch(browser, "/api/publish", {"category": "World", "title": "Viewer tries to publish"})
         self.assertEqual(status, 403)
         browser.get(NEWSROOM.desk + "/publish")
         self.assertIn("Viewers cannot publish", browser.page_source)
-        self.assertIsNotNone(self.held_id("Bridge reopens after repairs"))
-        self.assertEqual(self.payloads("Viewer tries"), [])
+        self.assertIsNotNone(NEWSROOM.held_id("Bridge reopens after repairs"))
+        self.assertEqual(NEWSROOM.payloads("Viewer tries"), [])
 
     def test_approving_with_an_edit_sends_exactly_one_push_with_the_edited_text(self):
         browser = self.browser()
         self.sign_in(browser, "alice", "alice-password")
         self.shot(browser, "waiting")
         card = self.card(browser, "Storm closes the harbour")
-        headline = card.find_element(By.CSS_SELECTOR, "input[name='title']")
-        headline.clear()
-        headline.send_keys("Storm closes the harbour; ferries cancelled")
+        self.retype(card.find_element(By.CSS_SELECTOR, "input[name='title']"), "Storm closes the harbour; ferries cancelled")
         message = self.press(browser, card.find_element(By.CSS_SELECTOR, "button[name='approve']"))
         self.assertTrue(message.startswith("approved and sent"), message)
-        sent = self.payloads("Storm closes the harbour")
+        sent = NEWSROOM.payloads("Storm closes the harbour")
         self.assertEqual(len(sent), 1, sent)
         self.assertIn("ferries cancelled", sent[0]["payload"])
-        self.assertIsNone(self.held_id("Storm closes the harbour"))
+        self.assertIsNone(NEWSROOM.held_id("Storm closes the harbour"))
         history = json.loads(NEWSROOM.newspush(["review", "history", "--format", "json", "--config",
                                                 NEWSROOM.config]))["history"]
         self.assertTrue(any(r["action"] == "edited" and r["editor"] == "alice" for r in history), history)
@@ -514,9 +518,7 @@ class DeskInABrowser(unittest.TestCase):
         def fill(title, force=False):
             browser.find_element(By.CSS_SELECTOR, "select[name='category']").send_keys("Business")
             for name, value in (("title", title), ("url", "https://news.example.org/rates")):
-                field = browser.find_element(By.NAME, name)
-                field.clear()
-                field.send_keys(value)
+                self.retype(browser.find_element(By.NAME, name), value)
             box = browser.find_element(By.NAME, "force")
             if box.is_selected() != force:
                 box.click()
@@ -525,22 +527,22 @@ class DeskInABrowser(unittest.TestCase):
         self.assertIn("preview", self.press(browser, browser.find_element(By.CSS_SELECTOR, "button[value='preview']"),
                                             confirm=False))
         self.assertIn("Central bank raises rates", browser.find_element(By.ID, "phone-alert").text)
-        self.assertEqual(self.payloads("Central bank raises rates"), [], "a preview sends nothing")
+        self.assertEqual(NEWSROOM.payloads("Central bank raises rates"), [], "a preview sends nothing")
         self.shot(browser, "publish")
         message = self.press(browser, browser.find_element(By.CSS_SELECTOR, "button[value='send']"))
         self.assertTrue(message.startswith("sent"), message)
-        self.assertEqual(len(self.payloads("Central bank raises rates")), 1)
+        self.assertEqual(len(NEWSROOM.payloads("Central bank raises rates")), 1)
 
         browser.get(NEWSROOM.desk + "/publish")
         fill("Central bank raises rates again")
         message = self.press(browser, browser.find_element(By.CSS_SELECTOR, "button[value='send']"))
         self.assertTrue(message.startswith("not sent"), message)
-        self.assertEqual(self.payloads("raises rates again"), [])
+        self.assertEqual(NEWSROOM.payloads("raises rates again"), [])
 
         fill("Central bank raises rates again", force=True)
         message = self.press(browser, browser.find_element(By.CSS_SELECTOR, "button[value='send']"))
         self.assertTrue(message.startswith("sent"), message)
-        self.assertEqual(len(self.payloads("raises rates again")), 1)
+        self.assertEqual(len(NEWSROOM.payloads("raises rates again")), 1)
 
     def test_a_correction_replaces_the_alert_with_the_same_collapse_id(self):
         browser = self.browser()
@@ -548,21 +550,17 @@ class DeskInABrowser(unittest.TestCase):
         status, text = self.fetch(browser, "/api/publish", {
             "category": "Politics", "title": "Minister resigns", "url": "https://news.example.org/minister"})
         self.assertEqual(status, 200, text)
-        first = self.payloads("Minister resigns")
+        first = NEWSROOM.payloads("Minister resigns")
         self.assertEqual(len(first), 1)
-        browser.get(NEWSROOM.desk + "/sent")
+        row = self.sent_row(browser, "Minister resigns")
         self.shot(browser, "sent")
-        row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr") if "Minister resigns" in r.text)
         row.find_element(By.LINK_TEXT, "correct").click()
-        field = browser.find_element(By.NAME, "title")
-        field.clear()
-        field.send_keys("Minister resigns after vote of no confidence")
+        self.retype(browser.find_element(By.NAME, "title"), "Minister resigns after vote of no confidence")
         message = self.press(browser, browser.find_element(By.CSS_SELECTOR, "button[value='send']"))
         self.assertTrue(message.startswith("sent"), message)
-        corrected = self.payloads("after vote of no confidence")
+        corrected = NEWSROOM.payloads("after vote of no confidence")
         self.assertEqual(len(corrected), 1)
-        browser.get(NEWSROOM.desk + "/sent")
-        row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "tbody tr") if "no confidence" in r.text)
+        row = self.sent_row(browser, "no confidence")
         self.assertIn("correction", row.text)
         row.find_element(By.LINK_TEXT, "delivery").click()
         telemetry = WebDriverWait(browser, 30).until(lambda b: b.find_element(By.TAG_NAME, "pre")).text
@@ -606,17 +604,17 @@ class DeskInABrowser(unittest.TestCase):
         message = self.press(browser, card.find_element(By.CSS_SELECTOR, "button.danger"), confirm=False)
         self.assertIn("CSRF", message)
         self.assertIn("Not allowed", browser.page_source)
-        self.assertIsNotNone(self.held_id("Dam gates opened as river rises"))
-        status, _ = self.fetch(browser, f"/api/review/{self.held_id('Dam gates opened as river rises')}/reject",
+        self.assertIsNotNone(NEWSROOM.held_id("Dam gates opened as river rises"))
+        status, _ = self.fetch(browser, f"/api/review/{NEWSROOM.held_id('Dam gates opened as river rises')}/reject",
                                {"reason": "no token"}, csrf=False)
         self.assertEqual(status, 403)
-        self.assertIsNotNone(self.held_id("Dam gates opened as river rises"))
+        self.assertIsNotNone(NEWSROOM.held_id("Dam gates opened as river rises"))
 
     def test_the_page_reloads_itself_when_the_ledger_changes(self):
         browser = self.browser()
         self.sign_in(browser, "alice", "alice-password")
         self.card(browser, "Tram strike called off")
-        NEWSROOM.newspush(["review", "reject", self.held_id("Tram strike called off"), "--reason", "denied",
+        NEWSROOM.newspush(["review", "reject", NEWSROOM.held_id("Tram strike called off"), "--reason", "denied",
                            "--editor", "night-desk", "--config", NEWSROOM.config])
         WebDriverWait(browser, 20).until(lambda b: "Tram strike called off" not in b.page_source)
 
@@ -629,7 +627,7 @@ class DeskInABrowser(unittest.TestCase):
         answers = sorted(self.press(b, button) for b, button in zip((first, second), buttons))
         self.assertTrue(answers[0].startswith("approved and sent"), answers)
         self.assertIn("already approved by alice", answers[1])
-        self.assertEqual(len(self.payloads("Earthquake shakes the capital")), 1)
+        self.assertEqual(len(NEWSROOM.payloads("Earthquake shakes the capital")), 1)
 
 
 if __name__ == "__main__":

@@ -86,15 +86,21 @@ struct LedgerTests {
         _ = try LedgerLock(ledgerPath: path, wait: 0.3)
     }
 
-    @Test func aJSONStateFileIsMigratedOnFirstUseAndKept() throws {
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
+    /// A JSON state of the earlier versions: one feed, and its story `guid:pushed`, pushed.
+    private func legacyState(pushedLink link: String?) -> LegacyJSONState {
         var legacy = LegacyJSONState()
         legacy.feeds["https://a.example/rss"] = LegacyJSONState.Feed(
             validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
         legacy.stories["guid:pushed"] = LegacyJSONState.Story(
-            status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: nil,
+            status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: link,
             category: "World", firstSeen: now, lastSeen: now, pushedAt: now)
+        return legacy
+    }
+
+    @Test func aJSONStateFileIsMigratedOnFirstUseAndKept() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        var legacy = legacyState(pushedLink: nil)
         legacy.stories["guid:seen"] = LegacyJSONState.Story(
             status: "seen", feed: "https://a.example/rss", title: "Seen", link: nil,
             category: nil, firstSeen: now, lastSeen: now)
@@ -143,12 +149,7 @@ struct LedgerTests {
     ) async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        var legacy = LegacyJSONState()
-        legacy.feeds["https://a.example/rss"] = LegacyJSONState.Feed(
-            validators: ConditionalGetValidators(etag: "\"v1\""), lastFetched: now)
-        legacy.stories["guid:pushed"] = LegacyJSONState.Story(
-            status: "pushed", feed: "https://a.example/rss", title: "Pushed", link: "https://a.example/1",
-            category: "World", firstSeen: now, lastSeen: now, pushedAt: now)
+        var legacy = legacyState(pushedLink: "https://a.example/1")
         legacy.tombstones["guid:old"] = now
         let json = folder.file("old-state.json")
         try legacy.save(path: json)
