@@ -39,31 +39,19 @@ extension Ledger {
     public func record(_ run: RunRecord) throws(LedgerError) {
         try writing {
             for feed in run.feeds { try upsert(feed) }
-            // Many rows per statement: one round trip per hundred stories to a database server.
-            for chunk in run.newStories.chunked(100) {
-                try db.run(
-                    """
-                    INSERT INTO stories (\(Self.storyColumns)) VALUES \(Self.rows(14, chunk.count))
-                    ON CONFLICT (key) DO NOTHING
-                    """, chunk.flatMap(Self.values))
-                // A pruned story that is listed again is known again (as old news).
-                try db.run(
-                    "DELETE FROM tombstones WHERE key IN (\(Self.marks(chunk.count)))", chunk.map { .text($0.key) })
-            }
-            for (feed, keys) in run.listings {
-                try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(feed)])
-                for chunk in Array(Set(keys)).chunked(250) {
-                    try db.run(
-                        "INSERT INTO feed_members (feed, story_key) VALUES \(Self.rows(2, chunk.count)) ON CONFLICT "
-                            + "(feed, story_key) DO NOTHING",
-                        chunk.flatMap { [.text(feed), .text($0)] })
+            var stories: [StoryRecord] = []
+            var storyKeys = Set<String>()
+            try run.listings.forEach { listing in
+                for story in listing.newStories where storyKeys.insert(story.key).inserted { stories.append(story) }
+                // Many rows per statement: one round trip per hundred stories to a database server.
+                if stories.count >= 100 {
+                    try insert(stories)
+                    stories.removeAll(keepingCapacity: true)
+                    storyKeys.removeAll(keepingCapacity: true)
                 }
-                for chunk in Array(Set(keys)).chunked(500) {
-                    try db.run(
-                        "UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
-                        [SQLValue(run.at)] + chunk.map(SQLValue.init))
-                }
+                try list(listing, at: run.at)
             }
+            try insert(stories)
             for entry in run.outbox { try insert(entry) }
             for hold in run.holds { try insert(hold) }
             for id in run.expired {
@@ -73,6 +61,37 @@ extension Ledger {
                         error: "no longer fresh (policy.max_age) before the hub took it"))
             }
             for record in run.audit { try insert(record) }
+        }
+    }
+
+    /// New stories, a hundred to a statement (a story already there stays as it is); a pruned
+    /// story that is listed again is known again, as old news.
+    private func insert(_ stories: [StoryRecord]) throws {
+        for chunk in stories.chunked(100) {
+            try db.run(
+                """
+                INSERT INTO stories (\(Self.storyColumns)) VALUES \(Self.rows(14, chunk.count))
+                ON CONFLICT (key) DO NOTHING
+                """, chunk.flatMap(Self.values))
+            try db.run(
+                "DELETE FROM tombstones WHERE key IN (\(Self.marks(chunk.count)))", chunk.map { .text($0.key) })
+        }
+    }
+
+    /// A feed's members are the stories its document lists now, each seen at `time`.
+    private func list(_ listing: FeedListing, at time: Date) throws {
+        let keys = Array(Set(listing.keys))
+        try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(listing.feed)])
+        for chunk in keys.chunked(250) {
+            try db.run(
+                "INSERT INTO feed_members (feed, story_key) VALUES \(Self.rows(2, chunk.count)) ON CONFLICT "
+                    + "(feed, story_key) DO NOTHING",
+                chunk.flatMap { [.text(listing.feed), .text($0)] })
+        }
+        for chunk in keys.chunked(500) {
+            try db.run(
+                "UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
+                [SQLValue(time)] + chunk.map(SQLValue.init))
         }
     }
 

@@ -288,10 +288,9 @@ public struct RunRecord: Sendable {
     public var at: Date
     /// The feeds fetched this run, as they are now.
     public var feeds: [FeedRecord] = []
-    /// Stories the ledger did not know.
-    public var newStories: [StoryRecord] = []
-    /// Feed URL → the keys of every item its document lists now (read feeds only).
-    public var listings: [String: [String]] = [:]
+    /// Each feed read: every key its document lists now, and the stories among them the
+    /// ledger did not know (walked one feed at a time).
+    public var listings = FeedListings([])
     /// The outbox entries the plan selected.
     public var outbox: [OutboxEntry] = []
     /// Pending entries that aged out this run.
@@ -304,6 +303,47 @@ public struct RunRecord: Sendable {
     /// An empty record of a run at `at`.
     public init(at: Date) {
         self.at = at
+    }
+}
+
+/// What a run learnt from one feed's document: every story key it lists now, and the stories
+/// among them the ledger did not know.
+public struct FeedListing: Sendable {
+    /// The feed's URL as configured.
+    public var feed: String
+    /// The keys of every item its document lists, in order.
+    public var keys: [String]
+    /// The stories the ledger did not know (the first item of each key).
+    public var newStories: [StoryRecord]
+
+    /// A feed's listing.
+    public init(feed: String, keys: [String], newStories: [StoryRecord] = []) {
+        self.feed = feed
+        self.keys = keys
+        self.newStories = newStories
+    }
+}
+
+/// A run's listings, handed to the ledger one feed at a time: those of a run of 10,000 feeds
+/// are read back from the run's item log as the ledger writes them, never held together.
+public struct FeedListings: Sendable {
+    /// Calls its argument with each listing in order.
+    public typealias Walk = @Sendable (_ body: (FeedListing) throws -> Void) throws -> Void
+    private let walk: Walk
+
+    /// Listings held in memory.
+    public init(_ listings: [FeedListing]) {
+        walk = { body in for listing in listings { try body(listing) } }
+    }
+
+    /// Listings made one at a time by `walk`.
+    public init(walk: @escaping Walk) {
+        self.walk = walk
+    }
+
+    /// Each listing in order (what `body` throws is thrown).
+    public func forEach(_ body: (FeedListing) throws -> Void) throws {
+        try walk(body)
     }
 }
 

@@ -91,30 +91,29 @@ public struct RunSession: Sendable {
         }
     }
 
-    /// The stages in order, with the ledger open (and locked, unless a preview).
+    /// The stages in order, with the ledger open (and locked, unless a preview). Each feed is
+    /// read, identified, classified and settled as it arrives (`list`); what the plan needs
+    /// stays in memory, the rest goes to the run's item log.
     private func run(
         _ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
         now: Date
     ) throws(LedgerError) -> RunResult {
         let interrupted = request.dryRun ? [] : try RunLoad.settle(ledger, now: now)
         let records = try ledger.feeds(feeds.map(\.url))
-        var reads = FeedReading.fetchAndRead(
-            feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now
-        ) {
-            progress?(.fetching(done: $0, total: $1))
-        }
-        logProblems(reads, feeds)
-        let unidentified = StoryIdentifier.candidates(
-            Array(zip(feeds, reads)), records: records, policy: config.policy, now: now)
-        reads = reads.map { $0.withoutItems() }
-        let identified = StoryIdentifier.identify(
-            unidentified, known: try RunLoad.known(unidentified, in: ledger), now: now)
-        announceBaselines(identified, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
-        let candidates = classified(identified)
         let history = try RunLoad.history(ledger, policy: config.policy, now: now)
-        let matches = StoryMatcher.match(candidates, recentPushes: history.recentPushes)
+        var models = TextModels(logger: logger)
+        let listing = try list(
+            feeds, records: records, ledger: ledger, waiting: Set(history.waiting.map(\.storyKey)), request: request,
+            models: &models, now: now)
+        logProblems(listing.feeds)
+        announceBaselines(listing.feeds, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
+        let open = models.classified(listing.open)
+        let names = listing.feeds.map { (name: $0.name, url: $0.settings.url) }
+        let pulled = StoryMatcher.neighbours(of: open, in: listing.log, feeds: names)
+        let decided = (open + pulled).sorted { $0.position < $1.position }
+        let matches = StoryMatcher.match(decided, recentPushes: history.recentPushes)
         let plan = RunPlanner.plan(
-            candidates, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
+            decided, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
             sendInitial: request.sendInitial, config: config, now: now)
         let requests =
             request.keepRequests
@@ -127,7 +126,8 @@ public struct RunSession: Sendable {
         if !request.dryRun {
             try ledger.record(
                 RunRecord.make(
-                    reads: Array(zip(feeds, reads)), records: records, candidates: candidates, plan: plan,
+                    feeds: listing.feeds, records: records, log: listing.log,
+                    open: Dictionary(open.map { ($0.position, $0) }, uniquingKeysWith: { a, _ in a }), plan: plan,
                     at: now))
             var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
             sender.progress = { progress?(.sending(done: $0, total: $1)) }
@@ -136,13 +136,76 @@ public struct RunSession: Sendable {
             try ledger.prune(retention: config.stateRetention, now: now)
         }
         let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
-        let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(candidates.map(\.key)))
+        let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(listing.listedOutboxKeys))
         let facts = RunFacts(
-            dryRun: request.dryRun, startedAt: now, reads: Array(zip(feeds, reads)), candidates: candidates,
-            plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories)
+            dryRun: request.dryRun, startedAt: now, feeds: listing.feeds, log: listing.log, decided: decided,
+            pulled: Dictionary(
+                pulled.compactMap { candidate in
+                    ItemSettling.settledDecision(candidate, sendInitial: request.sendInitial).map {
+                        (candidate.position, $0)
+                    }
+                }, uniquingKeysWith: { a, _ in a }),
+            plan: plan, matches: matches, policy: config.policy, now: now, sent: sent, outboxStories: outboxStories,
+            listedOutboxKeys: listing.listedOutboxKeys, itemsNew: listing.newKeys.count)
         var report = RunReport.make(facts, finishedAt: context.clock.now())
         report.interruptedSends = interrupted.isEmpty ? nil : interrupted.map(PushReport.interrupted)
         return RunResult(report: report, requests: requests)
+    }
+
+    /// What reading every feed left: each feed's tally, its items in the log, the candidates the
+    /// plan decides, and the counts the report needs of the rest.
+    struct Listing {
+        var feeds: [FeedTally]
+        var log: ItemLog
+        var open: [Candidate] = []
+        /// Hashes of the keys of new items (the summary counts distinct stories).
+        var newKeys = Set<Int>()
+        /// The story keys of waiting outbox entries that an item listed.
+        var listedOutboxKeys = Set<String>()
+    }
+
+    /// The read, identify, classify and settle stages, one feed at a time as each arrives: the
+    /// ledger is asked about that feed's keys, its items go to the log, and its document and
+    /// items are let go before the next one. `waiting`: the story keys of the outbox.
+    private func list(
+        _ feeds: [FeedSettings], records: [String: FeedRecord], ledger: Ledger, waiting: Set<String>,
+        request: RunRequest, models: inout TextModels, now: Date
+    ) throws(LedgerError) -> Listing {
+        var listing = Listing(
+            feeds: feeds.map { FeedTally(settings: $0, read: FeedRead(notFetched: $0.url)) },
+            log: ItemLog(feedCount: feeds.count))
+        var failure: LedgerError?
+        FeedReading.readEach(
+            feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now,
+            progress: { progress?(.fetching(done: $0, total: $1)) }
+        ) { index, read in
+            guard failure == nil else { return }
+            let settings = feeds[index]
+            let candidates = StoryIdentifier.candidates(
+                settings, read: read, feedIndex: index, record: records[settings.url], policy: config.policy, now: now)
+            var tally = FeedTally(settings: settings, read: read.withoutItems())
+            do throws(LedgerError) {
+                let known = candidates.isEmpty ? KnownStories() : try RunLoad.known(candidates, in: ledger)
+                let identified = models.settledClassified(StoryIdentifier.identify(candidates, known: known, now: now))
+                let (listed, open) = ItemSettling.settle(identified, sendInitial: request.sendInitial)
+                listing.log.append(feed: index, listed)
+                listing.open += open
+                for candidate in identified {
+                    if candidate.isNew {
+                        tally.newItems += 1
+                        listing.newKeys.insert(candidate.key.hashValue)
+                    }
+                    if waiting.contains(candidate.key) { listing.listedOutboxKeys.insert(candidate.key) }
+                }
+                tally.baselines = listed.filter { $0.decision == .baseline }.count
+                tally.firstRead = candidates.first?.inBaselineFeed ?? false
+            } catch {
+                failure = error
+            }
+            listing.feeds[index] = tally
+        }
+        if let failure { throw failure }
+        return listing
     }
 
     // MARK: Steps of the session
@@ -191,25 +254,23 @@ public struct RunSession: Sendable {
     }
 
     /// Names what went wrong with each feed in the log (at info level, for `-v`).
-    private func logProblems(_ reads: [FeedRead], _ feeds: [FeedSettings]) {
-        for (settings, read) in zip(feeds, reads) {
-            let name = settings.name ?? read.feed?.title ?? settings.url
-            for problem in read.feed?.problems ?? [] { logger.info("\(name) (\(settings.url)): \(problem)") }
+    private func logProblems(_ feeds: [FeedTally]) {
+        for feed in feeds {
+            let (settings, read) = (feed.settings, feed.read)
+            for problem in read.feed?.problems ?? [] { logger.info("\(feed.name) (\(settings.url)): \(problem)") }
             if let movedTo = read.fetched.movedTo {
                 logger.info("feed \(settings.url) moved permanently to \(movedTo): update the config")
             }
             if read.fetched.httpStatus == 410 {
                 logger.info("feed \(settings.url) is GONE (410): the publisher removed it; take it out of the config")
             }
-            if let error = read.error { logger.info("feed \(name) failed: \(error)") }
+            if let error = read.error { logger.info("feed \(feed.name) failed: \(error)") }
         }
     }
 
     /// Says which feeds record a baseline this run, and why nothing of theirs is pushed.
-    private func announceBaselines(
-        _ candidates: [Candidate], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest
-    ) {
-        let baseline = Dictionary(grouping: candidates.lazy.filter(\.inBaselineFeed), by: \.feedURL)
+    private func announceBaselines(_ feeds: [FeedTally], ledgerIsNew: Bool, ledgerPath: String, request: RunRequest) {
+        let baseline = feeds.filter { $0.firstRead && $0.read.itemCount > 0 }
         guard !baseline.isEmpty else { return }
         let what =
             request.sendInitial.map { "sending at most \($0) eligible item(s) of them" }
@@ -218,19 +279,12 @@ public struct RunSession: Sendable {
             logger.info("no ledger at \(ledgerPath): first run, \(what)")
             return
         }
-        for (url, items) in baseline.sorted(by: { $0.key < $1.key }) {
+        for feed in baseline.sorted(by: { $0.settings.url < $1.settings.url }) {
             let message =
-                "feed \(items[0].feedName) (\(url)) is read for the first time: \(items.count) item(s), "
+                "feed \(feed.name) (\(feed.settings.url)) is read for the first time: \(feed.read.itemCount) item(s), "
                 + "\(what) (first_run: send on the feed pushes them)"
             logger.info("\(message)")
         }
-    }
-
-    /// The classify stage, with the text models loaded only as far as the items need them.
-    private func classified(_ identified: [Candidate]) -> [Candidate] {
-        let evidence = identified.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
-        return ItemClassifier(text: Self.loadTextClassifier(for: identified, evidence: evidence, logger))
-            .classified(identified, evidence: evidence)
     }
 
     /// Whether a candidate needs the sentence encoder: new, outside a baseline, and without
@@ -255,5 +309,54 @@ public struct RunSession: Sendable {
                 "text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
             return nil
         }
+    }
+}
+
+/// The text models of a run, each loaded when an item first needs it: the bag of words while
+/// the feeds are read (for items without feed or section evidence), the sentence encoder at the
+/// end when a new item outside a baseline needs it. A model that cannot be loaded is said once.
+struct TextModels {
+    let logger: Logger
+    private var bagOfWords: TextClassifier?
+    private var unavailable = false
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// The classify stage of a feed's items as it is read: feed or section evidence, else the
+    /// bag of words (the new items that want the sentence encoder are classified again, together,
+    /// by `classified`).
+    mutating func settledClassified(_ candidates: [Candidate]) -> [Candidate] {
+        let evidence = candidates.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
+        let text = evidence.contains { $0 == nil } ? loadBagOfWords() : nil
+        return ItemClassifier(text: text).classified(candidates, evidence: evidence)
+    }
+
+    /// The classify stage of the plan's candidates, the sentence encoder loaded when one of them
+    /// needs it.
+    mutating func classified(_ open: [Candidate]) -> [Candidate] {
+        guard !open.isEmpty else { return open }
+        let evidence = open.map { ItemClassifier.evidence($0.item, feedCategory: $0.sectionCategory) }
+        let text: TextClassifier?
+        if unavailable || !RunSession.wantsTextEncoder(open, evidence: evidence) {
+            text = evidence.contains { $0 == nil } ? loadBagOfWords() : nil
+        } else {
+            text = RunSession.loadTextClassifier(for: open, evidence: evidence, logger)
+        }
+        return ItemClassifier(text: text).classified(open, evidence: evidence)
+    }
+
+    private mutating func loadBagOfWords() -> TextClassifier? {
+        if let bagOfWords { return bagOfWords }
+        guard !unavailable else { return nil }
+        do {
+            bagOfWords = try TextClassifier.bundled(.none).classifier
+        } catch {
+            unavailable = true
+            logger.warning(
+                "text classifier unavailable (\(error)); items of feeds without a category stay unclassified")
+        }
+        return bagOfWords
     }
 }

@@ -105,7 +105,8 @@ struct RunArguments: ParsableArguments {
                     }
                 }
             }
-            Terminal.output(report.jsonText())
+            report.writeJSON { Terminal.output($0, terminator: "") }
+            Terminal.output("")
         case .text:
             if showRequests {
                 for request in result.requests {
@@ -115,13 +116,12 @@ struct RunArguments: ParsableArguments {
                     }
                 }
             }
-            let text: String?
             switch reportMode ?? (dryRun ? .full : .changes) {
-            case .full:
-                text = global.quiet ? report.changesText(failuresOnly: true) : report.text(verbose: global.verbose)
-            case .changes: text = report.changesText(failuresOnly: global.quiet)
+            case .full where !global.quiet:
+                report.writeText(verbose: global.verbose) { Terminal.output($0) }
+            case .full, .changes:
+                if let text = report.changesText(failuresOnly: global.quiet) { Terminal.output(text) }
             }
-            if let text { Terminal.output(text) }
         }
     }
 

@@ -22,30 +22,27 @@ public struct KnownStories: Sendable {
 /// The identify stage of a run: every item of every feed read gets its story key, and then what
 /// the ledger already knows about that story (by key, else by canonical link, or a tombstone).
 public enum StoryIdentifier {
-    /// One candidate per item, feeds in order, items in document order, each with its story
-    /// key. Items of a feed never read before are marked for a baseline unless its `first_run`
-    /// (or the policy's) is `send`.
+    /// One candidate per item of one feed read (the feed at `feedIndex` of the run), in
+    /// document order, each with its story key and position. Items of a feed never read before
+    /// are marked for a baseline unless its `first_run` (or the policy's) is `send`.
     public static func candidates(
-        _ reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
-        policy: PolicySettings, now: Date
+        _ settings: FeedSettings, read: FeedRead, feedIndex: Int, record: FeedRecord?, policy: PolicySettings,
+        now: Date
     ) -> [Candidate] {
-        var candidates: [Candidate] = []
-        for (settings, read) in reads {
-            guard let feed = read.feed else { continue }
-            let name = settings.name ?? feed.title ?? settings.url
-            let baseline =
-                records[settings.url]?.lastSuccess == nil && (settings.firstRun ?? policy.firstRun) == .baseline
-            let language = Languages.normalized(settings.language ?? feed.language ?? "en")
-            for (item, key) in zip(feed.items, StoryKey.keys(for: feed.items, feedURL: settings.url)) {
-                var candidate = Candidate(
-                    key: key, linkKey: item.link.flatMap(StoryKey.canonicalLink), feedName: name,
-                    feedURL: settings.url, sectionCategory: settings.category, item: item, firstSeen: now,
-                    inBaselineFeed: baseline)
-                candidate.language = language
-                candidates.append(candidate)
-            }
+        guard let feed = read.feed else { return [] }
+        let name = settings.name ?? feed.title ?? settings.url
+        let baseline = record?.lastSuccess == nil && (settings.firstRun ?? policy.firstRun) == .baseline
+        let language = Languages.normalized(settings.language ?? feed.language ?? "en")
+        return zip(feed.items, StoryKey.keys(for: feed.items, feedURL: settings.url)).enumerated().map {
+            index, pair in
+            var candidate = Candidate(
+                key: pair.1, linkKey: pair.0.link.flatMap(StoryKey.canonicalLink), feedName: name,
+                feedURL: settings.url, sectionCategory: settings.category, item: pair.0, firstSeen: now,
+                inBaselineFeed: baseline)
+            candidate.language = language
+            candidate.position = ItemPosition(feed: feedIndex, item: index)
+            return candidate
         }
-        return candidates
     }
 
     /// The keys and canonical links the ledger is asked about for `candidates`.
@@ -63,5 +60,39 @@ public enum StoryIdentifier {
             candidate.tombstoned = previous == nil && known.tombstoned.contains(candidate.key)
             return candidate
         }
+    }
+}
+
+/// The settle stage of a feed's items: what the reading of their feed already decides. An item
+/// whose story the ledger knows (or pruned), or of a baseline, gets its decision now and is
+/// kept as a `ListedItem` only; a new item (and one whose push waits in the outbox) stays a
+/// candidate for the plan.
+public enum ItemSettling {
+    /// The decision an identified candidate gets without the plan, or nil when the plan decides
+    /// it (`sendInitial`: `--send-initial N`, under which baseline items may be pushed).
+    public static func settledDecision(_ candidate: Candidate, sendInitial: Int?) -> ItemDecision? {
+        if candidate.tombstoned { return .seen }
+        if let previous = candidate.previous {
+            let decision = PushPolicy.decision(known: previous, key: candidate.key)
+            return decision == .pending ? nil : decision
+        }
+        return candidate.inBaselineFeed && sendInitial == nil ? .baseline : nil
+    }
+
+    /// Each candidate as the run keeps it (settled ones with their decision and reason), and the
+    /// candidates the plan decides.
+    public static func settle(_ candidates: [Candidate], sendInitial: Int?) -> (
+        listed: [ListedItem], open: [Candidate]
+    ) {
+        var listed: [ListedItem] = []
+        var open: [Candidate] = []
+        listed.reserveCapacity(candidates.count)
+        for candidate in candidates {
+            let decision = settledDecision(candidate, sendInitial: sendInitial)
+            listed.append(
+                ListedItem(candidate, decision: decision, reason: decision.flatMap { RunReport.reason($0, candidate) }))
+            if decision == nil { open.append(candidate) }
+        }
+        return (listed, open)
     }
 }

@@ -37,6 +37,8 @@ public struct Candidate: Sendable {
     public var inBaselineFeed = false
     /// The language of its feed (`language:`, else the feed's `<language>`, else en).
     public var language = "en"
+    /// Its feed's place in the run and its own place in that feed's document.
+    public var position = ItemPosition(feed: 0, item: 0)
 
     /// Whether it has a title or summary a reader can read once cleaned (else nothing would show
     /// on a lock screen, and it is not pushed).
@@ -198,6 +200,89 @@ public enum StoryMatcher {
             let same = SameStory(key: candidates[best].key, title: candidates[best].item.title, place: .thisRun)
             for member in cluster where member != best { matches[member] = .sameStory(same) }
         }
+    }
+}
+
+extension StoryMatcher {
+    /// The items a run settled when their feeds were read (kept in `log`) that are one story
+    /// with any of `open`, directly or through one another: with `open`, they are what `match`
+    /// needs to answer for the open items exactly as over every item of the run (a story's
+    /// first known copy, its strongest evidence). Walks the log until a walk adds nothing
+    /// (once when nothing is in a story with an open item); `feeds`: each feed's name and URL.
+    public static func neighbours(of open: [Candidate], in log: ItemLog, feeds: [(name: String, url: String)])
+        -> [Candidate]
+    {
+        guard !open.isEmpty else { return [] }
+        var hood = StoryNeighbourhood()
+        for candidate in open {
+            hood.add(
+                key: candidate.key, linkKey: candidate.linkKey, title: candidate.item.title,
+                date: candidate.effectiveDate)
+        }
+        var pulled: [ItemPosition: Candidate] = [:]
+        var grew = true
+        while grew {
+            grew = false
+            for feed in 0..<log.feedCount {
+                for (index, item) in log.items(ofFeed: feed).enumerated() where item.decision != nil {
+                    let position = ItemPosition(feed: feed, item: index)
+                    guard pulled[position] == nil,
+                        hood.touches(key: item.key, linkKey: item.linkKey, title: item.title, date: item.effectiveDate)
+                    else { continue }
+                    pulled[position] = Candidate(
+                        item, position: position, feedName: feeds[feed].name, feedURL: feeds[feed].url)
+                    hood.add(key: item.key, linkKey: item.linkKey, title: item.title, date: item.effectiveDate)
+                    grew = true
+                }
+            }
+        }
+        return pulled.values.sorted { $0.position < $1.position }
+    }
+}
+
+/// The items known to be in a story with a run's open items: their keys, links and titles,
+/// asked whether another item joins them (the same key, link, or a near-identical title within
+/// the window: `StoryMatcher`'s rule). Every word pair of a member's title is indexed, so the
+/// answer is exact for any item asked.
+struct StoryNeighbourhood {
+    private var keys = Set<String>()
+    private var links = Set<String>()
+    private var prints: [(print: TitleFingerprint, date: Date)] = []
+    private var postings: [UInt64: [Int]] = [:]
+    private var earliest = Date.distantFuture
+    private var latest = Date.distantPast
+
+    mutating func add(key: String, linkKey: String?, title: String?, date: Date) {
+        keys.insert(key)
+        if let linkKey { links.insert(linkKey) }
+        guard let title else { return }
+        let print = TitleFingerprint(title)
+        guard print.isComparable else { return }
+        for shingle in print.shingles { postings[shingle, default: []].append(prints.count) }
+        prints.append((print, date))
+        earliest = min(earliest, date)
+        latest = max(latest, date)
+    }
+
+    func touches(key: String, linkKey: String?, title: String?, date: Date) -> Bool {
+        if keys.contains(key) { return true }
+        if let linkKey, links.contains(linkKey) { return true }
+        // Titles are compared only within the window of some member's date.
+        guard let title, date >= earliest.addingTimeInterval(-TitleFingerprint.window),
+            date <= latest.addingTimeInterval(TitleFingerprint.window)
+        else { return false }
+        let print = TitleFingerprint(title)
+        guard print.isComparable else { return false }
+        var tried = Set<Int>()
+        for shingle in print.shingles {
+            for member in postings[shingle] ?? [] where tried.insert(member).inserted {
+                let other = prints[member]
+                if abs(other.date.timeIntervalSince(date)) <= TitleFingerprint.window, other.print.matches(print) {
+                    return true
+                }
+            }
+        }
+        return false
     }
 }
 

@@ -286,11 +286,25 @@ final class CurlMultiRunner {
     /// `finished` is told how many are done after each one.
     func run(_ transfers: [HTTPTransfer], finished: (Int) -> Void = { _ in }) -> [HTTPTransferResult] {
         var results = [HTTPTransferResult?](repeating: nil, count: transfers.count)
+        var count = 0
+        run(transfers) { index, result in
+            results[index] = result
+            count += 1
+            finished(count)
+        }
+        return results.enumerated().map { index, result in
+            result ?? HTTPTransferResult(effectiveURL: transfers[index].url, failure: .connection("not performed"))
+        }
+    }
+
+    /// Performs every transfer, handing each result to `deliver` (with the transfer's index) as
+    /// soon as it is done, on the caller's thread: nothing is kept here, so what a caller keeps
+    /// of each result is all that stays in memory.
+    func run(_ transfers: [HTTPTransfer], deliver: (Int, HTTPTransferResult) -> Void) {
         var waiting = Array(transfers.indices)
         var active: [UnsafeMutableRawPointer: (index: Int, host: String, easy: CurlEasyHandle)] = [:]
         var perHostActive: [String: Int] = [:]
         var idle: [CurlEasyHandle] = []
-        var finishedCount = 0
 
         func admit() {
             var i = 0
@@ -307,9 +321,7 @@ final class CurlMultiRunner {
                     if let reused = idle.popLast() { easy = reused } else { easy = try CurlEasyHandle() }
                     try easy.prepare(transfers[index])
                 } catch {
-                    results[index] = HTTPTransferResult(effectiveURL: transfers[index].url, failure: error)
-                    finishedCount += 1
-                    finished(finishedCount)
+                    deliver(index, HTTPTransferResult(effectiveURL: transfers[index].url, failure: error))
                     continue
                 }
                 active[easy.handle] = (index, host, easy)
@@ -330,19 +342,16 @@ final class CurlMultiRunner {
                 let code = np_multi_msg_result(message)
                 curl_multi_remove_handle(multi, h)
                 entry.easy.finish(code)
-                results[entry.index] = entry.easy.result
+                let result = entry.easy.result
+                entry.easy.result = HTTPTransferResult(effectiveURL: "")
                 perHostActive[entry.host, default: 1] -= 1
                 idle.append(entry.easy)
-                finishedCount += 1
-                finished(finishedCount)
+                deliver(entry.index, result)
             }
             admit()
             if !active.isEmpty {
                 curl_multi_poll(multi, nil, 0, 100, nil)
             }
-        }
-        return results.enumerated().map { index, result in
-            result ?? HTTPTransferResult(effectiveURL: transfers[index].url, failure: .connection("not performed"))
         }
     }
 

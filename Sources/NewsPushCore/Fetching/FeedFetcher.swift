@@ -124,26 +124,42 @@ public struct FeedFetcher: Sendable {
         _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) -> [FetchedFeed] {
-        let paused = Dictionary(
-            uniqueKeysWithValues: feeds.compactMap { feed -> (String, Date)? in
-                guard let until = records[feed.url]?.retryAfter, until > now else { return nil }
-                return (feed.url, until)
-            })
-        let urls = feeds.map(\.url).filter { paused[$0] == nil }
-        let validators = records.compactMapValues(\.validators)
-        let pausedCount = paused.count
-        let fetched = fetch(urls, validators: validators, now: now) { progress(pausedCount + $0, feeds.count) }
-        var byURL = Dictionary(zip(urls, fetched), uniquingKeysWith: { a, _ in a })
-        for (url, until) in paused {
-            byURL[url] = FetchedFeed(
-                url: url, status: .error, body: Data(), finalURL: url, paused: true,
-                failure: .paused(url: url, until: until))
-        }
-        return feeds.map {
-            byURL[$0.url]
+        var results = [FetchedFeed?](repeating: nil, count: feeds.count)
+        fetchEach(feeds, records: records, now: now, progress: progress) { results[$0] = $1 }
+        return results.enumerated().map { index, result in
+            result
                 ?? FetchedFeed(
-                    url: $0.url, status: .error, body: Data(), finalURL: $0.url,
-                    failure: .notFetched(url: $0.url))
+                    url: feeds[index].url, status: .error, body: Data(), finalURL: feeds[index].url,
+                    failure: .notFetched(url: feeds[index].url))
+        }
+    }
+
+    /// `fetch`, each feed handed to `deliver` with its index as soon as it is done (in any
+    /// order, on the caller's thread), so only the documents in flight are in memory.
+    public func fetchEach(
+        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }, deliver: (Int, FetchedFeed) -> Void
+    ) {
+        var done = 0
+        var fetching: [(index: Int, url: String)] = []
+        for (index, feed) in feeds.enumerated() {
+            if let until = records[feed.url]?.retryAfter, until > now {
+                deliver(
+                    index,
+                    FetchedFeed(
+                        url: feed.url, status: .error, body: Data(), finalURL: feed.url, paused: true,
+                        failure: .paused(url: feed.url, until: until)))
+                done += 1
+                progress(done, feeds.count)
+            } else {
+                fetching.append((index, feed.url))
+            }
+        }
+        let validators = records.compactMapValues(\.validators)
+        fetchEach(fetching.map(\.url), validators: validators, now: now) { position, fetched in
+            deliver(fetching[position].index, fetched)
+            done += 1
+            progress(done, feeds.count)
         }
     }
 
@@ -154,49 +170,65 @@ public struct FeedFetcher: Sendable {
         finished: (Int) -> Void = { _ in }
     ) -> [FetchedFeed] {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)
-        var transfers: [HTTPTransfer] = []
-        var transferIndex: [Int] = []
-        for (index, url) in urls.enumerated() {
-            let lower = url.lowercased()
-            if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
-                var headers: [(name: String, value: String)] = [
-                    (
-                        "Accept",
-                        "application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, "
-                            + "text/xml;q=0.8, */*;q=0.1"
-                    )
-                ]
-                if let v = validators[url] {
-                    if let etag = v.etag { headers.append(("If-None-Match", etag)) }
-                    if let modified = v.lastModified { headers.append(("If-Modified-Since", modified)) }
-                }
-                transfers.append(
-                    HTTPTransfer(
-                        url: url, headers: headers, userAgent: userAgent, timeout: settings.timeout,
-                        connectTimeout: min(10, settings.timeout), maxBytes: settings.maxBytes))
-                transferIndex.append(index)
-            } else {
-                results[index] = readLocal(url)
-            }
-        }
-        if !transfers.isEmpty {
-            let local = urls.count - transfers.count
-            let transferred: [HTTPTransferResult]
-            do {
-                let runner = try CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
-                transferred = runner.run(transfers, finished: { finished(local + $0) })
-            } catch {
-                transferred = transfers.map { HTTPTransferResult(effectiveURL: $0.url, failure: error) }
-            }
-            for (position, result) in transferred.enumerated() {
-                results[transferIndex[position]] = feed(from: result, url: transfers[position].url, now: now)
-            }
+        var done = 0
+        fetchEach(urls, validators: validators, now: now) { index, fetched in
+            results[index] = fetched
+            done += 1
+            finished(done)
         }
         return results.enumerated().map { index, result in
             result
                 ?? FetchedFeed(
                     url: urls[index], status: .error, body: Data(), finalURL: urls[index],
                     failure: .notFetched(url: urls[index]))
+        }
+    }
+
+    /// `fetch` of URLs, each result handed to `deliver` with its index as soon as it is done:
+    /// local files first, then the transfers as they finish.
+    public func fetchEach(
+        _ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
+        deliver: (Int, FetchedFeed) -> Void
+    ) {
+        var transfers: [HTTPTransfer] = []
+        var transferIndex: [Int] = []
+        for (index, url) in urls.enumerated() {
+            let lower = url.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+                deliver(index, readLocal(url))
+                continue
+            }
+            var headers: [(name: String, value: String)] = [
+                (
+                    "Accept",
+                    "application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, "
+                        + "text/xml;q=0.8, */*;q=0.1"
+                )
+            ]
+            if let v = validators[url] {
+                if let etag = v.etag { headers.append(("If-None-Match", etag)) }
+                if let modified = v.lastModified { headers.append(("If-Modified-Since", modified)) }
+            }
+            transfers.append(
+                HTTPTransfer(
+                    url: url, headers: headers, userAgent: userAgent, timeout: settings.timeout,
+                    connectTimeout: min(10, settings.timeout), maxBytes: settings.maxBytes))
+            transferIndex.append(index)
+        }
+        guard !transfers.isEmpty else { return }
+        do {
+            let runner = try CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
+            runner.run(transfers) { position, result in
+                deliver(transferIndex[position], feed(from: result, url: transfers[position].url, now: now))
+            }
+        } catch {
+            for (position, transfer) in transfers.enumerated() {
+                deliver(
+                    transferIndex[position],
+                    feed(
+                        from: HTTPTransferResult(effectiveURL: transfer.url, failure: error), url: transfer.url,
+                        now: now))
+            }
         }
     }
 

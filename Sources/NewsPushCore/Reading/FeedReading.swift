@@ -47,6 +47,13 @@ public struct FeedRead: Sendable {
         return read
     }
 
+    /// A feed that was not fetched at all (nothing came back for it).
+    public init(notFetched url: String) {
+        self.init(
+            fetched: FetchedFeed(url: url, status: .error, body: Data(), finalURL: url, failure: .notFetched(url: url)),
+            feed: nil, failure: .fetch(.notFetched(url: url)))
+    }
+
     /// ok (read), not-modified (304, or paused), or error.
     public var status: FetchedFeed.Status {
         if failure != nil { return .error }
@@ -63,9 +70,28 @@ public enum FeedReading {
         baseFolder: String, now: Date,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) -> [FeedRead] {
-        let fetched = FeedFetcher(settings: settings, baseFolder: baseFolder).fetch(
-            feeds, records: records, now: now, progress: progress)
-        return read(fetched, budget: settings.parseBudget)
+        var reads = [FeedRead?](repeating: nil, count: feeds.count)
+        readEach(feeds, records: records, settings: settings, baseFolder: baseFolder, now: now, progress: progress) {
+            reads[$0] = $1
+        }
+        return reads.enumerated().map { index, read in read ?? FeedRead(notFetched: feeds[index].url) }
+    }
+
+    /// `fetchAndRead`, each feed parsed as soon as its document arrives and handed to `deliver`
+    /// with its index (in any order), its bytes let go: only the documents in flight and what
+    /// `deliver` keeps are in memory.
+    public static func readEach(
+        _ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
+        baseFolder: String, now: Date,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }, deliver: (Int, FeedRead) -> Void
+    ) {
+        FeedFetcher(settings: settings, baseFolder: baseFolder).fetchEach(
+            feeds, records: records, now: now, progress: progress
+        ) { index, fetched in
+            var read = read(fetched, base: fetched.finalURL, budget: settings.parseBudget)
+            read.fetched.body = Data()
+            deliver(index, read)
+        }
     }
 
     /// Each fetched document parsed, within `budget` seconds each; each document's bytes are let

@@ -85,7 +85,10 @@ public enum RunMetrics {
             let counts: [(String, Int)] = [
                 ("sent", pushes.filter { $0.status == .sent }.count),
                 ("failed", pushes.filter { $0.status == .failed || $0.status == .unknown }.count),
-                ("pending", report.items.filter { $0.category == category && $0.decision == .pending }.count),
+                (
+                    "pending",
+                    report.items.decidedByThePlan.filter { $0.category == category && $0.decision == .pending }.count
+                ),
             ]
             for (status, count) in counts {
                 gauge(

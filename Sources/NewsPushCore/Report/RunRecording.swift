@@ -4,32 +4,26 @@ import NewsPushModel
 extension RunRecord {
     /// The record stage of a run: what the ledger learns from this run's feeds and items, and
     /// the outbox entries the plan made. Written before anything is sent, so a crash never turns
-    /// into a second push.
+    /// into a second push. The items are read back from `log` feed by feed as the ledger writes
+    /// them; `open` has the plan's candidates by position (their category is the final one).
     public static func make(
-        reads: [(settings: FeedSettings, read: FeedRead)], records: [String: FeedRecord],
-        candidates: [Candidate], plan: RunPlan, at time: Date
+        feeds: [FeedTally], records: [String: FeedRecord], log: ItemLog, open: [ItemPosition: Candidate],
+        plan: RunPlan, at time: Date
     ) -> RunRecord {
         var record = RunRecord(at: time)
-        for (settings, read) in reads {
-            if let feed = updated(records[settings.url], url: settings.url, after: read, at: time) {
-                record.feeds.append(feed)
+        for feed in feeds {
+            if let updated = updated(records[feed.settings.url], url: feed.settings.url, after: feed.read, at: time) {
+                record.feeds.append(updated)
             }
         }
-        var seen = Set<String>()
-        for candidate in candidates where candidate.previous == nil && seen.insert(candidate.key).inserted {
-            let item = candidate.item
-            record.newStories.append(
-                StoryRecord(
-                    key: candidate.key, feed: candidate.feedURL, title: item.title, link: item.link,
-                    category: candidate.classification.category?.rawValue, firstSeen: time, lastSeen: time,
-                    published: item.published,
-                    status: .seen))
+        let read = feeds.enumerated().filter { $0.element.read.status == .ok }.map {
+            ($0.offset, $0.element.settings.url)
         }
-        let readFeeds = Set(reads.filter { $0.read.status == .ok }.map(\.settings.url))
-        for candidate in candidates where readFeeds.contains(candidate.feedURL) {
-            record.listings[candidate.feedURL, default: []].append(candidate.key)
+        record.listings = FeedListings { body in
+            for (index, url) in read {
+                try body(listing(log.items(ofFeed: index), feed: index, url: url, open: open, at: time))
+            }
         }
-        for url in readFeeds where record.listings[url] == nil { record.listings[url] = [] }
         record.outbox = plan.newEntries + plan.newHolds
         record.expired = plan.expired.map(\.id)
         record.holds = plan.newHolds.compactMap { entry in
@@ -51,6 +45,23 @@ extension RunRecord {
                     detail: "no editor decided before it was no longer fresh (policy.max_age)")
             }
         return record
+    }
+
+    /// One feed's listing: every key, and a story for the first item of each key the ledger did
+    /// not know (a pruned one is known again, as old news).
+    static func listing(
+        _ items: [ListedItem], feed: Int, url: String, open: [ItemPosition: Candidate], at time: Date
+    ) -> FeedListing {
+        var seen = Set<String>()
+        var stories: [StoryRecord] = []
+        for (index, item) in items.enumerated() where item.previous == nil && seen.insert(item.key).inserted {
+            var story = item.story(feedURL: url, at: time)
+            if let candidate = open[ItemPosition(feed: feed, item: index)] {
+                story.category = candidate.classification.category?.rawValue
+            }
+            stories.append(story)
+        }
+        return FeedListing(feed: url, keys: items.map(\.key), newStories: stories)
     }
 
     /// A push's content as the ledger keeps it for an edited approval.

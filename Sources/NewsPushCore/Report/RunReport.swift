@@ -12,8 +12,8 @@ public struct RunReport: Encodable, Sendable {
     @Timestamped public var finishedAt: Date
     /// Every feed of the run.
     public var feeds: [FeedReport] = []
-    /// Every item, with its decision.
-    public var items: [ItemReport] = []
+    /// Every item, with its decision (read from the run's item log as they are walked).
+    public var items = ReportItems([])
     /// Every push, with what became of it.
     public var pushes: [PushReport] = []
     /// The counts.
@@ -164,6 +164,72 @@ public struct FeedReport: Encodable, Sendable {
     public var isBaseline: Bool { baseline == true }
 }
 
+/// The items of a run's report, in order: each feed's items in document order, feeds in the
+/// config's order, then the outbox entries that no feed listed. A run's items are read back
+/// from its `ItemLog` one feed at a time as they are walked (a run of 300,000 items never holds
+/// their lines); the lines of the items the plan decided are held and take the place of theirs.
+public struct ReportItems: Sequence, Encodable, Sendable {
+    private let log: ItemLog?
+    private let feedNames: [String]
+    private let replaced: [ItemPosition: ItemReport]
+    private let extra: [ItemReport]
+    /// The lines the plan decided, in order: every item whose decision is not one the reading
+    /// of its feed settles (seen, baseline, held, scheduled, rejected). Pushed, failed,
+    /// pending and expired items are all here, without walking the log.
+    public let decidedByThePlan: [ItemReport]
+
+    /// Items held in memory.
+    public init(_ items: [ItemReport]) {
+        log = nil
+        feedNames = []
+        replaced = [:]
+        extra = items
+        decidedByThePlan = items
+    }
+
+    /// A run's items: those of `log` (feeds named by `feedNames`, in order), with `replaced`
+    /// lines in place of theirs, then `extra`.
+    init(log: ItemLog, feedNames: [String], replaced: [ItemPosition: ItemReport], extra: [ItemReport]) {
+        self.log = log
+        self.feedNames = feedNames
+        self.replaced = replaced
+        self.extra = extra
+        decidedByThePlan = replaced.sorted { $0.key < $1.key }.map(\.value) + extra
+    }
+
+    /// How many items (one walk of the log).
+    public var count: Int { reduce(0) { count, _ in count + 1 } }
+
+    /// Walks the items in order, one feed's chunk of the log in memory at a time.
+    public func makeIterator() -> AnyIterator<ItemReport> {
+        var feed = 0
+        var chunk: [ItemReport] = []
+        var inChunk = 0
+        var extraIndex = 0
+        return AnyIterator {
+            while inChunk == chunk.count {
+                guard let log, feed < feedNames.count else {
+                    defer { extraIndex += 1 }
+                    return extraIndex < extra.count ? extra[extraIndex] : nil
+                }
+                chunk = log.items(ofFeed: feed).enumerated().map { index, item in
+                    replaced[ItemPosition(feed: feed, item: index)] ?? item.report(feed: feedNames[feed])
+                }
+                inChunk = 0
+                feed += 1
+            }
+            defer { inChunk += 1 }
+            return chunk[inChunk]
+        }
+    }
+
+    /// The items as a JSON array.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        for item in self { try container.encode(item) }
+    }
+}
+
 /// One item of a run and the decision it got.
 public struct ItemReport: Encodable, Sendable {
     /// The story key.
@@ -284,10 +350,34 @@ public struct RunSummary: Encodable, Sendable {
 extension RunReport {
     /// The report as pretty JSON with keys sorted (stable for scripts and diffs).
     public func jsonText() -> String {
+        var text = ""
+        writeJSON { text += $0 }
+        return text
+    }
+
+    /// The report as `jsonText` has it, handed to `write` in pieces as it is made: the items one
+    /// by one (each encoded alone and indented as in the whole document), so a report of
+    /// 300,000 items is never one string in memory.
+    public func writeJSON(_ write: (String) -> Void) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        var shell = self
+        shell.items = ReportItems([])
+        guard let data = try? encoder.encode(shell) else { return write("{}") }
+        let whole = String(decoding: data, as: UTF8.self)
+        let empty = "\n  \"items\" : [\n\n  ]"
+        guard let range = whole.range(of: empty) else { return write(whole) }
+        write(String(whole[..<range.lowerBound]) + "\n  \"items\" : [")
+        var first = true
+        for item in items {
+            guard let encoded = try? encoder.encode(item) else { continue }
+            let lines = String(decoding: encoded, as: UTF8.self).split(
+                separator: "\n", omittingEmptySubsequences: false)
+            write((first ? "\n" : ",\n") + lines.map { $0.isEmpty ? "" : "    " + $0 }.joined(separator: "\n"))
+            first = false
+        }
+        write(first ? "\n\n  ]" : "\n  ]")
+        write(String(whole[range.upperBound...]))
     }
 
     /// The cron view (`--report changes`): one line per push sent, one per failure (a feed that
@@ -306,7 +396,7 @@ extension RunReport {
             case .pending: failures.append("PENDING \(text): \(push.error ?? "not sent")")
             }
         }
-        for item in items where item.decision == .expired {
+        for item in items.decidedByThePlan where item.decision == .expired {
             failures.append("EXPIRED \(item.title ?? item.key): \(item.reason ?? item.decision.explanation)")
         }
         for feed in feeds where feed.status == .error {
@@ -360,10 +450,17 @@ extension RunReport {
     /// The human form: per category the pushes (tag expression and message), then each item
     /// that was not pushed with its reason; feed problems, the outbox and a summary last.
     public func text(verbose: Bool = false) -> String {
+        var lines: [String] = []
+        writeText(verbose: verbose) { lines.append($0) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `text`, one line at a time to `write` (the items are walked, not held).
+    public func writeText(verbose: Bool = false, _ write: (String) -> Void) {
         let mode = dryRun ? "Preview (dry run: nothing sent, nothing written)" : "Run"
-        var lines = ["\(mode) at \(FeedDates.format(startedAt))"]
-        lines += categoryBlocks(verbose: verbose)
-        lines += feedNotes()
+        write("\(mode) at \(FeedDates.format(startedAt))")
+        writeCategoryBlocks(verbose: verbose, write)
+        var lines = feedNotes()
         if let stop { lines += ["", "Sending stopped: \(stop.reason)"] }
         if let interrupted = interruptedSends {
             lines += ["", "Pushes of an interrupted run (outcome unknown, never re-sent)"]
@@ -380,36 +477,49 @@ extension RunReport {
         }
         if s.reviewWaiting > 0 { lines += ["", reviewLine] }
         lines += ["", summaryLine]
-        return lines.joined(separator: "\n")
+        lines.forEach(write)
+    }
+
+    /// The block an item's line goes in: its category, or Unclassified (index 6) for items
+    /// without a confident category.
+    private static func block(of item: ItemReport) -> Int {
+        guard let category = item.category, item.decision != .unclassified else { return NewsCategory.allCases.count }
+        return NewsCategory.allCases.firstIndex(of: category) ?? NewsCategory.allCases.count
     }
 
     /// One block per category (and one for items without a confident category, with the best
-    /// guess): its pushes, then each item not pushed with its reason.
-    private func categoryBlocks(verbose: Bool) -> [String] {
+    /// guess): its pushes, then each item not pushed with its reason. One walk of the items
+    /// counts the blocks and finds the pushes' lines; one more per block writes its items.
+    private func writeCategoryBlocks(verbose: Bool, _ write: (String) -> Void) {
         let pushesByKey = Dictionary(pushes.map { ($0.itemKey, $0) }, uniquingKeysWith: { _, b in b })
-        let groups: [(String, [ItemReport])] =
-            NewsCategory.allCases.map { c in
-                (c.rawValue, items.filter { $0.category == c && $0.decision != .unclassified })
-            } + [("Unclassified", items.filter { $0.category == nil || $0.decision == .unclassified })]
+        let names = NewsCategory.allCases.map(\.rawValue) + ["Unclassified"]
         let withPush: Set<ItemDecision> = [.pushed, .wouldPush, .failed, .pending]
-        var lines: [String] = []
-        for (name, group) in groups where !group.isEmpty {
-            let shown = group.filter { verbose || $0.decision != .seen }
-            let seenCount = group.count - shown.count
-            lines += ["", name]
-            for item in group {
-                guard let push = pushesByKey[item.key], withPush.contains(item.decision) else { continue }
-                lines.append(Self.pushLine(push))
+        var counts = [Int](repeating: 0, count: names.count)
+        var seen = counts
+        var pushLines = [[String]](repeating: [], count: names.count)
+        for item in items {
+            let block = Self.block(of: item)
+            counts[block] += 1
+            if !verbose && item.decision == .seen { seen[block] += 1 }
+            if let push = pushesByKey[item.key], withPush.contains(item.decision) {
+                pushLines[block].append(Self.pushLine(push))
             }
-            for item in shown where !withPush.contains(item.decision) || pushesByKey[item.key] == nil {
-                lines.append(
-                    "  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): "
-                        + "\(item.reason ?? item.decision.explanation))"
-                )
-            }
-            if seenCount > 0 { lines.append("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
         }
-        return lines
+        for block in names.indices where counts[block] > 0 {
+            write("")
+            write(names[block])
+            pushLines[block].forEach(write)
+            if counts[block] > seen[block] {
+                for item in items where Self.block(of: item) == block && (verbose || item.decision != .seen) {
+                    guard !withPush.contains(item.decision) || pushesByKey[item.key] == nil else { continue }
+                    write(
+                        "  not pushed: \(item.title ?? item.link ?? item.key)  (\(item.decision.rawValue): "
+                            + "\(item.reason ?? item.decision.explanation))")
+                }
+            }
+            let seenCount = seen[block]
+            if seenCount > 0 { write("  \(seenCount) item\(seenCount == 1 ? "" : "s") already seen") }
+        }
     }
 
     /// A push's line: what became of it, its tag expression and message, and its error.

@@ -1,12 +1,42 @@
 import Foundation
 import NewsPushModel
 
+/// What the reading of one feed left for the report: its read (without its items), its name,
+/// and how many of its items were new and settled as a baseline.
+public struct FeedTally: Sendable {
+    /// The feed as configured.
+    public var settings: FeedSettings
+    /// The fetch and parse, its items let go.
+    public var read: FeedRead
+    /// Items no run had seen.
+    public var newItems = 0
+    /// Items settled as a baseline when the feed was read.
+    public var baselines = 0
+    /// Read for the first time: its items are a baseline (unless `--send-initial`).
+    public var firstRead = false
+
+    /// The tally of a feed read, before its items are counted.
+    public init(settings: FeedSettings, read: FeedRead) {
+        self.settings = settings
+        self.read = read
+    }
+
+    /// The feed's name (or title, or URL).
+    public var name: String { settings.name ?? read.feed?.title ?? settings.url }
+}
+
 /// Everything the report stage reads.
 public struct RunFacts {
     var dryRun: Bool
     var startedAt: Date
-    var reads: [(settings: FeedSettings, read: FeedRead)]
-    var candidates: [Candidate]
+    var feeds: [FeedTally]
+    var log: ItemLog
+    /// The candidates the plan decided (new items, pushes waiting, and the settled items in a
+    /// story with one of them), in run order; `plan.decisions` and `matches` follow them.
+    var decided: [Candidate]
+    /// The positions among `decided` of settled items (their line is kept unless the plan
+    /// decided them otherwise).
+    var pulled: [ItemPosition: ItemDecision]
     var plan: RunPlan
     var matches: [StoryMatch]
     var policy: PolicySettings
@@ -15,31 +45,41 @@ public struct RunFacts {
     var sent: SendResult?
     /// The ledger's stories of the outbox entries handled, for those no feed listed this run.
     var outboxStories: [String: StoryRecord]
+    /// The story keys of outbox entries that an item of this run listed.
+    var listedOutboxKeys: Set<String>
+    /// How many distinct stories of this run no run had seen.
+    var itemsNew: Int
 
-    /// What the report of a run is made from: its feeds' reads, its candidates, their matches
-    /// and plan, what was sent (nil in a dry run) and the ledger's stories of the outbox
-    /// entries handled that no feed listed.
+    /// What the report of a run is made from: its feeds, its items (in `log`), the candidates
+    /// the plan decided with their matches and plan, what was sent (nil in a dry run), the
+    /// ledger's stories of the outbox entries handled that no feed listed.
     public init(
-        dryRun: Bool, startedAt: Date, reads: [(settings: FeedSettings, read: FeedRead)], candidates: [Candidate],
-        plan: RunPlan, matches: [StoryMatch], policy: PolicySettings, now: Date, sent: SendResult?,
-        outboxStories: [String: StoryRecord]
+        dryRun: Bool, startedAt: Date, feeds: [FeedTally], log: ItemLog, decided: [Candidate],
+        pulled: [ItemPosition: ItemDecision], plan: RunPlan, matches: [StoryMatch], policy: PolicySettings,
+        now: Date, sent: SendResult?, outboxStories: [String: StoryRecord], listedOutboxKeys: Set<String>,
+        itemsNew: Int
     ) {
         self.dryRun = dryRun
         self.startedAt = startedAt
-        self.reads = reads
-        self.candidates = candidates
+        self.feeds = feeds
+        self.log = log
+        self.decided = decided
+        self.pulled = pulled
         self.plan = plan
         self.matches = matches
         self.policy = policy
         self.now = now
         self.sent = sent
         self.outboxStories = outboxStories
+        self.listedOutboxKeys = listedOutboxKeys
+        self.itemsNew = itemsNew
     }
 }
 
 extension RunReport {
     /// The report stage: every feed, every item with the one decision it got (after sending),
-    /// every push with what became of it, and the outbox left for the next run.
+    /// every push with what became of it, and the outbox left for the next run. The items stay
+    /// in the run's log; the report holds the lines of those the plan decided.
     public static func make(_ facts: RunFacts, finishedAt: Date) -> RunReport {
         var report = RunReport(dryRun: facts.dryRun, startedAt: facts.startedAt, finishedAt: finishedAt)
         report.stop = facts.sent?.stop
@@ -51,7 +91,7 @@ extension RunReport {
         report.items = itemReports(facts, final: final, pushes: pushes)
         report.summary.feedsOk = report.feeds.filter { $0.status != .error }.count
         report.summary.feedsFailed = report.feeds.count - report.summary.feedsOk
-        report.summary.itemsNew = Set(facts.candidates.lazy.filter(\.isNew).map(\.key)).count
+        report.summary.itemsNew = facts.itemsNew
         report.summary.pushesSent = outcomes.values.filter { $0.status == .sent }.count
         report.summary.pushesFailed = outcomes.values.filter { $0.status == .failed || $0.status == .unknown }.count
         report.summary.pushesPending = stillPending.count
@@ -84,53 +124,56 @@ extension RunReport {
         return (pushes, final, stillPending)
     }
 
-    /// Every feed of the run: its outcome, its items and how many were new.
+    /// Every feed of the run: its outcome, its items and how many were new; a baseline when any
+    /// of its items was decided as one.
     private static func feedReports(_ facts: RunFacts) -> [FeedReport] {
-        var newPerFeed: [String: Int] = [:]
-        for candidate in facts.candidates where candidate.isNew { newPerFeed[candidate.feedURL, default: 0] += 1 }
-        let baselineFeeds = Set(
-            zip(facts.candidates, facts.plan.decisions).filter { $0.1 == .baseline }.map(\.0.feedURL))
-        return facts.reads.map { settings, read in
+        var baselines = facts.feeds.map(\.baselines)
+        for (candidate, decision) in zip(facts.decided, facts.plan.decisions) {
+            let before = facts.pulled[candidate.position]
+            if before == .baseline && decision != .baseline { baselines[candidate.position.feed] -= 1 }
+            if before == nil && decision == .baseline { baselines[candidate.position.feed] += 1 }
+        }
+        return facts.feeds.enumerated().map { index, feed in
             FeedReport(
-                name: settings.name ?? read.feed?.title ?? settings.url, url: settings.url, status: read.status,
-                httpStatus: read.fetched.httpStatus, items: read.itemCount,
-                new: newPerFeed[settings.url] ?? 0, error: read.error, movedTo: read.fetched.movedTo,
-                baseline: baselineFeeds.contains(settings.url) ? true : nil)
+                name: feed.name, url: feed.settings.url, status: feed.read.status,
+                httpStatus: feed.read.fetched.httpStatus, items: feed.read.itemCount, new: feed.newItems,
+                error: feed.read.error, movedTo: feed.read.fetched.movedTo,
+                baseline: baselines[index] > 0 ? true : nil)
         }
     }
 
-    /// Every item with the one decision it got (after sending), then the pushes of earlier runs
-    /// that no feed listed this run (304, errors, publishes).
+    /// Every item with the one decision it got (after sending): the lines of the items the plan
+    /// decided replace their settled ones in the log; then the pushes of earlier runs that no
+    /// feed listed this run (304, errors, publishes).
     private static func itemReports(_ facts: RunFacts, final: [String: ItemDecision], pushes: [PushReport])
-        -> [ItemReport]
+        -> ReportItems
     {
         var errors: [String: String] = [:]
         for push in pushes { if let error = push.error { errors[push.itemKey] = error } }
-        var items: [ItemReport] = []
-        var listed = Set<String>()
-        for (index, (candidate, decision)) in zip(facts.candidates, facts.plan.decisions).enumerated() {
-            listed.insert(candidate.key)
+        var replaced: [ItemPosition: ItemReport] = [:]
+        for (index, (candidate, decision)) in zip(facts.decided, facts.plan.decisions).enumerated() {
+            if let settled = facts.pulled[candidate.position], settled == decision { continue }
             let outcome = decision == .wouldPush || decision == .pending ? final[candidate.key] : nil
             let decided = outcome ?? (decision == .wouldHold && !facts.dryRun ? .held : decision)
-            items.append(
-                ItemReport(
-                    key: candidate.key, feed: candidate.feedName, title: candidate.item.title,
-                    link: candidate.item.link,
-                    category: candidate.classification.category, confidence: candidate.classification.confidence,
-                    decision: decided,
-                    reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key])))
+            replaced[candidate.position] = ItemReport(
+                key: candidate.key, feed: candidate.feedName, title: candidate.item.title, link: candidate.item.link,
+                category: candidate.classification.category, confidence: candidate.classification.confidence,
+                decision: decided,
+                reason: reason(decided, candidate, facts.matches[index], facts, error: errors[candidate.key]))
         }
+        var listed = facts.listedOutboxKeys
+        var extra: [ItemReport] = []
         for entry in facts.plan.due + facts.plan.held + facts.plan.expired where listed.insert(entry.storyKey).inserted
         {
             let story = facts.outboxStories[entry.storyKey]
-            items.append(
+            extra.append(
                 ItemReport(
                     key: entry.storyKey, feed: entry.properties["source"] ?? story?.feed ?? "",
                     title: story?.title ?? entry.properties["title"], link: story?.link ?? entry.properties["url"],
                     category: entry.category, confidence: 1,
                     decision: final[entry.storyKey] ?? .pending, reason: errors[entry.storyKey]))
         }
-        return items
+        return ReportItems(log: facts.log, feedNames: facts.feeds.map(\.name), replaced: replaced, extra: extra)
     }
 
     /// The reason beyond the decision's name, where there is more to say.
@@ -143,12 +186,6 @@ extension RunReport {
         case .sameStory:
             guard case .sameStory(let same) = match else { return nil }
             return "same story as \"\(same.title ?? same.key)\" [\(same.key)] from \(same.place.rawValue)"
-        case .seen:
-            guard case .known(let record) = match else { return "pruned earlier: old news" }
-            if record.wasPushed {
-                return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]"
-            }
-            return "already seen on \(FeedDates.format(record.firstSeen)) (\(record.status.rawValue)) [\(record.key)]"
         case .quietHours:
             guard let quiet = policy.quietHours else { return nil }
             return "quiet hours until \(quiet.endText) \(quiet.zoneName)"
@@ -166,12 +203,8 @@ extension RunReport {
             return
                 "the \(candidate.classification.category?.rawValue ?? "") budget of \(budget) "
                 + "push\(budget == 1 ? "" : "es") per \(Int(policy.budgetWindow / 60)) min is used up"
-        case .baseline:
-            return "first read of \(candidate.feedName): recorded as already known"
         case .failed, .pending, .expired:
             return error
-        case .scheduled:
-            return "a scheduled send of this story waits at the hub (`newspush hub cancel ID` cancels it)"
         case .pushed, .wouldPush:
             return nil
         case .held, .wouldHold:
@@ -182,9 +215,32 @@ extension RunReport {
                     ? "would be held by \(rule.name) for an editor"
                     : "held by \(rule.name) for an editor: newspush review approve \(entry.id) sends it"
             }
+            return reason(decision, candidate)
+        case .seen, .baseline, .scheduled, .rejected:
+            return reason(decision, candidate)
+        }
+    }
+
+    /// The reason of a decision the reading of an item's feed settles (seen, a baseline, held,
+    /// scheduled, rejected): what the ledger knew of its story.
+    public static func reason(_ decision: ItemDecision, _ candidate: Candidate) -> String? {
+        switch decision {
+        case .seen:
+            guard let record = candidate.previous else { return "pruned earlier: old news" }
+            if record.wasPushed {
+                return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]"
+            }
+            return "already seen on \(FeedDates.format(record.firstSeen)) (\(record.status.rawValue)) [\(record.key)]"
+        case .baseline:
+            return "first read of \(candidate.feedName): recorded as already known"
+        case .scheduled:
+            return "a scheduled send of this story waits at the hub (`newspush hub cancel ID` cancels it)"
+        case .held, .wouldHold:
             return "waits for an editor (newspush review list)"
         case .rejected:
             return "an editor rejected its push; it is never sent"
+        default:
+            return nil
         }
     }
 

@@ -185,8 +185,10 @@ struct LedgerTests {
                 url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: start, lastSuccess: start,
                 listedAt: start)
         ]
-        first.newStories = [story("gone", at: start), story("kept", at: start)]
-        first.listings[feed] = ["gone", "kept"]
+        first.listings = FeedListings([
+            FeedListing(
+                feed: feed, keys: ["gone", "kept"], newStories: [story("gone", at: start), story("kept", at: start)])
+        ])
         try ledger.record(first)
         // Five days later the feed's full response lists only "kept".
         let later = start.addingTimeInterval(5 * day)
@@ -196,7 +198,7 @@ struct LedgerTests {
                 url: feed, validators: ConditionalGetValidators(etag: "\"2\""), lastFetched: later, lastSuccess: later,
                 listedAt: later)
         ]
-        second.listings[feed] = ["kept"]
+        second.listings = FeedListings([FeedListing(feed: feed, keys: ["kept"])])
         try ledger.record(second)
         // From then on it answers 304 every run, up to now: only its listing's stories stay alive.
         var notModified = RunRecord(at: now)
@@ -222,7 +224,10 @@ struct LedgerTests {
         let location = try await engine.location(folder)
         let ledger = try Ledger.open(configured: location, access: .write)
         var run = RunRecord(at: now)
-        run.newStories = [story("a"), story("b"), story("c")]
+        run.listings = FeedListings([
+            FeedListing(
+                feed: "https://a.example/rss", keys: ["a", "b", "c"], newStories: [story("a"), story("b"), story("c")])
+        ])
         run.outbox = [entry("a"), entry("b"), entry("c", fresh: -1)]
         try ledger.record(run)
         #expect(try ledger.outbox().count == 3)
@@ -258,8 +263,7 @@ struct LedgerTests {
                 url: feed, validators: ConditionalGetValidators(etag: "\"1\""), lastFetched: now, lastSuccess: now,
                 listedAt: now)
         ]
-        run.newStories = [story("a", status: .pushed)]
-        run.listings[feed] = ["a"]
+        run.listings = FeedListings([FeedListing(feed: feed, keys: ["a"], newStories: [story("a", status: .pushed)])])
         try ledger.record(run)
         #expect(try ledger.forget("a"))
         #expect(try ledger.forget("a") == false)
