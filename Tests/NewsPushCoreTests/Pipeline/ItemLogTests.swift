@@ -42,7 +42,8 @@ struct ItemLogTests {
         var report = RunReport(dryRun: true, startedAt: now, finishedAt: now)
         report.feeds = [
             FeedReport(
-                name: "Desk", url: "https://example.org/rss", status: .ok, httpStatus: 200, items: 2, new: 2, error: nil)
+                name: "Desk", url: "https://example.org/rss", status: .ok, httpStatus: 200, items: 2, new: 2, error: nil
+            )
         ]
         let items = [
             ItemReport(
