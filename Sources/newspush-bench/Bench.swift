@@ -7,6 +7,7 @@ import NewsPushModel
 import NewsPushSessions
 import NewsPushTesting
 import NotificationHubs
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -152,21 +153,37 @@ struct FetchFeeds: AsyncParsableCommand {
 
     func run() async throws {
         let (delay, count, now) = (self.delay, self.items, Date())
+        // After the first real run every feed lists one more item, dated now (a new ETag): the
+        // next real run has a new story per feed for the plan and pushes to the emulator.
+        let generation = Mutex(1)
         let server = try await LocalHTTPServer.start { request in
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            if request.header("If-None-Match") == "\"v1\"" { return CannedResponse(status: 304) }
+            let current = generation.withLock { $0 }
+            if request.header("If-None-Match") == "\"v\(current)\"" { return CannedResponse(status: 304) }
             let feed = String(request.uri.split(separator: "/").last?.prefix { $0 != "." } ?? "")
-            let items = (0..<count).map {
+            var items = (0..<count).map {
                 (
                     guid: "\(feed)-g\($0)", title: "Story \($0) of feed \(feed) on the local desk",
-                    published: now.addingTimeInterval(Double(-420 * $0))
+                    published: now.addingTimeInterval(Double(-420 * ($0 + 1)))
                 )
             }
+            if current > 1 {
+                items.insert(
+                    (guid: "\(feed)-new", title: "Breaking story of feed \(feed) on the local desk", published: now),
+                    at: 0)
+            }
             return CannedResponse(
-                headers: [("ETag", "\"v1\""), ("Content-Type", "application/rss+xml")],
+                headers: [("ETag", "\"v\(current)\""), ("Content-Type", "application/rss+xml")],
                 text: rssFeed(title: "Desk \(feed)", dated: items))
         }
         defer { server.stop() }
+        let hub = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                devices:
+                  - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                """)
+        defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let list = (0..<feeds).map { "  - {url: \"\(server.baseURL)/feed/\($0).xml\", category: World}" }.joined(
@@ -175,7 +192,7 @@ struct FetchFeeds: AsyncParsableCommand {
             "feeds.yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                endpoint: "http://127.0.0.1:9/"}
+                endpoint: "\(hub.endpoint)"}
             fetch: {concurrency: \(concurrency), per_host: \(concurrency), timeout: 20s}
             feeds:
             \(list)
@@ -193,8 +210,11 @@ struct FetchFeeds: AsyncParsableCommand {
                 try await spawn(
                     binary, ["run", "--dry-run", "-q", "--config", config, "--format", "json"], environment))
         }
-        // A real run (first run: a baseline, nothing pushed) stores every feed's ETag.
+        // A real run (first run: a baseline, nothing pushed) records every item and stores the ETags.
         let baseline = try await spawn(binary, ["run", "-q", "--config", config], environment)
+        generation.withLock { $0 = 2 }
+        let pushing = try await spawn(binary, ["run", "-q", "--config", config], environment)
+        let delivered = await hub.emulator.allDeliveries().count
         var notModified: [(Double, Int)] = []
         for _ in 0..<repeats {
             notModified.append(try await spawn(binary, ["run", "--dry-run", "-q", "--config", config], environment))
@@ -206,15 +226,19 @@ struct FetchFeeds: AsyncParsableCommand {
                 format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
                 Double(rss) / 1024)
         }
+        let floor = Double(feeds) * delay / Double(concurrency)
         print(
             "\(feeds) feeds of \(items) items answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): "
-                + "\(describe(fresh))"
+                + "\(describe(fresh)) (fetch floor \(String(format: "%.1f", floor)) s)"
+        )
+        print("first real run (records \(feeds * items) stories, sends nothing):        \(describe([baseline]))")
+        print(
+            "real run, one new item per feed, pushed to the emulator:          \(describe([pushing])), \(delivered) delivered"
         )
         print(
             "\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  "
                 + "\(describe(notModified))"
         )
-        print(String(format: "(baseline run that stored the validators: %.3f s)", baseline.0))
     }
 }
 

@@ -258,7 +258,7 @@ struct StoryNeighbourhood {
         guard let title else { return }
         let print = TitleFingerprint(title)
         guard print.isComparable else { return }
-        for shingle in print.shingles { postings[shingle, default: []].append(prints.count) }
+        for token in Self.tokens(print) { postings[token, default: []].append(prints.count) }
         prints.append((print, date))
         earliest = min(earliest, date)
         latest = max(latest, date)
@@ -274,8 +274,8 @@ struct StoryNeighbourhood {
         let print = TitleFingerprint(title)
         guard print.isComparable else { return false }
         var tried = Set<Int>()
-        for shingle in print.shingles {
-            for member in postings[shingle] ?? [] where tried.insert(member).inserted {
+        for token in Self.tokens(print) {
+            for member in postings[token] ?? [] where tried.insert(member).inserted {
                 let other = prints[member]
                 if abs(other.date.timeIntervalSince(date)) <= TitleFingerprint.window, other.print.matches(print) {
                     return true
@@ -283,6 +283,15 @@ struct StoryNeighbourhood {
             }
         }
         return false
+    }
+
+    /// A title's word pairs, each with its numbers (titles that are one story have the same
+    /// numbers, so only titles with the same ones meet).
+    private static func tokens(_ print: TitleFingerprint) -> [UInt64] {
+        let numbers = print.numbers.reduce(UInt64(0x9E37_79B9_7F4A_7C15)) {
+            ($0 ^ TitleFingerprint.hash($1, "")) &* 0x0000_0100_0000_01B3
+        }
+        return print.shingles.map { $0 ^ numbers }
     }
 }
 
