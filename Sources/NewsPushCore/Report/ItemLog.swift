@@ -24,10 +24,10 @@ public final class ItemLog: @unchecked Sendable {
     private var descriptor: Int32 = -1
     private var end = 0
 
-    /// A log for `feedCount` feeds, its scratch file in the temporary folder (`TMPDIR`).
-    public init(feedCount: Int) {
+    /// A log for `feedCount` feeds, its scratch file in `folder` (the temporary folder, `TMPDIR`).
+    public init(feedCount: Int, folder: String = NSTemporaryDirectory()) {
         chunks = Array(repeating: nil, count: feedCount)
-        var template = Array((NSTemporaryDirectory() + "/newspush-items-XXXXXX").utf8CString)
+        var template = Array((folder + "/newspush-items-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
         if fd >= 0 {
             // Unlinked at once: the file goes with the process, however it ends.

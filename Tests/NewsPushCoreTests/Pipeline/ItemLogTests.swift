@@ -38,6 +38,15 @@ struct ItemLogTests {
         #expect(log.items(ofFeed: 2).isEmpty)  // a feed that failed lists nothing
     }
 
+    @Test func withoutAWritableTemporaryFolderTheChunksStayInMemory() {
+        let log = ItemLog(feedCount: 2, folder: "/nonexistent/newspush-test")
+        let items = [listed("a1", title: "Kept in memory", decision: .seen, previous: true)]
+        log.append(feed: 1, items)
+        #expect(!log.isOnDisk)
+        #expect(log.items(ofFeed: 1) == items)
+        #expect(log.items(ofFeed: 0).isEmpty)
+    }
+
     @Test func aReportWrittenInPiecesIsTheReportEncodedWhole() throws {
         var report = RunReport(dryRun: true, startedAt: now, finishedAt: now)
         report.feeds = [
