@@ -50,12 +50,7 @@ struct HubPushes: AsyncParsableCommand {
         let server = postgres ? try await LocalPostgres.start(fsync: true) : nil
         defer { server?.stop() }
         if let server { setenv(LocalPostgres.passwordVariable, server.password, 1) }
-        let hub = try await LocalHub.start(
-            devicesYAML: """
-                hub: breaking-news
-                devices:
-                  - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
-                """)
+        let hub = try await startWorldHub()
         defer { hub.stop() }
         var pipelineTimes: [Double] = []
         var postgresTimes: [Double] = []
@@ -177,12 +172,7 @@ struct FetchFeeds: AsyncParsableCommand {
                 text: rssFeed(title: "Desk \(feed)", dated: items))
         }
         defer { server.stop() }
-        let hub = try await LocalHub.start(
-            devicesYAML: """
-                hub: breaking-news
-                devices:
-                  - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
-                """)
+        let hub = try await startWorldHub()
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -449,4 +439,14 @@ func spawn(_ path: String, _ arguments: [String], _ environment: [String]) async
         throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(measured.status)")
     }
     return (measured.seconds, measured.peakKilobytes)
+}
+
+/// The in-process hub emulator with one phone registered for World with the seed app's template.
+func startWorldHub() async throws -> LocalHub {
+    try await LocalHub.start(
+        devicesYAML: """
+            hub: breaking-news
+            devices:
+              - {id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+            """)
 }

@@ -258,7 +258,7 @@ struct StoryNeighbourhood {
         guard let title else { return }
         let print = TitleFingerprint(title)
         guard print.isComparable else { return }
-        for token in Self.tokens(print) { postings[token, default: []].append(prints.count) }
+        for token in print.numberedShingles { postings[token, default: []].append(prints.count) }
         prints.append((print, date))
         earliest = min(earliest, date)
         latest = max(latest, date)
@@ -274,7 +274,7 @@ struct StoryNeighbourhood {
         let print = TitleFingerprint(title)
         guard print.isComparable else { return false }
         var tried = Set<Int>()
-        for token in Self.tokens(print) {
+        for token in print.numberedShingles {
             for member in postings[token] ?? [] where tried.insert(member).inserted {
                 let other = prints[member]
                 if abs(other.date.timeIntervalSince(date)) <= TitleFingerprint.window, other.print.matches(print) {
@@ -285,13 +285,18 @@ struct StoryNeighbourhood {
         return false
     }
 
-    /// A title's word pairs, each with its numbers (titles that are one story have the same
-    /// numbers, so only titles with the same ones meet).
-    private static func tokens(_ print: TitleFingerprint) -> [UInt64] {
-        let numbers = print.numbers.reduce(UInt64(0x9E37_79B9_7F4A_7C15)) {
-            ($0 ^ TitleFingerprint.hash($1, "")) &* 0x0000_0100_0000_01B3
+}
+
+extension TitleFingerprint {
+    /// The title's word pairs, each hashed with the title's numbers: titles that are one story
+    /// have the same numbers, so only titles with the same ones share a token (what the run's
+    /// title indexes key on).
+    var numberedShingles: [UInt64] {
+        var numbersHash: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for number in numbers {
+            numbersHash = (numbersHash ^ TitleFingerprint.hash(number, "")) &* 0x0000_0100_0000_01B3
         }
-        return print.shingles.map { $0 ^ numbers }
+        return shingles.map { $0 ^ numbersHash }
     }
 }
 
@@ -313,11 +318,7 @@ struct SimilarTitleIndex {
                 tokens.append([])
                 continue
             }
-            var numbersHash: UInt64 = 0x9E37_79B9_7F4A_7C15
-            for number in print.numbers {
-                numbersHash = (numbersHash ^ TitleFingerprint.hash(number, "")) &* 0x0000_0100_0000_01B3
-            }
-            let own = print.shingles.map { $0 ^ numbersHash }
+            let own = print.numberedShingles
             for token in own { frequency[token, default: 0] += 1 }
             tokens.append(own)
         }

@@ -282,21 +282,6 @@ final class CurlMultiRunner {
 
     deinit { curl_multi_cleanup(multi) }
 
-    /// Performs every transfer and returns their results in the same order. Blocks the caller;
-    /// `finished` is told how many are done after each one.
-    func run(_ transfers: [HTTPTransfer], finished: (Int) -> Void = { _ in }) -> [HTTPTransferResult] {
-        var results = [HTTPTransferResult?](repeating: nil, count: transfers.count)
-        var count = 0
-        run(transfers) { index, result in
-            results[index] = result
-            count += 1
-            finished(count)
-        }
-        return results.enumerated().map { index, result in
-            result ?? HTTPTransferResult(effectiveURL: transfers[index].url, failure: .connection("not performed"))
-        }
-    }
-
     /// Performs every transfer, handing each result to `deliver` (with the transfer's index) as
     /// soon as it is done, on the caller's thread: nothing is kept here, so what a caller keeps
     /// of each result is all that stays in memory.

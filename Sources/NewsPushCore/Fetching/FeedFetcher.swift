@@ -119,23 +119,9 @@ public struct FeedFetcher: Sendable {
     }
 
     /// The fetch stage of a run: every feed, with the validators the ledger holds, except those
-    /// whose server asked for a pause (429/503 Retry-After) that has not ended; results in order.
-    public func fetch(
-        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
-        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
-    ) -> [FetchedFeed] {
-        var results = [FetchedFeed?](repeating: nil, count: feeds.count)
-        fetchEach(feeds, records: records, now: now, progress: progress) { results[$0] = $1 }
-        return results.enumerated().map { index, result in
-            result
-                ?? FetchedFeed(
-                    url: feeds[index].url, status: .error, body: Data(), finalURL: feeds[index].url,
-                    failure: .notFetched(url: feeds[index].url))
-        }
-    }
-
-    /// `fetch`, each feed handed to `deliver` with its index as soon as it is done (in any
-    /// order, on the caller's thread), so only the documents in flight are in memory.
+    /// whose server asked for a pause (429/503 Retry-After) that has not ended. Each is handed
+    /// to `deliver` with its index as soon as it is done (in any order, on the caller's thread),
+    /// so only the documents in flight are in memory.
     public func fetchEach(
         _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }, deliver: (Int, FetchedFeed) -> Void
@@ -165,17 +151,11 @@ public struct FeedFetcher: Sendable {
 
     /// Fetches every URL, sending each one's validators; results in the same order.
     /// One failing feed never affects the others.
-    public func fetch(
-        _ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
-        finished: (Int) -> Void = { _ in }
-    ) -> [FetchedFeed] {
+    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date())
+        -> [FetchedFeed]
+    {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)
-        var done = 0
-        fetchEach(urls, validators: validators, now: now) { index, fetched in
-            results[index] = fetched
-            done += 1
-            finished(done)
-        }
+        fetchEach(urls, validators: validators, now: now) { results[$0] = $1 }
         return results.enumerated().map { index, result in
             result
                 ?? FetchedFeed(

@@ -94,7 +94,7 @@ struct ItemLogTests {
     /// across feeds: the open items' matches (and so their decisions) over the log and its
     /// neighbours are those over every item at once.
     @Test(arguments: 1...40) func theSameStoryQuestionAnswersAsOverTheWholeRun(seed: Int) {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = ClassifierTraining.SplitMix(seed: UInt64(seed))
         let words = ["storm", "hits", "coast", "minister", "resigns", "after", "vote", "markets", "fall", "sharply"]
         let feedCount = 4
         var all: [Candidate] = []
@@ -148,20 +148,5 @@ struct ItemLogTests {
             let index = all.firstIndex { $0.position == candidate.position } ?? -1
             #expect(match == whole[index], "seed \(seed), item \(candidate.position)")
         }
-    }
-}
-
-/// A small seeded generator, so each random run is the same every time.
-struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
