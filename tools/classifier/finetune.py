@@ -7,7 +7,7 @@ distil.encode (six BERT layers, mean pooling over the real tokens), and the clas
 layer sits on the pooled vector scaled to length one, exactly as the Swift `EncoderHead` does,
 so the layer trained here is the layer the binary runs.
 
-    finetune.py experiment --train train.jsonl --out .build/finetune [--candidate full|frozen3]
+    finetune.py experiment --train train.jsonl --out .build/finetune [--candidate full|frozenN] [--encoder-lr R]
         trains one model per held-out source and one on a random 90 % (each evaluated after
         every epoch on what it did not see) and writes the out-of-fold scores for combine.py;
     finetune.py final --train train.jsonl --epochs N --out .build/finetune/final.pt
@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -40,9 +41,12 @@ HEADS, HEAD_SIZE, LAYERS = 12, 32, 6
 # --- data ---
 
 def load_items(path, vocab):
+    return load_items_from([json.loads(line) for line in open(path, encoding="utf-8")], vocab)
+
+
+def load_items_from(records, vocab):
     items = []
-    for line in open(path, encoding="utf-8"):
-        item = json.loads(line)
+    for item in records:
         text = item["title"] + " " + item.get("summary", "")
         tokens = distil.tokenize(text, vocab)[:MAX_TOKENS - 2]
         ids = [vocab["[CLS]"]] + [vocab[t] for t in tokens] + [vocab["[SEP]"]]
@@ -171,21 +175,73 @@ def measure(logits, items):
     return float(np.mean(guess == truth)), float(np.mean(f1))
 
 
-def train(train_items, tensors, epochs, seed, frozen_layers, evaluate=None, log=print):
+def frozen_layers(candidate):
+    """`full` trains every layer; `frozenN` keeps the embeddings and the first N layers."""
+    match = re.fullmatch(r"full|frozen([0-5])", candidate)
+    if match is None:
+        raise SystemExit(f"unknown candidate {candidate!r}: full or frozen0 to frozen5")
+    return int(match.group(1) or 0)
+
+
+def run_name(args):
+    """The candidate, its encoder learning rate when it is not the default, and -lpft when the
+    layer starts from the linear probe."""
+    name = args.candidate if args.encoder_lr == 3e-5 else f"{args.candidate}-lr{args.encoder_lr:g}"
+    return name + ("-lpft" if args.probe_first else "")
+
+
+def fit_probe(model, train_items, l2=1e-4):
+    """The linear probe (what today's head is: a class-balanced, L2-regularised logistic layer
+    on the frozen encoder's unit vectors), set as the layer's start (LP-FT: fine-tuning from a
+    trained layer distorts the pretrained features less, Kumar et al. 2022)."""
+    vectors = torch.zeros((len(train_items), 384))
+    model.eval()
+    with torch.no_grad():
+        for chunk, ids, mask, _ in batches(train_items, 64, shuffle=False):
+            vectors[chunk] = F.normalize(model.encoder(ids, mask), dim=-1)
+    model.train()
+    labels = torch.tensor([it["label"] for it in train_items])
+    sample = class_weights(train_items)[labels]
+    w = torch.zeros((len(LABELS), 384), requires_grad=True)
+    b = torch.zeros(len(LABELS), requires_grad=True)
+    optimizer = torch.optim.LBFGS([w, b], max_iter=400, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = (F.cross_entropy(vectors @ w.T + b, labels, reduction="none") * sample).sum() / sample.sum() \
+            + l2 * (w * w).sum()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    with torch.no_grad():
+        model.layer.weight.copy_(w / 20.0)
+        model.layer.bias.copy_(b / 20.0)
+
+
+def train(train_items, tensors, epochs, seed, frozen_layers, evaluate=None, log=print, encoder_lr=3e-5,
+          probe_first=False):
     torch.manual_seed(seed)
     model = Classifier(tensors)
     if frozen_layers:
         freeze(model, frozen_layers)
+    curve = []
+    if probe_first:
+        fit_probe(model, train_items)
+        entry = {"epoch": 0} | (evaluate(model) if evaluate is not None else {})
+        curve.append(entry)
+        log(f"  probe: {json.dumps(entry)}")
     encoder_params = [p for p in model.encoder.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW([{"params": encoder_params, "lr": 3e-5, "weight_decay": 0.01},
-                                   {"params": model.layer.parameters(), "lr": 2e-3, "weight_decay": 0.0}])
+    # From a trained probe the layer moves as slowly as the encoder (LP-FT); from zero it learns fast.
+    optimizer = torch.optim.AdamW([{"params": encoder_params, "lr": encoder_lr, "weight_decay": 0.01},
+                                   {"params": model.layer.parameters(), "lr": encoder_lr if probe_first else 2e-3,
+                                    "weight_decay": 0.0}])
     steps = epochs * math.ceil(len(train_items) / 32)
     warmup = max(1, int(0.06 * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     weights = class_weights(train_items)
     generator = torch.Generator().manual_seed(seed)
-    curve = []
     step, started = 0, time.time()
     for epoch in range(1, epochs + 1):
         total = 0.0
@@ -221,18 +277,19 @@ def experiment(args):
     vocab, tensors = model_tensors(args.work)
     items = load_items(args.train, vocab)
     os.makedirs(args.out, exist_ok=True)
-    frozen = 3 if args.candidate == "frozen3" else 0
+    frozen = frozen_layers(args.candidate)
+    name_of_run = run_name(args)
     folds = [("random", [it for it in items if not in_random_test(it)], [it for it in items if in_random_test(it)])]
     for source in sorted({it["source"] for it in items}):
         folds.append((source, [it for it in items if it["source"] != source], [it for it in items if it["source"] == source]))
     if args.only:
         folds = [f for f in folds if f[0] in args.only.split(",")]
     for name, train_items, test_items in folds:
-        path = os.path.join(args.out, f"{args.candidate}-{name}.json")
+        path = os.path.join(args.out, f"{name_of_run}-{name}.json")
         if os.path.exists(path):
             print(f"{path} exists; skipped", file=sys.stderr)
             continue
-        print(f"== {args.candidate}, held out {name}: train {len(train_items)}, test {len(test_items)}", file=sys.stderr)
+        print(f"== {name_of_run}, held out {name}: train {len(train_items)}, test {len(test_items)}", file=sys.stderr)
         per_epoch = []
 
         def evaluate(model):
@@ -242,10 +299,11 @@ def experiment(args):
             return {"accuracy": round(accuracy, 4), "macro_f1": round(macro, 4)}
 
         _, curve = train(train_items, tensors, args.epochs, args.seed, frozen, evaluate,
-                         log=lambda s: print(s, file=sys.stderr, flush=True))
-        record = {"candidate": args.candidate, "held_out": name, "curve": curve,
+                         log=lambda s: print(s, file=sys.stderr, flush=True), encoder_lr=args.encoder_lr,
+                         probe_first=args.probe_first)
+        record = {"candidate": name_of_run, "held_out": name, "curve": curve,
                   "titles": [it["title"] for it in test_items], "labels": [it["label"] for it in test_items],
-                  "scores": [np.round(l, 5).tolist() for l in per_epoch]}
+                  "epochs": [entry["epoch"] for entry in curve], "scores": [np.round(l, 5).tolist() for l in per_epoch]}
         with open(path, "w", encoding="utf-8") as out:
             json.dump(record, out)
 
@@ -253,12 +311,13 @@ def experiment(args):
 def final(args):
     vocab, tensors = model_tensors(args.work)
     items = load_items(args.train, vocab)
-    frozen = 3 if args.candidate == "frozen3" else 0
-    model, _ = train(items, tensors, args.epochs, args.seed, frozen, log=lambda s: print(s, file=sys.stderr, flush=True))
+    model, _ = train(items, tensors, args.epochs, args.seed, frozen_layers(args.candidate),
+                     log=lambda s: print(s, file=sys.stderr, flush=True), encoder_lr=args.encoder_lr,
+                     probe_first=args.probe_first)
     torch.save({"encoder": model.encoder.numpy_tensors(),
                 "layer_weight": model.layer.weight.detach().numpy().astype(np.float64) * 20.0,
                 "layer_bias": model.layer.bias.detach().numpy().astype(np.float64) * 20.0,
-                "epochs": args.epochs, "candidate": args.candidate}, args.out)
+                "epochs": args.epochs, "candidate": run_name(args)}, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 
@@ -289,7 +348,9 @@ def main():
         p = sub.add_parser(name)
         p.add_argument("--train", default=os.path.join(os.path.dirname(__file__), "../../../shared/classify/train.jsonl"))
         p.add_argument("--work", default=".build/minilm")
-        p.add_argument("--candidate", choices=["full", "frozen3"], default="full")
+        p.add_argument("--candidate", default="full", help="full, or frozenN: the embeddings and the first N layers kept")
+        p.add_argument("--encoder-lr", type=float, default=3e-5)
+        p.add_argument("--probe-first", action="store_true", help="start the layer from the linear probe (LP-FT)")
         p.add_argument("--epochs", type=int, default=3)
         p.add_argument("--seed", type=int, default=7)
         p.add_argument("--threads", type=int, default=0)
