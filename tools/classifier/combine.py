@@ -45,22 +45,21 @@ def in_random_test(title):
     return int(hashlib.sha256(title.encode("utf-8")).hexdigest()[:8], 16) % 10 == 0
 
 
-def frozen_vectors(items, work, cache):
-    """The unchanged encoder's pooled vectors, unit length (what today's head reads)."""
+def frozen_vectors(items, cache):
+    """The unchanged encoder's unit vectors (what today's head reads), computed once."""
     if os.path.exists(cache):
         return np.load(cache)
-    import torch
     import finetune
-    vocab, tensors = finetune.model_tensors(work)
-    encoded = finetune.load_items_from(items, vocab)
-    encoder = finetune.Encoder(tensors)
-    out = np.zeros((len(encoded), 384), np.float32)
-    with torch.no_grad():
-        for chunk, ids, mask, _ in finetune.batches(encoded, 64, shuffle=False):
-            out[chunk] = encoder(ids, mask).numpy()
-    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    vocab, tensors = finetune.model_tensors(os.path.join(compare.ROOT, ".build/minilm"))
+    out = finetune.unit_vectors(finetune.Encoder(tensors), finetune.load_items_from(items, vocab))
     np.save(cache, out)
     return out
+
+
+def logistic_scores(X, y, test, l2):
+    """Scores on `test` of compare.py's logistic layer trained on the rest."""
+    w, b = compare.fit_lr(X[~test], y[~test], l2)
+    return X[test] @ w + b
 
 
 def fit_weights(parts, y):
@@ -114,9 +113,9 @@ def main():
     titles = [it["title"] for it in items]
     splits = [("random", np.array([in_random_test(t) for t in titles]))] + [(s, source == s) for s in sorted(set(source))]
     words = compare.tfidf([it["title"] + " " + it.get("summary", "") for it in items])
-    bag = {name: np.log(compare.train_lr(words[~t], y[~t], 1e-5)(words[t]) + 1e-12) for name, t in splits}
-    vectors = frozen_vectors(items, ".build/minilm", os.path.join(folder, "frozen-vectors.npy"))
-    head = {name: np.log(compare.train_lr(vectors[~t], y[~t], 1e-4)(vectors[t]) + 1e-12) for name, t in splits}
+    bag = {name: logistic_scores(words, y, t, 1e-5) for name, t in splits}
+    vectors = frozen_vectors(items, os.path.join(folder, "frozen-vectors.npy"))
+    head = {name: logistic_scores(vectors, y, t, 1e-4) for name, t in splits}
     print("splits: " + ", ".join(name for name, _ in splits) + " | mean of the unseen sources")
     report("shipped (frozen encoder)", scored(splits, y, [head, bag]))
     runs = sorted({os.path.basename(p)[:-len("-random.json")] for p in glob.glob(os.path.join(folder, "*-random.json"))})

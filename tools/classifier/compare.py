@@ -86,7 +86,8 @@ def tfidf(texts):
         rows += [r] * len(ids); cols += ids; vals += list(v)
     return sp.csr_matrix((vals, (rows, cols)), shape=(N, len(keep)))
 
-def train_lr(X, yy, l2):
+def fit_lr(X, yy, l2):
+    """The class-balanced, L2-regularised logistic layer's weights (D × K) and biases (K)."""
     counts = np.bincount(yy, minlength=K); cw = len(yy) / (K * np.maximum(counts, 1)); sw = cw[yy]
     D = X.shape[1]; Y = np.eye(K)[yy]
     def f(wb):
@@ -97,7 +98,10 @@ def train_lr(X, yy, l2):
         gW = X.T @ G + 2 * l2 * W; gb = G.sum(0)
         return loss, np.concatenate([np.asarray(gW).ravel(), gb])
     r = scipy.optimize.minimize(f, np.zeros(D*K+K), jac=True, method='L-BFGS-B', options={'maxiter': 400})
-    W = r.x[:D*K].reshape(D, K); b = r.x[D*K:]
+    return r.x[:D*K].reshape(D, K), r.x[D*K:]
+
+def train_lr(X, yy, l2):
+    W, b = fit_lr(X, yy, l2)
     return lambda Xt: (lambda Z: np.exp(Z - Z.max(1, keepdims=True)) / np.exp(Z - Z.max(1, keepdims=True)).sum(1, keepdims=True))(Xt @ W + b)
 
 def metrics(P, yy):

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
 import distil  # noqa: E402
 
 LABELS = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
@@ -190,33 +191,26 @@ def run_name(args):
     return name + ("-lpft" if args.probe_first else "")
 
 
+def unit_vectors(encoder, items):
+    """The encoder's pooled vectors of `items`, scaled to length one (what a head reads)."""
+    out = np.zeros((len(items), 384), np.float32)
+    with torch.no_grad():
+        for chunk, ids, mask, _ in batches(items, 64, shuffle=False):
+            out[chunk] = F.normalize(encoder(ids, mask), dim=-1).numpy()
+    return out
+
+
 def fit_probe(model, train_items, l2=1e-4):
-    """The linear probe (what today's head is: a class-balanced, L2-regularised logistic layer
-    on the frozen encoder's unit vectors), set as the layer's start (LP-FT: fine-tuning from a
-    trained layer distorts the pretrained features less, Kumar et al. 2022)."""
-    vectors = torch.zeros((len(train_items), 384))
+    """The linear probe (what today's head is: compare.py's class-balanced, L2-regularised
+    logistic layer on the frozen encoder's unit vectors), set as the layer's start (LP-FT:
+    fine-tuning from a trained layer distorts the pretrained features less, Kumar et al. 2022)."""
     model.eval()
-    with torch.no_grad():
-        for chunk, ids, mask, _ in batches(train_items, 64, shuffle=False):
-            vectors[chunk] = F.normalize(model.encoder(ids, mask), dim=-1)
+    vectors = unit_vectors(model.encoder, train_items)
     model.train()
-    labels = torch.tensor([it["label"] for it in train_items])
-    sample = class_weights(train_items)[labels]
-    w = torch.zeros((len(LABELS), 384), requires_grad=True)
-    b = torch.zeros(len(LABELS), requires_grad=True)
-    optimizer = torch.optim.LBFGS([w, b], max_iter=400, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = (F.cross_entropy(vectors @ w.T + b, labels, reduction="none") * sample).sum() / sample.sum() \
-            + l2 * (w * w).sum()
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
+    w, b = compare.fit_lr(vectors, np.array([it["label"] for it in train_items]), l2)
     with torch.no_grad():
-        model.layer.weight.copy_(w / 20.0)
-        model.layer.bias.copy_(b / 20.0)
+        model.layer.weight.copy_(torch.tensor(w.T / 20.0, dtype=torch.float32))
+        model.layer.bias.copy_(torch.tensor(b / 20.0, dtype=torch.float32))
 
 
 def train(train_items, tensors, epochs, seed, frozen_layers, evaluate=None, log=print, encoder_lr=3e-5,
@@ -357,6 +351,7 @@ def main():
         p.add_argument("--out", default=".build/finetune")
         p.add_argument("--only", default="")
     args = parser.parse_args()
+    frozen_layers(args.candidate)  # (an unknown candidate refused before the model loads)
     if args.threads:
         torch.set_num_threads(args.threads)
     {"experiment": experiment, "final": final, "check": check}[args.command](args)
