@@ -35,7 +35,10 @@ extension NotificationHubClient {
             throw .invalidPayload("an fcmv1 payload must be a complete FCM v1 message {\"message\":{…}}")
         }
         let limit = min(maxPayloadBytes, format.payloadLimit)
-        if body.count > limit { throw .payloadTooLarge(bytes: body.count, limit: limit) }
+        if body.count > limit {
+            let largest = Self.largestText(payload).map { "the field '\($0.path)' (\($0.bytes) bytes)" }
+            throw .payloadTooLarge(bytes: body.count, limit: limit, largest: largest)
+        }
         var headers: [(name: String, value: String)] = [
             ("Authorization", authorization(now: now)),
             ("Content-Type", "application/json;charset=utf-8"),
@@ -335,5 +338,22 @@ public struct NotificationDetails: Sendable, Equatable, Codable {
                 if name.hasSuffix("OutcomeCounts") { platform = nil } else if platform == nil { fields[name] = value }
             }
         }
+    }
+}
+
+extension NotificationHubClient {
+    /// The longest text in a native payload and where it is (`message.notification.body`), so an
+    /// oversized push names what to shorten.
+    static func largestText(_ value: Any, path: String = "") -> (path: String, bytes: Int)? {
+        if let text = value as? String { return (path, text.utf8.count) }
+        let children: [(String, Any)]
+        if let object = value as? [String: Any] {
+            children = object.map { (path.isEmpty ? $0.key : "\(path).\($0.key)", $0.value) }
+        } else if let array = value as? [Any] {
+            children = array.enumerated().map { ("\(path)[\($0.offset)]", $0.element) }
+        } else {
+            return nil
+        }
+        return children.compactMap { largestText($0.1, path: $0.0) }.max { $0.bytes < $1.bytes }
     }
 }

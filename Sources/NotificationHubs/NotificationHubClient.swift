@@ -135,7 +135,12 @@ public struct NotificationHubClient: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding a [String: String] cannot fail; the fallback keeps the signature non-throwing.
         let body = (try? encoder.encode(properties)) ?? Data("{}".utf8)
-        if body.count > maxPayloadBytes { throw .payloadTooLarge(bytes: body.count, limit: maxPayloadBytes) }
+        if body.count > maxPayloadBytes {
+            let largest = properties.max { $0.value.utf8.count < $1.value.utf8.count }
+            throw .payloadTooLarge(
+                bytes: body.count, limit: maxPayloadBytes,
+                largest: largest.map { "the property '\($0.key)' (\($0.value.utf8.count) bytes)" })
+        }
         var headers: [(name: String, value: String)] = [
             ("Authorization", authorization(now: now)),
             ("Content-Type", "application/json;charset=utf-8"),

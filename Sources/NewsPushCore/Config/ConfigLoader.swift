@@ -296,6 +296,8 @@ public struct ConfigLoader: Sendable {
                     "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: "
                         + "{category} {title} {source} {url} {summary})"
                 )
+            } else if MessageTemplate.rendersBlank(message) {
+                reader.report(n, "\(path).message", MessageTemplate.blankProblem)
             } else {
                 settings.message = message
             }
@@ -408,7 +410,8 @@ public struct ConfigLoader: Sendable {
             if let importance = Importance(rawValue: v) {
                 settings.importance = importance
             } else {
-                reader.report(n, "\(path).importance", "must be major or minor, not '\(reader.written(n))'")
+                let formats = PushFormat.allCases.map(\.rawValue).joined(separator: ", ")
+                reader.report(n, "\(path).format", "must be one of \(formats), not '\(reader.written(n))'")
             }
         }
         if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) {
@@ -420,7 +423,9 @@ public struct ConfigLoader: Sendable {
                     let template = reader.string(valueNode, path: "\(path).messages.\(language)")
                 else { continue }
                 let unknown = MessageTemplate.placeholders(in: template).subtracting(CategorySettings.placeholders)
-                if unknown.isEmpty {
+                if unknown.isEmpty, MessageTemplate.rendersBlank(template) {
+                    reader.report(valueNode, "\(path).messages.\(language)", MessageTemplate.blankProblem)
+                } else if unknown.isEmpty {
                     settings.messages[language] = template
                 } else {
                     reader.report(

@@ -32,4 +32,15 @@ public enum MessageTemplate {
         out += rest
         return out
     }
+
+    /// Whether every push made with `template` could show nothing: rendered with a headline and
+    /// a category (never blank: the run and `publish` refuse blank headlines) and without the
+    /// values that may be empty (source, link, summary), nothing readable is left.
+    public static func rendersBlank(_ template: String) -> Bool {
+        AlertText.isBlank(render(template, ["title": "Headline", "category": "Category"]))
+    }
+
+    /// What a blank template is told.
+    public static let blankProblem =
+        "renders blank: a push would show an empty alert; write words or {title} into it"
 }

@@ -2,18 +2,36 @@ import Foundation
 import NewsPushModel
 
 /// The text a lock screen shows: Unicode NFC, control characters removed, white space collapsed,
-/// and at most `limit` characters (grapheme clusters, what a reader counts), cut after a whole
-/// word and ended with "…" when it is longer.
+/// at most 30 combining marks on a letter, and at most `limit` characters (grapheme clusters,
+/// what a reader counts) and `4 × limit` UTF-8 bytes, cut after a whole word and ended with "…"
+/// when it is longer.
 public enum AlertText {
-    /// `text` in at most `limit` characters, cut at a word boundary with `…`.
+    /// The most characters of a text property other than the message (`title`, `source`): a
+    /// headline is far shorter; a 9,000-word title is a mistake, never a push.
+    public static let propertyLimit = 256
+
+    /// The most UTF-8 bytes of a text of `limit` characters: four per character (every script's
+    /// letters and most emoji fit; a text of 3,000 combining marks on one letter does not).
+    public static func byteLimit(characters limit: Int) -> Int { 4 * limit }
+
+    /// `text` in at most `limit` characters and `byteLimit(limit)` bytes, cut at a word boundary
+    /// with `…`.
     public static func fit(_ text: String, limit: Int) -> String {
         let clean = normalized(text)
-        guard clean.count > limit else { return clean }
-        // Room for the ellipsis; never inside a grapheme cluster (Character is one).
-        let room = clean.prefix(max(1, limit - 1))
+        let bytes = byteLimit(characters: limit)
+        guard clean.count > limit || clean.utf8.count > bytes else { return clean }
+        // Room for the ellipsis (3 bytes); never inside a grapheme cluster (Character is one).
+        var room = clean.prefix(max(1, limit - 1))
+        var used = 0
+        if let over = room.indices.first(where: { index in
+            used += room[index].utf8.count
+            return used > bytes - 3
+        }) {
+            room = room[..<over]
+        }
         var cut = room.endIndex
         if let space = room.lastIndex(where: { $0 == " " }),
-            clean.distance(from: clean.startIndex, to: space) >= limit / 2
+            clean.distance(from: clean.startIndex, to: space) >= room.count / 2
         {
             cut = space
         }
@@ -22,18 +40,30 @@ public enum AlertText {
         return head + "…"
     }
 
+    /// The most combining marks kept in a row: Unicode's stream-safe limit (UAX #15: no real
+    /// text needs more than 30 non-starters in a row). Piles beyond it only make a text heavy.
+    static let maxNonStarters = 30
+
     /// NFC, no control characters (C0, DEL, C1) and no bidirectional embeddings, overrides or
-    /// isolates (U+202A–U+202E, U+2066–U+2069: they reorder what a reader sees), every run of
-    /// white space one space, trimmed.
+    /// isolates (U+202A–U+202E, U+2066–U+2069: they reorder what a reader sees), at most 30
+    /// combining marks in a row, every run of white space one space, trimmed.
     public static func normalized(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         var pendingSpace = false
+        var nonStarters = 0
         for scalar in text.precomposedStringWithCanonicalMapping.unicodeScalars {
             if scalar.properties.isWhitespace {
                 pendingSpace = !out.isEmpty
+                nonStarters = 0
                 continue
             }
             if scalar.properties.generalCategory == .control || isBidiControl(scalar) { continue }
+            if scalar.properties.canonicalCombiningClass == .notReordered {
+                nonStarters = 0
+            } else {
+                nonStarters += 1
+                if nonStarters > maxNonStarters { continue }
+            }
             if pendingSpace {
                 out.append(" ")
                 pendingSpace = false
@@ -45,17 +75,31 @@ public enum AlertText {
 }
 
 extension AlertText {
-    /// Whether `text` says nothing once cleaned: no letter, digit or symbol (emoji count) is
-    /// left, only white space, control characters and punctuation.
+    /// Whether `text` says nothing once cleaned: no readable character (`isReadable`) is left.
+    /// The one definition of blank that every path shares: the run's headline, `publish`, the
+    /// desk, an approval's edit and the config's message templates.
     public static func isBlank(_ text: String) -> Bool {
-        !normalized(text).unicodeScalars.contains { scalar in
-            switch scalar.properties.generalCategory {
-            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-                .decimalNumber, .letterNumber, .otherNumber, .mathSymbol, .currencySymbol, .otherSymbol:
-                return true
-            default:
-                return false
-            }
+        !normalized(text).unicodeScalars.contains(where: isReadable)
+    }
+
+    /// Whether a character shows something on a lock screen, from its Unicode properties: a
+    /// letter, a digit or a symbol (emoji count), that is not white space and not a default
+    /// ignorable code point (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the Khmer
+    /// inherent vowels, variation selectors, tag characters, zero-width and format characters:
+    /// fonts draw them as nothing). Marks count only with a letter they sit on, punctuation
+    /// alone says nothing. U+2800 BRAILLE PATTERN BLANK is the one symbol whose glyph is empty
+    /// by definition (its dots are all unset), and no property says so: it is named here.
+    public static func isReadable(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        guard !properties.isWhitespace, !properties.isDefaultIgnorableCodePoint, scalar.value != 0x2800 else {
+            return false
+        }
+        switch properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+            .decimalNumber, .letterNumber, .otherNumber, .mathSymbol, .currencySymbol, .otherSymbol:
+            return true
+        default:
+            return false
         }
     }
 
@@ -70,7 +114,7 @@ extension AlertText {
 /// entities, summaries that repeat the headline.
 public enum AlertCopy {
     /// The headline: the title with leftover markup and references decoded (at most three
-    /// rounds: `&amp;amp;` is two); when nothing readable remains (no letter or digit), the
+    /// rounds: `&amp;amp;` is two); when nothing readable remains (`AlertText.isReadable`), the
     /// first sentence of the summary; nil when neither has text.
     public static func headline(title: String?, summary: String?) -> String? {
         if let title = title.map(decodedLeftovers), isReadable(title) { return title }
@@ -108,9 +152,9 @@ public enum AlertCopy {
         return PlainText.collapse(text)
     }
 
-    /// A letter or a digit somewhere.
+    /// Something readable somewhere (`AlertText.isReadable`: the same judgement as publish's).
     static func isReadable(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+        text.unicodeScalars.contains(where: AlertText.isReadable)
     }
 
     private static func firstSentence(_ text: String) -> String {

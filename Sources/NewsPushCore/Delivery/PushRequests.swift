@@ -68,9 +68,11 @@ public enum PushRequests {
             ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
         let image = content.image.flatMap { FeedURL.isHTTP($0) ? $0 : nil } ?? ""
         if settings.format == .idOnly { return ["id": content.id, "url": url] }
-        // Every text a device may show is cleaned as the message is: no control characters, no
-        // bidirectional overrides, white space collapsed.
-        let title = AlertText.normalized(content.title), source = AlertText.normalized(content.source)
+        // Every text a device may show is cleaned and bounded as the message is: no control
+        // characters, no bidirectional overrides, white space collapsed, at most
+        // `AlertText.propertyLimit` characters and four bytes each.
+        let title = AlertText.fit(content.title, limit: AlertText.propertyLimit)
+        let source = AlertText.fit(content.source, limit: AlertText.propertyLimit)
         func message(in language: String?) -> String {
             if let message = content.message { return AlertText.fit(message, limit: settings.maxLength) }
             let template = language.flatMap { settings.messages[$0] } ?? settings.message
