@@ -29,12 +29,19 @@ public struct Desk: Sendable {
     public var lockWait: Double = 15
     let signIns = DeskSignIns()
     let previews: PreviewCache
+    let users: DeskUsersFile
 
     /// The desk of `context`'s newsroom; the preview is computed again when older than
     /// `previewAge` seconds.
     public init(context: SessionContext, previewAge: Double = 60) {
         self.context = context
         previews = PreviewCache(maxAge: previewAge)
+        users = DeskUsersFile(path: context.config.deskUsersPath)
+    }
+
+    /// The session of `token` as the users file says now (`DeskSignIns.session(_:now:users:)`).
+    func session(_ token: String?) async -> SignedIn? {
+        await signIns.session(token, now: Date(), users: await users.current())
     }
 
     /// Runs blocking session work off the event loops.

@@ -20,7 +20,7 @@ struct DeskRoutes {
             return response
         }
         router.get("/login") { _, context in
-            await desk.signIns.session(context.token, now: Date()) == nil
+            await desk.session(context.token) == nil
                 ? DeskServer.html(DeskPages.login(flash: nil)) : DeskServer.redirect("/")
         }
         router.post("/login") { request, context in try await signIn(request, context: context) }
@@ -51,7 +51,7 @@ struct DeskRoutes {
         }
         let path = config.deskUsersPath
         let checked = try await Desk.blocking { DeskUsers.signIn(path: path, name: name, password: password) }
-        guard case .signedIn(let role) = checked else {
+        guard case .signedIn(let user) = checked else {
             await desk.signIns.failed(name: name, address: context.address, now: now)
             if case .unreadable(let error) = checked {
                 desk.context.logger.error("desk: nobody can sign in: \(error)")
@@ -62,7 +62,7 @@ struct DeskRoutes {
             return DeskServer.html(
                 DeskPages.login(flash: .init(text: "Wrong user or password.", bad: true)), status: .unauthorized)
         }
-        let (token, _) = await desk.signIns.start(name: name, role: role, now: now)
+        let (token, _) = await desk.signIns.start(name: name, user: user, now: now)
         return DeskServer.redirect(
             "/",
             cookie: DeskServer.sessionCookie(

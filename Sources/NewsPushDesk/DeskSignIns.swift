@@ -11,6 +11,9 @@ public struct SignedIn: Sendable, Equatable {
     public var csrf: String
     /// After this the session is over.
     public var expires: Date
+    /// The bcrypt hash the user signed in against (in memory only): a new password in the users
+    /// file ends the session.
+    var passwordHash: String
 }
 
 /// The desk's sessions and its guard against guessing: in memory, so restarting the desk signs
@@ -41,10 +44,11 @@ actor DeskSignIns {
     }
 
     /// A new session for `name`; returns its cookie token.
-    func start(name: String, role: DeskRole, now: Date) -> (token: String, session: SignedIn) {
+    func start(name: String, user: DeskUsers.User, now: Date) -> (token: String, session: SignedIn) {
         sessions = sessions.filter { $0.value.expires > now }
         let session = SignedIn(
-            name: name, role: role, csrf: Self.randomToken(), expires: now.addingTimeInterval(Self.lifetime))
+            name: name, role: user.role, csrf: Self.randomToken(), expires: now.addingTimeInterval(Self.lifetime),
+            passwordHash: user.password)
         let token = Self.randomToken()
         sessions[token] = session
         return (token, session)
@@ -57,6 +61,19 @@ actor DeskSignIns {
             sessions[token] = nil
             return nil
         }
+        return session
+    }
+
+    /// The session of `token` as the users file says now (`users`: nil when it cannot be read):
+    /// the user's current role; ended, and nil, when the user was removed, has a new password,
+    /// or the file cannot be read (nobody's word can be checked).
+    func session(_ token: String?, now: Date, users: DeskUsers?) -> SignedIn? {
+        guard var session = session(token, now: now) else { return nil }
+        guard let user = users?.users[session.name], user.password == session.passwordHash else {
+            end(token)
+            return nil
+        }
+        session.role = user.role
         return session
     }
 

@@ -98,7 +98,7 @@ public struct DeskUsers: Sendable {
 
     /// What a sign-in came to.
     enum SignIn: Sendable {
-        case signedIn(DeskRole)
+        case signedIn(User)
         /// A wrong password, or no such user (`knownName` says which: only a known name may be
         /// logged, as a password typed into the name field must never be).
         case refused(knownName: Bool)
@@ -111,10 +111,10 @@ public struct DeskUsers: Sendable {
     static func signIn(path: String, name: String, password: String) -> SignIn {
         do {
             let users = try load(path: path)
-            guard let role = users.check(name, password: password) else {
+            guard users.check(name, password: password) != nil, let user = users.users[name] else {
                 return .refused(knownName: users.users[name] != nil)
             }
-            return .signedIn(role)
+            return .signedIn(user)
         } catch {
             return .unreadable(error)
         }
@@ -142,5 +142,34 @@ public struct DeskUsers: Sendable {
             unlink(temporary)
             throw .cannotWrite(path: path, reason: reason)
         }
+    }
+}
+
+/// The users file as it is now, read again whenever it changed on disk (its inode, size or
+/// modification time), so every request is judged by the file's current word: a user removed,
+/// demoted or given a new password loses what the old session allowed at the next request.
+actor DeskUsersFile {
+    let path: String
+    private var cached: (stamp: [Int], users: DeskUsers)?
+
+    init(path: String) {
+        self.path = path
+    }
+
+    /// The users; nil when the file cannot be read (then no session can be trusted).
+    func current() -> DeskUsers? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let stamp = [
+            Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec),
+            Int(info.st_ctim.tv_nsec),
+        ]
+        if let cached, cached.stamp == stamp { return cached.users }
+        guard let users = try? DeskUsers.load(path: path) else {
+            cached = nil
+            return nil
+        }
+        cached = (stamp, users)
+        return users
     }
 }

@@ -103,3 +103,128 @@ struct HostileSecondDayTests {
         #expect(deliveries.count == 2 && deliveries.allSatisfy { $0.payload.utf8.count < 4096 }, "\(deliveries.count)")
     }
 }
+
+/// The desk's cases (9–11), against a running `newspush desk` spoken to in raw HTTP.
+@Suite("A hostile operator's second day: the desk")
+struct HostileDeskTests {
+    let first = HostileOperatorTests()
+
+    /// A newsroom with a ledger, editors alice and bob and viewer vera, and its desk.
+    func desk(_ folder: TemporaryFolder) async throws -> (config: String, desk: DeskProcess) {
+        let config = try first.config(
+            folder, hub: "http://127.0.0.1:1/", extra: "desk: {users: desk-users.yaml}",
+            feeds: ["{url: \"http://127.0.0.1:1/w.xml\", category: World}"])
+        #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
+        for (name, role) in [("alice", "editor"), ("bob", "editor"), ("vera", "viewer")] {
+            let added = try await newspush(
+                ["desk", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        return (config, try DeskProcess(["desk", "--listen", "127.0.0.1:0", "--config", config]))
+    }
+
+    func signIn(_ desk: DeskProcess, _ name: String) async throws -> (cookie: String, csrf: String) {
+        let answer = await desk.send(
+            "POST /login HTTP/1.1", body: "user=\(name)&password=\(name)-password",
+            headers: ["Content-Type: application/x-www-form-urlencoded"])
+        let cookie = try #require(answer.cookie, "\(answer.status) \(answer.body)")
+        let page = await desk.send("GET / HTTP/1.1", headers: ["Cookie: \(cookie)"])
+        return (cookie, try #require(page.csrf, "\(page.status) \(page.body.prefix(300))"))
+    }
+
+    // 9. No request, signed in or not, can stop the desk; a bad one is a 400 or a refusal.
+    @Test func noRequestKillsTheDesk() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let (_, desk) = try await desk(folder)
+        defer { desk.stop() }
+        let form = "Content-Type: application/x-www-form-urlencoded"
+        for body in ["user=a b&password=x", "user=%zz&password=%", "user=<x>&password={|^}", "%", "&&==&", "user=%E2%82"] {
+            let answer = await desk.send("POST /login HTTP/1.1", body: body, headers: [form])
+            #expect(answer.status == 401, "\(body): \(answer.status)")
+            #expect(desk.isRunning, "the desk died on \(body)")
+        }
+        let (cookie, csrf) = try await signIn(desk, "alice")
+        for target in ["/sent?since={|^}", "/sent?q=%zz&since=%", "/publish?title=a%20b%&url={x}", "/next?fresh=%"] {
+            let answer = await desk.send("GET \(target) HTTP/1.1", headers: ["Cookie: \(cookie)"])
+            #expect((200..<500).contains(answer.status), "\(target): \(answer.status)")
+            #expect(desk.isRunning, "the desk died on \(target)")
+        }
+        // Fuzzed: random bytes in forms and queries, signed in and not.
+        var random = SystemRandomNumberGenerator()
+        let alphabet = Array("ab =&%+{}|^<>\"'#;/\\?zZ09%%%\u{7f}é€".unicodeScalars)
+        for round in 0..<150 {
+            let text = String(String.UnicodeScalarView((0..<Int.random(in: 1...40, using: &random)).map { _ in
+                alphabet.randomElement(using: &random) ?? "a"
+            }))
+            let query = text.replacingOccurrences(of: " ", with: "+").replacingOccurrences(of: "#", with: "%23")
+            let answer =
+                round.isMultiple(of: 2)
+                ? await desk.send("POST /login HTTP/1.1", body: text, headers: [form])
+                : await desk.send(
+                    "POST /publish HTTP/1.1", body: "csrf=\(csrf)&" + text, headers: [form, "Cookie: \(cookie)"])
+            let page = await desk.send("GET /sent?\(query) HTTP/1.1", headers: ["Cookie: \(cookie)"])
+            #expect(answer.status != 0 && answer.status < 500, "\(text.debugDescription): \(answer.status)")
+            #expect(page.status != 0 && page.status < 500, "\(query.debugDescription): \(page.status)")
+            #expect(desk.isRunning, "the desk died on \(text.debugDescription)")
+            if !desk.isRunning { break }
+        }
+    }
+
+    // 10. The users file's current word holds on every request.
+    @Test func aSessionFollowsTheUsersFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let (config, desk) = try await desk(folder)
+        defer { desk.stop() }
+        let form = "Content-Type: application/x-www-form-urlencoded"
+        let usersFile = folder.file("desk-users.yaml")
+        // Demoted to viewer: the old session decides nothing.
+        let alice = try await signIn(desk, "alice")
+        let users = try String(contentsOfFile: usersFile, encoding: .utf8)
+        let demoted = users.components(separatedBy: "\n").map {
+            $0.contains("\"alice\"") ? $0.replacingOccurrences(of: "role: editor", with: "role: viewer") : $0
+        }.joined(separator: "\n")
+        try demoted.write(toFile: usersFile, atomically: true, encoding: .utf8)
+        let publish = await desk.send(
+            "POST /api/publish HTTP/1.1", body: "category=World&title=Demoted+editor+story&dry_run=1",
+            headers: [form, "Cookie: \(alice.cookie)", "X-CSRF-Token: \(alice.csrf)"])
+        #expect(publish.status == 403, "\(publish.status) \(publish.body)")
+        // A new password: the old session is over.
+        let bob = try await signIn(desk, "bob")
+        let changed = try await newspush(
+            ["desk", "add-user", "bob", "--role", "editor", "--config", config], input: "bob-new-password\n")
+        #expect(changed.status == 0)
+        let page = await desk.send("GET / HTTP/1.1", headers: ["Cookie: \(bob.cookie)"])
+        #expect(page.status == 303 && page.headers["location"] == "/login", "\(page.status)")
+        let api = await desk.send("GET /api/review HTTP/1.1", headers: ["Cookie: \(bob.cookie)"])
+        #expect(api.status == 401, "\(api.status)")
+        // Removed from the file: the same.
+        let vera = try await signIn(desk, "vera")
+        let without = try String(contentsOfFile: usersFile, encoding: .utf8).components(separatedBy: "\n")
+            .filter { !$0.contains("\"vera\"") }.joined(separator: "\n")
+        try without.write(toFile: usersFile, atomically: true, encoding: .utf8)
+        let gone = await desk.send("GET /api/history HTTP/1.1", headers: ["Cookie: \(vera.cookie)"])
+        #expect(gone.status == 401, "\(gone.status)")
+    }
+
+    // 11. An unreadable ledger: every answer says why, with the security headers, and is logged.
+    @Test func anUnreadableLedgerIsSaidWithTheSecurityHeaders() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let (config, desk) = try await desk(folder)
+        defer { desk.stop() }
+        let alice = try await signIn(desk, "alice")
+        try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: folder.file("newspush-state.db")))
+        let cli = try await newspush(["review", "list", "--config", config])
+        #expect(cli.status == 1)
+        for target in ["/", "/api/review", "/sent", "/api/history"] {
+            let answer = await desk.send("GET \(target) HTTP/1.1", headers: ["Cookie: \(alice.cookie)"])
+            #expect(answer.status == 500, "\(target): \(answer.status)")
+            #expect(answer.headers["content-security-policy"] != nil, "\(target): \(answer.headers)")
+            #expect(answer.headers["x-content-type-options"] == "nosniff", "\(target)")
+            #expect(answer.headers["referrer-policy"] == "same-origin", "\(target)")
+            #expect(answer.body.contains("newspush-state.db"), "\(target): \(answer.body.prefix(400))")
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import NewsPushTesting
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A running `newspush desk` (or any server that prints "… listening on http://HOST:PORT/" as its
+/// first line), spoken to with raw HTTP/1.1 so a test can send bytes no HTTP library would.
+final class DeskProcess: @unchecked Sendable {
+    let process: Process
+    let port: UInt16
+
+    /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
+    /// its first line.
+    init(_ arguments: [String], environment: [String: String] = hubEnvironment) throws {
+        process = Process()
+        process.executableURL = try binaryURL()
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: #":(\d+)/"#, options: .regularExpression),
+            let port = UInt16(text[range].dropFirst().dropLast())
+        else {
+            process.terminate()
+            throw DeskProcessError.notListening(text)
+        }
+        self.port = port
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM, then SIGKILL when it has not ended within 5 s.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        for _ in 0..<50 where process.isRunning { usleep(100_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// One request as raw bytes (`Connection: close` is added); the answer's status, headers
+    /// (names lower-cased) and body. Status 0: the connection closed without an answer.
+    func send(_ head: String, body: String = "", headers: [String] = []) async -> RawAnswer {
+        var request = head + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for header in headers { request += header + "\r\n" }
+        if !body.isEmpty || head.hasPrefix("POST") { request += "Content-Length: \(body.utf8.count)\r\n" }
+        request += "\r\n" + body
+        let port = port
+        let bytes = Array(request.utf8)
+        return await offThePool { RawAnswer(Self.exchange(bytes, port: port)) }
+    }
+
+    private static func exchange(_ bytes: [UInt8], port: UInt16) -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return [] }
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return [] }
+            sent += n
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            answer.append(contentsOf: buffer[0..<n])
+        }
+        return answer
+    }
+}
+
+enum DeskProcessError: Error { case notListening(String) }
+
+/// An HTTP answer read off the wire.
+struct RawAnswer: Sendable {
+    var status = 0
+    var headers: [String: String] = [:]
+    var body = ""
+
+    init(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return }
+        let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+        status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased(), default: ""] +=
+                (headers[line[..<colon].lowercased()] == nil ? "" : "\n")
+                + line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        body = String(text[split.upperBound...])
+    }
+
+    /// The session cookie's `name=value`, if the answer sets one.
+    var cookie: String? {
+        headers["set-cookie"]?.split(separator: ";").first.map(String.init)
+    }
+
+    /// The page's CSRF token (`<meta name="csrf-token" content="…">`).
+    var csrf: String? {
+        guard let range = body.range(of: #"name="csrf-token" content="[^"]+""#, options: .regularExpression) else {
+            return nil
+        }
+        return String(body[range].split(separator: "\"").last ?? "")
+    }
+}
