@@ -48,15 +48,15 @@ extension Ledger {
         return rows
     }
 
-    /// Stories pushed (or about to be) since `since`: a new item with a near-identical title is
-    /// the same story.
+    /// Stories pushed (or about to be, held for an editor, or rejected by one) since `since`: a
+    /// new item with a near-identical title is the same story.
     public func recentPushes(since: Date) throws(LedgerError) -> [StoryRecord] {
         try reading {
             try db.query(
                 """
                 SELECT \(Self.storyColumns) FROM stories
-                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled', 'held') AND COALESCE(pushed_at,
-                    first_seen) >= ?
+                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled', 'held', 'rejected')
+                  AND COALESCE(pushed_at, first_seen) >= ?
                 """, [SQLValue(since)]
             ).map(Self.story)
         }

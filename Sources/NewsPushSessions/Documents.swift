@@ -162,7 +162,7 @@ public struct PublishOutput: Encodable {
         kind = plan.entry.kind.rawValue
         status = "would-send"
         refusal = plan.refusal?.description
-        notes = plan.notes
+        notes = plan.notes + plan.done
         request = dryRun ? RequestReport(plan.request) : nil
     }
 

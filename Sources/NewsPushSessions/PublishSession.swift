@@ -14,9 +14,10 @@ public struct PublishRequest: Sendable {
     public var message: String?
     /// The story's URL.
     public var url: String?
-    /// A tag expression instead of the category's (a trial, not recorded).
+    /// A tag expression instead of the category's: the story's push when it can reach the
+    /// category's readers, else a trial (recorded as one, never the story's push).
     public var tags: String?
-    /// Send with the hub's test flag (a trial, not recorded).
+    /// Send with the hub's test flag (recorded as a test, never the story's push).
     public var test = false
     /// Push the story even if it was pushed before.
     public var force = false
@@ -118,7 +119,8 @@ public enum PublishOutcome: Sendable {
 /// `publish` as one session: plans the push against the ledger, refuses a repeat, takes the run
 /// lock, plans again under it (a run may have pushed the story meanwhile), asks for
 /// confirmation, and sends through the same outbox and sender as the scheduled run, so the run
-/// recognises the story and never repeats it. Trials (`--tags`, `--test`) are not recorded.
+/// recognises the story and never repeats it. Trials (`--test`, `--tags` that reach no reader of the
+/// category) are recorded as trials, never as the story's push.
 public struct PublishSession: Sendable {
     /// The newsroom it publishes for.
     public var context: SessionContext
@@ -154,9 +156,13 @@ public struct PublishSession: Sendable {
             guard confirm(preview) else { return .notConfirmed(preview) }
             return .attempted(preview, try sendTrial(preview, ledger: ledger, client: client, now: now))
         }
-        let plan = try plan(push, ledger: ledger, client: client, now: now)
+        var plan = try plan(push, ledger: ledger, client: client, now: now)
         if let refusal = plan.refusal { return .refused(plan, refusal) }
         guard confirm(plan) else { return .notConfirmed(plan) }
+        if let refusal = try cancelReplacedSchedule(&plan, editor: request.editor, ledger: ledger, client: client, now: now)
+        {
+            return .refused(plan, refusal)
+        }
         return .attempted(plan, try send(plan, editor: request.editor, ledger: ledger, client: client, now: now))
     }
 
@@ -177,10 +183,14 @@ public struct PublishSession: Sendable {
         } catch {
             throw .usage(error.description)
         }
-        return ManualPush(
+        var push = ManualPush(
             category: category, title: request.title, message: request.message, url: request.url, tags: request.tags,
             test: request.test, force: request.force, importance: request.importance, at: at,
             replacing: request.replacing, language: Languages.normalized(request.language))
+        push.tagsReachReaders =
+            request.tags.map { PublishPlanner.reachesReaders(tags: $0, category: category, config: context.config) }
+            ?? false
+        return push
     }
 
     /// The category of the story `--replace` corrects.
@@ -222,7 +232,7 @@ public struct PublishSession: Sendable {
         var knowledge = PublishKnowledge()
         if let corrected = push.replacing {
             knowledge.corrected = try ledger.stories(keys: [corrected])[corrected]
-            knowledge.lastPush = try ledger.lastPush(of: corrected).last
+            (knowledge.lastPush, knowledge.scheduled) = try ledger.lastPush(of: corrected)
             return knowledge
         }
         guard !push.isTrial else { return knowledge }
@@ -237,6 +247,23 @@ public struct PublishSession: Sendable {
         return knowledge
     }
 
+    /// Whether the story of a held `entry` went out since it was held, by the rules a publish is
+    /// checked by: a push of the same story key or canonical link, or a near-identical headline,
+    /// in the last 36 hours.
+    static func pushedMeanwhile(_ entry: OutboxEntry, ledger: Ledger, now: Date) throws(LedgerError)
+        -> PublishRefusal?
+    {
+        let story = try ledger.stories(keys: [entry.storyKey])[entry.storyKey]
+        let recent = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)).filter {
+            $0.key != entry.storyKey && ($0.wasPushed || $0.status == .pending)
+        }
+        let link = story?.linkKey ?? entry.properties["url"].flatMap(StoryKey.canonicalLink)
+        if let link, let same = recent.first(where: { $0.linkKey == link }) { return .known(same) }
+        let title = story?.title ?? entry.properties["title"] ?? ""
+        return PublishPlanner.repeatOf(
+            key: entry.storyKey, title: title, url: nil, knowledge: PublishKnowledge(recentPushes: recent), now: now)
+    }
+
     /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
     private func send(_ plan: PublishPlan, editor: String?, ledger: Ledger, client: NotificationHubClient, now: Date)
         throws(SessionError) -> PublishResult
@@ -248,6 +275,7 @@ public struct PublishSession: Sendable {
             title: plan.entry.properties["title"],
             detail: plan.entry.scheduledAt.map { "scheduled for \(FeedDates.format($0))" })
         do {
+            try closeHolds(of: plan, editor: decision.editor, ledger: ledger, now: now)
             try ledger.enqueue(plan.entry, story: plan.story)
             try ledger.recordAudit([decision])
         } catch {
@@ -260,7 +288,59 @@ public struct PublishSession: Sendable {
         return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
     }
 
-    /// Sends a trial (`--tags`, `--test`) with the same request and outcome rules, journalled
+    /// Cancels the scheduled send of the old text a correction replaces (recorded and audited);
+    /// the refusal when it cannot be cancelled. A send already gone (404) is reported, not refused.
+    private func cancelReplacedSchedule(
+        _ plan: inout PublishPlan, editor: String?, ledger: Ledger, client: NotificationHubClient, now: Date
+    ) throws(SessionError) -> PublishRefusal? {
+        guard let scheduled = plan.replacedSchedule, let at = scheduled.scheduledAt else { return nil }
+        guard let id = scheduled.notificationId else {
+            return .scheduleNotCancelled(id: scheduled.id, at: at, reason: "the hub gave it no id to cancel it by")
+        }
+        let answer = client.cancelScheduled(id: id)
+        switch answer {
+        case .cancelled:
+            do {
+                _ = try ledger.cancelScheduled(notificationId: id, at: now)
+                try ledger.recordAudit([
+                    AuditRecord(
+                        at: now, editor: editor ?? ReviewSession.loginName(), action: .cancelled, entryID: scheduled.id,
+                        storyKey: scheduled.storyKey, category: scheduled.category,
+                        title: scheduled.properties["title"], detail: "replaced by a correction")
+                ])
+            } catch {
+                throw .ledger(error)
+            }
+            plan.done.append("cancelled the story's scheduled send \(id) of the old text (due \(FeedDates.format(at)))")
+            return nil
+        case .notFound:
+            plan.done.append("the story's scheduled send \(id) was no longer at the hub (delivered or cancelled)")
+            return nil
+        default:
+            return .scheduleNotCancelled(id: id, at: at, reason: answer.description)
+        }
+    }
+
+    /// A story pushed by hand (forced past its held push) is no longer waiting for an editor:
+    /// its held pushes (the same key or canonical link) are closed, so no approval sends it again.
+    private func closeHolds(of plan: PublishPlan, editor: String, ledger: Ledger, now: Date) throws(LedgerError) {
+        guard plan.entry.kind != .correction else { return }
+        let held = try ledger.heldPushes().map(\.entry)
+        guard !held.isEmpty else { return }
+        let stories = try ledger.stories(keys: held.map(\.storyKey))
+        for entry in held
+        where entry.storyKey == plan.entry.storyKey
+            || (plan.story.linkKey != nil && stories[entry.storyKey]?.linkKey == plan.story.linkKey)
+        {
+            let audit = AuditRecord(
+                at: now, editor: editor, action: .cancelled, entryID: entry.id, storyKey: entry.storyKey,
+                category: entry.category, title: entry.properties["title"],
+                detail: "closed: the story was published by hand (\(plan.entry.id))")
+            _ = try ledger.endHold(entry.id, as: .cancelled, audit: audit)
+        }
+    }
+
+    /// Sends a trial (`--test`, `--tags` that reach no reader) with the same request and outcome rules, journalled
     /// like any push (the intent before the request, the outcome after) but as a test or trial:
     /// never the story's push, never counted in a budget.
     private func sendTrial(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)

@@ -144,6 +144,16 @@ public struct ReviewSession: Sendable {
             }
             approved.status = .pending
             do throws(LedgerError) {
+                // The same-story rules again, now: the story may have gone out meanwhile (a publish
+                // of the same link, a copy with a near-identical headline).
+                if let repeated = try PublishSession.pushedMeanwhile(entry, ledger: ledger, now: now) {
+                    let closed = AuditRecord(
+                        at: now, editor: editor, action: .cancelled, entryID: id, storyKey: entry.storyKey,
+                        category: entry.category, title: entry.properties["title"],
+                        detail: "not sent: \(repeated.description)")
+                    _ = try ledger.endHold(id, as: .cancelled, audit: closed)
+                    return .notHeld(id: id, why: "not sent, and closed: \(repeated.description)")
+                }
                 guard try ledger.approve(id, properties: approved.properties, audit: audit) else {
                     return .notHeld(id: id, why: try whatHappened(id, ledger: ledger))
                 }

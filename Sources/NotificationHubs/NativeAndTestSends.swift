@@ -244,6 +244,20 @@ public enum CancelOutcome: Sendable, Equatable {
     case unreachable(String)
 }
 
+extension CancelOutcome: CustomStringConvertible {
+    /// What the hub's answer means, in a few words.
+    public var description: String {
+        switch self {
+        case .cancelled: return "cancelled"
+        case .notFound: return "the hub has no such scheduled send (already delivered, or cancelled)"
+        case .hubNotFound: return "the hub is not found (404): check hub.name and the connection string's Endpoint"
+        case .notAllowed: return "scheduled sends need the Standard tier (403)"
+        case .failed(let status): return "the hub answered \(status)"
+        case .unreachable(let why): return "could not reach the hub: \(why)"
+        }
+    }
+}
+
 /// What a telemetry request came to.
 public enum TelemetryOutcome: Sendable, Equatable {
     case details(NotificationDetails)

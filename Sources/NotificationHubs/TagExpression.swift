@@ -180,3 +180,60 @@ public enum TagExpression {
         }
     }
 }
+
+extension TagExpression.Node {
+    /// The tags the expression names.
+    public var tags: Set<String> {
+        switch self {
+        case .tag(let name): return [name]
+        case .not(let inner): return inner.tags
+        case .and(let a, let b), .or(let a, let b): return a.tags.union(b.tags)
+        }
+    }
+
+    /// Whether some device can match both this expression and `other`, when the tags for which
+    /// `absent` is true are carried by no such device (a user's own tag, say). A search over
+    /// the tags the two name, cut short as soon as a partial choice decides: an expression has
+    /// at most 20 tags, and the search is linear in practice.
+    public func canOverlap(_ other: TagExpression.Node, absent: (String) -> Bool = { _ in false }) -> Bool {
+        let both = TagExpression.Node.and(self, other)
+        var known: [String: Bool] = [:]
+        var open: [String] = []
+        for tag in both.tags.sorted() {
+            if absent(tag) { known[tag] = false } else { open.append(tag) }
+        }
+        return Self.satisfiable(both, known: &known, open: open[...])
+    }
+
+    private static func satisfiable(
+        _ node: TagExpression.Node, known: inout [String: Bool], open: ArraySlice<String>
+    ) -> Bool {
+        if let value = node.value(known) { return value }
+        guard let tag = open.first else { return false }
+        for choice in [true, false] {
+            known[tag] = choice
+            if satisfiable(node, known: &known, open: open.dropFirst()) {
+                known[tag] = nil
+                return true
+            }
+        }
+        known[tag] = nil
+        return false
+    }
+
+    /// The expression's value when the tags in `known` are decided: nil when it depends on others.
+    func value(_ known: [String: Bool]) -> Bool? {
+        switch self {
+        case .tag(let name): return known[name]
+        case .not(let inner): return inner.value(known).map { !$0 }
+        case .and(let a, let b):
+            let x = a.value(known), y = b.value(known)
+            if x == false || y == false { return false }
+            return x == true && y == true ? true : nil
+        case .or(let a, let b):
+            let x = a.value(known), y = b.value(known)
+            if x == true || y == true { return true }
+            return x == false && y == false ? false : nil
+        }
+    }
+}

@@ -13,10 +13,12 @@ struct Publish: ParsableCommand {
         discussion: """
             The push goes through the ledger's outbox like the scheduled run's, so the run never \
             repeats the story (recognised by --url, by its key, or by a near-identical headline). A \
-            story already pushed is refused unless --force. --tags sends to other devices than the \
-            category's (e.g. --tags user:alice to try it on one device first); such trials and --test \
-            sends are not recorded. Asks for confirmation unless --yes; the run lock is taken first \
-            (--wait DURATION waits for a running job instead of exiting 75).
+            story already pushed is refused unless --force. --tags sends to another tag expression \
+            than the category's: one that can reach the category's readers (World || Politics, \
+            !user:alice) is the story's push, recorded and refused as a repeat like any other; one \
+            that cannot (user:alice, to try it on one device first) and --test sends are recorded \
+            as trials, never as the story's push. Asks for confirmation unless --yes; the run lock \
+            is taken first (--wait DURATION waits for a running job instead of exiting 75).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -173,6 +175,7 @@ enum PublishView {
         case .notConfirmed:
             Terminal.error("not confirmed; nothing sent")
         case .attempted(let plan, let result):
+            for done in plan.done { Terminal.note(done) }
             report(result, plan: plan, format: format)
         }
     }

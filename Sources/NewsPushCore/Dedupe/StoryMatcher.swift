@@ -93,6 +93,9 @@ public struct SameStory: Sendable, Equatable {
     public var title: String?
     /// Where it was met.
     public var place: Place
+    /// Whether an editor rejected that story: a decision about the story, whichever feed lists
+    /// a copy of it.
+    public var rejected = false
 }
 
 /// What newspush already knows about an item's story.
@@ -114,7 +117,7 @@ public enum StoryMatch: Sendable, Equatable {
 /// 36 hours, is that story.
 public enum StoryMatcher {
     /// One match per candidate, in order. `recentPushes` are the ledger's stories pushed (or
-    /// waiting in the outbox) in the last 36 hours.
+    /// waiting in the outbox, held or rejected by an editor) in the last 36 hours.
     public static func match(_ candidates: [Candidate], recentPushes: [StoryRecord]) -> [StoryMatch] {
         let recent = recentPushes.compactMap { record -> RecentPush? in
             guard let title = record.title else { return nil }
@@ -183,13 +186,14 @@ public enum StoryMatcher {
             let record = candidates[known].previous
             let same = SameStory(
                 key: record?.key ?? candidates[known].key, title: record?.title ?? candidates[known].item.title,
-                place: record?.origin == .publish ? .publish : .earlierRun)
+                place: record?.origin == .publish ? .publish : .earlierRun, rejected: record?.status == .rejected)
             for member in cluster where matches[member] == .new { matches[member] = .sameStory(same) }
         } else if let r = cluster.lazy.compactMap({ recentMatch[$0] }).first {
             // A copy of a story pushed in the last 36 hours, under another key and link.
             let record = recent[r].record
             let same = SameStory(
-                key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun)
+                key: record.key, title: record.title, place: record.origin == .publish ? .publish : .earlierRun,
+                rejected: record.status == .rejected)
             for member in cluster { matches[member] = .sameStory(same) }
         } else if cluster.count > 1,
             let best = cluster.max(by: { a, b in

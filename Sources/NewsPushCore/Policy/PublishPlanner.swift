@@ -27,6 +27,9 @@ public struct ManualPush: Sendable {
     public var replacing: String?
     /// The language of the text (picks the category's message template); default en.
     public var language: String
+    /// Whether `tags` can reach readers of the category (`PublishPlanner.reachesReaders`): then
+    /// the push is the story's push, not a trial.
+    public var tagsReachReaders = false
 
     /// A manual push to `category`.
     public init(
@@ -47,8 +50,9 @@ public struct ManualPush: Sendable {
         self.language = language
     }
 
-    /// A trial to a few devices (`--tags`, `--test`): never recorded as the story's push.
-    public var isTrial: Bool { test || tags != nil }
+    /// A trial (`--test`, or `--tags` that cannot reach the category's readers): never recorded
+    /// as the story's push.
+    public var isTrial: Bool { test || (tags != nil && !tagsReachReaders) }
 }
 
 /// Why a publish would push a story a second time.
@@ -61,19 +65,29 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
     case pruned(String)
     /// A correction with the very text of the alert it corrects.
     case sameCorrection(String)
+    /// A correction whose story's scheduled send (the old text) could not be cancelled: it
+    /// would replace the correction when it goes out.
+    case scheduleNotCancelled(id: String, at: Date, reason: String)
 
     /// Why it is refused, naming the story and what `--force` does.
     public var description: String {
         switch self {
         case .known(let record):
             let when = record.pushedAt.map { " at \(FeedDates.format($0))" } ?? ""
-            let what =
-                record.status == .pending
-                ? "waits in the outbox (the next run sends it)"
-                : "was already pushed (\(record.status.rawValue)\(when))"
+            let what: String
+            switch record.status {
+            case .pending: what = "waits in the outbox (the next run sends it)"
+            case .held: what = "is held for an editor (newspush review list; approving it sends it)"
+            case .rejected: what = "was rejected by an editor (newspush review history says why)"
+            default: what = "was already pushed (\(record.status.rawValue)\(when))"
+            }
             return
                 "this story \(what): \(record.title ?? record.key) [\(record.key)]; not sending it twice (--force "
                 + "pushes it again on purpose)"
+        case .sameStory(let same) where same.rejected:
+            return
+                "an editor rejected this story: \(same.title ?? same.key) [\(same.key)] (newspush review history "
+                + "says why); not sending it (--force pushes it anyway)"
         case .sameStory(let same):
             return
                 "a near-identical headline was pushed in \(same.place.rawValue): \(same.title ?? same.key) "
@@ -86,6 +100,11 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
             return
                 "this correction says exactly what the last alert of [\(key)] said; not sending it again "
                 + "(--force sends it anyway)"
+        case .scheduleNotCancelled(let id, let at, let reason):
+            return
+                "the story's scheduled send \(id) (the old text, due \(FeedDates.format(at))) could not be "
+                + "cancelled (\(reason)): it would replace the correction on every lock screen; not sending the "
+                + "correction (cancel it with newspush hub cancel \(id), then correct again)"
         }
     }
 }
@@ -105,6 +124,11 @@ public struct PublishPlan: Sendable {
     /// What the editor should know before sending (a scheduled send of the story waiting, a
     /// repeat forced).
     public var notes: [String] = []
+    /// A correction's story's send still scheduled at the hub with the old text: cancelled
+    /// before the correction goes out, or the correction is refused.
+    public var replacedSchedule: OutboxEntry?
+    /// What was done before sending, under the lock (the old text's scheduled send cancelled).
+    public var done: [String] = []
 }
 
 /// Why a manual push cannot be planned at all.
@@ -199,9 +223,10 @@ public enum PublishPlanner {
         let story = StoryRecord(
             key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
             firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
+        let (tags, tagsNote) = correctedTags(push, kind: kind, settings: settings, knowledge: knowledge)
         let entry = OutboxEntry(
             storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
-            tags: push.tags ?? settings.tags,
+            tags: tags,
             properties: PushRequests.properties(
                 content, settings: settings, languages: config.languages, linkParams: config.linkParams),
             createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
@@ -216,9 +241,29 @@ public enum PublishPlanner {
         {
             finalRefusal = .sameCorrection(key)
         }
-        return PublishPlan(
+        var plan = PublishPlan(
             push: push, story: story, entry: entry, request: request, refusal: finalRefusal,
-            notes: notes(push, knowledge: knowledge, refusal: refusal))
+            notes: notes(push, knowledge: knowledge, config: config) + (tagsNote.map { [$0] } ?? []))
+        if kind == .correction, let scheduled = knowledge.scheduled, let at = scheduled.scheduledAt, at > now {
+            plan.replacedSchedule = scheduled
+            plan.notes.append(
+                "the story's scheduled send \(scheduled.notificationId ?? scheduled.id) of the old text (due "
+                    + "\(FeedDates.format(at))) is cancelled first: it would replace the correction")
+        }
+        return plan
+    }
+
+    /// A correction goes to every device the alert it corrects reached: under another category
+    /// (or tags), to both audiences, so the readers of the wrong alert get the right one.
+    private static func correctedTags(
+        _ push: ManualPush, kind: OutboxEntry.Kind, settings: CategorySettings, knowledge: PublishKnowledge
+    ) -> (String, String?) {
+        let tags = push.tags ?? settings.tags
+        guard kind == .correction, let old = knowledge.lastPush?.tags, old != tags else { return (tags, nil) }
+        return (
+            "(\(old)) || (\(tags))",
+            "the corrected alert went to [\(old)]: the correction goes to [\(old)] and [\(tags)] both"
+        )
     }
 
     /// A push with words in it, and not a scheduled test.
@@ -228,9 +273,38 @@ public enum PublishPlanner {
         if let message = push.message, AlertText.isBlank(message) { throw .blank("message") }
     }
 
-    /// The kind of a test (`--test`) or trial (`--tags`) send; nil for a send to readers.
+    /// The kind of a test (`--test`) or trial (`--tags` that reach no reader of the category);
+    /// nil for a send to readers.
     private static func trialKind(_ push: ManualPush) -> OutboxEntry.Kind? {
-        push.test ? .test : push.tags != nil ? .trial : nil
+        push.test ? .test : push.isTrial ? .trial : nil
+    }
+
+    /// Whether a push to `tags` can reach a reader of `category`: some device that matches the
+    /// category's tag expression and `tags` both, among devices that carry no one's own tag
+    /// (`isPersonal`). `World`, `World || Politics`, `!user:alice` and `Politics` (a reader of
+    /// both) can; `user:alice` or `World && user:alice` cannot: those try the push on one
+    /// person's devices. An expression that does not parse reaches nobody (the request is
+    /// refused later with the reason).
+    public static func reachesReaders(tags: String, category: NewsCategory, config: NewsPushConfig) -> Bool {
+        guard let given = try? TagExpression.parse(tags),
+            let readers = try? TagExpression.parse(config.settings(for: category).tags)
+        else { return false }
+        return given.canOverlap(readers, absent: isPersonal)
+    }
+
+    /// Whether a push to `tags` leaves some reader of `category` out (then the run will not send
+    /// the story to them either, since it was pushed).
+    static func leavesReadersOut(tags: String, category: NewsCategory, config: NewsPushConfig) -> Bool {
+        guard let given = try? TagExpression.parse(tags),
+            let readers = try? TagExpression.parse(config.settings(for: category).tags)
+        else { return false }
+        return readers.canOverlap(.not(given), absent: isPersonal)
+    }
+
+    /// A tag that names one person or one device, not an audience: a user's tag (`user:…`,
+    /// `username:…`, the app back-end's form) or an installation's (`$…`).
+    public static func isPersonal(_ tag: String) -> Bool {
+        tag.hasPrefix("$") || tag.hasPrefix("user:") || tag.hasPrefix("username:")
     }
 
     /// What a correction keeps of the story's last alert unless the editor gives new ones.
@@ -260,21 +334,33 @@ public enum PublishPlanner {
         if let trial = trialKind(push) { return (key, trial, nil, nil) }
         var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
         if refusal == nil, knowledge.tombstoned { refusal = .pruned(key) }
-        return (key, refusal == nil ? .push : .repeat, refusal, nil)
+        // A story held for an editor, or rejected, never went out: forced, this is its first push.
+        var firstPush = refusal == nil
+        if case .known(let record) = refusal, [.held, .rejected].contains(record.status) { firstPush = true }
+        return (key, firstPush ? .push : .repeat, refusal, nil)
     }
 
-    /// Notes for the editor: a scheduled send of the story still waiting when it is forced out now.
-    private static func notes(_ push: ManualPush, knowledge: PublishKnowledge, refusal: PublishRefusal?) -> [String] {
-        guard push.force, let scheduled = knowledge.scheduled, let at = scheduled.scheduledAt else { return [] }
+    /// Notes for the editor: a scheduled send of the story still waiting when it is forced out
+    /// now; tags that reach only some of the category's readers.
+    private static func notes(_ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig) -> [String] {
+        var notes: [String] = []
+        if let tags = push.tags, !push.isTrial, push.replacing == nil,
+            leavesReadersOut(tags: tags, category: push.category, config: config)
+        {
+            notes.append(
+                "--tags '\(tags)' reaches only some of \(push.category.rawValue)'s readers, and this push is the "
+                    + "story's push: the run will not send the story to the others")
+        }
+        guard push.force, let scheduled = knowledge.scheduled, let at = scheduled.scheduledAt else { return notes }
         let id = scheduled.notificationId.map { " (newspush hub cancel \($0) cancels it)" } ?? ""
-        return [
+        return notes + [
             "a scheduled send of this story waits at the hub for \(FeedDates.format(at))\(id): --force sends it now "
                 + "as well"
         ]
     }
 
     /// What makes this story a repeat, if anything.
-    static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date)
+    public static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date)
         -> PublishRefusal?
     {
         var candidate = Candidate(
@@ -282,7 +368,8 @@ public enum PublishPlanner {
             item: FeedItem(title: title, link: url, published: now), firstSeen: now)
         candidate.previous = knowledge.byKey ?? (candidate.linkKey == nil ? nil : knowledge.byLink)
         switch StoryMatcher.match([candidate], recentPushes: knowledge.recentPushes)[0] {
-        case .known(let record) where record.wasPushed || record.status == .pending: return .known(record)
+        case .known(let record) where record.wasPushed || [.pending, .held, .rejected].contains(record.status):
+            return .known(record)
         case .sameStory(let same): return .sameStory(same)
         case .known, .new, .tombstoned: return nil
         }

@@ -30,8 +30,8 @@ public struct PushPolicy: Sendable {
                 decisions[index] = .seen
             case .known(let record):
                 decisions[index] = Self.decision(known: record, key: candidate.key)
-            case .sameStory:
-                decisions[index] = .sameStory
+            case .sameStory(let same):
+                decisions[index] = same.rejected ? .rejected : .sameStory
             case .new:
                 if candidate.inBaselineFeed && sendInitial == nil {
                     decisions[index] = .baseline
