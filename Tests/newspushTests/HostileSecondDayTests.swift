@@ -228,3 +228,218 @@ struct HostileDeskTests {
         }
     }
 }
+
+/// The "never twice" cases (1–5): the same story reaches no reader twice, whichever way it
+/// comes back.
+@Suite("A hostile operator's second day: never twice")
+struct HostileNeverTwiceTests {
+    let first = HostileOperatorTests()
+
+    static let devices = """
+        hub: breaking-news
+        devices:
+          - {id: world, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: both, platform: apple, tags: [World, Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: politics, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: science, platform: apple, tags: [Science], template: '{"aps":{"alert":"$(messageParam)"}}'}
+          - {id: alice, platform: apple, tags: [World, "user:alice"], template: '{"aps":{"alert":"$(messageParam)"}}'}
+        """
+
+    /// A newsroom of `feeds` (path, name, category) served by `server`, with `extra` config.
+    func newsroom(
+        _ folder: TemporaryFolder, hub: LocalHub, server: LocalHTTPServer? = nil,
+        feeds: [(path: String, name: String, category: String)] = [], extra: String = ""
+    ) throws -> String {
+        try first.config(
+            folder, hub: hub.endpoint, extra: extra,
+            feeds: feeds.map { "{url: \"\(server?.baseURL ?? "")\($0.path)\", name: \($0.name), category: \($0.category)}" })
+    }
+
+    /// How many alerts each device got whose text contains `text`.
+    func reached(_ hub: LocalHub, _ text: String) async -> [String: Int] {
+        var count: [String: Int] = [:]
+        for delivery in await hub.emulator.allDeliveries() where delivery.payload.contains(text) {
+            count[delivery.device, default: 0] += 1
+        }
+        return count
+    }
+
+    func publish(_ config: String, _ arguments: [String]) async throws -> CommandResult {
+        try await newspush(["publish", "--config", config, "--yes"] + arguments, environment: hubEnvironment)
+    }
+
+    // 1. A --tags push that can reach the category's readers is the story's push.
+    @Test func tagsThatReachTheCategorysReadersAreTheStorysPush() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let desk = FeedDesk([
+            ("l1", "Harbour bridge reopens after repairs", 2), ("l2", "Port strike ends after nine days", 2),
+            ("l3", "Ferry service resumes on the north route", 2),
+        ])
+        let server = try await FeedDesk.serve(["/w.xml": desk])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")])
+        for (guid, title, tags) in [
+            ("l1", "Harbour bridge reopens after repairs", "World || Politics"),
+            ("l2", "Port strike ends after nine days", "!user:alice"),
+        ] {
+            let sent = try await publish(
+                config,
+                ["--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)", "--tags", tags])
+            #expect(sent.status == 0, "\(tags): \(sent.stderr)")
+            let again = try await publish(
+                config, ["--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)"])
+            #expect(again.status == 1, "\(tags): a repeat must be refused: \(again.stderr)")
+        }
+        // A trial on one person's devices stays a trial: the story's push still goes out.
+        let trial = try await publish(
+            config,
+            [
+                "--category", "World", "--title", "Ferry service resumes on the north route",
+                "--url", "https://news.example.org/l3", "--tags", "user:alice",
+            ])
+        #expect(trial.status == 0, "\(trial.stderr)")
+        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(await reached(hub, "Harbour bridge") == ["world": 1, "both": 1, "politics": 1, "alice": 1])
+        #expect(await reached(hub, "Port strike") == ["world": 1, "both": 1, "politics": 1, "science": 1])
+        #expect(await reached(hub, "Ferry service") == ["world": 1, "both": 1, "alice": 2])
+        let kinds = try await first.outbox(config).compactMap { $0["kind"] as? String }.sorted()
+        #expect(kinds == ["push", "push", "push", "trial"], "\(kinds)")
+    }
+
+    // 2. A held story published by hand, then approved: one alert.
+    @Test func aHeldStoryPublishedByHandIsNotSentAgainOnApproval() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let desk = FeedDesk([
+            ("h1", "Storm closes every school in the region", 2), ("h2", "Dam level reaches a record high", 2),
+        ])
+        let server = try await FeedDesk.serve(["/w.xml": desk])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(
+            folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")],
+            extra: "review: {rules: [{category: World, mode: review}]}")
+        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+        let held = try #require(try first.json(queue)["held"] as? [[String: Any]])
+        func id(_ title: String) throws -> String {
+            try #require(
+                held.first { ($0["properties"] as? [String: String])?["title"]?.hasPrefix(title) == true }?["id"]
+                    as? String)
+        }
+        // The same link by hand: refused while held; forced, it closes the held push.
+        let refused = try await publish(
+            config, ["--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1"])
+        #expect(refused.status == 1 && refused.stderr.contains("held"), "\(refused.stderr)")
+        let forced = try await publish(
+            config,
+            ["--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1", "--force"])
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let approve = try await newspush(
+            ["review", "approve", try id("Storm closes"), "--config", config], environment: hubEnvironment)
+        #expect(approve.status != 0, "\(approve.stdout) \(approve.stderr)")
+        // A near-identical headline forced out under another link: the approval checks again.
+        let copy = try await publish(
+            config,
+            [
+                "--category", "World", "--title", "Dam level reaches a record high", "--url",
+                "https://other.example.org/dam", "--force",
+            ])
+        #expect(copy.status == 0, "\(copy.stderr)")
+        let second = try await newspush(
+            ["review", "approve", try id("Dam level"), "--config", config], environment: hubEnvironment)
+        #expect(second.status != 0 && second.stderr.contains("not sent"), "\(second.stdout) \(second.stderr)")
+        #expect(await reached(hub, "Storm") == ["world": 1, "both": 1, "alice": 1])
+        #expect(await reached(hub, "Dam level") == ["world": 1, "both": 1, "alice": 1])
+        let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
+        #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
+    }
+
+    // 3. A rejected story does not come back: not from another feed, not under a new guid.
+    @Test func aRejectedStoryStaysRejectedFromEveryFeed() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let wire = FeedDesk([("r1", "Minister resigns over budget leak", 2)])
+        let other = FeedDesk([("o1", "Weather warning for the coast", 2)])
+        let server = try await FeedDesk.serve(["/wire.xml": wire, "/other.xml": other])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(
+            folder, hub: hub, server: server,
+            feeds: [("/wire.xml", "Wire", "Politics"), ("/other.xml", "Other Desk", "Politics")],
+            extra: "review: {rules: [{feed: Wire, mode: review}]}")
+        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+        let held = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
+        let reject = try await newspush(["review", "reject", held, "--reason", "unconfirmed", "--config", config])
+        #expect(reject.status == 0, "\(reject.stderr)")
+        await other.set([("o1", "Weather warning for the coast", 2), ("o2", "Minister resigns over budget leak", 1)])
+        await wire.set([("r2", "Minister resigns over budget leak!", 1)])
+        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let items = try #require(try first.json(run)["items"] as? [[String: Any]])
+        for item in items where (item["title"] as? String)?.hasPrefix("Minister") == true {
+            #expect(item["decision"] as? String == "rejected", "\(item)")
+        }
+        #expect(await reached(hub, "Minister").isEmpty)
+        let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
+        #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
+        let byHand = try await publish(config, ["--category", "Politics", "--title", "Minister resigns over budget leak"])
+        #expect(byHand.status == 1 && byHand.stderr.contains("rejected"), "\(byHand.stderr)")
+    }
+
+    // 4. Correcting a story whose send is still scheduled cancels the old text's send.
+    @Test func aCorrectionCancelsTheScheduledSendOfTheOldText() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub)
+        let scheduled = try await publish(
+            config,
+            [
+                "--category", "Science", "--title", "Probe lands on Mars at dawn", "--url",
+                "https://news.example.org/probe", "--at", "+1h", "--format", "json",
+            ])
+        #expect(scheduled.status == 0, "\(scheduled.stderr)")
+        let id = try #require(try first.json(scheduled)["notification_id"] as? String, "\(scheduled.stdout)")
+        let corrected = try await publish(
+            config,
+            ["--replace", "link:news.example.org/probe", "--title", "Probe lands on Mars at dusk", "--format", "json"])
+        #expect(corrected.status == 0, "\(corrected.stderr)")
+        #expect(corrected.stderr.contains("cancelled") && corrected.stderr.contains(id), "\(corrected.stderr)")
+        #expect(await hub.emulator.notification(id)?.state == "Cancelled")
+        #expect(await reached(hub, "Probe lands") == ["science": 1])
+        #expect(await reached(hub, "at dusk") == ["science": 1])
+        let statuses = try await first.outbox(config).compactMap { $0["status"] as? String }.sorted()
+        #expect(statuses == ["cancelled", "sent"], "\(statuses)")
+    }
+
+    // 5. A correction under another category reaches the readers of the wrong alert too.
+    @Test func aCorrectionToAnotherCategoryReachesBothAudiences() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try newsroom(folder, hub: hub)
+        let wrong = try await publish(
+            config,
+            ["--category", "Science", "--title", "Budget cuts research funding", "--url", "https://news.example.org/cut"])
+        #expect(wrong.status == 0, "\(wrong.stderr)")
+        let corrected = try await publish(
+            config,
+            [
+                "--replace", "link:news.example.org/cut", "--category", "Politics", "--title",
+                "Budget cuts research funding by a tenth",
+            ])
+        #expect(corrected.status == 0, "\(corrected.stderr)")
+        #expect(corrected.stderr.contains("Science") && corrected.stderr.contains("Politics"), "\(corrected.stderr)")
+        #expect(await reached(hub, "by a tenth") == ["science": 1, "politics": 1, "both": 1])
+    }
+}
