@@ -48,16 +48,19 @@ extension Ledger {
         return rows
     }
 
-    /// Stories pushed (or about to be, held for an editor, or rejected by one) since `since`: a
-    /// new item with a near-identical title is the same story.
+    /// Stories pushed (or about to be, held for an editor, or rejected by one) since `since`,
+    /// and those forced out as a deliberate repeat under a key of their own: a new item with a
+    /// near-identical title is the same story.
     public func recentPushes(since: Date) throws(LedgerError) -> [StoryRecord] {
         try reading {
             try db.query(
                 """
                 SELECT \(Self.storyColumns) FROM stories
-                WHERE status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled', 'held', 'rejected')
-                  AND COALESCE(pushed_at, first_seen) >= ?
-                """, [SQLValue(since)]
+                WHERE (status IN ('pushed', 'unknown', 'sending', 'pending', 'scheduled', 'held', 'rejected')
+                    AND COALESCE(pushed_at, first_seen) >= ?)
+                  OR key IN (SELECT story_key FROM outbox WHERE kind = 'repeat'
+                    AND status IN ('sent', 'unknown', 'sending', 'pending', 'scheduled') AND created_at >= ?)
+                """, [SQLValue(since), SQLValue(since)]
             ).map(Self.story)
         }
     }

@@ -79,6 +79,9 @@ final class SQLiteDatabase {
         sqlite3_extended_result_codes(db, 1)
         // Another process (a dry run reading while a run writes) may hold a lock for a moment.
         sqlite3_busy_timeout(db, 5000)
+        // SQLite's own scratch files (sorts, statement journals) in memory, not in TMPDIR: a full
+        // temporary folder must not stop a run whose ledger's disk has room.
+        sqlite3_exec(db, "PRAGMA temp_store = MEMORY", nil, nil, nil)
     }
 
     /// `path` as a `file:` URI with `query` (`?`, `#` and `%` in the path escaped).

@@ -255,7 +255,7 @@ public struct PublishSession: Sendable {
     {
         let story = try ledger.stories(keys: [entry.storyKey])[entry.storyKey]
         let recent = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)).filter {
-            $0.key != entry.storyKey && ($0.wasPushed || $0.status == .pending)
+            $0.key != entry.storyKey && ![.held, .rejected].contains($0.status)
         }
         let link = story?.linkKey ?? entry.properties["url"].flatMap(StoryKey.canonicalLink)
         if let link, let same = recent.first(where: { $0.linkKey == link }) { return .known(same) }

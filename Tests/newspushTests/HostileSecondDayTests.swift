@@ -443,3 +443,36 @@ struct HostileNeverTwiceTests {
         #expect(await reached(hub, "by a tenth") == ["science": 1, "politics": 1, "both": 1])
     }
 }
+
+/// The cases of losing a story and of the contracts (12–15).
+@Suite("A hostile operator's second day: losing nothing, contracts")
+struct HostileContractTests {
+    let first = HostileOperatorTests()
+
+    // 12. A full temporary folder (TMPDIR) stops no run, and a message never blames the wrong disk.
+    @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
+    func aFullTemporaryFolderStopsNoRun() async throws {
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
+        defer { hub.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let scratch = folder.file("tmp")
+        try SmallDisk.mount(scratch, kilobytes: 64)
+        defer { SmallDisk.unmount(scratch) }
+        try SmallDisk.fill(scratch, leaving: 0)
+        let items = (1...300).map { ("s\($0)", "Story number \($0) of a long feed about the harbour", Double($0) + 1) }
+        let feeds = try await LocalHTTPServer.serving(["/w.xml": CannedResponse(text: rssFeed(title: "W", items: items))])
+        defer { feeds.stop() }
+        let config = try first.config(
+            folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
+        let environment = hubEnvironment.merging(["TMPDIR": scratch]) { $1 }
+        for round in 0..<2 {
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
+            #expect(run.status == 0, "round \(round): \(run.stderr)")
+            #expect(!run.stderr.contains("ledger") || !run.stderr.contains("full"), "\(run.stderr)")
+        }
+        let state = try await newspush(["state", "show", "--config", config], environment: environment)
+        #expect(state.status == 0, "\(state.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 50)
+    }
+}

@@ -334,16 +334,9 @@ public enum PublishPlanner {
         if let trial = trialKind(push) { return (key, trial, nil, nil) }
         var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
         if refusal == nil, knowledge.tombstoned { refusal = .pruned(key) }
-        // Forced, a push is this key's first unless this very key went out before: a story held
-        // for an editor or rejected never went out, and a copy under another key (its link, a
-        // near-identical headline) is recorded as pushed under its own key too, so every later
-        // question about it (a run, a publish, an approval) finds it.
-        var firstPush = true
-        switch refusal {
-        case .known(let record) where record.key == key: firstPush = [.held, .rejected].contains(record.status)
-        case .pruned: firstPush = false
-        default: break
-        }
+        // A story held for an editor, or rejected, never went out: forced, this is its first push.
+        var firstPush = refusal == nil
+        if case .known(let record) = refusal, [.held, .rejected].contains(record.status) { firstPush = true }
         return (key, firstPush ? .push : .repeat, refusal, nil)
     }
 

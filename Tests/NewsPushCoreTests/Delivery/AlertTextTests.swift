@@ -20,7 +20,9 @@ struct AlertTextTests {
         // Flags and family emoji are several scalars each; a cut must not split them.
         let text = String(repeating: "🇫🇷👨‍👩‍👧", count: 30)
         let cut = AlertText.fit(text, limit: 11)
-        #expect(cut.count == 11)
+        // Cut by bytes as well (four a character): whole emoji only, within both bounds.
+        #expect(cut.count <= 11 && cut.count >= 4)
+        #expect(cut.utf8.count <= AlertText.byteLimit(characters: 11))
         #expect(cut.hasSuffix("…"))
         #expect(cut.dropLast().allSatisfy { $0 == "🇫🇷" || $0 == "👨‍👩‍👧" })
     }
