@@ -293,7 +293,9 @@ enum DeskPages {
 
     /// The page of a request the desk could not answer, saying why as the command line does.
     static func failure(_ text: String, user: SignedIn?) -> String {
-        page(nil, title: "Cannot answer", user: user, flash: Flash(text: text, bad: true), body: "<h1>Cannot answer</h1>")
+        page(
+            nil, title: "Cannot answer", user: user, flash: Flash(text: text, bad: true), body: "<h1>Cannot answer</h1>"
+        )
     }
 
     static func forbidden(_ text: String, user: SignedIn?) -> String {

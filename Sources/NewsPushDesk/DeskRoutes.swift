@@ -14,12 +14,12 @@ struct DeskRoutes {
     private var config: NewsPushConfig { desk.context.config }
 
     func register(on router: Router<DeskContext>) {
-        router.get("/desk.js") { _, _ in
+        router.getAndHead("/desk.js") { _, _ in
             var response = DeskServer.answer(DeskAssets.script, type: "text/javascript")
             response.headers[.cacheControl] = "max-age=3600"
             return response
         }
-        router.get("/login") { _, context in
+        router.getAndHead("/login") { _, context in
             await desk.session(context.token) == nil
                 ? DeskServer.html(DeskPages.login(flash: nil)) : DeskServer.redirect("/")
         }
@@ -72,14 +72,14 @@ struct DeskRoutes {
     // MARK: Pages
 
     private func registerPages(on router: Router<DeskContext>) {
-        router.get("/") { _, context in
+        router.getAndHead("/") { _, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
             return DeskServer.html(
                 DeskPages.waiting(
                     try await desk.waiting(), config: config, user: user, now: Date(), flash: flash))
         }
-        router.get("/next") { request, context in
+        router.getAndHead("/next") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
             let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
@@ -94,7 +94,7 @@ struct DeskRoutes {
                         last?.report, at: last?.at, error: "\(error)", user: user, now: Date(), flash: flash))
             }
         }
-        router.get("/sent") { request, context in
+        router.getAndHead("/sent") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
             let query = DeskServer.fields(request.uri.query ?? "")
@@ -103,13 +103,13 @@ struct DeskRoutes {
             return DeskServer.html(
                 DeskPages.sent(pushes, audit: audit, filter: filter, sinceText: since, user: user, flash: flash))
         }
-        router.get("/delivery/:id") { _, context in
+        router.getAndHead("/delivery/:id") { _, context in
             let user = try signedIn(context)
             let id = try context.parameters.require("id")
             let row = try? await desk.telemetry(id)
             return DeskServer.html(DeskPages.delivery(row, id: id, user: user))
         }
-        router.get("/publish") { request, context in
+        router.getAndHead("/publish") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
             var fields = DeskServer.fields(request.uri.query ?? "")
@@ -165,10 +165,10 @@ struct DeskRoutes {
     // MARK: API
 
     private func registerAPI(on router: Router<DeskContext>) {
-        router.get("/api/changes") { _, _ in
+        router.getAndHead("/api/changes") { _, _ in
             DeskServer.json(JSONText.encode(["mark": try await desk.changeMark()], pretty: false))
         }
-        router.get("/api/review") { _, _ in
+        router.getAndHead("/api/review") { _, _ in
             DeskServer.json(JSONText.encode(ReviewListOutput(held: try await desk.waiting().map(HeldOutput.init))))
         }
         router.post("/api/review/:id/approve") { _, context in
@@ -184,12 +184,12 @@ struct DeskRoutes {
                 editor: user.name)
             return DeskServer.json(answer.json, status: answer.status)
         }
-        router.get("/api/history") { request, _ in
+        router.getAndHead("/api/history") { request, _ in
             let (filter, _) = historyFilter(DeskServer.fields(request.uri.query ?? ""))
             let (pushes, audit) = try await desk.history(filter)
             return DeskServer.json(JSONText.encode(HistoryOutput(pushes: pushes, audit: audit)))
         }
-        router.get("/api/preview") { request, _ in
+        router.getAndHead("/api/preview") { request, _ in
             let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
             let (report, _) = try await desk.previews.report(context: desk.context, fresh: fresh)
             return DeskServer.json(report.jsonText())
@@ -303,5 +303,18 @@ struct HistoryOutput: Encodable {
     enum Key: String, CodingKey {
         case pushes, id, kind, category, tags, properties, status, error
         case storyKey = "story_key", createdAt = "created_at", notificationId = "notification_id"
+    }
+}
+
+extension Router<DeskContext> {
+    /// A page for GET and for HEAD (RFC 9110: the same answer without its body, which
+    /// `DeskGuard` drops): monitors and proxies ask with HEAD.
+    @discardableResult
+    func getAndHead(
+        _ path: RouterPath,
+        use handler: @Sendable @escaping (Request, DeskContext) async throws -> some ResponseGenerator
+    ) -> Self {
+        on(path, method: .head, use: handler)
+        return on(path, method: .get, use: handler)
     }
 }

@@ -185,7 +185,12 @@ struct DeskGuard: RouterMiddleware {
         async throws -> Response
     {
         do {
-            return DeskServer.secured(try await guarded(request, context: context, next: next))
+            // HEAD is GET without the body (RFC 9110; the routes answer both).
+            guard request.method == .head else {
+                return DeskServer.secured(try await guarded(request, context: context, next: next))
+            }
+            let response = try await guarded(request, context: context, next: next)
+            return DeskServer.secured(Response(status: response.status, headers: response.headers))
         } catch let error as HTTPResponseError {
             return DeskServer.secured(try error.response(from: request, context: context))
         } catch {
@@ -193,7 +198,8 @@ struct DeskGuard: RouterMiddleware {
             // as the command line says it, logged, and answered with the security headers.
             desk.context.logger.error("desk: \(request.method) \(request.uri.path): \(error)")
             let why = "\(error)"
-            let page = request.uri.path.hasPrefix("/api/")
+            let page =
+                request.uri.path.hasPrefix("/api/")
                 ? DeskServer.json(JSONText.encode(["error": why]), status: .internalServerError)
                 : DeskServer.html(DeskPages.failure(why, user: context.user), status: .internalServerError)
             return DeskServer.secured(page)
@@ -214,8 +220,8 @@ struct DeskGuard: RouterMiddleware {
                 context.form = DeskServer.fields(String(decoding: context.body, as: UTF8.self))
             }
         }
-        if path == "/login" || path == "/desk.js" { return try await next(request, context) }
         context.token = request.cookies[DeskServer.cookie]?.value
+        if path == "/login" || path == "/desk.js" { return try await next(request, context) }
         guard let user = await desk.session(context.token) else {
             return isAPI
                 ? DeskServer.json(JSONText.encode(["error": "sign in first (POST /login)"]), status: .unauthorized)

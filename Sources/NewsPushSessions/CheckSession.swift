@@ -55,7 +55,7 @@ public struct CheckSession: Sendable {
     /// Every check; nothing is written and, without `fetch`, nothing leaves the machine.
     public func check(fetch: Bool) -> CheckOutcome {
         let config = context.config
-        let checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath)
+        let checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath, firstRun: Self.firstRun(config))
         guard fetch else { return CheckOutcome(checks: checks, feeds: nil) }
         let reads = FeedReading.fetchAndRead(
             config.feeds, records: [:], settings: config.fetch, baseFolder: config.folder,
@@ -70,8 +70,23 @@ public struct CheckSession: Sendable {
         return CheckOutcome(checks: checks, feeds: feeds)
     }
 
-    /// The ledger's folder is there and writable, and the ledger (if any) can be read.
-    static func ledgerChecks(_ configured: String) -> [ConfigCheck] {
+    /// What the first run does with the feeds' items: a baseline, a push of what is fresh, or
+    /// each feed as its `first_run` says.
+    static func firstRun(_ config: NewsPushConfig) -> String {
+        let sends = config.feeds.filter { ($0.firstRun ?? config.policy.firstRun) == .send }.count
+        switch sends {
+        case 0: return "the first run records a baseline and pushes nothing"
+        case config.feeds.count:
+            return "the first run pushes every fresh item (first_run: send), within the budgets"
+        default:
+            return "the first run pushes the fresh items of \(sends) of \(config.feeds.count) feeds (their "
+                + "first_run: send) and records a baseline of the others"
+        }
+    }
+
+    /// The ledger's folder is there and writable, and the ledger (if any) can be read; `firstRun`
+    /// says what a first run would do.
+    static func ledgerChecks(_ configured: String, firstRun: String) -> [ConfigCheck] {
         if PostgresAddress.isPostgres(configured) { return [databaseCheck(configured)] }
         let path = LedgerLocation(configured: configured).databasePath
         let folder =
@@ -95,7 +110,7 @@ public struct CheckSession: Sendable {
         do {
             let ledger = try Ledger.open(configured: configured, access: .read)
             let detail =
-                ledger.isNew ? "no ledger yet at \(path): the first run records a baseline" : "\(path) can be read"
+                ledger.isNew ? "no ledger yet at \(path): \(firstRun)" : "\(path) can be read"
             checks.append(ConfigCheck(check: "ledger", severity: .ok, detail: detail))
         } catch {
             checks.append(ConfigCheck(check: "ledger", severity: .ledger, detail: error.description))

@@ -127,7 +127,7 @@ public struct PublishOutput: Encodable {
     public var storyKey: String
     /// push, or repeat (`--force` on a story already pushed).
     public var kind: String
-    /// would-send, refused, sent, failed, pending, unknown.
+    /// would-send, refused, not-confirmed, sent, failed, pending, unknown.
     public var status: String
     /// The document's `refusal`.
     public var refusal: String?
@@ -167,7 +167,7 @@ public struct PublishOutput: Encodable {
     }
 
     /// The document of a publish's outcome; nil when nothing was decided (not confirmed).
-    public init?(_ outcome: PublishOutcome, dryRun: Bool) {
+    public init(_ outcome: PublishOutcome, dryRun: Bool) {
         switch outcome {
         case .refused(let plan, let refusal):
             self.init(plan, dryRun: dryRun)
@@ -175,8 +175,10 @@ public struct PublishOutput: Encodable {
             self.refusal = refusal.description
         case .dryRun(let plan):
             self.init(plan, dryRun: true)
-        case .notConfirmed:
-            return nil
+        case .notConfirmed(let plan):
+            self.init(plan, dryRun: dryRun)
+            status = "not-confirmed"
+            error = "not confirmed; nothing sent"
         case .attempted(let plan, let result):
             self.init(plan, dryRun: false)
             let outcome = result.outcome

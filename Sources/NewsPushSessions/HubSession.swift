@@ -125,7 +125,7 @@ public struct HubSession: Sendable {
     /// Cancels scheduled send `scheduledId` at the hub and records it, under the run lock
     /// (taken first, waiting up to `wait` seconds for a running job); `editor` is on the record
     /// (nil: the login name).
-    public func cancel(_ scheduledId: String, wait: Double = 30, editor: String? = nil) throws(SessionError)
+    public func cancel(_ scheduledId: String, wait: Double?, editor: String? = nil) throws(SessionError)
         -> HubCancelOutcome
     {
         let client = try context.hubClient()

@@ -66,6 +66,9 @@ public struct PublishRequest: Sendable {
         }
         if test && at != nil { return PublishPlanError.scheduledTest.description }
         if let url, !FeedURL.isHTTP(url) { return "--url must be an http(s) URL" }
+        if !Languages.isWellFormed(language) {
+            return "--language '\(language)' is not a language tag (en, fr, pt-BR …)"
+        }
         if category == nil && replacing == nil { return "give --category (or --replace KEY to correct a story)" }
         if let at {
             do { _ = try ScheduleTime.parse(at, now: now) } catch { return error.description }
@@ -159,7 +162,8 @@ public struct PublishSession: Sendable {
         var plan = try plan(push, ledger: ledger, client: client, now: now)
         if let refusal = plan.refusal { return .refused(plan, refusal) }
         guard confirm(plan) else { return .notConfirmed(plan) }
-        if let refusal = try cancelReplacedSchedule(&plan, editor: request.editor, ledger: ledger, client: client, now: now)
+        if let refusal = try cancelReplacedSchedule(
+            &plan, editor: request.editor, ledger: ledger, client: client, now: now)
         {
             return .refused(plan, refusal)
         }

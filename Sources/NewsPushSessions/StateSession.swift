@@ -8,8 +8,8 @@ public struct StateCheckOutcome: Sendable, Encodable {
     public var ledger: String
     /// Whether the ledger passed every check.
     public var ok: Bool
-    /// The schema version this newspush reads.
-    public var schemaVersion: Int
+    /// The ledger's schema version: nil when the file could not be read as a ledger.
+    public var schemaVersion: Int?
     /// What the ledger holds, in a line (empty when it could not be read).
     public var summary: String
     /// Every problem found; empty when the ledger is healthy.
@@ -18,6 +18,16 @@ public struct StateCheckOutcome: Sendable, Encodable {
     public var error: LedgerError?
 
     enum CodingKeys: String, CodingKey { case ledger, ok, summary, problems, schemaVersion = "schema_version" }
+
+    /// The document with `schema_version` null when unknown (not left out).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(ledger, forKey: .ledger)
+        try container.encode(ok, forKey: .ok)
+        try container.encode(summary, forKey: .summary)
+        try container.encode(problems, forKey: .problems)
+        try container.encode(schemaVersion, forKey: .schemaVersion)
+    }
 }
 
 /// What `state prune` did.
@@ -73,9 +83,11 @@ public struct StateSession: Sendable {
                 ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
                 summary: view.summary, problems: problems)
         } catch {
+            var version: Int?
+            if case .newerSchema(_, let newer) = error { version = newer }
             return StateCheckOutcome(
-                ledger: path, ok: false, schemaVersion: Ledger.schemaVersion, summary: "",
-                problems: [error.description], error: error)
+                ledger: path, ok: false, schemaVersion: version, summary: "", problems: [error.description],
+                error: error)
         }
     }
 

@@ -38,10 +38,11 @@ enum ExitStatus {
         case .refused, .notConfirmed: return 1
         case .dryRun: return 0
         case .attempted(_, let result):
+            // Sending had to stop (the hub unreachable, the key refused): 1, a trial too.
+            if result.stop != nil, result.outcome.status != .sent { return 1 }
             switch result.outcome.status {
             case .sent, .scheduled: return 0
-            case .pending: return result.stop != nil ? 1 : 2
-            case .failed, .unknown, .sending, .expired, .cancelled, .held, .rejected: return 2
+            case .pending, .failed, .unknown, .sending, .expired, .cancelled, .held, .rejected: return 2
             }
         }
     }
@@ -62,21 +63,21 @@ enum ExitStatus {
         }
     }
 
-    /// `hub status`: 1 when the hub cannot be reached or refuses the credentials, 2 when it
-    /// refuses some id.
+    /// `hub status`: 1 when nothing could be told (the hub unreachable, the credentials or the
+    /// tier refused, or no id known), 2 when some ids were told and others not, whatever the
+    /// tier: one cause, one status.
     static func code(for outcome: HubStatusOutcome) -> Int32 {
-        outcome.rows.reduce(0) { worst, row in
-            if row.unreachable { return max(worst, 1) }
-            guard let status = row.failedStatus else { return worst }
-            return max(worst, status == 403 || status == 401 ? 1 : 2)
-        }
+        let failed = outcome.rows.filter { $0.unreachable || $0.failedStatus != nil }
+        if failed.isEmpty { return 0 }
+        let hubWide = failed.contains { $0.unreachable || [401, 403].contains($0.failedStatus ?? 0) }
+        return hubWide || failed.count == outcome.rows.count ? 1 : 2
     }
 
-    /// `hub cancel`: 2 when the hub has no such scheduled send, 1 for every other failure.
+    /// `hub cancel`: 1 when nothing was cancelled, for every cause (no such scheduled send, the
+    /// tier, the hub unreachable, the ledger not written).
     static func code(for outcome: HubCancelOutcome) -> Int32 {
         switch outcome {
         case .cancelled: return 0
-        case .refused(.notFound): return 2
         case .refused, .notRecorded: return 1
         }
     }

@@ -27,11 +27,37 @@ struct NewsPush: ParsableCommand {
     /// `ExitStatus`, the one place that picks the exit status.
     static func main() {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(joiningDashValues(Array(CommandLine.arguments.dropFirst())))
             try command.run()
         } catch {
             ExitStatus.exit(with: error)
         }
+    }
+}
+
+extension NewsPush {
+    /// Options whose value may start with `-` (a negative duration is a mistake worth naming).
+    static let dashValueOptions: Set<String> = ["--wait", "--since", "--retention", "--ttl", "--at"]
+
+    /// `--wait -5s` as `--wait=-5s`: ArgumentParser would take `-5s` for flags (`-h` in `-2h`
+    /// shows the help and exits 0, others say "Missing value"); joined, the value reaches the
+    /// option's own check, which names it.
+    static func joiningDashValues(_ arguments: [String]) -> [String] {
+        var joined: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if dashValueOptions.contains(argument), index + 1 < arguments.count,
+                arguments[index + 1].hasPrefix("-"), !arguments[index + 1].hasPrefix("--")
+            {
+                joined.append("\(argument)=\(arguments[index + 1])")
+                index += 2
+            } else {
+                joined.append(argument)
+                index += 1
+            }
+        }
+        return joined
     }
 }
 

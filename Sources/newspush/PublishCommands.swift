@@ -51,6 +51,7 @@ struct Publish: ParsableCommand {
     var importance: Importance?
 
     @Option(
+        parsing: .unconditional,
         help:
             ArgumentHelp(
                 "Have the hub deliver it at this time: an RFC 3339 time (2026-11-23T18:00:00Z) or +DURATION (+2h); at "
@@ -66,7 +67,7 @@ struct Publish: ParsableCommand {
     @Option(help: "The language of the text: picks the category's message template for it (default en).")
     var language: String = "en"
 
-    @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
+    @Option(parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
     var wait: String?
 
     @Flag(help: "Say exactly what the real command would do, refusal included; send and record nothing.")
@@ -160,9 +161,7 @@ enum PublishView {
     }
 
     private static func render(_ outcome: PublishOutcome, dryRun: Bool, format: OutputFormat) {
-        if format == .json, let document = PublishOutput(outcome, dryRun: dryRun) {
-            Terminal.output(JSONText.encode(document))
-        }
+        if format == .json { Terminal.output(JSONText.encode(PublishOutput(outcome, dryRun: dryRun))) }
         switch outcome {
         case .refused(_, let refusal):
             if dryRun && format == .text { Terminal.output("dry run: the real command would refuse to send this") }

@@ -13,7 +13,8 @@ struct Review: ParsableCommand {
     /// What `list` and `history` both take: how far back, and the output format.
     struct Window: ParsableArguments {
         @OptionGroup var global: GlobalOptions
-        @Option(help: "Only this far back (held, or decided), e.g. 2h or 24h.") var since: String?
+        @Option(parsing: .unconditional, help: "Only this far back (held, or decided), e.g. 2h or 24h.") var since:
+            String?
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func validate() throws {
@@ -90,7 +91,9 @@ struct Review: ParsableCommand {
         @Option(help: "A new headline: the category's message is rendered again with it.") var title: String?
         @Option(help: "The exact message text (messageParam) instead.") var message: String?
         @Option(help: "major or minor instead.") var importance: Importance?
-        @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.") var wait: String?
+        @Option(
+            parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
+        var wait: String?
         @Option(help: "Who approves (default: the login name).") var editor: String?
 
         func validate() throws {
@@ -113,7 +116,9 @@ struct Review: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The held push's id (`newspush review list`).") var id: String
         @Option(help: "Why (on the record).") var reason: String
-        @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.") var wait: String?
+        @Option(
+            parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
+        var wait: String?
         @Option(help: "Who rejects (default: the login name).") var editor: String?
 
         func validate() throws {

@@ -57,6 +57,9 @@ struct RunArguments: ParsableArguments {
 
     func validate() throws {
         if let sendInitial, sendInitial < 0 { throw ValidationError("--send-initial must be 0 or more") }
+        if let metricsFile, let reason = RunMetrics.cannotWrite(metricsFile) {
+            throw ValidationError("--metrics-file \(metricsFile) cannot be written: \(reason)")
+        }
     }
 
     /// Runs (or previews) through the run session, prints the report, writes the metrics.
@@ -84,12 +87,15 @@ struct RunArguments: ParsableArguments {
         }
         progress.clear()
         render(result, dryRun: dryRun, global: global)
+        var metricsWritten = true
         if !dryRun {
-            writeMetrics(
+            metricsWritten = writeMetrics(
                 result.report, started: started,
                 ledger: LedgerFacts(state: context.config.statePath, lockWait: result.lockWait))
         }
-        try ExitStatus.finish(ExitStatus.code(for: result.report.outcome))
+        // The run did its work; the metrics it was asked for could not be written: partial.
+        let code = ExitStatus.code(for: result.report.outcome)
+        try ExitStatus.finish(metricsWritten ? code : max(code, 2))
     }
 
     /// The report as JSON, or as text (the full preview or the changes), with the requests.
@@ -125,16 +131,20 @@ struct RunArguments: ParsableArguments {
         }
     }
 
-    /// The metrics file, when asked for; a run that could not report writes its failure.
-    private func writeMetrics(_ report: RunReport?, started: Date, ledger: LedgerFacts) {
-        guard let metricsFile else { return }
+    /// The metrics file, when asked for; a run that could not report writes its failure. False
+    /// when it could not be written (said on stderr).
+    @discardableResult
+    private func writeMetrics(_ report: RunReport?, started: Date, ledger: LedgerFacts) -> Bool {
+        guard let metricsFile else { return true }
         let now = Date()
         let text = RunMetrics.text(
             report: report, failure: report == nil, duration: now.timeIntervalSince(started), now: now,
             previousFile: metricsFile, ledger: ledger)
         do { try RunMetrics.write(text, to: metricsFile) } catch {
             Terminal.error("\(metricsFile): \(error.localizedDescription)")
+            return false
         }
+        return true
     }
 }
 

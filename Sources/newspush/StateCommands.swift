@@ -61,7 +61,8 @@ struct StateCommand: ParsableCommand {
                 + "back)."
         )
         @OptionGroup var options: Options
-        @Option(help: "Retention instead of the config's state_retention, e.g. 7d.") var retention: String?
+        @Option(parsing: .unconditional, help: "Retention instead of the config's state_retention, e.g. 7d.")
+        var retention: String?
 
         func validate() throws {
             if let retention, Durations.parse(retention) == nil {
@@ -119,17 +120,17 @@ struct StateCommand: ParsableCommand {
 
         func run() throws {
             let outcome = try options.session().check()
-            if let error = outcome.error {
-                // An unusable ledger is the answer to the check, in either form.
-                if format == .json { Terminal.output(JSONText.encode(outcome)) }
-                throw SessionError.ledger(error)
-            }
             if format == .json {
+                // An unusable ledger is the answer to the check: one document either way.
                 Terminal.output(JSONText.encode(outcome))
+                if let error = outcome.error { Terminal.error(error.description) }
+            } else if let error = outcome.error {
+                Terminal.error(error.description)
             } else {
                 for problem in outcome.problems { Terminal.output("problem: \(problem)") }
                 Terminal.output(
-                    "\(outcome.ledger): schema \(outcome.schemaVersion), \(outcome.summary)\(outcome.ok ? ": ok" : "")")
+                    "\(outcome.ledger): schema \(outcome.schemaVersion ?? Ledger.schemaVersion), \(outcome.summary)"
+                        + (outcome.ok ? ": ok" : ""))
             }
             try ExitStatus.finish(ExitStatus.code(for: outcome))
         }

@@ -3,6 +3,10 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A hostile operator's second day (issue 40): each case through the built binary against the
 /// emulator and feed servers on 127.0.0.1, numbered as the issue numbers them.
 @Suite("A hostile operator's second day")
@@ -139,7 +143,9 @@ struct HostileDeskTests {
         let (_, desk) = try await desk(folder)
         defer { desk.stop() }
         let form = "Content-Type: application/x-www-form-urlencoded"
-        for body in ["user=a b&password=x", "user=%zz&password=%", "user=<x>&password={|^}", "%", "&&==&", "user=%E2%82"] {
+        for body in [
+            "user=a b&password=x", "user=%zz&password=%", "user=<x>&password={|^}", "%", "&&==&", "user=%E2%82",
+        ] {
             let answer = await desk.send("POST /login HTTP/1.1", body: body, headers: [form])
             #expect(answer.status == 401, "\(body): \(answer.status)")
             #expect(desk.isRunning, "the desk died on \(body)")
@@ -154,9 +160,11 @@ struct HostileDeskTests {
         var random = SystemRandomNumberGenerator()
         let alphabet = Array("ab =&%+{}|^<>\"'#;/\\?zZ09%%%\u{7f}é€".unicodeScalars)
         for round in 0..<150 {
-            let text = String(String.UnicodeScalarView((0..<Int.random(in: 1...40, using: &random)).map { _ in
-                alphabet.randomElement(using: &random) ?? "a"
-            }))
+            let text = String(
+                String.UnicodeScalarView(
+                    (0..<Int.random(in: 1...40, using: &random)).map { _ in
+                        alphabet.randomElement(using: &random) ?? "a"
+                    }))
             let query = text.replacingOccurrences(of: " ", with: "+").replacingOccurrences(of: "#", with: "%23")
             let answer =
                 round.isMultiple(of: 2)
@@ -208,6 +216,22 @@ struct HostileDeskTests {
         #expect(gone.status == 401, "\(gone.status)")
     }
 
+    // 15. GET /login when signed in goes to the desk; HEAD answers as GET without a body.
+    @Test func signedInLoginAndHeadAnswerAsExpected() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let (_, desk) = try await desk(folder)
+        defer { desk.stop() }
+        let alice = try await signIn(desk, "alice")
+        let login = await desk.send("GET /login HTTP/1.1", headers: ["Cookie: \(alice.cookie)"])
+        #expect(login.status == 303 && login.headers["location"] == "/", "\(login.status)")
+        let head = await desk.send("HEAD / HTTP/1.1", headers: ["Cookie: \(alice.cookie)"])
+        #expect(head.status == 200 && head.body.isEmpty, "\(head.status)")
+        #expect(head.headers["content-security-policy"] != nil)
+        let anonymous = await desk.send("HEAD /login HTTP/1.1")
+        #expect(anonymous.status == 200, "\(anonymous.status)")
+    }
+
     // 11. An unreadable ledger: every answer says why, with the security headers, and is logged.
     @Test func anUnreadableLedgerIsSaidWithTheSecurityHeaders() async throws {
         let folder = try TemporaryFolder()
@@ -252,7 +276,9 @@ struct HostileNeverTwiceTests {
     ) throws -> String {
         try first.config(
             folder, hub: hub.endpoint, extra: extra,
-            feeds: feeds.map { "{url: \"\(server?.baseURL ?? "")\($0.path)\", name: \($0.name), category: \($0.category)}" })
+            feeds: feeds.map {
+                "{url: \"\(server?.baseURL ?? "")\($0.path)\", name: \($0.name), category: \($0.category)}"
+            })
     }
 
     /// How many alerts each device got whose text contains `text`.
@@ -338,7 +364,10 @@ struct HostileNeverTwiceTests {
         #expect(refused.status == 1 && refused.stderr.contains("held"), "\(refused.stderr)")
         let forced = try await publish(
             config,
-            ["--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1", "--force"])
+            [
+                "--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1",
+                "--force",
+            ])
         #expect(forced.status == 0, "\(forced.stderr)")
         let approve = try await newspush(
             ["review", "approve", try id("Storm closes"), "--config", config], environment: hubEnvironment)
@@ -390,7 +419,8 @@ struct HostileNeverTwiceTests {
         #expect(await reached(hub, "Minister").isEmpty)
         let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
         #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
-        let byHand = try await publish(config, ["--category", "Politics", "--title", "Minister resigns over budget leak"])
+        let byHand = try await publish(
+            config, ["--category", "Politics", "--title", "Minister resigns over budget leak"])
         #expect(byHand.status == 1 && byHand.stderr.contains("rejected"), "\(byHand.stderr)")
     }
 
@@ -430,7 +460,10 @@ struct HostileNeverTwiceTests {
         let config = try newsroom(folder, hub: hub)
         let wrong = try await publish(
             config,
-            ["--category", "Science", "--title", "Budget cuts research funding", "--url", "https://news.example.org/cut"])
+            [
+                "--category", "Science", "--title", "Budget cuts research funding", "--url",
+                "https://news.example.org/cut",
+            ])
         #expect(wrong.status == 0, "\(wrong.stderr)")
         let corrected = try await publish(
             config,
@@ -461,7 +494,9 @@ struct HostileContractTests {
         defer { SmallDisk.unmount(scratch) }
         try SmallDisk.fill(scratch, leaving: 0)
         let items = (1...300).map { ("s\($0)", "Story number \($0) of a long feed about the harbour", Double($0) + 1) }
-        let feeds = try await LocalHTTPServer.serving(["/w.xml": CannedResponse(text: rssFeed(title: "W", items: items))])
+        let feeds = try await LocalHTTPServer.serving([
+            "/w.xml": CannedResponse(text: rssFeed(title: "W", items: items))
+        ])
         defer { feeds.stop() }
         let config = try first.config(
             folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
@@ -474,5 +509,136 @@ struct HostileContractTests {
         let state = try await newspush(["state", "show", "--config", config], environment: environment)
         #expect(state.status == 0, "\(state.stderr)")
         #expect(await hub.emulator.allDeliveries().count == 50)
+    }
+
+    /// The whole of stdout as one JSON object (two documents, or none, fail).
+    func document(_ result: CommandResult) throws -> [String: Any] {
+        try #require(
+            try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            "not one JSON document: \(result.stdout) \(result.stderr)")
+    }
+
+    // 14. One JSON document on every path, one exit code per cause.
+    @Test func oneDocumentAndOneExitCodePerCause() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
+        defer { hub.stop() }
+        let basic = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices + "\ntier: basic")
+        defer { basic.stop() }
+        let config = try first.config(folder, hub: hub.endpoint)
+        let ledger = folder.file("newspush-state.db")
+        #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
+        let good = try Data(contentsOf: URL(fileURLWithPath: ledger))
+        // A damaged, a foreign and a newer ledger: one document each, with what is known.
+        var header = Data("SQLite format 3\0".utf8)
+        header.append(Data(repeating: 0x47, count: 4000))
+        for (damage, bytes, version) in [
+            ("garbage", Data(repeating: 0x41, count: 8192), nil), ("foreign", header, nil), ("newer", good, 99),
+        ] as [(String, Data, Int?)] {
+            try bytes.write(to: URL(fileURLWithPath: ledger))
+            if damage == "newer" {
+                let raised = Process()
+                raised.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+                raised.arguments = [ledger, "UPDATE meta SET value = '99' WHERE name = 'schema_version'"]
+                try raised.run()
+                raised.waitUntilExit()
+            }
+            let check = try await newspush(["state", "check", "--config", config, "--format", "json"])
+            #expect(check.status == 1, "\(damage): \(check.status)")
+            let answer = try document(check)
+            #expect(answer["ok"] as? Bool == false, "\(damage)")
+            #expect((answer["schema_version"] as? Int) == version, "\(damage): \(answer)")
+            #expect(answer["schema_version"] != nil, "\(damage): schema_version is present, null when unknown")
+        }
+        try good.write(to: URL(fileURLWithPath: ledger))
+        // A publish that is not confirmed answers with a document too.
+        let unconfirmed = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "Unconfirmed story", "--format", "json"],
+            environment: hubEnvironment, input: "n\n")
+        #expect(unconfirmed.status == 1)
+        #expect(try document(unconfirmed)["status"] as? String == "not-confirmed", "\(unconfirmed.stdout)")
+        // A hub that cannot be reached, or refuses the key: 1 (SPEC §7), for test-send as for publish.
+        let away = try first.config(folder, hub: "http://127.0.0.1:1/")
+        let wrongKey = [
+            "NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString.replacingOccurrences(of: "AAEC", with: "ZZEC")
+        ]
+        for (configPath, environment) in [(away, hubEnvironment), (config, wrongKey)] {
+            let test = try await newspush(
+                [
+                    "hub", "test-send", "--config", configPath, "--category", "World", "--title", "Test", "--format",
+                    "json",
+                ],
+                environment: environment)
+            #expect(test.status == 1, "\(test.stdout) \(test.stderr)")
+            _ = try document(test)
+        }
+        // An unknown id: 1 on every tier.
+        for endpoint in [hub.endpoint, basic.endpoint] {
+            let tiered = try first.config(folder, hub: endpoint)
+            let cancel = try await newspush(
+                ["hub", "cancel", "NOSUCHID", "--config", tiered], environment: hubEnvironment)
+            #expect(cancel.status == 1, "cancel on \(endpoint): \(cancel.stderr)")
+            let status = try await newspush(
+                ["hub", "status", "NOSUCHID", "--config", tiered, "--format", "json"], environment: hubEnvironment)
+            #expect(status.status == 1, "status on \(endpoint): \(status.stderr)")
+        }
+    }
+
+    // 15. The smaller cases.
+    @Test func theSmallerCases() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
+        defer { hub.stop() }
+        let config = try first.config(
+            folder, hub: hub.endpoint, feeds: ["{url: \"http://127.0.0.1:1/w.xml\", category: World}"])
+        // check says what the first run does: first_run: send pushes, it does not record a baseline.
+        let check = try await newspush(["check", "--config", config], environment: hubEnvironment)
+        #expect(!check.stdout.contains("records a baseline") && check.stdout.contains("pushes"), "\(check.stdout)")
+        // hub cancel under a held lock: exit 75 at once; --wait exists.
+        let fd = open(folder.file("newspush-state.db.lock"), O_RDWR | O_CREAT, 0o644)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let started = Date()
+        let cancel = try await newspush(["hub", "cancel", "X1", "--config", config], environment: hubEnvironment)
+        close(fd)
+        #expect(cancel.status == 75, "\(cancel.stderr)")
+        #expect(Date().timeIntervalSince(started) < 5, "at once, not after 30 s")
+        let help = try await newspush(["hub", "cancel", "--help"])
+        #expect(help.stdout.contains("--wait"))
+        // publish --help no longer says trials are not recorded.
+        let publishHelp = try await newspush(["publish", "--help"])
+        #expect(!publishHelp.stdout.contains("not recorded"), "\(publishHelp.stdout)")
+        // Negative durations: the value is named, not "Missing value".
+        for arguments in [
+            ["publish", "--wait", "-5s"], ["review", "list", "--since", "-2h"],
+            ["state", "prune", "--retention", "-1d"],
+        ] {
+            let result = try await newspush(arguments + ["--config", config], environment: hubEnvironment)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(
+                !result.stderr.contains("Missing value") && result.stderr.contains("-"),
+                "\(arguments): \(result.stderr)")
+        }
+        // An unknown --language: a malformed one is refused, an unconfigured one is said.
+        let malformed = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Lang", "--language", "english!",
+                "--yes",
+            ],
+            environment: hubEnvironment)
+        #expect(malformed.status == 64, "\(malformed.stderr)")
+        let unconfigured = try await newspush(
+            [
+                "publish", "--config", config, "--category", "World", "--title", "Langue", "--language", "fr",
+                "--dry-run",
+            ],
+            environment: hubEnvironment)
+        #expect(unconfigured.stderr.contains("no message in 'fr'"), "\(unconfigured.stderr)")
+        // A metrics file that cannot be written is refused before the run.
+        let metrics = try await newspush(
+            ["run", "--config", config, "--metrics-file", "/proc/version"], environment: hubEnvironment)
+        #expect(metrics.status != 0, "\(metrics.stderr)")
+        #expect(metrics.stderr.contains("/proc/version"), "\(metrics.stderr)")
     }
 }

@@ -266,6 +266,18 @@ public enum Languages {
         tag.trimmingCharacters(in: .whitespaces).lowercased().replacingOccurrences(of: "-", with: "_")
     }
 
+    /// Whether `tag` reads as a language tag: a primary language of 2 or 3 letters, then
+    /// subtags of 1 to 8 letters or digits (`en`, `pt-BR`, `zh-Hant-TW`).
+    public static func isWellFormed(_ tag: String) -> Bool {
+        let parts = normalized(tag).split(separator: "_", omittingEmptySubsequences: false)
+        guard let primary = parts.first, (2...3).contains(primary.count),
+            primary.allSatisfy({ $0.isASCII && $0.isLetter })
+        else { return false }
+        return parts.dropFirst().allSatisfy {
+            (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        }
+    }
+
     /// The configured language that fits `tag`: itself, else its primary subtag (`fr_ca` → `fr`).
     public static func match(_ tag: String, in available: some Collection<String>) -> String? {
         let tag = normalized(tag)

@@ -344,6 +344,12 @@ public enum PublishPlanner {
     /// now; tags that reach only some of the category's readers.
     private static func notes(_ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig) -> [String] {
         var notes: [String] = []
+        let messages = config.settings(for: push.category).messages.keys
+        if push.message == nil, push.language != "en", Languages.match(push.language, in: messages) == nil {
+            notes.append(
+                "\(push.category.rawValue) has no message in '\(push.language)' "
+                    + "(categories.\(push.category.rawValue).messages): its default message is used")
+        }
         if let tags = push.tags, !push.isTrial, push.replacing == nil,
             leavesReadersOut(tags: tags, category: push.category, config: config)
         {

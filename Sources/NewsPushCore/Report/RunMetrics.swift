@@ -100,6 +100,21 @@ public enum RunMetrics {
         return registry.emitToString()
     }
 
+    /// Why a metrics file cannot be written at `path` (its temporary file beside it cannot be
+    /// made); nil when it can. Asked before a run, so a wrong path is said before anything is done.
+    public static func cannotWrite(_ path: String) -> String? {
+        let probe = "\(path).tmp-\(getpid())"
+        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        close(fd)
+        unlink(probe)
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            return "it is not a regular file"
+        }
+        return nil
+    }
+
     /// Writes `text` to `path` through a temporary file in the same folder and a rename.
     public static func write(_ text: String, to path: String) throws {
         let temporary = "\(path).tmp-\(getpid())"
