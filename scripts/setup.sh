@@ -7,11 +7,12 @@ set -euo pipefail
 packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates libopenblas0)
 if [ "${1:-}" = "--tests" ]; then
     # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils):
-    # a terminal for progress tests; time: GNU time reads a run's own peak RSS.
+    # a terminal for progress tests; time: GNU time reads a run's own peak RSS; faketime: a machine
+    # whose clock runs hours ahead (the clock check).
     # postgresql: a real server for the shared-ledger tests (started by the tests as nobody).
     # chromium, chromium-driver, python3-selenium, fonts-dejavu-core: the desk's browser tests
     # (Tests/desk), WebDriver from Debian's Python.
-    packages+=(sqlite3 prometheus bsdutils time postgresql chromium chromium-driver python3-selenium fonts-dejavu-core)
+    packages+=(sqlite3 prometheus bsdutils time faketime postgresql chromium chromium-driver python3-selenium fonts-dejavu-core)
 fi
 
 missing=()

@@ -174,7 +174,7 @@ public struct Desk: Sendable {
                 "a run is sending right now and holds the ledger; nothing was done: try again in a minute")
         case .usage, .request, .unknownStory: return .error(.badRequest, error.description)
         case .config, .missingConfig, .connectionString: return .error(.internalServerError, error.description)
-        case .ledger, .unreadable, .cannotWrite: return .error(.internalServerError, error.description)
+        case .ledger, .unreadable, .cannotWrite, .clockSkew: return .error(.internalServerError, error.description)
         }
     }
 

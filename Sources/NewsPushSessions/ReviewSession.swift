@@ -205,6 +205,8 @@ public struct ReviewSession: Sendable {
             }
             guard entry.status == .held else { return .notHeld(id: id, why: try whatHappened(id, ledger: ledger)) }
             guard entry.freshUntil >= now else {
+                // Expired for good only when the machine's clock agrees with the hub's.
+                if let problem = clockProblem() { throw SessionError.clockSkew(problem) }
                 let audit = AuditRecord(
                     at: now, editor: AuditRecord.runEditor, action: .expired, entryID: id, storyKey: entry.storyKey,
                     category: entry.category, title: entry.properties["title"],
@@ -221,6 +223,13 @@ public struct ReviewSession: Sendable {
         } catch {
             throw .unreadable(path: path, reason: "\(error)")
         }
+    }
+
+    /// What is wrong with the machine's clock by the hub's word (its `Date`); nil when it is
+    /// right or the hub cannot say.
+    private func clockProblem() -> String? {
+        guard let client = try? context.hubClient(), let reading = client.serverClock() else { return nil }
+        return ClockCheck.problem([ClockReading(server: reading.server, local: reading.local)], of: "the hub")
     }
 
     /// The entry's properties rendered again from its held content with the editor's changes.

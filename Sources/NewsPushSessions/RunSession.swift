@@ -86,9 +86,23 @@ public struct RunSession: Sendable {
             var result = try run(feeds, ledger: ledger, client: client, request: request, now: now)
             result.lockWait = lock?.waited ?? 0
             return result
-        } catch {
+        } catch let error as SessionError {
+            throw error
+        } catch let error as LedgerError {
             throw .ledger(error)
+        } catch {
+            throw .unreadable(path: config.statePath, reason: "\(error)")
         }
+    }
+
+    /// The machine's clock against the feeds' servers: too far off, a run stops before deciding
+    /// anything (nothing recorded: the items are new again once the clock is right); a preview
+    /// says so and goes on.
+    private func checkClock(_ feeds: [FeedTally], dryRun: Bool) throws(SessionError) {
+        let readings = feeds.compactMap { $0.read.fetched.clock }
+        guard let problem = ClockCheck.problem(readings, of: "the feeds' servers") else { return }
+        guard dryRun else { throw .clockSkew(problem) }
+        logger.warning("\(problem) (a preview: shown as judged by this clock)")
     }
 
     /// The stages in order, with the ledger open (and locked, unless a preview). Each feed is
@@ -97,7 +111,7 @@ public struct RunSession: Sendable {
     private func run(
         _ feeds: [FeedSettings], ledger: Ledger, client: NotificationHubClient, request: RunRequest,
         now: Date
-    ) throws(LedgerError) -> RunResult {
+    ) throws -> RunResult {
         let interrupted = request.dryRun ? [] : try RunLoad.settle(ledger, now: now)
         let records = try ledger.feeds(feeds.map(\.url))
         let history = try RunLoad.history(ledger, policy: config.policy, now: now)
@@ -106,6 +120,7 @@ public struct RunSession: Sendable {
             feeds, records: records, ledger: ledger, waiting: Set(history.waiting.map(\.storyKey)), request: request,
             models: &models, now: now)
         logProblems(listing.feeds)
+        try checkClock(listing.feeds, dryRun: request.dryRun)
         announceBaselines(listing.feeds, ledgerIsNew: ledger.isNew, ledgerPath: ledger.path, request: request)
         let open = models.classified(listing.open)
         let names = listing.feeds.map { (name: $0.name, url: $0.settings.url) }

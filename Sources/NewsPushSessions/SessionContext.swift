@@ -78,6 +78,9 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     /// A file the session writes cannot be written (exit 1).
     case cannotWrite(path: String, reason: String)
+    /// The machine's clock is too far from the servers' to decide by it (exit 1): nothing that
+    /// depends on it was recorded.
+    case clockSkew(String)
 
     /// What went wrong, naming the file, ledger, feed or story.
     public var description: String {
@@ -92,6 +95,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"
         case .unreadable(let path, let reason): return "\(path): \(reason)"
         case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        case .clockSkew(let problem): return problem
         }
     }
 

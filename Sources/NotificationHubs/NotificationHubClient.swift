@@ -156,6 +156,20 @@ public struct NotificationHubClient: Sendable {
         transport.perform(request)
     }
 
+    /// The hub's clock: the `Date` header of an answer to a harmless read (the telemetry of an
+    /// id no notification has), and the machine's clock when it came; nil when the hub cannot
+    /// be reached or says no date.
+    public func serverClock(now: Date = Date()) -> (server: Date, local: Date)? {
+        let probe = HubRequest(
+            method: "GET",
+            url: "\(baseURL)\(hubName)/messages/newspush-clock-check?api-version=\(apiVersion)",
+            headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
+        guard case .success(let response) = perform(probe), let date = response.headers["date"],
+            let server = Self.parseHTTPDate(date)
+        else { return nil }
+        return (server, Date())
+    }
+
     /// Sends a request, retrying as the official SDKs do, and says what became of it.
     public func send(_ request: HubRequest) -> SendOutcome {
         var attempt = 0
@@ -303,12 +317,20 @@ public struct NotificationHubClient: Sendable {
         {
             return Double(trimmed)
         }
+        guard let date = parseHTTPDate(trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+
+    /// An HTTP-date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110's preferred form), as `Date` and
+    /// `Retry-After` headers carry it; nil for anything else.
+    public static func parseHTTPDate(_ value: String) -> Date? {
+        let trimmed = value.trimmingWhitespace()
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 64 else { return nil }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        return formatter.date(from: trimmed)
     }
 
     /// Template property names: `[A-Za-z0-9_]`, 1 to 120 characters.

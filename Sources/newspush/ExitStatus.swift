@@ -116,7 +116,7 @@ enum ExitStatus {
             case .config, .missingConfig, .connectionString: return 78
             case .ledger(let ledger): return code(for: ledger)
             case .usage, .request, .unknownStory: return 64
-            case .unreadable, .cannotWrite: return 1
+            case .unreadable, .cannotWrite, .clockSkew: return 1
             }
         case let error as DeskUsersError:
             switch error {

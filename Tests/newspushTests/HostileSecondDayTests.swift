@@ -642,3 +642,52 @@ struct HostileContractTests {
         #expect(metrics.stderr.contains("/proc/version"), "\(metrics.stderr)")
     }
 }
+
+/// 13. A machine whose clock runs hours ahead decides nothing by it.
+@Suite("A hostile operator's second day: the clock")
+struct HostileClockTests {
+    let first = HostileOperatorTests()
+    static let faketime = "/usr/bin/faketime"
+
+    /// The built binary under a clock `offset` off (`+5h`), through libfaketime.
+    func skewed(_ offset: String, _ arguments: [String]) async throws -> CommandResult {
+        try await newspushRaw(
+            Self.faketime, ["-f", offset, try binaryURL().path] + arguments, environment: hubEnvironment)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: faketime), "needs faketime (scripts/setup.sh)"))
+    func aClockHoursAheadRecordsNothingAndExpiresNothing() async throws {
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
+        defer { hub.stop() }
+        let desk = FeedDesk([("c1", "Rescue teams reach the village", 3), ("c2", "Council backs the new budget", 4)])
+        let server = try await FeedDesk.serve(["/w.xml": desk])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try first.config(
+            folder, hub: hub.endpoint, extra: "review: {rules: [{title: Council, mode: review}]}",
+            feeds: ["{url: \"\(server.baseURL)/w.xml\", category: World}"])
+        #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
+        for offset in ["+5h", "-5h"] {
+            let ahead = try await skewed(offset, ["run", "--config", config])
+            #expect(ahead.status == 1, "\(offset): \(ahead.stderr)")
+            #expect(ahead.stderr.contains("clock"), "\(offset): \(ahead.stderr)")
+            let export = try first.json(try await newspush(["state", "export", "--config", config]))
+            let items = export["items"] as? [String: Any], feeds = export["feeds"] as? [String: Any]
+            #expect(items?.isEmpty == true && feeds?.isEmpty == true, "\(offset): nothing recorded: \(export)")
+        }
+        #expect(await hub.emulator.allDeliveries().isEmpty)
+        // With the clock right, the same items are fresh news.
+        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 1)
+        // An approval under a clock hours ahead does not expire the held push for good.
+        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+        let id = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
+        let approve = try await skewed("+5h", ["review", "approve", id, "--config", config])
+        #expect(approve.status == 1 && approve.stderr.contains("clock"), "\(approve.stderr)")
+        let approved = try await newspush(["review", "approve", id, "--config", config], environment: hubEnvironment)
+        #expect(approved.status == 0, "\(approved.stderr)")
+        #expect(await hub.emulator.allDeliveries().count == 2)
+    }
+}

@@ -78,6 +78,8 @@ public struct FetchedFeed: Sendable {
     public var retryAfter: Date?
     /// Not fetched this run: the server's Retry-After has not ended.
     public var paused = false
+    /// The server's clock beside the machine's when the answer came (its `Date` header).
+    public var clock: ClockReading?
 
     /// The outcome of a fetch of `url`.
     public init(
@@ -219,6 +221,8 @@ public struct FeedFetcher: Sendable {
         if let first = result.redirects.first, first.status == 301 || first.status == 308 {
             feed.movedTo = first.location
         }
+        // The machine's own clock (not the session's: a test clock is not the machine's).
+        feed.clock = ClockReading(headers: result.headers, local: Date())
         if let failure = result.failure {
             feed.failure = .transfer(url: url, failure)
             return feed
