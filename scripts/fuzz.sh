@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh TARGET [SECONDS] [libFuzzer options…]
 #
-# TARGET is feed, config, tags, dates or connection; SECONDS defaults to 600. Builds
+# TARGET is feed, config, tags, dates, connection or form; SECONDS defaults to 600. Builds
 # newspush-fuzz with -sanitize=fuzzer,address into .build/fuzz, seeds it from the test
 # fixtures (and ../shared/corpus/feedparser for feeds, when present), keeps what it learns in
 # .build/fuzz-corpus/TARGET and writes crashing inputs to .build/fuzz-artifacts/TARGET/. A
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=${1:?usage: scripts/fuzz.sh feed|config|tags|dates|connection [SECONDS] [libFuzzer options…]}
+target=${1:?usage: scripts/fuzz.sh feed|config|tags|dates|connection|form [SECONDS] [libFuzzer options…]}
 seconds=${2:-600}
 shift; [ $# -gt 0 ] && shift
 

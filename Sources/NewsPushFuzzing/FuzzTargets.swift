@@ -18,6 +18,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case dates
     /// A connection string → its parser; no error may repeat the key.
     case connection
+    /// A form body or URL query, as the desk receives them → its decoder; what it decodes
+    /// decodes the same once encoded again.
+    case form
 
     /// Runs one input.
     public func run(_ bytes: UnsafeRawBufferPointer) {
@@ -27,6 +30,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .tags: Self.tags(Self.text(bytes))
         case .dates: Self.dates(Self.text(bytes))
         case .connection: Self.connection(Self.text(bytes))
+        case .form: Self.form(Self.text(bytes))
         }
     }
 
@@ -104,6 +108,24 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 requireNoSecret(in: String(describing: error))
             }
         }
+    }
+
+    private static func form(_ text: String) {
+        let fields = FormFields.parse(text)
+        // Every byte but the unreserved ones escaped: the same fields come back.
+        func escaped(_ text: String) -> String {
+            text.utf8.map { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                    return String(UnicodeScalar(byte))
+                default:
+                    return String(format: "%%%02X", byte)
+                }
+            }.joined()
+        }
+        let again = FormFields.parse(fields.map { "\(escaped($0.key))=\(escaped($0.value))" }.joined(separator: "&"))
+        if again != fields { fatalError("the form decodes differently once encoded again: \(fields) vs \(again)") }
     }
 
     /// Traps when `message` holds any 12-character piece of the sentinel key.
