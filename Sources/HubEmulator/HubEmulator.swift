@@ -100,8 +100,10 @@ public actor HubEmulator {
     /// `DELETE {hub}/schedulednotifications/{id}`, `GET {hub}/messages/{id}` (telemetry).
     func route(_ request: EmulatorRequest, trackingId: String, now: Date) -> EmulatorResponse {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        // The service's own words for a path that names no hub or resource (a 404 recorded in
+        // MicrosoftDocs/xamarin-docs#3150; Tests/NewsPushCoreTests/Fixtures/hub-answers).
         let notFound = EmulatorResponse.xmlError(
-            404, "The requested resource \(request.path) was not found", trackingId: trackingId)
+            404, "No service is hosted at the specified address.", trackingId: trackingId)
         guard segments.count >= 2, ["messages", "schedulednotifications"].contains(segments[1]) else { return notFound }
         let hub = segments[0]
         // Authentication, as the service: token present, signature, expiry, audience.
@@ -109,7 +111,7 @@ public actor HubEmulator {
             return failure
         }
         if let expected = registry.hub, expected.lowercased() != hub.lowercased() {
-            return .xmlError(404, "No hub named '\(hub)' in this namespace", trackingId: trackingId)
+            return .xmlError(404, "No service is hosted at the specified address.", trackingId: trackingId)
         }
         switch (request.method, segments[1], segments.count) {
         case ("POST", "messages", 2):

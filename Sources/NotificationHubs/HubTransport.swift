@@ -58,12 +58,16 @@ public struct HubResponse: Sendable, Equatable {
     public var headers: [String: String]
     /// The body.
     public var body: Data
+    /// The status line's reason phrase: the service words some errors only there (`401 40103:
+    /// Invalid authorization token signature`, with an empty body).
+    public var reason: String
 
     /// A response as the transport received it.
-    public init(status: Int, headers: [String: String], body: Data) {
+    public init(status: Int, headers: [String: String], body: Data, reason: String = "") {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         self.body = body
+        self.reason = reason
     }
 }
 

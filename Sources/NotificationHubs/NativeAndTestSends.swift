@@ -156,9 +156,13 @@ extension NotificationHubClient {
             headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
     }
 
-    /// Whether a 404's detail says the hub is missing rather than the resource in it.
+    /// Whether a 404's detail says the hub is missing rather than the resource in it: the
+    /// service's own words for a path that names no hub ("No service is hosted at the specified
+    /// address", also seen quoted inside "The messaging entity '…' could not be found"), or a
+    /// detail that names the hub and no notification.
     static func namesMissingHub(_ detail: String) -> Bool {
         let lower = detail.lowercased()
+        if lower.contains("no service is hosted at the specified address") { return true }
         return lower.contains("hub") && !lower.contains("notification")
     }
 

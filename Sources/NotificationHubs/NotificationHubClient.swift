@@ -285,7 +285,9 @@ public struct NotificationHubClient: Sendable {
         }
     }
 
-    /// The `<Detail>` of an XML error body, prefixed for a message, or "".
+    /// What the service said of an error, prefixed for a message, or "": the `<Detail>` of its
+    /// XML body, else its status line's reason phrase when that says more than the status's
+    /// standard name (the service puts `40103: Invalid authorization token signature` there).
     static func errorDetail(_ response: HubResponse) -> String {
         let text = String(decoding: response.body.prefix(2048), as: UTF8.self)
         if let start = text.range(of: "<Detail>"),
@@ -293,8 +295,19 @@ public struct NotificationHubClient: Sendable {
         {
             return ": " + text[start.upperBound..<end.lowerBound]
         }
-        return ""
+        let reason = response.reason.trimmingWhitespace()
+        guard !reason.isEmpty, !standardReasons.contains(reason.lowercased()) else { return "" }
+        return ": " + reason
     }
+
+    /// The standard reason phrases (RFC 9110) of the statuses the service answers, lower-cased:
+    /// they say nothing the status does not.
+    static let standardReasons: Set<String> = [
+        "bad request", "unauthorized", "forbidden", "not found", "method not allowed", "conflict", "gone",
+        "request entity too large", "content too large", "payload too large", "too many requests",
+        "internal server error", "bad gateway", "service unavailable", "gateway timeout", "request timeout", "ok",
+        "created",
+    ]
 
     /// The last path segment of a `Location` URL.
     public static func notificationId(fromLocation location: String) -> String? {

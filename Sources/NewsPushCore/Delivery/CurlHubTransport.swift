@@ -41,7 +41,8 @@ final class CurlHubTransport: HubTransport, Sendable {
                     result.requestSent ? .outcomeUnknown(failure.description) : .notSent(failure.description))
             }
         }
-        return .success(HubResponse(status: result.status, headers: result.headers, body: result.body))
+        return .success(
+            HubResponse(status: result.status, headers: result.headers, body: result.body, reason: result.reason))
     }
 }
 

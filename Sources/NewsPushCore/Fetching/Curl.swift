@@ -55,6 +55,9 @@ public enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible
 /// What came back for one transfer.
 struct HTTPTransferResult: Sendable {
     var status: Int = 0
+    /// The final response's reason phrase (the service puts error codes there: `40103: Invalid
+    /// authorization token signature`).
+    var reason = ""
     /// Headers of the final response, names lower-cased.
     var headers: [String: String] = [:]
     var body = Data()
@@ -79,6 +82,7 @@ final class CurlEasyHandle {
     private var maxBytes = Int.max
     private var pendingStatus = 0
     private var pendingHeaders: [String: String] = [:]
+    private var pendingReason = ""
     // libcurl writes error text here during a transfer, so it must have a stable address.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -202,6 +206,7 @@ final class CurlEasyHandle {
             }
             let parts = line.split(separator: " ", maxSplits: 2)
             pendingStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            pendingReason = parts.count > 2 ? String(parts[2].prefix(512)) : ""
             pendingHeaders = [:]
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
@@ -209,6 +214,7 @@ final class CurlEasyHandle {
             pendingHeaders[name] = value
         } else if line.isEmpty {
             result.headers = pendingHeaders
+            result.reason = pendingReason
         }
     }
 
