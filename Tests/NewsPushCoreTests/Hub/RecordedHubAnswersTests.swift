@@ -25,7 +25,8 @@ struct RecordedHubAnswersTests {
         func perform(_ request: HubRequest) -> Result<HubResponse, HubTransportError> {
             .success(
                 HubResponse(
-                    status: answer.status, headers: answer.headers, body: Data(answer.body.utf8), reason: answer.reason))
+                    status: answer.status, headers: answer.headers, body: Data(answer.body.utf8), reason: answer.reason)
+            )
         }
     }
 
