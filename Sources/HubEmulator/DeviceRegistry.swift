@@ -54,7 +54,8 @@ public struct AccessPolicy: Sendable, Equatable {
 /// `devices: [{id: phone-1, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}]`
 /// (a template registration may add `headers: {apns-collapse-id: "$(collapseId)"}` and
 /// `expiry: "$(expiry)"`; `offline_seconds: N` has a device come online N seconds after a send),
-/// optionally `hub: NAME` (other hub paths answer 404), `tier: standard|basic|free` and
+/// optionally `hub: NAME` (other hub paths answer 404), `tier: standard|basic|free`,
+/// `telemetry_delay: SECONDS` (telemetry answers 404 that long after a send) and
 /// `policies: [{name: ListenOnly, key: …, rights: [Listen]}]`.
 public struct DeviceRegistry: Sendable {
     /// Standard has scheduled sends and per-message telemetry; basic and free answer 403 to them.
@@ -68,6 +69,9 @@ public struct DeviceRegistry: Sendable {
     public var policies: [AccessPolicy]
     /// The hub's tier (scheduled sends and telemetry need Standard).
     public var tier: Tier
+    /// How long after a send its telemetry answers 404, as the service's does until it has
+    /// processed the notification (up to 30 minutes); `telemetry_delay: 2s` in the file.
+    public var telemetryDelay: Double = 0
 
     /// A registry of `devices`.
     public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = [], tier: Tier = .standard) {
@@ -110,6 +114,12 @@ public struct DeviceRegistry: Sendable {
                 throw fail(mapping["tier"], "tier must be free, basic or standard, not '\(tier)'")
             }
             registry.tier = value
+        }
+        if let text = mapping["telemetry_delay"]?.string {
+            guard let seconds = Double(text.hasSuffix("s") ? String(text.dropLast()) : text), seconds >= 0 else {
+                throw fail(mapping["telemetry_delay"], "telemetry_delay must be seconds (2s), not '\(text)'")
+            }
+            registry.telemetryDelay = seconds
         }
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()

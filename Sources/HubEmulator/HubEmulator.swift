@@ -124,7 +124,7 @@ public actor HubEmulator {
             }
             if request.method == "POST" { return schedule(request, hub: hub, trackingId: trackingId, now: now) }
             if request.method == "DELETE" { return cancel(segments[2], trackingId: trackingId, now: now) }
-            return telemetry(segments[2], hub: hub, trackingId: trackingId)
+            return telemetry(segments[2], hub: hub, trackingId: trackingId, now: now)
         default:
             return notFound
         }
@@ -219,8 +219,8 @@ public actor HubEmulator {
         return EmulatorResponse(status: 200, headers: [("TrackingId", trackingId)], body: Data())
     }
 
-    func telemetry(_ id: String, hub: String, trackingId: String) -> EmulatorResponse {
-        guard let record = notifications[id] else {
+    func telemetry(_ id: String, hub: String, trackingId: String, now: Date = Date()) -> EmulatorResponse {
+        guard let record = notifications[id], now.timeIntervalSince(record.enqueued) >= registry.telemetryDelay else {
             return .xmlError(404, "No notification '\(id)' in this hub", trackingId: trackingId)
         }
         return EmulatorResponse(

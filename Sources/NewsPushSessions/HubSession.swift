@@ -20,9 +20,14 @@ public struct HubStatusRow: Sendable, Encodable {
     public var failedStatus: Int?
     /// Set when the hub could not be reached at all.
     public var unreachable = false
+    /// Set when the hub has not processed the notification yet (404 within 30 minutes of the send).
+    public var notProcessedYet = false
+    /// When the notification was sent, when the ledger says.
+    var sentAt: Date?
 
     enum CodingKeys: String, CodingKey {
         case telemetry, error, message, notificationId = "notification_id", storyKey = "story_key"
+        case notProcessedYet = "not_processed_yet"
     }
 }
 
@@ -89,8 +94,12 @@ public struct HubSession: Sendable {
             resourceURI: resource, keyName: connection.keyName, key: connection.key, expiry: se)
     }
 
-    /// The hub's telemetry of `notificationId`, or of the latest `last` pushes in the ledger.
-    public func status(notificationId: String?, last: Int?) throws(SessionError) -> HubStatusOutcome {
+    /// The hub's telemetry of `notificationId`, or of the ledger's `last` notifications; a
+    /// notification the hub has not processed yet is asked again every 10 s for up to `wait`
+    /// seconds.
+    public func status(notificationId: String?, last: Int?, wait: Double? = nil) throws(SessionError)
+        -> HubStatusOutcome
+    {
         let client = try context.hubClient()
         var rows: [HubStatusRow] = []
         if let notificationId {
@@ -103,23 +112,48 @@ public struct HubSession: Sendable {
                 throw .ledger(error)
             }
             rows = entries.map {
-                HubStatusRow(
+                var row = HubStatusRow(
                     notificationId: $0.notificationId ?? "", storyKey: $0.storyKey,
                     message: $0.properties["messageParam"] ?? $0.properties["url"])
+                row.sentAt = $0.lastAttempt
+                return row
             }
         }
-        for index in rows.indices {
-            switch client.telemetry(id: rows[index].notificationId) {
-            case .details(let details): rows[index].telemetry = details
-            case .failed(let status, let reason):
-                rows[index].error = reason
-                rows[index].failedStatus = status
-            case .unreachable(let reason):
-                rows[index].error = reason
-                rows[index].unreachable = true
-            }
+        var asked = rows.indices.map { $0 }
+        let deadline = Date().addingTimeInterval(wait ?? 0)
+        while true {
+            for index in asked { Self.ask(client, about: &rows[index]) }
+            asked = rows.indices.filter { rows[$0].notProcessedYet }
+            // The service asks for 10 s between tries while it has not processed a send.
+            let left = deadline.timeIntervalSinceNow
+            guard !asked.isEmpty, left > 0 else { break }
+            Thread.sleep(forTimeInterval: min(Self.retryInterval, left))
         }
         return HubStatusOutcome(rows: rows, nothingInLedger: last != nil && rows.isEmpty)
+    }
+
+    /// Seconds between tries of a notification the hub has not processed yet.
+    static let retryInterval: Double = 10
+
+    /// The hub's telemetry of one row, in place.
+    private static func ask(_ client: NotificationHubClient, about row: inout HubStatusRow) {
+        row.notProcessedYet = false
+        row.error = nil
+        row.failedStatus = nil
+        switch client.telemetry(id: row.notificationId, sentAt: row.sentAt) {
+        case .details(let details): row.telemetry = details
+        case .notProcessedYet(let sent):
+            row.notProcessedYet = true
+            row.error =
+                "not processed yet: sent \(Int(Date().timeIntervalSince(sent).rounded())) s ago, and the hub answers "
+                + "404 until it has processed a send (up to 30 minutes); ask again (hub status --wait 2m retries)"
+        case .failed(let status, let reason):
+            row.error = reason
+            row.failedStatus = status
+        case .unreachable(let reason):
+            row.error = reason
+            row.unreachable = true
+        }
     }
 
     /// Cancels scheduled send `scheduledId` at the hub and records it, under the run lock

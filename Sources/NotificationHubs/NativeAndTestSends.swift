@@ -189,8 +189,27 @@ extension NotificationHubClient {
             headers: [("Authorization", authorization(now: now)), ("x-ms-version", "2016-07")], body: Data())
     }
 
-    /// Asks for the telemetry of notification `id` and says what came back.
-    public func telemetry(id: String) -> TelemetryOutcome {
+    /// How long the service may answer 404 for a notification it has not processed yet.
+    public static let telemetryWindow: Double = 30 * 60
+
+    /// When the hub took notification `id`, from the time its id carries (`NH-20221214202418813-…`,
+    /// or the older `…-20181107001833-…`, UTC); nil for an id without one.
+    public static func sentAt(notificationId id: String) -> Date? {
+        let digits = id.split(separator: "-").first { part in
+            (part.count == 17 || part.count == 14) && part.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        guard let digits else { return nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = digits.count == 17 ? "yyyyMMddHHmmssSSS" : "yyyyMMddHHmmss"
+        return formatter.date(from: String(digits))
+    }
+
+    /// Asks for the telemetry of notification `id` and says what came back. A 404 for a
+    /// notification sent (by its id's time, else `sentAt`) within the last 30 minutes is
+    /// `notProcessedYet`: the service answers so until it has processed it.
+    public func telemetry(id: String, sentAt known: Date? = nil, now: Date = Date()) -> TelemetryOutcome {
         switch perform(telemetryRequest(id: id)) {
         case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
             return .unreachable("could not reach the hub at \(baseURL): \(why)")
@@ -209,6 +228,9 @@ extension NotificationHubClient {
                         + "the right): the hub answered 403"
                 )
             case 404:
+                if let sent = known ?? Self.sentAt(notificationId: id), now.timeIntervalSince(sent) < Self.telemetryWindow {
+                    return .notProcessedYet(sentAt: sent)
+                }
                 return .failed(
                     status: 404,
                     reason: "the hub knows no notification '\(id)' (ids come from the Location of a Standard-tier send)"
@@ -265,6 +287,8 @@ extension CancelOutcome: CustomStringConvertible {
 /// What a telemetry request came to.
 public enum TelemetryOutcome: Sendable, Equatable {
     case details(NotificationDetails)
+    /// 404 within 30 minutes of the send: the service has not processed it yet (ask again in 10 s).
+    case notProcessedYet(sentAt: Date)
     case failed(status: Int, reason: String)
     case unreachable(String)
 }

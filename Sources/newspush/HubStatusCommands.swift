@@ -20,15 +20,23 @@ extension Hub {
         @Argument(help: "A notification id.") var notificationId: String?
         @Option(help: "The latest N pushes the hub took, from the ledger.") var last: Int?
         @Option(help: "text or json") var format: OutputFormat = .text
+        @Option(
+            help:
+                "Ask again every 10 s, up to this long (e.g. 2m), about a notification the hub has not processed yet.")
+        var wait: String?
 
         func validate() throws {
             if (notificationId == nil) == (last == nil) { throw ValidationError("give a NOTIFICATION_ID or --last N") }
             if let last, last < 1 || last > 100 { throw ValidationError("--last takes 1 to 100") }
+            if let wait, Durations.parse(wait) == nil {
+                throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
+            }
         }
 
         func run() throws {
             let session = HubSession(context: global.context(try global.loadConfig()))
-            let outcome = try session.status(notificationId: notificationId, last: last)
+            let outcome = try session.status(
+                notificationId: notificationId, last: last, wait: wait.flatMap(Durations.parse))
             if outcome.nothingInLedger {
                 Terminal.error("the ledger holds no push with a notification id yet (ids come from Standard-tier hubs)")
             }
