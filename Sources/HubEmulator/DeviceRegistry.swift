@@ -72,6 +72,10 @@ public struct DeviceRegistry: Sendable {
     /// How long after a send its telemetry answers 404, as the service's does until it has
     /// processed the notification (up to 30 minutes); `telemetry_delay: 2s` in the file.
     public var telemetryDelay: Double = 0
+    /// The send formats whose platform credential the hub has (`credentials: [apple, fcmv1]` in
+    /// the file; nil: every one). A native send of another format is refused with the service's
+    /// 400 "The notification has no target applications".
+    public var credentials: Set<String>?
 
     /// A registry of `devices`.
     public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = [], tier: Tier = .standard) {
@@ -120,6 +124,9 @@ public struct DeviceRegistry: Sendable {
                 throw fail(mapping["telemetry_delay"], "telemetry_delay must be seconds (2s), not '\(text)'")
             }
             registry.telemetryDelay = seconds
+        }
+        if let list = mapping["credentials"]?.sequence {
+            registry.credentials = Set(list.compactMap { $0.string?.lowercased() })
         }
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()

@@ -55,6 +55,16 @@ extension DeviceRegistry {
                     response: .xmlError(413, "The message size cannot be over 64 KB", trackingId: trackingId)))
         }
         let format = (request.headers["servicebusnotification-format"] ?? "template").lowercased()
+        if format != "template", let credentials, !credentials.contains(format) {
+            // The service's words for a format whose credential the hub lacks (Fixtures/hub-answers).
+            return .failure(
+                EmulatorRefusal(
+                    response: .xmlError(
+                        400,
+                        "The notification has no target applications. The notification format is \(format). Review "
+                            + "the credentials specified in the notification hub description and the notification "
+                            + "format.", trackingId: trackingId)))
+        }
         let tags = request.headers["servicebusnotification-tags"]
         var predicate: TagPredicate?
         if let tags {

@@ -34,6 +34,17 @@ public enum SendOutcome: Sendable, Equatable {
         }
     }
 
+    /// The send format the hub has no credential for, when the answer says so (400 "The
+    /// notification has no target applications. The notification format is gcm"): a fault of
+    /// the hub's set-up for every push of that format, not of this push.
+    public var formatWithoutCredential: String? {
+        guard case .refused(400, let reason) = self,
+            let range = reason.range(of: "has no target applications. The notification format is ")
+        else { return nil }
+        let format = reason[range.upperBound...].prefix { $0.isLetter || $0.isNumber }
+        return format.isEmpty ? nil : String(format)
+    }
+
     /// The HTTP status of the last answer, if there was one.
     public var httpStatus: Int? {
         switch self {

@@ -38,4 +38,62 @@ struct HubReadinessTests {
             environment: hubEnvironment)
         #expect(old.status == 1 && old.stdout.contains("knows no notification"), "\(old.stdout) \(old.stderr)")
     }
+
+    static let mixed = """
+        hub: breaking-news
+        devices:
+          - {id: iphone, platform: apple, tags: [World]}
+          - {id: pixel, platform: fcmv1, tags: [Sports]}
+        """
+
+    // 2. A hub without a platform's credential: one error, the other formats go on, nothing lost.
+    @Test func aMissingCredentialStopsItsFormatOnceAndKeepsItsPushes() async throws {
+        let broken = try await LocalHub.start(devicesYAML: Self.mixed + "\ncredentials: [apple]")
+        defer { broken.stop() }
+        let fixed = try await LocalHub.start(devicesYAML: Self.mixed)
+        defer { fixed.stop() }
+        let server = try await FeedDesk.serve([
+            "/world.xml": FeedDesk([("w1", "Bridge reopens after repairs", 2), ("w2", "Talks resume in Geneva", 3)]),
+            "/sports.xml": FeedDesk([
+                ("s1", "Cup final goes to extra time", 2), ("s2", "Record transfer agreed", 3),
+                ("s3", "Coach resigns after defeat", 4),
+            ]),
+        ])
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        func config(_ hub: LocalHub, _ name: String) throws -> String {
+            try folder.write(
+                name,
+                """
+                hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                    endpoint: "\(hub.endpoint)", retries: 1, retry_delay: 10ms, concurrency: 1}
+                state: newspush-state.db
+                policy: {first_run: send, budget: {per_category: 50, per: 1h}}
+                categories:
+                  World: {format: apple}
+                  Sports: {format: fcmv1}
+                feeds:
+                  - {url: "\(server.baseURL)/world.xml", category: World}
+                  - {url: "\(server.baseURL)/sports.xml", category: Sports}
+                """)
+        }
+        let run = try await newspush(
+            ["run", "--config", try config(broken, "broken.yaml"), "--format", "json"], environment: hubEnvironment)
+        #expect(run.status == 1, "\(run.stderr)")
+        let said = (run.stdout + run.stderr).components(separatedBy: "no platform credential for fcmv1").count - 1
+        #expect(said == 1, "said once: \(run.stdout) \(run.stderr)")
+        let pushes = try #require(try first.json(run)["pushes"] as? [[String: Any]])
+        let statuses = Dictionary(grouping: pushes, by: { $0["category"] as? String ?? "" }).mapValues {
+            $0.compactMap { $0["status"] as? String }.sorted()
+        }
+        #expect(statuses["World"] == ["sent", "sent"], "\(statuses)")
+        #expect(statuses["Sports"] == ["pending", "pending", "pending"], "\(statuses)")
+        #expect(await broken.emulator.allDeliveries().map(\.device) == ["iphone", "iphone"])
+        // Once the hub has the credential, the next run sends the pushes it kept.
+        let again = try await newspush(
+            ["run", "--config", try config(fixed, "fixed.yaml")], environment: hubEnvironment)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(await fixed.emulator.allDeliveries().map(\.device) == ["pixel", "pixel", "pixel"])
+    }
 }

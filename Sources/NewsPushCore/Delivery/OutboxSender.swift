@@ -77,19 +77,29 @@ public struct OutboxSender {
         // The first push goes alone: when the key is wrong or the hub is out of reach, one
         // request finds out, not a whole chunk.
         let chunks = [entries.prefix(1)] + Array(entries.dropFirst()).chunked(concurrency)
+        // Formats the hub has no credential for: their pushes wait, the others go on.
+        var uncredentialed: [PushFormat: String] = [:]
         for chunk in chunks where !chunk.isEmpty {
-            let (ready, refused) = requests(for: Array(chunk))
+            let waiting = chunk.filter { uncredentialed[$0.format] != nil }.map { entry in
+                OutboxOutcome(
+                    entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
+                    error: "not sent: \(uncredentialed[entry.format] ?? "")")
+            }
+            let (ready, refused) = requests(for: chunk.filter { uncredentialed[$0.format] == nil })
             do throws(LedgerError) {
-                try journal.record(refused)
+                try journal.record(refused + waiting)
                 try journal.markSending(ready.map(\.entry), at: now)
             } catch {
                 logger.info("\(error.description)")
-                result.outcomes += refused
+                result.outcomes += refused + waiting
                 result.stop = .ledger(error)
                 return result
             }
-            result.outcomes += refused
+            result.outcomes += refused + waiting
             let (outcomes, stop) = sendAll(ready, pool: pool)
+            for (entry, outcome) in zip(ready.map(\.entry), outcomes) where outcome.status == .pending {
+                if let why = outcome.error, why.contains(Self.noCredentialWords) { uncredentialed[entry.format] = why }
+            }
             do throws(LedgerError) { try journal.record(outcomes) } catch {
                 // The entries stay `sending`: the next run settles them as unknown, never re-sent.
                 logger.info("\(error.description)")
@@ -104,7 +114,24 @@ public struct OutboxSender {
                 return result
             }
         }
+        if !uncredentialed.isEmpty { result.stop = Self.credentialStop(uncredentialed, outcomes: result.outcomes) }
         return result
+    }
+
+    /// The service's words for a send whose format the hub has no credential for.
+    static let noCredentialWords = "has no target applications"
+
+    /// One sentence for every format the hub lacks a credential for (said once, not per push).
+    static func credentialStop(_ formats: [PushFormat: String], outcomes: [OutboxOutcome]) -> SendStop {
+        let kept = outcomes.filter { $0.status == .pending && $0.error?.contains(noCredentialWords) == true }.count
+        let names = formats.keys.map(\.rawValue).sorted().joined(separator: ", ")
+        let detail = formats.values.sorted().first ?? ""
+        return .hub(
+            status: 400,
+            reason:
+                "the hub has no platform credential for \(names) pushes (\(detail)): add the platform's credential "
+                + "to the hub (the Azure portal: the hub's Settings), then the next run sends the \(kept) "
+                + "push\(kept == 1 ? "" : "es") kept pending")
     }
 
     /// Sends one push that is not recorded (a trial to a few devices) with the same outcome rules.
@@ -193,6 +220,12 @@ public struct OutboxSender {
             logger.info("push of \(entry.storyKey) refused: \(why)")
             return OutboxOutcome(
                 entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: at, httpStatus: 403, error: why)
+        case .refused(let status, let reason) where answer.formatWithoutCredential != nil:
+            // The hub's set-up, not this push: it waits for the credential.
+            logger.info("push of \(entry.storyKey) not sent; it stays pending: \(reason)")
+            return OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: at, httpStatus: status,
+                error: reason)
         case .refused(let status, let reason) where !answer.concernsHub:
             logger.info("push of \(entry.storyKey) refused: \(reason)")
             return OutboxOutcome(
