@@ -228,7 +228,9 @@ extension NotificationHubClient {
                         + "the right): the hub answered 403"
                 )
             case 404:
-                if let sent = known ?? Self.sentAt(notificationId: id), now.timeIntervalSince(sent) < Self.telemetryWindow {
+                if let sent = known ?? Self.sentAt(notificationId: id),
+                    now.timeIntervalSince(sent) < Self.telemetryWindow
+                {
                     return .notProcessedYet(sentAt: sent)
                 }
                 return .failed(
