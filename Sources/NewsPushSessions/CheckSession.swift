@@ -34,7 +34,7 @@ public struct CheckOutcome: Sendable {
 
     /// The problems in one line each (`check: detail`).
     public var problems: [String] {
-        checks.filter { $0.severity == .config || $0.severity == .ledger }.map { "\($0.check): \($0.detail)" }
+        checks.filter { [.config, .ledger, .hub].contains($0.severity) }.map { "\($0.check): \($0.detail)" }
     }
 
     /// What works but is probably not meant, in one line each.
@@ -52,10 +52,18 @@ public struct CheckSession: Sendable {
         self.context = context
     }
 
-    /// Every check; nothing is written and, without `fetch`, nothing leaves the machine.
-    public func check(fetch: Bool) -> CheckOutcome {
+    /// Every check; nothing is written and, without `fetch` or `hub`, nothing leaves the machine.
+    /// With `hub`, the go-live check: one test push per format the config sends (`GoLiveCheck`).
+    public func check(fetch: Bool, hub: Bool = false) -> CheckOutcome {
         let config = context.config
-        let checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath, firstRun: Self.firstRun(config))
+        var checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath, firstRun: Self.firstRun(config))
+        if hub {
+            do {
+                checks += GoLiveCheck(config: config, client: try context.hubClient()).run(now: context.clock.now())
+            } catch {
+                checks.append(ConfigCheck(check: "hub", severity: .config, detail: error.description))
+            }
+        }
         guard fetch else { return CheckOutcome(checks: checks, feeds: nil) }
         let reads = FeedReading.fetchAndRead(
             config.feeds, records: [:], settings: config.fetch, baseFolder: config.folder,

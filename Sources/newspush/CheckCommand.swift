@@ -16,6 +16,13 @@ struct Check: ParsableCommand {
     @Flag(help: "Also fetch and parse every feed once.")
     var fetch = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "The go-live check: one test push (the hub's test flag, at most 10 devices, nothing recorded) per format "
+                + "the config sends, and what the hub's answers say to fix; exit 0 only when every format reached a "
+                + "device."))
+    var hub = false
+
     @Option(help: "text or json")
     var format: OutputFormat = .text
 
@@ -43,7 +50,7 @@ struct Check: ParsableCommand {
                 return
             }
         }
-        let outcome = CheckSession(context: global.context(config)).check(fetch: fetch)
+        let outcome = CheckSession(context: global.context(config)).check(fetch: fetch, hub: hub)
         let problems = outcome.problems
         switch format {
         case .json:

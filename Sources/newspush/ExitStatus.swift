@@ -82,11 +82,11 @@ enum ExitStatus {
         }
     }
 
-    /// `check`: 78 when the config must change, 1 when the ledger cannot be used, 2 when a
-    /// feed cannot be read.
+    /// `check`: 78 when the config must change, 1 when the ledger cannot be used or (`--hub`) a
+    /// format the config sends reached no device, 2 when a feed cannot be read.
     static func code(for outcome: CheckOutcome) -> Int32 {
         if outcome.checks.contains(where: { $0.severity == .config }) { return 78 }
-        if outcome.checks.contains(where: { $0.severity == .ledger }) { return 1 }
+        if outcome.checks.contains(where: { $0.severity == .ledger || $0.severity == .hub }) { return 1 }
         if outcome.feeds?.contains(where: { !$0.ok }) == true { return 2 }
         return 0
     }

@@ -11,10 +11,17 @@ final class DeskProcess: @unchecked Sendable {
     let process: Process
     let port: UInt16
 
+    private init(process: Process, port: UInt16) {
+        self.process = process
+        self.port = port
+    }
+
     /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
-    /// its first line.
-    init(_ arguments: [String], environment: [String: String] = hubEnvironment) throws {
-        process = Process()
+    /// its first line, off the concurrency pool (the feed servers of other tests run on it).
+    static func start(_ arguments: [String], environment: [String: String] = hubEnvironment) async throws
+        -> DeskProcess
+    {
+        let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 }
@@ -22,28 +29,29 @@ final class DeskProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let text = await offThePool {
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            return String(decoding: line, as: UTF8.self)
         }
-        let text = String(decoding: line, as: UTF8.self)
         guard let range = text.range(of: #":(\d+)/"#, options: .regularExpression),
             let port = UInt16(text[range].dropFirst().dropLast())
         else {
             process.terminate()
             throw DeskProcessError.notListening(text)
         }
-        self.port = port
+        return DeskProcess(process: process, port: port)
     }
 
     var isRunning: Bool { process.isRunning }
 
-    /// SIGTERM, then SIGKILL when it has not ended within 5 s.
+    /// Ends the process at once (SIGKILL: nothing of a test's desk needs a graceful end) and
+    /// waits for it, which takes no time.
     func stop() {
-        if process.isRunning { process.terminate() }
-        for _ in 0..<50 where process.isRunning { usleep(100_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

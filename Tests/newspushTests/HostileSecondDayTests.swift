@@ -124,7 +124,7 @@ struct HostileDeskTests {
                 ["desk", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
             #expect(added.status == 0, "\(added.stderr)")
         }
-        return (config, try DeskProcess(["desk", "--listen", "127.0.0.1:0", "--config", config]))
+        return (config, try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", config]))
     }
 
     func signIn(_ desk: DeskProcess, _ name: String) async throws -> (cookie: String, csrf: String) {

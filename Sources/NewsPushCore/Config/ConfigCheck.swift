@@ -17,6 +17,9 @@ public struct ConfigCheck: Sendable, Encodable {
         case config
         /// The ledger cannot be used (exit 1).
         case ledger
+        /// The hub does not deliver what the config sends (`check --hub`: a format reached no
+        /// device, a credential is missing; exit 1).
+        case hub
         /// Works, but probably not as meant (the exit status is not affected).
         case warning
     }
