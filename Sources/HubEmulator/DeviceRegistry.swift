@@ -4,8 +4,9 @@ import Yams
 
 /// A virtual device registered with the emulated hub.
 public struct VirtualDevice: Sendable, Equatable {
-    /// The push service a device registered through.
-    public enum Platform: String, Sendable, CaseIterable { case apple, fcmv1, windows }
+    /// The push service a device registered through. `gcm` is legacy FCM, which Google turned
+    /// off on 2024-06-20: such a device is still matched and rendered, and receives nothing.
+    public enum Platform: String, Sendable, CaseIterable { case apple, fcmv1, windows, gcm }
 
     /// The device's id (and registration id).
     public var id: String
@@ -152,7 +153,7 @@ public struct DeviceRegistry: Sendable {
         guard let id = device["id"]?.string, !id.isEmpty else { throw fail(node, "devices[\(index)].id is required") }
         let platformName = device["platform"]?.string ?? ""
         guard let platform = VirtualDevice.Platform(rawValue: platformName) else {
-            throw fail(node, "devices[\(index)].platform must be apple, fcmv1 or windows, not '\(platformName)'")
+            throw fail(node, "devices[\(index)].platform must be apple, fcmv1, windows or gcm, not '\(platformName)'")
         }
         var tags: [String] = []
         if let tagNode = device["tags"] {

@@ -8,7 +8,8 @@ extension HubEmulator {
         var xml =
             "<NotificationOutcome xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" "
             + "xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">"
-        xml += "<Success>\(devices.count)</Success><Failure>0</Failure>"
+        let legacy = devices.filter { $0.platform == .gcm }.count
+        xml += "<Success>\(devices.count - legacy)</Success><Failure>\(legacy)</Failure>"
         if devices.isEmpty {
             xml += "<Results i:nil=\"true\"/>"
         } else {
@@ -17,8 +18,10 @@ extension HubEmulator {
                 xml +=
                     "<RegistrationResult><ApplicationPlatform>\(device.platform.rawValue)</ApplicationPlatform>"
                     + "<PnsHandle>\(device.id)</PnsHandle><RegistrationId>\(device.id)</RegistrationId><Outcome>"
-                    + "The Notification was successfully sent to the Push Notification System</Outcome></"
-                    + "RegistrationResult>"
+                    + (device.platform == .gcm
+                        ? "The Push Notification System handle for the registration is invalid"
+                        : "The Notification was successfully sent to the Push Notification System")
+                    + "</Outcome></RegistrationResult>"
             }
             xml += "</Results>"
         }

@@ -117,6 +117,9 @@ extension DeviceRegistry {
         }
         for device in matching {
             guard let template = device.template else { continue }  // native registrations skip template sends
+            // An FCM v1 template that is not a whole v1 message renders nothing the service can send:
+            // neither a success nor a failure (hub-api.md §4, dotnet#313).
+            if device.platform == .fcmv1, !Self.isFCMv1Message(template) { continue }
             targets.append(Self.templateTarget(device, template: template, properties: properties))
         }
         return .success(targets)
@@ -203,5 +206,15 @@ extension Dictionary where Key == String, Value == String {
     /// Property names are case-insensitive in template expressions.
     var lowercasedKeys: [String: String] {
         Dictionary(map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
+}
+
+extension DeviceRegistry {
+    /// Whether an FCM v1 template is a complete message document (`{"message":{…}}`).
+    static func isFCMv1Message(_ template: String) -> Bool {
+        guard let rendered = try? TemplateRenderer.renderJSON(template, properties: [:]),
+            let object = try? JSONSerialization.jsonObject(with: Data(rendered.utf8)) as? [String: Any]
+        else { return false }
+        return object["message"] is [String: Any]
     }
 }

@@ -150,10 +150,13 @@ public actor HubEmulator {
         deliver(prepared.targets, id: id, at: now, ignoringOffline: isTest)
         let apiVersion = request.query["api-version"] ?? "2020-06"
         var headers: [(String, String)] = [
-            ("Location", "https://\(connection.host)/\(hub)/messages/\(id)?api-version=\(apiVersion)"),
-            ("TrackingId", trackingId),
-            ("X-Powered-By", "newspush-hub (Azure Notification Hubs emulator)"),
+            ("TrackingId", trackingId), ("X-Powered-By", "newspush-hub (Azure Notification Hubs emulator)"),
         ]
+        // The service gives a notification id (`Location`) on the Standard tier only (hub-api.md §1).
+        if registry.tier == .standard {
+            headers.insert(
+                ("Location", "https://\(connection.host)/\(hub)/messages/\(id)?api-version=\(apiVersion)"), at: 0)
+        }
         if isTest {
             headers.append(("Content-Type", "application/xml; charset=utf-8"))
             return EmulatorResponse(
@@ -249,6 +252,11 @@ public actor HubEmulator {
 
     func arrive(_ target: SendTarget, id: String, at now: Date) {
         let platform = target.device.platform
+        if platform == .gcm {
+            // Legacy FCM is gone: the hub took the send, the device gets nothing.
+            notifications[id]?.count(platform, "PnsUnreachable", at: now)
+            return
+        }
         if let expiry = target.expiry, expiry < now {
             notifications[id]?.count(platform, "Dropped", at: now)
             return

@@ -96,4 +96,92 @@ struct HubReadinessTests {
         #expect(again.status == 0, "\(again.stderr)")
         #expect(await fixed.emulator.allDeliveries().map(\.device) == ["pixel", "pixel", "pixel"])
     }
+
+    /// A config whose World pushes are native apple, Sports native fcmv1, the rest templates.
+    func goLiveConfig(_ folder: TemporaryFolder, hub: LocalHub, name: String) throws -> String {
+        try folder.write(
+            name,
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", retries: 1, retry_delay: 10ms}
+            categories:
+              World: {format: apple}
+              Sports: {format: fcmv1}
+            feeds:
+              - {url: "http://127.0.0.1:1/w.xml", category: World}
+            """)
+    }
+
+    // 1. The go-live check: every format the config sends reaches a device, or it says why.
+    @Test func theGoLiveCheckSaysWhatToFix() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let fcm = #"{"message":{"notification":{"body":"$(messageParam)"}}}"#
+        let healthy = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                devices:
+                  - {id: iphone-native, platform: apple, tags: [World]}
+                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
+                  - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                  - {id: pixel, platform: fcmv1, tags: [Politics], template: '\(fcm)'}
+                """)
+        defer { healthy.stop() }
+        let good = try await newspush(
+            ["check", "--hub", "--config", try goLiveConfig(folder, hub: healthy, name: "good.yaml")],
+            environment: hubEnvironment)
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        #expect(good.stdout.contains("ok   hub template: reached 2 devices"), "\(good.stdout)")
+        #expect(await healthy.emulator.allDeliveries().count == 4, "one test push per format")
+        let broken = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                tier: basic
+                credentials: [apple]
+                devices:
+                  - {id: iphone-native, platform: apple, tags: [World]}
+                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
+                  - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                  - {id: old-android, platform: gcm, tags: [Politics], template: '{"data":{"message":"$(messageParam)"}}'}
+                """)
+        defer { broken.stop() }
+        let check = try await newspush(
+            [
+                "check", "--hub", "--format", "json", "--config",
+                try goLiveConfig(folder, hub: broken, name: "bad.yaml"),
+            ],
+            environment: hubEnvironment)
+        #expect(check.status == 1, "\(check.stdout) \(check.stderr)")
+        let lines = try #require(try first.json(check)["checks"] as? [[String: Any]]).map {
+            "\($0["severity"] ?? "") \($0["check"] ?? ""): \($0["detail"] ?? "")"
+        }.joined(separator: "\n")
+        #expect(lines.contains("hub hub fcmv1: the hub has no platform credential for fcmv1"), "\(lines)")
+        #expect(lines.contains("ok hub apple: reached 1 device"), "\(lines)")
+        #expect(lines.contains("warning hub template: 1 device is still registered on legacy FCM (gcm)"), "\(lines)")
+        #expect(lines.contains("warning hub tier: the hub answered without a Location"), "\(lines)")
+        // FCM v1 templates that are not whole messages: the hub counts them as nothing.
+        let incomplete = try await LocalHub.start(
+            devicesYAML: """
+                hub: breaking-news
+                devices:
+                  - {id: iphone-native, platform: apple, tags: [World]}
+                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
+                  - {id: pixel, platform: fcmv1, tags: [Politics], template: '{"notification":{"body":"$(messageParam)"}}'}
+                """)
+        defer { incomplete.stop() }
+        let zero = try await newspush(
+            ["check", "--hub", "--config", try goLiveConfig(folder, hub: incomplete, name: "zero.yaml")],
+            environment: hubEnvironment)
+        #expect(zero.status == 1, "\(zero.stdout)")
+        #expect(zero.stdout.contains("FAIL hub template: no device reached") && zero.stdout.contains("FCM v1"))
+        // A wrong key: one line, not one per format.
+        let wrongKey = [
+            "NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString.replacingOccurrences(of: "AAEC", with: "ZZEC")
+        ]
+        let refused = try await newspush(
+            ["check", "--hub", "--config", try goLiveConfig(folder, hub: healthy, name: "good.yaml")],
+            environment: wrongKey)
+        #expect(
+            refused.status == 1 && refused.stdout.components(separatedBy: "FAIL hub").count == 2, "\(refused.stdout)")
+    }
 }
