@@ -11,7 +11,7 @@ struct HubReadinessTests {
 
     // 3. Telemetry right after a send: "not processed yet", not a wrong id; --wait asks again.
     @Test func telemetryRightAfterASendIsNotProcessedYet() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices + "\ntelemetry_delay: 4s")
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices + "\ntelemetry_delay: 15s")
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -30,7 +30,7 @@ struct HubReadinessTests {
             ["hub", "status", "--last", "1", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(fromLedger.stdout.contains("\"not_processed_yet\" : true"), "\(fromLedger.stdout)")
         let waited = try await newspush(
-            ["hub", "status", id, "--wait", "30s", "--config", config], environment: hubEnvironment)
+            ["hub", "status", id, "--wait", "60s", "--config", config], environment: hubEnvironment)
         #expect(waited.status == 0 && waited.stdout.contains("state Completed"), "\(waited.stdout) \(waited.stderr)")
         // An id sent long ago that the hub does not know is still a wrong id.
         let old = try await newspush(
