@@ -109,18 +109,18 @@ enum DeskPages {
         if user.role == .editor && !push.stale {
             decide = """
                 <div class="decide">
-                <form method="post" action="/review/\(id)/approve" data-confirm="Send this alert to every reader of \(entry.tags)?">
+                <form method="post" action="/review/\(url: id)/approve" data-confirm="Send this alert to every reader of \(entry.tags)?">
                 <input type="hidden" name="csrf" value="\(user.csrf)">
-                <input type="hidden" name="original_title" value="\(entry.properties["title"])">
+                <input type="hidden" name="original_title" value="\(entry.properties["title"] ?? "")">
                 <label for="t-\(id)">Headline (edit to change the alert)</label>
-                <input id="t-\(id)" name="title" value="\(entry.properties["title"])">
+                <input id="t-\(id)" name="title" value="\(entry.properties["title"] ?? "")">
                 <label for="m-\(id)">Or the exact alert text</label>
-                <textarea id="m-\(id)" name="message" placeholder="\(entry.properties["messageParam"])"></textarea>
+                <textarea id="m-\(id)" name="message" placeholder="\(entry.properties["messageParam"] ?? "")"></textarea>
                 <div class="row"><div><label for="i-\(id)">Importance</label><select id="i-\(id)" name="importance">
                 <option value="">as held</option><option value="major">major</option><option value="minor">minor</option>
                 </select></div><div><label>&nbsp;</label><button type="submit" name="approve" value="1">Approve and send</button></div></div>
                 </form>
-                <form method="post" action="/review/\(id)/reject">
+                <form method="post" action="/review/\(url: id)/reject">
                 <input type="hidden" name="csrf" value="\(user.csrf)">
                 <label for="r-\(id)">Reason (on the record)</label>
                 <input id="r-\(id)" name="reason" required placeholder="why it must not go out">
@@ -133,8 +133,8 @@ enum DeskPages {
             <article class="card\(push.stale ? " stale" : "")" id="held-\(id)">
             <div class="meta"><span class="cat">\(entry.category.rawValue)</span><span>held by \(push.rule)</span>\
             <span>waiting \(duration(Double(push.waitedSeconds)))</span>\(freshness)<span>id \(id)</span></div>
-            <h2>\(entry.properties["title"] ?? entry.properties["messageParam"])</h2>
-            <p class="alert">\(entry.properties["messageParam"])</p>
+            <h2>\(entry.properties["title"] ?? entry.properties["messageParam"] ?? "")</h2>
+            <p class="alert">\(entry.properties["messageParam"] ?? "")</p>
             \(link.map { "<p class=\"also\"><a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\($0)</a></p>" } ?? "")\
             \(also)\(decide)</article>
             """
@@ -155,11 +155,11 @@ enum DeskPages {
                 <tr><td>\(item.feed)</td>\
                 <td>\(item.link.map { "<a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\(item.title ?? $0)</a>" } ?? HTML.text(item.title))</td>\
                 <td>\(item.category?.rawValue ?? "–") <span class="also">\(String(format: "%.0f %%", item.confidence * 100))</span></td>\
-                <td class="st st-\(item.decision.rawValue)">\(item.decision.rawValue)</td><td>\(item.reason)</td></tr>
+                <td class="st st-\(item.decision.rawValue)">\(item.decision.rawValue)</td><td>\(item.reason ?? "")</td></tr>
                 """
             }
             let failed: [HTML] = report.feeds.filter { $0.error != nil }.map {
-                "<li>\($0.name): \($0.error)</li>"
+                "<li>\($0.name): \($0.error ?? "")</li>"
             }
             body = """
                 \(body)<p class="meta"><span>checked the feeds \(duration(now.timeIntervalSince(at))) ago</span>\
@@ -187,18 +187,20 @@ enum DeskPages {
             let cancel: HTML =
                 entry.status == .scheduled && user.role == .editor && entry.notificationId != nil
                 ? """
-                <form method="post" action="/cancel/\(entry.notificationId ?? "")" class="inline">\
+                <form method="post" action="/cancel/\(url: entry.notificationId ?? "")" class="inline">\
                 <input type="hidden" name="csrf" value="\(user.csrf)"><button type="submit" class="quiet">Cancel</button></form>
                 """ : ""
             let delivery: HTML =
-                entry.notificationId.map { "<a href=\"/delivery/\($0)\">delivery</a>" } ?? ""
+                entry.notificationId.map { "<a href=\"/delivery/\(url: $0)\">delivery</a>" } ?? ""
             let correct: HTML =
                 user.role == .editor && [.sent, .scheduled].contains(entry.status) && !entry.kind.isTrial
-                ? "<a href=\"/publish?replace=\(entry.storyKey)\">correct</a>" : ""
+                ? "<a href=\"/publish?replace=\(url: entry.storyKey)\">correct</a>" : ""
+            // Declared `HTML`: the literal is markup and only the error inside it is escaped.
+            let failure: HTML = entry.error.map { "<div class=\"also\">\($0)</div>" } ?? ""
             return """
                 <tr><td>\(FeedDates.format(entry.createdAt))</td><td>\(entry.category.rawValue)</td>\
-                <td>\(entry.properties["messageParam"])<div class="also">\(entry.storyKey)</div></td>\
-                <td class="st st-\(entry.status.rawValue)">\(entry.status.rawValue)\(entry.error.map { "<div class=\"also\">\($0)</div>" } ?? "")</td>\
+                <td>\(entry.properties["messageParam"] ?? "")<div class="also">\(entry.storyKey)</div></td>\
+                <td class="st st-\(entry.status.rawValue)">\(entry.status.rawValue)\(failure)</td>\
                 <td>\(entry.kind.rawValue)</td><td>\(editors[entry.id] ?? (entry.origin == .run ? "run" : "–"))</td>\
                 <td>\(delivery) \(correct) \(cancel)</td></tr>
                 """
@@ -258,13 +260,13 @@ enum DeskPages {
             <div><label for="p-i">Importance</label><select id="p-i" name="importance">\(importances)</select></div>
             <div><label for="p-l">Language</label><input id="p-l" name="language" value="\(fields["language"] ?? "en")"></div></div>
             <label for="p-t">Headline (the category's message is made from it)</label>
-            <input id="p-t" name="title" value="\(fields["title"])">
-            <label for="p-m">Or the exact alert text</label><textarea id="p-m" name="message">\(fields["message"])</textarea>
-            <label for="p-u">Story URL</label><input id="p-u" name="url" type="url" value="\(fields["url"])">
+            <input id="p-t" name="title" value="\(fields["title"] ?? "")">
+            <label for="p-m">Or the exact alert text</label><textarea id="p-m" name="message">\(fields["message"] ?? "")</textarea>
+            <label for="p-u">Story URL</label><input id="p-u" name="url" type="url" value="\(fields["url"] ?? "")">
             <div class="row"><div><label for="p-a">Send at (2026-11-24T18:00:00Z or +2h; empty: now)</label>\
-            <input id="p-a" name="at" value="\(fields["at"])"></div>
-            <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(fields["replace"])"></div>
-            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(fields["tags"])"></div></div>
+            <input id="p-a" name="at" value="\(fields["at"] ?? "")"></div>
+            <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(fields["replace"] ?? "")"></div>
+            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(fields["tags"] ?? "")"></div></div>
             <label><input type="checkbox" name="force" value="1"\(fields["force"] == "1" ? " checked" : "")> \
             Send even if this story was pushed before (a deliberate repeat)</label>
             <p class="row"><button type="submit" name="action" value="preview" class="quiet">Preview</button>\

@@ -18,16 +18,37 @@ struct HTML: Sendable, ExpressibleByStringInterpolation {
         mutating func appendLiteral(_ literal: String) { text += literal }
         /// Text: escaped.
         mutating func appendInterpolation(_ value: String) { text += HTML.escape(value) }
-        mutating func appendInterpolation(_ value: String?) { text += HTML.escape(value ?? "") }
+        // No `String?` overload: an optional must be unwrapped, so a closure that builds markup
+        // (`error.map { "<div>\($0)</div>" } ?? ""`) is inferred as `HTML`, never escaped whole.
         mutating func appendInterpolation(_ value: Int) { text += String(value) }
         /// Markup made elsewhere of escaped parts.
         mutating func appendInterpolation(_ value: HTML) { text += value.text }
         mutating func appendInterpolation(_ values: [HTML]) { for value in values { text += value.text } }
+        /// A value put into a desk URL, as a path segment or a query value: percent-encoded
+        /// (only RFC 3986's unreserved characters stay), then escaped, so a story key with `&`,
+        /// `#`, `+`, `%` or `/` names the same story when the link is followed.
+        mutating func appendInterpolation(url value: String) { text += HTML.escape(HTML.percentEncoded(value)) }
         /// A link target: only an http(s) URL, else nothing to follow.
         mutating func appendInterpolation(href: String?) {
             guard let href, FeedURL.isHTTP(href) else { return text += "#" }
             text += HTML.escape(href)
         }
+    }
+
+    /// `value` with every byte but RFC 3986's unreserved characters as `%XX`.
+    static func percentEncoded(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
     }
 
     /// Text as markup: escaped.

@@ -113,10 +113,14 @@ struct HostileSecondDayTests {
 struct HostileDeskTests {
     let first = HostileOperatorTests()
 
+    init() {}
+
     /// A newsroom with a ledger, editors alice and bob and viewer vera, and its desk.
-    func desk(_ folder: TemporaryFolder) async throws -> (config: String, desk: DeskProcess) {
+    func desk(_ folder: TemporaryFolder, hub: String = "http://127.0.0.1:1/") async throws
+        -> (config: String, desk: DeskProcess)
+    {
         let config = try first.config(
-            folder, hub: "http://127.0.0.1:1/", extra: "desk: {users: desk-users.yaml}",
+            folder, hub: hub, extra: "desk: {users: desk-users.yaml}",
             feeds: ["{url: \"http://127.0.0.1:1/w.xml\", category: World}"])
         #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
         for (name, role) in [("alice", "editor"), ("bob", "editor"), ("vera", "viewer")] {
