@@ -27,7 +27,7 @@ struct DeskRoutes {
         router.post("/logout") { request, context in
             await desk.signIns.end(context.token)
             return DeskServer.redirect(
-                "/login", cookie: DeskServer.sessionCookie("", maxAge: 0, secure: DeskServer.overTLS(request)))
+                "/login", cookie: DeskServer.sessionCookie("", maxAge: 0, secure: context.overTLS))
         }
         registerPages(on: router)
         registerForms(on: router)
@@ -66,7 +66,7 @@ struct DeskRoutes {
         return DeskServer.redirect(
             "/",
             cookie: DeskServer.sessionCookie(
-                token, maxAge: Int(DeskSignIns.lifetime), secure: DeskServer.overTLS(request)))
+                token, maxAge: Int(DeskSignIns.lifetime), secure: context.overTLS))
     }
 
     // MARK: Pages

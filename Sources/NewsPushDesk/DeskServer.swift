@@ -11,8 +11,13 @@ import NewsPushSessions
 public struct DeskContext: RequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
-    /// The peer's address (sign-in attempts are limited per address).
-    let address: String
+    /// The peer's address: the connection's.
+    let peer: String
+    /// The client's address (sign-in attempts are limited per address): the peer's, or behind a
+    /// trusted proxy the one its `X-Forwarded-For` names (set by `DeskGuard`).
+    var address: String
+    /// Whether the request came over TLS (a trusted proxy's `X-Forwarded-Proto: https`).
+    var overTLS = false
     /// The signed-in user (set by `DeskGuard`).
     var user: SignedIn?
     /// The session cookie's token.
@@ -25,7 +30,8 @@ public struct DeskContext: RequestContext {
     /// The context of one request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        address = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        peer = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        address = peer
     }
 
     /// Forms and JSON bodies are small.
@@ -62,6 +68,7 @@ public enum DeskServer {
     static let referrerPolicy = field("Referrer-Policy")
     static let frameOptions = field("X-Frame-Options")
     static let forwardedProto = field("X-Forwarded-Proto")
+    static let forwardedFor = field("X-Forwarded-For")
     static let csrfToken = field("X-CSRF-Token")
 
     private static func field(_ name: String) -> HTTPField.Name {
@@ -122,10 +129,20 @@ public enum DeskServer {
         "\(cookie)=\(token); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
     }
 
-    /// Whether the request came over TLS: the desk itself speaks plain HTTP, so only a reverse
-    /// proxy's `X-Forwarded-Proto: https` says so.
-    static func overTLS(_ request: Request) -> Bool {
-        request.headers[DeskServer.forwardedProto]?.lowercased().hasPrefix("https") == true
+    /// Whether the request came over TLS: the desk itself speaks plain HTTP, so only a trusted
+    /// reverse proxy's `X-Forwarded-Proto: https` says so.
+    static func overTLS(_ request: Request, peer: String, trusted: [String]) -> Bool {
+        trusted.contains(peer) && request.headers[DeskServer.forwardedProto]?.lowercased().hasPrefix("https") == true
+    }
+
+    /// The client's address: the peer's, unless the peer is a trusted proxy; then the nearest
+    /// address in `X-Forwarded-For` (read from the right) that is not itself a trusted proxy
+    /// (what a client writes into the header before the proxies is not believed).
+    static func clientAddress(_ request: Request, peer: String, trusted: [String]) -> String {
+        guard trusted.contains(peer) else { return peer }
+        let forwarded = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return forwarded.reversed().first { !trusted.contains($0) } ?? peer
     }
 
     /// The fields of a URL-encoded form or query (`FormFields.parse`).
@@ -167,6 +184,9 @@ struct DeskGuard: RouterMiddleware {
     ) async throws -> Response {
         var request = request
         var context = context
+        let trusted = desk.context.config.deskTrustedProxies
+        context.address = DeskServer.clientAddress(request, peer: context.peer, trusted: trusted)
+        context.overTLS = DeskServer.overTLS(request, peer: context.peer, trusted: trusted)
         let path = request.uri.path
         let isAPI = path.hasPrefix("/api/")
         if request.method == .post {

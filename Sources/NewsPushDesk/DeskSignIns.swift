@@ -99,11 +99,22 @@ actor DeskSignIns {
         return wait.map { max(1, Int($0.rounded(.up))) }
     }
 
-    /// Counts a failed sign-in of `name` from `address`.
+    /// Counts a failed sign-in of `name` from `address`. The counters stay bounded: each keeps
+    /// only the failures of the window (at most its limit matters), and keys whose failures
+    /// all ended are dropped once there are many (a stream of made-up names fills nothing).
     func failed(name: String, address: String, now: Date) {
-        failures["user:\(name)", default: []].append(now)
-        failures["address:\(address)", default: []].append(now)
+        for (key, limit) in [("user:\(name)", Self.perUser), ("address:\(address)", Self.perAddress)] {
+            var recent = (failures[key] ?? []).filter { now.timeIntervalSince($0) < Self.window }
+            recent.append(now)
+            failures[key] = Array(recent.suffix(limit))
+        }
+        if failures.count > Self.maxCounters {
+            failures = failures.filter { $0.value.contains { now.timeIntervalSince($0) < Self.window } }
+        }
     }
+
+    /// How many keys the counters hold before the ended ones are dropped.
+    static let maxCounters = 10_000
 
     /// 32 random bytes, base64url.
     static func randomToken() -> String {

@@ -121,6 +121,7 @@ class Newsroom:
   connection_string: ${{NEWSPUSH_HUB_CONNECTION_STRING}}
   endpoint: {self.hub}
 policy: {{first_run: send, budget: {{per_category: 50, per: 1h}}}}
+desk: {{trusted_proxies: [127.0.0.1]}}
 review:
   rules:
     - {{category: World, mode: review}}

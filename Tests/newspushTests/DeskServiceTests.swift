@@ -48,4 +48,46 @@ struct DeskServiceTests {
         let escapedKey = key.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
         #expect(form.body.contains("name=\"replace\" value=\"\(escapedKey)\""), "\(href)")
     }
+
+    func signIn(_ process: DeskProcess, _ user: String, _ password: String, from client: String?) async -> RawAnswer {
+        var headers = ["Content-Type: application/x-www-form-urlencoded"]
+        if let client { headers.append("X-Forwarded-For: \(client)") }
+        return await process.send("POST /login HTTP/1.1", body: "user=\(user)&password=\(password)", headers: headers)
+    }
+
+    // Behind a trusted proxy the sign-in limits count the client's address, not the proxy's; from
+    // anyone else X-Forwarded-For and X-Forwarded-Proto are not believed.
+    @Test func signInLimitsCountTheClientBehindATrustedProxy() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let (_, process) = try await desk.desk(folder, proxies: "[127.0.0.1]")
+        defer { process.stop() }
+        for attempt in 0..<20 {
+            let failed = await signIn(process, "guess\(attempt)", "wrong-password", from: "203.0.113.7")
+            #expect(failed.status == 401, "\(attempt): \(failed.status)")
+        }
+        let locked = await signIn(process, "alice", "alice-password", from: "203.0.113.7")
+        #expect(locked.status == 429, "\(locked.status)")
+        // Another client behind the same proxy is not locked out; a forged hop before it is ignored.
+        let other = await signIn(process, "alice", "alice-password", from: "203.0.113.7, 198.51.100.9")
+        #expect(other.status == 303, "\(other.status)")
+        let secure = await process.send(
+            "POST /login HTTP/1.1", body: "user=alice&password=alice-password",
+            headers: ["Content-Type: application/x-www-form-urlencoded", "X-Forwarded-Proto: https"])
+        #expect(secure.headers["set-cookie"]?.contains("Secure") == true)
+        // Without trusted proxies the headers are anyone's words: not believed.
+        let plain = try TemporaryFolder()
+        defer { plain.cleanup() }
+        let (_, direct) = try await desk.desk(plain)
+        defer { direct.stop() }
+        let forged = await direct.send(
+            "POST /login HTTP/1.1", body: "user=alice&password=alice-password",
+            headers: ["Content-Type: application/x-www-form-urlencoded", "X-Forwarded-Proto: https"])
+        #expect(forged.status == 303 && forged.headers["set-cookie"]?.contains("Secure") == false)
+        for attempt in 0..<20 {
+            _ = await signIn(direct, "guess\(attempt)", "wrong-password", from: "192.0.2.\(attempt)")
+        }
+        let counted = await signIn(direct, "alice", "alice-password", from: "192.0.2.99")
+        #expect(counted.status == 429, "a forged X-Forwarded-For does not escape the limit: \(counted.status)")
+    }
 }

@@ -116,11 +116,12 @@ struct HostileDeskTests {
     init() {}
 
     /// A newsroom with a ledger, editors alice and bob and viewer vera, and its desk.
-    func desk(_ folder: TemporaryFolder, hub: String = "http://127.0.0.1:1/") async throws
+    func desk(_ folder: TemporaryFolder, hub: String = "http://127.0.0.1:1/", proxies: String = "") async throws
         -> (config: String, desk: DeskProcess)
     {
         let config = try first.config(
-            folder, hub: hub, extra: "desk: {users: desk-users.yaml}",
+            folder, hub: hub,
+            extra: "desk: {users: desk-users.yaml\(proxies.isEmpty ? "" : ", trusted_proxies: \(proxies)")}",
             feeds: ["{url: \"http://127.0.0.1:1/w.xml\", category: World}"])
         #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
         for (name, role) in [("alice", "editor"), ("bob", "editor"), ("vera", "viewer")] {

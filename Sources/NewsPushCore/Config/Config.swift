@@ -30,6 +30,8 @@ public struct NewsPushConfig: Sendable {
     /// Absolute path of the desk's users file (`desk.users`; default `desk-users.yaml` beside
     /// the config file).
     public var deskUsersPath: String = ""
+    /// `desk.trusted_proxies`: the addresses whose `X-Forwarded-For`/`-Proto` the desk believes.
+    public var deskTrustedProxies: [String] = []
 
     /// The folder of the config file: relative feed paths and the ledger are found from here.
     public var folder: String { (file as NSString).deletingLastPathComponent }

@@ -84,7 +84,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["importance_rules"] { config.importanceRules = importanceRules(node, reader: reader) }
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
         if let node = top["review"] { config.review = readReview(node, reader: reader) }
-        config.deskUsersPath = readDesk(top["desk"], folder: folder, reader: reader)
+        (config.deskUsersPath, config.deskTrustedProxies) = readDesk(top["desk"], folder: folder, reader: reader)
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
@@ -444,15 +444,34 @@ public struct ConfigLoader: Sendable {
         }
     }
 
-    /// `desk: {users: desk-users.yaml}`: the users file's absolute path (relative to the config's
-    /// folder; that name beside the config when not given).
-    private func readDesk(_ node: Node?, folder: String, reader: NodeReader) -> String {
+    /// `desk: {users: desk-users.yaml, trusted_proxies: [127.0.0.1]}`: the users file's absolute
+    /// path (relative to the config's folder; that name beside the config when not given), and
+    /// the reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` the desk believes.
+    private func readDesk(_ node: Node?, folder: String, reader: NodeReader) -> (String, [String]) {
         var path = "desk-users.yaml"
+        var proxies: [String] = []
         if let node {
-            let m = reader.mapping(node, path: "desk", allowed: ["users"])
+            let m = reader.mapping(node, path: "desk", allowed: ["users", "trusted_proxies"])
             if let users = m["users"], let value = reader.string(users, path: "desk.users") { path = value }
+            if let list = m["trusted_proxies"] {
+                for element in reader.elements(list, path: "desk.trusted_proxies") {
+                    guard let address = reader.string(element, path: "desk.trusted_proxies") else { continue }
+                    guard Self.isIPAddress(address) else {
+                        reader.report(element, "desk.trusted_proxies", "'\(address)' is not an IP address")
+                        continue
+                    }
+                    proxies.append(address)
+                }
+            }
         }
-        return path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path)
+        return (path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path), proxies)
+    }
+
+    /// Whether `text` is an IPv4 or IPv6 address (no names: a proxy is trusted by its address).
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     /// `review: {rules: [{category: Politics, mode: review}, …], notify: {tags: "newsroom-editors"}}`.
