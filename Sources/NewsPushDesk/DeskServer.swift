@@ -75,7 +75,7 @@ public enum DeskServer {
         HTTPField.Name(name) ?? .contentType
     }
 
-    /// Runs until cancelled; `onReady` receives the bound port.
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully; `onReady` receives the bound port.
     public static func run(
         _ desk: Desk, address: DeskAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
@@ -88,7 +88,9 @@ public enum DeskServer {
                 address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
             logger: logger)
-        try await app.run()
+        // SIGTERM (and SIGINT): stop taking connections, let the requests in flight finish (an
+        // approval that is sending gets its outcome recorded), then return (SPEC §8).
+        try await app.runService()
     }
 
     // MARK: Answers

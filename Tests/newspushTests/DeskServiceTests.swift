@@ -3,6 +3,10 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The desk as a service (issue 38 §4), against a running `newspush desk` in raw HTTP.
 @Suite("The desk as a service")
 struct DeskServiceTests {
@@ -89,5 +93,47 @@ struct DeskServiceTests {
         }
         let counted = await signIn(direct, "alice", "alice-password", from: "192.0.2.99")
         #expect(counted.status == 429, "a forged X-Forwarded-For does not escape the limit: \(counted.status)")
+    }
+}
+
+extension DeskServiceTests {
+    // SIGTERM while an approval is sending: the send finishes and is recorded, then the desk exits.
+    @Test func aRestartMidSendLetsTheApprovalFinish() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
+        defer { hub.stop() }
+        let server = try await FeedDesk.serve(["/w.xml": FeedDesk([("g1", "Council votes on the bridge", 2)])])
+        defer { server.stop() }
+        let config = try desk.first.config(
+            folder, hub: hub.endpoint,
+            extra: "desk: {users: desk-users.yaml}\nreview: {rules: [{category: World, mode: review}]}",
+            feeds: ["{url: \"\(server.baseURL)/w.xml\", category: World}"])
+        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+        let added = try await newspush(
+            ["desk", "add-user", "alice", "--role", "editor", "--config", config], input: "alice-password\n")
+        #expect(added.status == 0)
+        let process = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", config])
+        defer { process.stop() }
+        let alice = try await desk.signIn(process, "alice")
+        let queue = try desk.first.json(try await newspush(["review", "list", "--config", config, "--format", "json"]))
+        let id = try #require((queue["held"] as? [[String: Any]])?.first?["id"] as? String)
+        await hub.emulator.inject(Fault(delaySeconds: 3))
+        async let approval = process.send(
+            "POST /api/review/\(id)/approve HTTP/1.1",
+            headers: ["Cookie: \(alice.cookie)", "X-CSRF-Token: \(alice.csrf)"])
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        kill(process.process.processIdentifier, SIGTERM)
+        let answer = await approval
+        #expect(answer.status == 200, "\(answer.status) \(answer.body)")
+        let ended = await offThePool {
+            for _ in 0..<100 where process.isRunning { usleep(100_000) }
+            return !process.isRunning
+        }
+        #expect(ended, "the desk exits after the request in flight")
+        #expect(process.process.terminationReason == .exit, "a graceful exit, not killed by the signal")
+        let outbox = try await desk.first.outbox(config)
+        #expect(outbox.compactMap { $0["status"] as? String } == ["sent"], "\(outbox)")
+        #expect(await hub.emulator.allDeliveries().count == 1)
     }
 }
