@@ -215,32 +215,12 @@ extension RunReport {
                     ? "would be held by \(rule.name) for an editor"
                     : "held by \(rule.name) for an editor: newspush review approve \(entry.id) sends it"
             }
-            return reason(decision, candidate)
-        case .seen, .baseline, .scheduled, .rejected:
-            return reason(decision, candidate)
-        }
-    }
-
-    /// The reason of a decision the reading of an item's feed settles (seen, a baseline, held,
-    /// scheduled, rejected): what the ledger knew of its story.
-    public static func reason(_ decision: ItemDecision, _ candidate: Candidate) -> String? {
-        switch decision {
-        case .seen:
-            guard let record = candidate.previous else { return "pruned earlier: old news" }
-            if record.wasPushed {
-                return "already pushed\(record.pushedAt.map { " at \(FeedDates.format($0))" } ?? "") [\(record.key)]"
-            }
-            return "already seen on \(FeedDates.format(record.firstSeen)) (\(record.status.rawValue)) [\(record.key)]"
-        case .baseline:
-            return "first read of \(candidate.feedName): recorded as already known"
-        case .scheduled:
-            return "a scheduled send of this story waits at the hub (`newspush hub cancel ID` cancels it)"
-        case .held, .wouldHold:
-            return "waits for an editor (newspush review list)"
+            return ItemSettling.reason(decision, candidate)
         case .rejected:
-            return "an editor rejected its push; it is never sent"
-        default:
-            return nil
+            guard case .sameStory(let same) = match else { return ItemSettling.reason(decision, candidate) }
+            return "an editor rejected this story as \"\(same.title ?? same.key)\" [\(same.key)]; it is never sent"
+        case .seen, .baseline, .scheduled:
+            return ItemSettling.reason(decision, candidate)
         }
     }
 
@@ -281,4 +261,13 @@ extension RunReport {
 extension Candidate {
     /// Neither the ledger nor a tombstone knew its story.
     public var isNew: Bool { previous == nil && !tombstoned }
+}
+
+extension ListedItem {
+    /// The item's line in the report, under its feed's name.
+    public func report(feed: String) -> ItemReport {
+        ItemReport(
+            key: key, feed: feed, title: title, link: link, category: classification.category,
+            confidence: classification.confidence, decision: decision ?? .seen, reason: reason)
+    }
 }

@@ -88,13 +88,6 @@ extension ListedItem {
             decision: decision, reason: reason)
     }
 
-    /// The item's line in the report, under its feed's name.
-    public func report(feed: String) -> ItemReport {
-        ItemReport(
-            key: key, feed: feed, title: title, link: link, category: classification.category,
-            confidence: classification.confidence, decision: decision ?? .seen, reason: reason)
-    }
-
     /// The story the ledger learns from it (when it is new).
     public func story(feedURL: String, at time: Date) -> StoryRecord {
         StoryRecord(
