@@ -41,7 +41,7 @@ extension Ledger {
                     SQLValue(filter.category?.rawValue), SQLValue(filter.status?.rawValue),
                     SQLValue(filter.status?.rawValue), .integer(Int64(filter.limit)),
                 ]
-            ).compactMap(Self.outboxEntry)
+            ).map(decodedOutboxEntry)
         }
     }
 

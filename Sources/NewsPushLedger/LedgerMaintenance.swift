@@ -137,8 +137,24 @@ extension Ledger {
                         + "(\(row.text(1) ?? "?"))"
                 )
             }
+            for row in try db.query("SELECT \(Self.outboxColumns) FROM outbox", []) where Self.outboxEntry(row) == nil {
+                problems.append(
+                    "outbox entry \(row.text(0) ?? "?") (\(row.text(10) ?? "?"), story \(row.text(1) ?? "?")) cannot be "
+                        + "read: a field is missing or its properties are not a JSON object of strings")
+            }
             return problems
         }
+    }
+
+    /// An outbox row as an entry, or the ledger's error naming it: a row that cannot be read
+    /// stops the command (its push would otherwise be neither sent nor reported).
+    func decodedOutboxEntry(_ row: SQLRow) throws -> OutboxEntry {
+        guard let entry = Self.outboxEntry(row) else {
+            throw LedgerError.corrupt(
+                path: path,
+                reason: "outbox entry \(row.text(0) ?? "?") cannot be read (newspush state check lists it)")
+        }
+        return entry
     }
 
     /// Stops a write on a damaged file (SPEC §6: exit 1, the file untouched): SQLite's quick

@@ -101,8 +101,8 @@ extension Ledger {
                 LEFT JOIN review ON review.entry_id = outbox.id
                 WHERE outbox.status = 'held' ORDER BY outbox.created_at, outbox.id
                 """, []
-            ).compactMap { row in
-                guard let entry = Self.outboxEntry(row) else { return nil }
+            ).map { row in
+                let entry = try decodedOutboxEntry(row)
                 let hold = row.text(18).map { ReviewHold(entryID: entry.id, rule: $0, content: row.text(19) ?? "{}") }
                 return (entry, hold)
             }
@@ -112,10 +112,9 @@ extension Ledger {
     /// One outbox entry by its id, with its hold if it was ever held.
     public func outboxEntry(_ id: String) throws(LedgerError) -> (entry: OutboxEntry, hold: ReviewHold?)? {
         try reading {
-            guard
-                let entry = try db.query("SELECT \(Self.outboxColumns) FROM outbox WHERE id = ?", [.text(id)]).first
-                    .flatMap(Self.outboxEntry)
+            guard let found = try db.query("SELECT \(Self.outboxColumns) FROM outbox WHERE id = ?", [.text(id)]).first
             else { return nil }
+            let entry = try decodedOutboxEntry(found)
             let row = try db.query("SELECT rule, content FROM review WHERE entry_id = ?", [.text(id)]).first
             return (entry, row.map { ReviewHold(entryID: id, rule: $0.text(0) ?? "", content: $0.text(1) ?? "{}") })
         }
@@ -143,7 +142,7 @@ extension Ledger {
                 "SELECT \(Self.outboxColumns) FROM outbox WHERE status IN (\(Self.marks(statuses.count))) ORDER BY "
                     + "created_at, id",
                 statuses.map { .text($0.rawValue) }
-            ).compactMap(Self.outboxEntry)
+            ).map(decodedOutboxEntry)
         }
     }
 
@@ -157,7 +156,7 @@ extension Ledger {
                 WHERE story_key = ? AND kind NOT IN \(OutboxEntry.Kind.notStoryAlertsSQL) AND status IN ('sent', 'unknown', 'scheduled')
                 ORDER BY created_at, id
                 """, [.text(key)]
-            ).compactMap(Self.outboxEntry)
+            ).map(decodedOutboxEntry)
             return (entries.last, entries.last { $0.status == .scheduled })
         }
     }

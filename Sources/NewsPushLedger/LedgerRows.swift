@@ -58,8 +58,15 @@ extension Ledger {
             let fresh = row.date(9),
             let status = row.text(10).flatMap(OutboxEntry.Status.init(rawValue:))
         else { return nil }
-        let properties =
-            row.text(7).flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+        // Properties that do not decode make the row unreadable (a push without its text must
+        // never go out, nor vanish: `decodedOutbox` and `state check` say so).
+        var properties: [String: String] = [:]
+        if let text = row.text(7) {
+            guard let decoded = try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)) else {
+                return nil
+            }
+            properties = decoded
+        }
         return OutboxEntry(
             id: id, storyKey: storyKey, kind: row.text(2).flatMap(OutboxEntry.Kind.init(rawValue:)) ?? .push,
             origin: row.text(3).flatMap(StoryRecord.Origin.init(rawValue:)) ?? .run, category: category, format: format,

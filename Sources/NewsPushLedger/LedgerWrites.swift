@@ -261,7 +261,7 @@ extension Ledger {
                 WHERE status IN ('sent', 'scheduled', 'cancelled') AND notification_id IS NOT NULL
                 ORDER BY COALESCE(last_attempt, created_at) DESC, id LIMIT ?
                 """, [.integer(Int64(count))]
-            ).compactMap(Self.outboxEntry)
+            ).map(decodedOutboxEntry)
         }
     }
 }

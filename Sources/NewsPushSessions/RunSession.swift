@@ -125,6 +125,9 @@ public struct RunSession: Sendable {
         let open = models.classified(listing.open)
         let names = listing.feeds.map { (name: $0.name, url: $0.settings.url) }
         let pulled = StoryMatcher.neighbours(of: open, in: listing.log, feeds: names)
+        // The walk read every feed's chunk back: one that could not be read stops the run here,
+        // before anything is decided on items that went missing.
+        if let failure = listing.log.readFailure { throw SessionError.unreadable(path: "item log", reason: failure) }
         let decided = (open + pulled).sorted { $0.position < $1.position }
         let matches = StoryMatcher.match(decided, recentPushes: history.recentPushes)
         let plan = RunPlanner.plan(

@@ -78,10 +78,11 @@ public struct StateSession: Sendable {
         do {
             let ledger = try existing()
             let problems = try ledger.problems()
-            let view = try LedgerView.read(ledger)
+            // A row that cannot be read is one of the problems listed: the summary goes without it.
+            let view = try? LedgerView.read(ledger)
             return StateCheckOutcome(
-                ledger: ledger.path, ok: problems.isEmpty, schemaVersion: Ledger.schemaVersion,
-                summary: view.summary, problems: problems)
+                ledger: ledger.path, ok: problems.isEmpty && view != nil, schemaVersion: Ledger.schemaVersion,
+                summary: view?.summary ?? "", problems: problems)
         } catch {
             var version: Int?
             if case .newerSchema(_, let newer) = error { version = newer }

@@ -137,3 +137,29 @@ extension DeskServiceTests {
         #expect(await hub.emulator.allDeliveries().count == 1)
     }
 }
+
+/// One path to the ledger (issue 38 §3): what cannot be read is said, never skipped.
+@Suite("Nothing the ledger holds vanishes")
+struct LoudLedgerTests {
+    let first = HostileOperatorTests()
+
+    @Test func anOutboxRowThatCannotBeReadStopsTheRunAndStateCheckListsIt() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let config = try first.config(
+            folder, hub: "http://127.0.0.1:1/", feeds: ["{url: \"http://127.0.0.1:1/w.xml\"}"])
+        let kept = try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", "Waits in the outbox", "--yes"],
+            environment: hubEnvironment)
+        #expect(kept.status == 1, "the hub is out of reach: the push waits pending")
+        let damage = Process()
+        damage.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        damage.arguments = [folder.file("newspush-state.db"), "UPDATE outbox SET properties = 'not json'"]
+        try damage.run()
+        damage.waitUntilExit()
+        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+        #expect(run.status == 1 && run.stderr.contains("cannot be read"), "\(run.stderr)")
+        let check = try await newspush(["state", "check", "--config", config])
+        #expect(check.status == 1 && check.stdout.contains("cannot be read"), "\(check.stdout) \(check.stderr)")
+    }
+}

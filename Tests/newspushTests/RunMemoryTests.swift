@@ -30,7 +30,7 @@ struct RunMemoryTests {
                 """
                 hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "http://127.0.0.1:9/"}
                 state: \(name).db
-                fetch: {concurrency: 64, per_host: 64, timeout: 60s}
+                fetch: {concurrency: 64, per_host: 64, timeout: 300s}
                 feeds:
                 \(list.joined(separator: "\n"))
                 """)

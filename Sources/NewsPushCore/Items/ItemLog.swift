@@ -1,5 +1,6 @@
 import Foundation
 import NewsPushModel
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -23,6 +24,12 @@ public final class ItemLog: @unchecked Sendable {
     private var chunks: [Place?]
     private var descriptor: Int32 = -1
     private var end = 0
+    private let failure = Mutex<String?>(nil)
+
+    /// Why a chunk could not be read back whole (a short or failed read of the scratch file),
+    /// once one could not: that feed's items are missing, so the run must not record or report
+    /// as if they were not there.
+    public var readFailure: String? { failure.withLock { $0 } }
 
     /// A log for `feedCount` feeds, its scratch file in `folder` (the temporary folder, `TMPDIR`).
     public init(feedCount: Int, folder: String = NSTemporaryDirectory()) {
@@ -63,7 +70,13 @@ public final class ItemLog: @unchecked Sendable {
         let bytes: [UInt8]
         switch place {
         case .memory(let kept): bytes = kept
-        case .file(let offset, let length): bytes = Self.read(length, from: descriptor, at: offset)
+        case .file(let offset, let length):
+            guard let read = Self.read(length, from: descriptor, at: offset) else {
+                let reason = "the run's item log could not be read back (feed \(feed + 1): \(String(cString: strerror(errno))))"
+                failure.withLock { $0 = $0 ?? reason }
+                return []
+            }
+            bytes = read
         }
         var reader = ByteReader(bytes)
         let count = reader.int()
@@ -91,14 +104,19 @@ public final class ItemLog: @unchecked Sendable {
         return true
     }
 
-    private static func read(_ length: Int, from fd: Int32, at offset: Int) -> [UInt8] {
+    /// The chunk's bytes; nil on a failed or short read (never zeros in place of items).
+    private static func read(_ length: Int, from fd: Int32, at offset: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: length)
         var done = 0
         while done < length {
             let n = bytes.withUnsafeMutableBytes { buffer in
                 buffer.baseAddress.map { pread(fd, $0 + done, length - done, off_t(offset + done)) } ?? -1
             }
-            if n <= 0 { break }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                if n == 0 { errno = EIO }
+                return nil
+            }
             done += n
         }
         return bytes

@@ -21,7 +21,11 @@ extension RunRecord {
         }
         record.listings = FeedListings { body in
             for (index, url) in read {
-                try body(listing(log.items(ofFeed: index), feed: index, url: url, open: open, at: time))
+                let items = log.items(ofFeed: index)
+                // A chunk that could not be read back stops the record: nothing is written as if
+                // that feed had listed nothing.
+                if let failure = log.readFailure { throw ItemLogError(reason: failure) }
+                try body(listing(items, feed: index, url: url, open: open, at: time))
             }
         }
         record.outbox = plan.newEntries + plan.newHolds
@@ -97,4 +101,12 @@ extension RunRecord {
         }
         return feed
     }
+}
+
+/// The run's item log could not be read back: the run fails with the reason.
+public struct ItemLogError: Error, CustomStringConvertible, Sendable {
+    /// What could not be read.
+    public var reason: String
+    /// The reason.
+    public var description: String { reason }
 }

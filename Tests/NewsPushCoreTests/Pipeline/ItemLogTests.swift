@@ -4,6 +4,10 @@ import Testing
 
 @testable import NewsPushCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A run's items kept out of memory (issue 29): the log gives back what it was given, the report
 /// written in pieces is the report encoded whole, and the same-story question over the log
 /// answers as it did over every item of the run.
@@ -36,6 +40,27 @@ struct ItemLogTests {
         #expect(log.items(ofFeed: 0) == first)
         #expect(log.items(ofFeed: 1) == second)
         #expect(log.items(ofFeed: 2).isEmpty)  // a feed that failed lists nothing
+    }
+
+    // Issue 38 §3: a chunk that cannot be read back whole is said, never read as no items.
+    @Test func aShortReadIsAFailureNotAnEmptyFeed() throws {
+        let folder = NSTemporaryDirectory() + "newspush-itemlog-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let log = ItemLog(feedCount: 2, folder: folder)
+        log.append(feed: 0, [listed("a1", title: "A headline", decision: .seen, previous: true)])
+        #expect(log.isOnDisk)
+        // The scratch file is unlinked: find it among this process's descriptors and cut it short.
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+        let scratch = try #require(
+            descriptors.compactMap(Int32.init).first { fd in
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")
+                return target?.hasPrefix(folder + "/newspush-items-") == true
+            }, "no scratch file under \(folder)")
+        #expect(ftruncate(scratch, 3) == 0)
+        #expect(log.readFailure == nil)
+        #expect(log.items(ofFeed: 0).isEmpty)
+        #expect(log.readFailure?.contains("could not be read back") == true, "\(log.readFailure ?? "nil")")
     }
 
     @Test func withoutAWritableTemporaryFolderTheChunksStayInMemory() {
