@@ -72,7 +72,8 @@ public final class ItemLog: @unchecked Sendable {
         case .memory(let kept): bytes = kept
         case .file(let offset, let length):
             guard let read = Self.read(length, from: descriptor, at: offset) else {
-                let reason = "the run's item log could not be read back (feed \(feed + 1): \(String(cString: strerror(errno))))"
+                let reason =
+                    "the run's item log could not be read back (feed \(feed + 1): \(String(cString: strerror(errno))))"
                 failure.withLock { $0 = $0 ?? reason }
                 return []
             }
