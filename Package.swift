@@ -182,6 +182,16 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // The desk's guard, forms and answers in process (Hummingbird's testing framework):
+        // they run everywhere, with or without a browser.
+        .testTarget(
+            name: "NewsPushDeskTests",
+            dependencies: [
+                "NewsPushDesk", "NewsPushSessions", "NewsPushCore", "NewsPushTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "newspushTests",
             dependencies: [

@@ -79,11 +79,8 @@ public enum DeskServer {
     public static func run(
         _ desk: Desk, address: DeskAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
-        let router = Router(context: DeskContext.self)
-        router.add(middleware: DeskGuard(desk: desk))
-        DeskRoutes(desk: desk).register(on: router)
         let app = Application(
-            router: router,
+            router: router(desk),
             configuration: ApplicationConfiguration(
                 address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
@@ -91,6 +88,14 @@ public enum DeskServer {
         // SIGTERM (and SIGINT): stop taking connections, let the requests in flight finish (an
         // approval that is sending gets its outcome recorded), then return (SPEC §8).
         try await app.runService()
+    }
+
+    /// The desk's routes behind its guard: what `run` serves, and what the tests drive in process.
+    public static func router(_ desk: Desk) -> Router<DeskContext> {
+        let router = Router(context: DeskContext.self)
+        router.add(middleware: DeskGuard(desk: desk))
+        DeskRoutes(desk: desk).register(on: router)
+        return router
     }
 
     // MARK: Answers
