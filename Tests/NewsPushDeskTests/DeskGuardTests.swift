@@ -14,7 +14,7 @@ import Testing
 @Suite("The desk in process")
 struct DeskGuardTests {
     /// A newsroom whose users file has editor alice and viewer vera, and its desk's application.
-    func application(_ folder: TemporaryFolder) throws -> some ApplicationProtocol {
+    func application(_ folder: TemporaryFolder) async throws -> some ApplicationProtocol {
         let file = try folder.write(
             "feeds.yaml",
             """
@@ -25,9 +25,20 @@ struct DeskGuardTests {
             """)
         let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString])
             .load(path: file)
-        var users = try DeskUsers.load(path: config.deskUsersPath)
-        try users.set("alice", role: .editor, password: "alice-password")
-        try users.set("vera", role: .viewer, password: "vera-password")
+        // bcrypt is slow on purpose: off the concurrency pool, which the feed servers of the
+        // other tests in this process run on.
+        let path = config.deskUsersPath
+        let written = await offThePool { () -> DeskUsersError? in
+            do {
+                var users = try DeskUsers.load(path: path)
+                try users.set("alice", role: .editor, password: "alice-password")
+                try users.set("vera", role: .viewer, password: "vera-password")
+                return nil
+            } catch {
+                return error as? DeskUsersError
+            }
+        }
+        if let written { throw written }
         var logger = Logger(label: "desk-test")
         logger.logLevel = .critical
         return Application(router: DeskServer.router(Desk(context: SessionContext(config: config, logger: logger))))
