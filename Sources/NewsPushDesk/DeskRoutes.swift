@@ -82,7 +82,7 @@ struct DeskRoutes {
         router.getAndHead("/next") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
-            let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
+            let fresh = FormFields.parse(request.uri.query ?? "")["fresh"] == "1"
             do {
                 let (report, at) = try await desk.previews.report(context: desk.context, fresh: fresh)
                 return DeskServer.html(
@@ -97,7 +97,7 @@ struct DeskRoutes {
         router.getAndHead("/sent") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
-            let query = DeskServer.fields(request.uri.query ?? "")
+            let query = FormFields.parse(request.uri.query ?? "")
             let (filter, since) = historyFilter(query)
             let (pushes, audit) = try await desk.history(filter)
             return DeskServer.html(
@@ -112,7 +112,7 @@ struct DeskRoutes {
         router.getAndHead("/publish") { request, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
-            var fields = DeskServer.fields(request.uri.query ?? "")
+            var fields = FormFields.parse(request.uri.query ?? "")
             fields = fields.filter { ["replace", "category", "title", "url"].contains($0.key) }
             return DeskServer.html(
                 DeskPages.publish(fields: fields, preview: nil, config: config, user: user, now: Date(), flash: flash))
@@ -185,12 +185,12 @@ struct DeskRoutes {
             return DeskServer.json(answer.json, status: answer.status)
         }
         router.getAndHead("/api/history") { request, _ in
-            let (filter, _) = historyFilter(DeskServer.fields(request.uri.query ?? ""))
+            let (filter, _) = historyFilter(FormFields.parse(request.uri.query ?? ""))
             let (pushes, audit) = try await desk.history(filter)
             return DeskServer.json(JSONText.encode(HistoryOutput(pushes: pushes, audit: audit)))
         }
         router.getAndHead("/api/preview") { request, _ in
-            let fresh = DeskServer.fields(request.uri.query ?? "")["fresh"] == "1"
+            let fresh = FormFields.parse(request.uri.query ?? "")["fresh"] == "1"
             let (report, _) = try await desk.previews.report(context: desk.context, fresh: fresh)
             return DeskServer.json(report.jsonText())
         }

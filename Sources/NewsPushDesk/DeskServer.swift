@@ -151,9 +151,6 @@ public enum DeskServer {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return forwarded.reversed().first { !trusted.contains($0) } ?? peer
     }
-
-    /// The fields of a URL-encoded form or query (`FormFields.parse`).
-    static func fields(_ encoded: String) -> [String: String] { FormFields.parse(encoded) }
 }
 
 /// Sign-in, CSRF and roles before any route, and the security headers on every answer.
@@ -165,12 +162,10 @@ struct DeskGuard: RouterMiddleware {
         async throws -> Response
     {
         do {
+            var response = try await guarded(request, context: context, next: next)
             // HEAD is GET without the body (RFC 9110; the routes answer both).
-            guard request.method == .head else {
-                return DeskServer.secured(try await guarded(request, context: context, next: next))
-            }
-            let response = try await guarded(request, context: context, next: next)
-            return DeskServer.secured(Response(status: response.status, headers: response.headers))
+            if request.method == .head { response = Response(status: response.status, headers: response.headers) }
+            return DeskServer.secured(response)
         } catch let error as HTTPResponseError {
             return DeskServer.secured(try error.response(from: request, context: context))
         } catch {
@@ -200,7 +195,7 @@ struct DeskGuard: RouterMiddleware {
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             context.body = Data(buffer.readableBytesView)
             if request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
-                context.form = DeskServer.fields(String(decoding: context.body, as: UTF8.self))
+                context.form = FormFields.parse(String(decoding: context.body, as: UTF8.self))
             }
         }
         context.token = request.cookies[DeskServer.cookie]?.value

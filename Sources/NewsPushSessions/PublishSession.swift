@@ -251,23 +251,6 @@ public struct PublishSession: Sendable {
         return knowledge
     }
 
-    /// Whether the story of a held `entry` went out since it was held, by the rules a publish is
-    /// checked by: a push of the same story key or canonical link, or a near-identical headline,
-    /// in the last 36 hours.
-    static func pushedMeanwhile(_ entry: OutboxEntry, ledger: Ledger, now: Date) throws(LedgerError)
-        -> PublishRefusal?
-    {
-        let story = try ledger.stories(keys: [entry.storyKey])[entry.storyKey]
-        let recent = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)).filter {
-            $0.key != entry.storyKey && ![.held, .rejected].contains($0.status)
-        }
-        let link = story?.linkKey ?? entry.properties["url"].flatMap(StoryKey.canonicalLink)
-        if let link, let same = recent.first(where: { $0.linkKey == link }) { return .known(same) }
-        let title = story?.title ?? entry.properties["title"] ?? ""
-        return PublishPlanner.repeatOf(
-            key: entry.storyKey, title: title, url: nil, knowledge: PublishKnowledge(recentPushes: recent), now: now)
-    }
-
     /// Records the push in the outbox of `ledger` (held under the run lock) and sends it.
     private func send(_ plan: PublishPlan, editor: String?, ledger: Ledger, client: NotificationHubClient, now: Date)
         throws(SessionError) -> PublishResult

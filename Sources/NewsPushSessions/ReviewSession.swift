@@ -146,7 +146,7 @@ public struct ReviewSession: Sendable {
             do throws(LedgerError) {
                 // The same-story rules again, now: the story may have gone out meanwhile (a publish
                 // of the same link, a copy with a near-identical headline).
-                if let repeated = try PublishSession.pushedMeanwhile(entry, ledger: ledger, now: now) {
+                if let repeated = try pushedMeanwhile(entry, ledger: ledger, now: now) {
                     let closed = AuditRecord(
                         at: now, editor: editor, action: .cancelled, entryID: id, storyKey: entry.storyKey,
                         category: entry.category, title: entry.properties["title"],
@@ -223,6 +223,18 @@ public struct ReviewSession: Sendable {
         } catch {
             throw .unreadable(path: path, reason: "\(error)")
         }
+    }
+
+    /// The load step of the approval's same-story check (`PublishPlanner.pushedSince`): the held
+    /// story and the stories pushed in the last 36 hours but it.
+    private func pushedMeanwhile(_ entry: OutboxEntry, ledger: Ledger, now: Date) throws(LedgerError)
+        -> PublishRefusal?
+    {
+        let story = try ledger.stories(keys: [entry.storyKey])[entry.storyKey]
+        let recent = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window)).filter {
+            $0.key != entry.storyKey && ![.held, .rejected].contains($0.status)
+        }
+        return PublishPlanner.pushedSince(held: entry, story: story, recent: recent, now: now)
     }
 
     /// What is wrong with the machine's clock by the hub's word (its `Date`); nil when it is

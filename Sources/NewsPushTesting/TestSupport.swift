@@ -172,3 +172,13 @@ public func measuredRun(_ path: String, _ arguments: [String], environment: [Str
     }
     return run
 }
+
+/// A random form body or query of 1 to 40 characters drawn from what breaks naive decoders
+/// (raw spaces, bad `%` escapes, braces, markup, quotes, DEL, non-ASCII): the desk's fuzzed
+/// requests.
+public func hostileFormText(using random: inout some RandomNumberGenerator) -> String {
+    let alphabet = Array("ab =&%+{}|^<>\"'#;/\\?zZ09%%%\u{7f}é€".unicodeScalars)
+    return String(
+        String.UnicodeScalarView(
+            (0..<Int.random(in: 1...40, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" }))
+}

@@ -22,7 +22,7 @@ struct Hub: ParsableCommand {
         @Option(help: "Expiry as Unix seconds.")
         var expiry: Int?
 
-        @Option(parsing: .unconditional, help: "Lifetime, e.g. 1h or 20m (default 1h).")
+        @Option(help: "Lifetime, e.g. 1h or 20m (default 1h).")
         var ttl: String?
 
         func validate() throws {

@@ -56,21 +56,12 @@ extension Hub {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The scheduled notification id `publish --at` printed.") var scheduledId: String
 
-        @Option(
-            parsing: .unconditional,
-            help: "Wait this long (e.g. 30s, 2m) for a running job's lock instead of exiting 75 at once.")
-        var wait: String?
-
-        func validate() throws {
-            if let wait, Durations.parse(wait) == nil {
-                throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
-            }
-        }
+        @OptionGroup var lockWait: LockWait
 
         func run() throws {
             let config = try global.loadConfig()
             let outcome = try HubSession(context: global.context(config)).cancel(
-                scheduledId, wait: wait.flatMap(Durations.parse))
+                scheduledId, wait: lockWait.seconds)
             switch outcome {
             case .cancelled(let recorded):
                 Terminal.output("cancelled \(scheduledId)\(recorded ? "" : " (the ledger had no record of it)")")

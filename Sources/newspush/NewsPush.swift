@@ -61,6 +61,22 @@ extension NewsPush {
     }
 }
 
+/// `--wait DURATION` of the commands that take the run lock (publish, review approve|reject,
+/// hub cancel): wait that long for a running job instead of exiting 75 at once.
+struct LockWait: ParsableArguments {
+    @Option(help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75 at once.")
+    var wait: String?
+
+    func validate() throws {
+        if let wait, Durations.parse(wait) == nil {
+            throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
+        }
+    }
+
+    /// `--wait` in seconds; nil: exit 75 at once.
+    var seconds: Double? { wait.flatMap(Durations.parse) }
+}
+
 /// Options every command accepts.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "The config file.", completion: .file(extensions: ["yaml", "yml"]))

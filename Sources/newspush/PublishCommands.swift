@@ -51,7 +51,6 @@ struct Publish: ParsableCommand {
     var importance: Importance?
 
     @Option(
-        parsing: .unconditional,
         help:
             ArgumentHelp(
                 "Have the hub deliver it at this time: an RFC 3339 time (2026-11-23T18:00:00Z) or +DURATION (+2h); at "
@@ -67,8 +66,7 @@ struct Publish: ParsableCommand {
     @Option(help: "The language of the text: picks the category's message template for it (default en).")
     var language: String = "en"
 
-    @Option(parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
-    var wait: String?
+    @OptionGroup var lockWait: LockWait
 
     @Flag(help: "Say exactly what the real command would do, refusal included; send and record nothing.")
     var dryRun = false
@@ -83,9 +81,6 @@ struct Publish: ParsableCommand {
     var format: OutputFormat = .text
 
     func validate() throws {
-        if let wait, Durations.parse(wait) == nil {
-            throw ValidationError("--wait '\(wait)' is not a duration (e.g. 30s, 2m)")
-        }
         if let problem = request.problem(now: GlobalOptions.clock.now()) { throw ValidationError(problem) }
     }
 
@@ -94,7 +89,7 @@ struct Publish: ParsableCommand {
         PublishRequest(
             category: category, title: title, message: message, url: url, tags: tags, test: test,
             force: force, importance: importance, at: at, replacing: replacing, language: language,
-            dryRun: dryRun, wait: wait.flatMap(Durations.parse))
+            dryRun: dryRun, wait: lockWait.seconds)
     }
 
     func run() throws {

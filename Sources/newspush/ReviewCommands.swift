@@ -13,8 +13,7 @@ struct Review: ParsableCommand {
     /// What `list` and `history` both take: how far back, and the output format.
     struct Window: ParsableArguments {
         @OptionGroup var global: GlobalOptions
-        @Option(parsing: .unconditional, help: "Only this far back (held, or decided), e.g. 2h or 24h.") var since:
-            String?
+        @Option(help: "Only this far back (held, or decided), e.g. 2h or 24h.") var since: String?
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func validate() throws {
@@ -91,21 +90,18 @@ struct Review: ParsableCommand {
         @Option(help: "A new headline: the category's message is rendered again with it.") var title: String?
         @Option(help: "The exact message text (messageParam) instead.") var message: String?
         @Option(help: "major or minor instead.") var importance: Importance?
-        @Option(
-            parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
-        var wait: String?
+        @OptionGroup var lockWait: LockWait
         @Option(help: "Who approves (default: the login name).") var editor: String?
 
         func validate() throws {
             if title != nil && message != nil { throw ValidationError("give --title or --message, not both") }
-            if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration") }
         }
 
         func run() throws {
             let session = ReviewSession(context: global.context(try global.loadConfig()), editor: editor)
             let outcome = try session.approve(
                 id, edit: ReviewEdit(title: title, message: message, importance: importance),
-                wait: wait.flatMap(Durations.parse))
+                wait: lockWait.seconds)
             Review.report(outcome)
             try ExitStatus.finish(ExitStatus.code(for: outcome))
         }
@@ -116,20 +112,17 @@ struct Review: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The held push's id (`newspush review list`).") var id: String
         @Option(help: "Why (on the record).") var reason: String
-        @Option(
-            parsing: .unconditional, help: "Wait this long (e.g. 2m) for a running job's lock instead of exiting 75.")
-        var wait: String?
+        @OptionGroup var lockWait: LockWait
         @Option(help: "Who rejects (default: the login name).") var editor: String?
 
         func validate() throws {
             if reason.allSatisfy(\.isWhitespace) { throw ValidationError("--reason is empty: say why") }
-            if let wait, Durations.parse(wait) == nil { throw ValidationError("--wait '\(wait)' is not a duration") }
         }
 
         func run() throws {
             let session = ReviewSession(
                 context: global.context(try global.loadConfig(requireHub: false)), editor: editor)
-            let outcome = try session.reject(id, reason: reason, wait: wait.flatMap(Durations.parse))
+            let outcome = try session.reject(id, reason: reason, wait: lockWait.seconds)
             Review.report(outcome)
             try ExitStatus.finish(ExitStatus.code(for: outcome))
         }

@@ -61,7 +61,7 @@ struct StateCommand: ParsableCommand {
                 + "back)."
         )
         @OptionGroup var options: Options
-        @Option(parsing: .unconditional, help: "Retention instead of the config's state_retention, e.g. 7d.")
+        @Option(help: "Retention instead of the config's state_retention, e.g. 7d.")
         var retention: String?
 
         func validate() throws {

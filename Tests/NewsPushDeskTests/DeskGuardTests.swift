@@ -114,13 +114,8 @@ struct DeskGuardTests {
         try await application(folder).test(.router) { client in
             let alice = try await signIn(client, "alice")
             var random = SystemRandomNumberGenerator()
-            let alphabet = Array("ab =&%+{}|^<>\"'#;/\\?zZ09%%é€".unicodeScalars)
             for _ in 0..<200 {
-                let text = String(
-                    String.UnicodeScalarView(
-                        (0..<Int.random(in: 1...40, using: &random)).map { _ in
-                            alphabet.randomElement(using: &random) ?? "a"
-                        }))
+                let text = hostileFormText(using: &random)
                 let login = try await client.execute(
                     uri: "/login", method: .post, headers: Self.form, body: ByteBuffer(string: text))
                 #expect(login.status.code < 500, "\(text.debugDescription): \(login.status)")

@@ -112,20 +112,30 @@ struct HubReadinessTests {
             """)
     }
 
+    /// A hub (with `hub` settings) whose native devices take World's apple and Sports' fcmv1
+    /// pushes, and whose `templates` devices take the template pushes (to Politics).
+    func goLiveDevices(hub: String = "", templates: String) -> String {
+        """
+        hub: breaking-news
+        \(hub)
+        devices:
+          - {id: iphone-native, platform: apple, tags: [World]}
+          - {id: pixel-native, platform: fcmv1, tags: [Sports]}
+        \(templates)
+        """
+    }
+
     // 1. The go-live check: every format the config sends reaches a device, or it says why.
     @Test func theGoLiveCheckSaysWhatToFix() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let fcm = #"{"message":{"notification":{"body":"$(messageParam)"}}}"#
         let healthy = try await LocalHub.start(
-            devicesYAML: """
-                hub: breaking-news
-                devices:
-                  - {id: iphone-native, platform: apple, tags: [World]}
-                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
-                  - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
-                  - {id: pixel, platform: fcmv1, tags: [Politics], template: '\(fcm)'}
-                """)
+            devicesYAML: goLiveDevices(
+                templates: """
+                      - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                      - {id: pixel, platform: fcmv1, tags: [Politics], template: '\(fcm)'}
+                    """))
         defer { healthy.stop() }
         let good = try await newspush(
             ["check", "--hub", "--config", try goLiveConfig(folder, hub: healthy, name: "good.yaml")],
@@ -134,16 +144,12 @@ struct HubReadinessTests {
         #expect(good.stdout.contains("ok   hub template: reached 2 devices"), "\(good.stdout)")
         #expect(await healthy.emulator.allDeliveries().count == 4, "one test push per format")
         let broken = try await LocalHub.start(
-            devicesYAML: """
-                hub: breaking-news
-                tier: basic
-                credentials: [apple]
-                devices:
-                  - {id: iphone-native, platform: apple, tags: [World]}
-                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
-                  - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
-                  - {id: old-android, platform: gcm, tags: [Politics], template: '{"data":{"message":"$(messageParam)"}}'}
-                """)
+            devicesYAML: goLiveDevices(
+                hub: "tier: basic\ncredentials: [apple]",
+                templates: """
+                      - {id: iphone, platform: apple, tags: [Politics], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                      - {id: old-android, platform: gcm, tags: [Politics], template: '{"data":{"message":"$(messageParam)"}}'}
+                    """))
         defer { broken.stop() }
         let check = try await newspush(
             [
@@ -161,13 +167,10 @@ struct HubReadinessTests {
         #expect(lines.contains("warning hub tier: the hub answered without a Location"), "\(lines)")
         // FCM v1 templates that are not whole messages: the hub counts them as nothing.
         let incomplete = try await LocalHub.start(
-            devicesYAML: """
-                hub: breaking-news
-                devices:
-                  - {id: iphone-native, platform: apple, tags: [World]}
-                  - {id: pixel-native, platform: fcmv1, tags: [Sports]}
-                  - {id: pixel, platform: fcmv1, tags: [Politics], template: '{"notification":{"body":"$(messageParam)"}}'}
-                """)
+            devicesYAML: goLiveDevices(
+                templates: """
+                      - {id: pixel, platform: fcmv1, tags: [Politics], template: '{"notification":{"body":"$(messageParam)"}}'}
+                    """))
         defer { incomplete.stop() }
         let zero = try await newspush(
             ["check", "--hub", "--config", try goLiveConfig(folder, hub: incomplete, name: "zero.yaml")],

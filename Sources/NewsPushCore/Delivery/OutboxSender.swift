@@ -79,12 +79,14 @@ public struct OutboxSender {
         let chunks = [entries.prefix(1)] + Array(entries.dropFirst()).chunked(concurrency)
         // Formats the hub has no credential for: their pushes wait, the others go on.
         var uncredentialed: [PushFormat: String] = [:]
+        var keptForCredential = 0
         for chunk in chunks where !chunk.isEmpty {
             let waiting = chunk.filter { uncredentialed[$0.format] != nil }.map { entry in
                 OutboxOutcome(
                     entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
                     error: "not sent: \(uncredentialed[entry.format] ?? "")")
             }
+            keptForCredential += waiting.count
             let (ready, refused) = requests(for: chunk.filter { uncredentialed[$0.format] == nil })
             do throws(LedgerError) {
                 try journal.record(refused + waiting)
@@ -96,10 +98,9 @@ public struct OutboxSender {
                 return result
             }
             result.outcomes += refused + waiting
-            let (outcomes, stop) = sendAll(ready, pool: pool)
-            for (entry, outcome) in zip(ready.map(\.entry), outcomes) where outcome.status == .pending {
-                if let why = outcome.error, why.contains(Self.noCredentialWords) { uncredentialed[entry.format] = why }
-            }
+            let (outcomes, stop, noCredential) = sendAll(ready, pool: pool)
+            for (format, why) in noCredential { uncredentialed[format] = why }
+            keptForCredential += noCredential.count
             do throws(LedgerError) { try journal.record(outcomes) } catch {
                 // The entries stay `sending`: the next run settles them as unknown, never re-sent.
                 logger.info("\(error.description)")
@@ -114,16 +115,12 @@ public struct OutboxSender {
                 return result
             }
         }
-        if !uncredentialed.isEmpty { result.stop = Self.credentialStop(uncredentialed, outcomes: result.outcomes) }
+        if !uncredentialed.isEmpty { result.stop = Self.credentialStop(uncredentialed, kept: keptForCredential) }
         return result
     }
 
-    /// The service's words for a send whose format the hub has no credential for.
-    static let noCredentialWords = "has no target applications"
-
     /// One sentence for every format the hub lacks a credential for (said once, not per push).
-    static func credentialStop(_ formats: [PushFormat: String], outcomes: [OutboxOutcome]) -> SendStop {
-        let kept = outcomes.filter { $0.status == .pending && $0.error?.contains(noCredentialWords) == true }.count
+    static func credentialStop(_ formats: [PushFormat: String], kept: Int) -> SendStop {
         let names = formats.keys.map(\.rawValue).sorted().joined(separator: ", ")
         let detail = formats.values.sorted().first ?? ""
         return .hub(
@@ -165,8 +162,10 @@ public struct OutboxSender {
 
     /// Sends one chunk on the pool; once a failure concerns the hub, nothing more starts and the
     /// entries not started go back to `pending`.
+    /// `noCredential`: the format and the hub's words of each push refused for want of that
+    /// format's platform credential (`SendOutcome.formatWithoutCredential`).
     private func sendAll(_ ready: [(entry: OutboxEntry, request: HubRequest)], pool: SendPool) -> (
-        outcomes: [OutboxOutcome], stop: SendStop?
+        outcomes: [OutboxOutcome], stop: SendStop?, noCredential: [(PushFormat, String)]
     ) {
         let answers = Mutex([SendOutcome?](repeating: nil, count: ready.count))
         let client = self.client
@@ -189,7 +188,11 @@ public struct OutboxSender {
             }
             return outcome(of: entry, answer)
         }
-        return (outcomes, stop)
+        let noCredential = zip(ready, results).compactMap { item, answer -> (PushFormat, String)? in
+            guard let answer, answer.formatWithoutCredential != nil else { return nil }
+            return (item.entry.format, answer.failureReason ?? "")
+        }
+        return (outcomes, stop, noCredential)
     }
 
     /// Whether an answer concerns the hub, so nothing more is sent now. A 403 to a scheduled

@@ -1,5 +1,4 @@
 import Foundation
-import NotificationHubs
 
 /// What one server's clock said when its answer came: its `Date` header (plus its `Age`, for an
 /// answer a cache kept) beside the machine's clock at that moment.
@@ -18,7 +17,8 @@ public struct ClockReading: Sendable, Equatable {
     /// The reading of an answer with these headers (lower-cased names) that came at `local`;
     /// nil without a `Date` header.
     public init?(headers: [String: String], local: Date) {
-        guard let text = headers["date"], let date = NotificationHubClient.parseHTTPDate(text) else { return nil }
+        // The feed parser's RFC 822 reader (its fast path is this very form): no formatter per answer.
+        guard let text = headers["date"], let date = FeedDates.parse(text) else { return nil }
         let age = headers["age"].flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         self.init(server: date.addingTimeInterval(max(0, age)), local: local)
     }

@@ -286,19 +286,25 @@ public enum PublishPlanner {
     /// person's devices. An expression that does not parse reaches nobody (the request is
     /// refused later with the reason).
     public static func reachesReaders(tags: String, category: NewsCategory, config: NewsPushConfig) -> Bool {
-        guard let given = try? TagExpression.parse(tags),
-            let readers = try? TagExpression.parse(config.settings(for: category).tags)
-        else { return false }
+        guard let (given, readers) = audiences(tags, category, config) else { return false }
         return given.canOverlap(readers, absent: isPersonal)
     }
 
     /// Whether a push to `tags` leaves some reader of `category` out (then the run will not send
     /// the story to them either, since it was pushed).
     static func leavesReadersOut(tags: String, category: NewsCategory, config: NewsPushConfig) -> Bool {
+        guard let (given, readers) = audiences(tags, category, config) else { return false }
+        return readers.canOverlap(.not(given), absent: isPersonal)
+    }
+
+    /// `tags` and the category's own expression, parsed; nil when either does not parse.
+    private static func audiences(_ tags: String, _ category: NewsCategory, _ config: NewsPushConfig)
+        -> (given: TagExpression.Node, readers: TagExpression.Node)?
+    {
         guard let given = try? TagExpression.parse(tags),
             let readers = try? TagExpression.parse(config.settings(for: category).tags)
-        else { return false }
-        return readers.canOverlap(.not(given), absent: isPersonal)
+        else { return nil }
+        return (given, readers)
     }
 
     /// A tag that names one person or one device, not an audience: a user's tag (`user:…`,
@@ -365,8 +371,21 @@ public enum PublishPlanner {
         ]
     }
 
+    /// Whether the story of a held push went out since it was held, by the rules a publish is
+    /// checked by: another story in `recent` (pushed in the last 36 hours) with its canonical
+    /// `link`, or a near-identical headline. `recent` holds no held or rejected stories.
+    public static func pushedSince(
+        held entry: OutboxEntry, story: StoryRecord?, recent: [StoryRecord], now: Date
+    ) -> PublishRefusal? {
+        let link = story?.linkKey ?? entry.properties["url"].flatMap(StoryKey.canonicalLink)
+        if let link, let same = recent.first(where: { $0.linkKey == link }) { return .known(same) }
+        let title = story?.title ?? entry.properties["title"] ?? ""
+        return repeatOf(
+            key: entry.storyKey, title: title, url: nil, knowledge: PublishKnowledge(recentPushes: recent), now: now)
+    }
+
     /// What makes this story a repeat, if anything.
-    public static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date)
+    static func repeatOf(key: String, title: String, url: String?, knowledge: PublishKnowledge, now: Date)
         -> PublishRefusal?
     {
         var candidate = Candidate(
