@@ -3,7 +3,8 @@ import Foundation
 import NotificationHubs
 
 /// The control API for tests and demos: `POST /_emulator/faults` queues a fault,
-/// `DELETE /_emulator/faults` clears them, `GET /_emulator/deliveries` lists every delivery.
+/// `DELETE /_emulator/faults` clears them, `GET /_emulator/deliveries` lists every delivery,
+/// `GET|POST /_emulator/clock` reads or moves on the emulator's clock.
 extension HubEmulator {
     func control(_ request: EmulatorRequest) -> EmulatorResponse {
         switch (request.method, request.path) {
@@ -23,6 +24,8 @@ extension HubEmulator {
         case ("GET", "/_emulator/deliveries"):
             let data = (try? encoder.encode(deliveries)) ?? Data("[]".utf8)
             return EmulatorResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
+        case ("GET", "/_emulator/clock"), ("POST", "/_emulator/clock"):
+            return clockControl(request)
         case ("GET", "/_emulator/health"):
             return EmulatorResponse(status: 200, headers: [], body: Data("ok".utf8))
         default:

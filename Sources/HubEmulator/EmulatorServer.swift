@@ -29,32 +29,16 @@ public enum EmulatorServer {
         onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
         let responder = CallbackResponder<EmulatorContext> { request, context in
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName] = field.value }
-            // Read at most a little over the service's 64 KB limit: enough to answer 413.
-            let buffer = try await request.body.collect(upTo: 1 << 20)
-            let (path, query) = EmulatorRequest.splitURI(request.uri.description)
-            let received = EmulatorRequest(
-                method: request.method.rawValue, path: path, query: query, headers: headers,
-                body: Data(buffer.readableBytesView))
-            let fault = await emulator.nextFault(for: received)
-            // A delay before delivery: a client that gives up first leaves nothing delivered.
-            if let delay = fault?.delaySeconds, fault?.delayAfterDelivery != true {
-                try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            // Counted as running until answered, so `settle()` waits for it.
+            await emulator.startedWork()
+            do {
+                let response = try await answer(request, context: context, emulator: emulator)
+                await emulator.finishedWork()
+                return response
+            } catch {
+                await emulator.finishedWork()
+                throw error
             }
-            let answer = await emulator.handle(received, fault: fault)
-            if answer.delay > 0 { try await Task.sleep(nanoseconds: UInt64(answer.delay * 1e9)) }
-            if answer.drop {
-                try await context.channel.close()
-                throw CancellationError()
-            }
-            var fields = HTTPFields()
-            for (name, value) in answer.headers {
-                if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
-            }
-            return Response(
-                status: HTTPResponse.Status(code: answer.status), headers: fields,
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
         let app = Application(
             responder: responder,
@@ -66,5 +50,36 @@ public enum EmulatorServer {
             },
             logger: logger)
         try await app.run()
+    }
+
+    /// One request: its fault's delay waited on the emulator's clock, then the emulator's answer.
+    static func answer(_ request: Request, context: EmulatorContext, emulator: HubEmulator) async throws -> Response {
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        // Read at most a little over the service's 64 KB limit: enough to answer 413.
+        let buffer = try await request.body.collect(upTo: 1 << 20)
+        let (path, query) = EmulatorRequest.splitURI(request.uri.description)
+        let received = EmulatorRequest(
+            method: request.method.rawValue, path: path, query: query, headers: headers,
+            body: Data(buffer.readableBytesView))
+        let fault = await emulator.nextFault(for: received)
+        // A delay before delivery: a client that gives up first leaves nothing delivered.
+        if let delay = fault?.delaySeconds, fault?.delayAfterDelivery != true {
+            await emulator.sleep(seconds: delay)
+            try Task.checkCancellation()
+        }
+        let answer = await emulator.handle(received, fault: fault)
+        if answer.delay > 0 { await emulator.sleep(seconds: answer.delay) }
+        if answer.drop {
+            try await context.channel.close()
+            throw CancellationError()
+        }
+        var fields = HTTPFields()
+        for (name, value) in answer.headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return Response(
+            status: HTTPResponse.Status(code: answer.status), headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 }

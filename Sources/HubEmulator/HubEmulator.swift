@@ -16,6 +16,14 @@ public actor HubEmulator {
     var notifications: [String: NotificationRecord] = [:]
     var scheduled: [String: Task<Void, Never>] = [:]
     var sendCount = 0
+    var telemetryAsked: [String: Int] = [:]
+    /// How far the emulator's clock is ahead of the wall clock (EmulatorClock.swift).
+    var clockOffset: TimeInterval = 0
+    var waiters: [UInt64: Waiter] = [:]
+    var nextWaiter: UInt64 = 0
+    /// Requests and timers running (not waiting for a time to come).
+    var busy = 0
+    var settleWaiters: [CheckedContinuation<Void, Never>] = []
     /// The address the server listens on (`127.0.0.1:PORT`): a token signed for it is good too.
     var ownAddress: String?
     let log: FileHandle?
@@ -55,6 +63,9 @@ public actor HubEmulator {
     /// What the hub knows about a notification (or a scheduled one), as telemetry reports it.
     public func notification(_ id: String) -> NotificationRecord? { notifications[id] }
 
+    /// How many times telemetry was asked for notification `id`.
+    public func telemetryRequests(for id: String) -> Int { telemetryAsked[id, default: 0] }
+
     /// Tells the emulator the port it listens on.
     public func listening(on port: Int) { ownAddress = "127.0.0.1:\(port)" }
 
@@ -79,7 +90,8 @@ public actor HubEmulator {
 
     /// Handles one HTTP request, with the fault taken for it (a delay before delivery has
     /// already been waited by the server).
-    public func handle(_ request: EmulatorRequest, fault: Fault? = nil, now: Date = Date()) -> EmulatorResponse {
+    public func handle(_ request: EmulatorRequest, fault: Fault? = nil) -> EmulatorResponse {
+        let now = now()
         let trackingId = request.headers["trackingid"] ?? UUID().uuidString.lowercased()
         // Control endpoints for tests and demos.
         if request.path.hasPrefix("/_emulator/") { return control(request) }
@@ -106,8 +118,10 @@ public actor HubEmulator {
             404, "No service is hosted at the specified address.", trackingId: trackingId)
         guard segments.count >= 2, ["messages", "schedulednotifications"].contains(segments[1]) else { return notFound }
         let hub = segments[0]
-        // Authentication, as the service: token present, signature, expiry, audience.
-        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: now, trackingId: trackingId) {
+        // Authentication, as the service: token present, signature, expiry, audience. Against
+        // the wall clock, which clients sign with: a test moving the hub's clock on moves what
+        // happens inside the hub (delays, schedules, telemetry), not the clients' clocks.
+        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: Date(), trackingId: trackingId) {
             return failure
         }
         if let expected = registry.hub, expected.lowercased() != hub.lowercased() {
@@ -186,10 +200,9 @@ public actor HubEmulator {
         notifications[id] = NotificationRecord(
             id: id, hub: hub, host: connection.host, state: "Scheduled", enqueued: now, body: prepared.body,
             tags: prepared.tags, platforms: Set(prepared.targets.map(\.device.platform.rawValue)))
-        let delay = max(0, time.timeIntervalSince(now))
+        startedWork()
         scheduled[id] = Task { [weak self] in
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            guard !Task.isCancelled else { return }
+            await self?.sleep(until: time)
             await self?.fire(id, targets: prepared.targets)
         }
         let apiVersion = request.query["api-version"] ?? "2020-06"
@@ -205,9 +218,10 @@ public actor HubEmulator {
     }
 
     func fire(_ id: String, targets: [SendTarget]) {
+        defer { finishedWork() }
         scheduled[id] = nil
         guard notifications[id]?.state == "Scheduled" else { return }
-        deliver(targets, id: id, at: Date(), ignoringOffline: false)
+        deliver(targets, id: id, at: now(), ignoringOffline: false)
     }
 
     func cancel(_ id: String, trackingId: String, now: Date) -> EmulatorResponse {
@@ -222,7 +236,8 @@ public actor HubEmulator {
         return EmulatorResponse(status: 200, headers: [("TrackingId", trackingId)], body: Data())
     }
 
-    func telemetry(_ id: String, hub: String, trackingId: String, now: Date = Date()) -> EmulatorResponse {
+    func telemetry(_ id: String, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
+        telemetryAsked[id, default: 0] += 1
         guard let record = notifications[id], now.timeIntervalSince(record.enqueued) >= registry.telemetryDelay else {
             return .xmlError(404, "No notification '\(id)' in this hub", trackingId: trackingId)
         }
@@ -240,14 +255,21 @@ public actor HubEmulator {
         if targets.isEmpty { notifications[id]?.ended = now }
         for target in targets {
             if let offline = target.device.offlineSeconds, offline > 0, !ignoringOffline {
+                startedWork()
                 Task { [weak self] in
-                    try? await Task.sleep(nanoseconds: UInt64(offline * 1e9))
-                    await self?.arrive(target, id: id, at: Date())
+                    await self?.comeOnline(target, id: id, at: now.addingTimeInterval(offline))
                 }
             } else {
                 arrive(target, id: id, at: now)
             }
         }
+    }
+
+    /// A phone that was off gets the notification when it comes back at `time`.
+    func comeOnline(_ target: SendTarget, id: String, at time: Date) async {
+        await sleep(until: time)
+        arrive(target, id: id, at: now())
+        finishedWork()
     }
 
     func arrive(_ target: SendTarget, id: String, at now: Date) {

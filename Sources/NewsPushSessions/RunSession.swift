@@ -180,11 +180,33 @@ public struct RunSession: Sendable {
         var newKeys = Set<Int>()
         /// The story keys of waiting outbox entries that an item listed.
         var listedOutboxKeys = Set<String>()
+
+        /// One feed's identified and classified items settled and logged; returns its tally.
+        mutating func add(
+            _ identified: [Candidate], feed index: Int, tally: FeedTally, waiting: Set<String>, sendInitial: Int?
+        ) -> FeedTally {
+            var tally = tally
+            let (listed, open) = ItemSettling.settle(identified, sendInitial: sendInitial)
+            log.append(feed: index, listed)
+            self.open += open
+            for candidate in identified {
+                if candidate.isNew {
+                    tally.newItems += 1
+                    newKeys.insert(candidate.key.hashValue)
+                }
+                if waiting.contains(candidate.key) { listedOutboxKeys.insert(candidate.key) }
+            }
+            tally.baselines = listed.filter { $0.decision == .baseline }.count
+            tally.firstRead = identified.first?.inBaselineFeed ?? false
+            return tally
+        }
     }
 
-    /// The read, identify, classify and settle stages, one feed at a time as each arrives: the
-    /// ledger is asked about that feed's keys, its items go to the log, and its document and
-    /// items are let go before the next one. `waiting`: the story keys of the outbox.
+    /// The read, identify, classify and settle stages, pulled in batches as the feeds arrive
+    /// (the fetch loop runs on a thread of its own): the ledger is asked about a whole batch's
+    /// keys in one round of queries, each feed's items go to the log, and the documents and
+    /// items are let go before the next batch. A ledger error stops the fetches still to come.
+    /// `waiting`: the story keys of the outbox.
     private func list(
         _ feeds: [FeedSettings], records: [String: FeedRecord], ledger: Ledger, waiting: Set<String>,
         request: RunRequest, models: inout TextModels, now: Date
@@ -192,37 +214,26 @@ public struct RunSession: Sendable {
         var listing = Listing(
             feeds: feeds.map { FeedTally(settings: $0, read: FeedRead(notFetched: $0.url)) },
             log: ItemLog(feedCount: feeds.count))
-        var failure: LedgerError?
-        FeedReading.readEach(
+        try FeedReading.readEach(
             feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now,
             progress: { progress?(.fetching(done: $0, total: $1)) }
-        ) { index, read in
-            guard failure == nil else { return }
-            let settings = feeds[index]
-            let candidates = StoryIdentifier.candidates(
-                settings, read: read, feedIndex: index, record: records[settings.url], policy: config.policy, now: now)
-            var tally = FeedTally(settings: settings, read: read.withoutItems())
-            do throws(LedgerError) {
-                let known = candidates.isEmpty ? KnownStories() : try RunLoad.known(candidates, in: ledger)
-                let identified = models.settledClassified(StoryIdentifier.identify(candidates, known: known, now: now))
-                let (listed, open) = ItemSettling.settle(identified, sendInitial: request.sendInitial)
-                listing.log.append(feed: index, listed)
-                listing.open += open
-                for candidate in identified {
-                    if candidate.isNew {
-                        tally.newItems += 1
-                        listing.newKeys.insert(candidate.key.hashValue)
-                    }
-                    if waiting.contains(candidate.key) { listing.listedOutboxKeys.insert(candidate.key) }
-                }
-                tally.baselines = listed.filter { $0.decision == .baseline }.count
-                tally.firstRead = candidates.first?.inBaselineFeed ?? false
-            } catch {
-                failure = error
+        ) { (batch) throws(LedgerError) in
+            let candidates = batch.map { index, read in
+                StoryIdentifier.candidates(
+                    feeds[index], read: read, feedIndex: index, record: records[feeds[index].url],
+                    policy: config.policy, now: now)
             }
-            listing.feeds[index] = tally
+            let all = candidates.flatMap { $0 }
+            let known = all.isEmpty ? KnownStories() : try RunLoad.known(all, in: ledger)
+            for (feed, feedCandidates) in zip(batch, candidates) {
+                let identified = models.settledClassified(
+                    StoryIdentifier.identify(feedCandidates, known: known, now: now))
+                listing.feeds[feed.index] = listing.add(
+                    identified, feed: feed.index,
+                    tally: FeedTally(settings: feeds[feed.index], read: feed.read.withoutItems()),
+                    waiting: waiting, sendInitial: request.sendInitial)
+            }
         }
-        if let failure { throw failure }
         return listing
     }
 

@@ -115,7 +115,7 @@ public final class LocalHTTPServer: Sendable {
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in await box.set(channel.localAddress?.port ?? 0) },
             logger: logger)
-        let task = Task { try await app.run() }
+        let task = ServerThread(name: "test-http").run { try await app.run() }
         let port = await box.get()
         return LocalHTTPServer(port: port, task: task, log: log)
     }

@@ -29,10 +29,13 @@ public final class LocalHub: Sendable {
         let emulator = try HubEmulator(
             connection: try HubConnectionString(parsing: connectionString),
             registry: try DeviceRegistry.parse(devicesYAML, file: "devices.yaml"), logPath: logPath)
-        var logger = Logger(label: "test-hub")
-        logger.logLevel = .critical
+        let logger = {
+            var logger = Logger(label: "test-hub")
+            logger.logLevel = .critical
+            return logger
+        }()
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-        let task = Task {
+        let task = ServerThread(name: "test-hub").run {
             try await EmulatorServer.run(emulator, port: 0, logger: logger) { port in continuation.yield(port) }
         }
         var port = 0

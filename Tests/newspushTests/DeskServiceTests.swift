@@ -118,12 +118,14 @@ extension DeskServiceTests {
         let alice = try await desk.signIn(process, "alice")
         let queue = try desk.first.json(try await newspush(["review", "list", "--config", config, "--format", "json"]))
         let id = try #require((queue["held"] as? [[String: Any]])?.first?["id"] as? String)
-        await hub.emulator.inject(Fault(delaySeconds: 3))
+        await hub.emulator.inject(Fault(delaySeconds: 600))  // held until the hub's clock moves on
         async let approval = process.send(
             "POST /api/review/\(id)/approve HTTP/1.1",
             headers: ["Cookie: \(alice.cookie)", "X-CSRF-Token: \(alice.csrf)"])
-        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(try await waitUntilSending(config), "the approval never reached the hub")
         kill(process.process.processIdentifier, SIGTERM)
+        try await Task.sleep(nanoseconds: 200_000_000)  // the signal lands while the push is held
+        await hub.emulator.advanceClock(by: 600)
         let answer = await approval
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")
         let ended = await offThePool {

@@ -489,9 +489,9 @@ struct HostileOperatorTests {
         defer { folder.cleanup() }
         let config = try config(
             folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
-        await hub.emulator.inject(Fault(delaySeconds: 30))
+        await hub.emulator.inject(Fault(delaySeconds: 600))
         let process = try startNewspush(["run", "--config", config])
-        // Killed once its intent is journalled (the hub holds the request for 30 s).
+        // Killed once its intent is journalled (the hub holds the request until its clock moves).
         try await waitUntilSending(config)
         kill(process.processIdentifier, SIGKILL)
         await offThePool { process.waitUntilExit() }

@@ -10,8 +10,9 @@ struct HubReadinessTests {
     let first = HostileOperatorTests()
 
     // 3. Telemetry right after a send: "not processed yet", not a wrong id; --wait asks again.
+    // (The hub's telemetry comes an hour after the send on its clock, which the test moves on.)
     @Test func telemetryRightAfterASendIsNotProcessedYet() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices + "\ntelemetry_delay: 15s")
+        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices + "\ntelemetry_delay: 3600s")
         defer { hub.stop() }
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -29,8 +30,14 @@ struct HubReadinessTests {
         let fromLedger = try await newspush(
             ["hub", "status", "--last", "1", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(fromLedger.stdout.contains("\"not_processed_yet\" : true"), "\(fromLedger.stdout)")
-        let waited = try await newspush(
+        async let waiting = newspush(
             ["hub", "status", id, "--wait", "60s", "--config", config], environment: hubEnvironment)
+        // Once the waiting command has asked (after the two above), the hour passes.
+        for _ in 0..<600 where await hub.emulator.telemetryRequests(for: id) < 3 {
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        await hub.emulator.advanceClock(by: 3600)
+        let waited = try await waiting
         #expect(waited.status == 0 && waited.stdout.contains("state Completed"), "\(waited.stdout) \(waited.stderr)")
         // An id sent long ago that the hub does not know is still a wrong id.
         let old = try await newspush(

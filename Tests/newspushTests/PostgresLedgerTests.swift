@@ -1,6 +1,7 @@
 import Foundation
 import HubEmulator
 import NewsPushTesting
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -98,12 +99,14 @@ struct PostgresLedgerTests {
         let hosts = try await TwoHosts(items: [("a1", "Harbour cranes halt work", 2)])
         defer { hosts.stop() }
         let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
-        await hub.emulator.inject(Fault(delaySeconds: 4))
+        // The first host's push is held at the hub until its clock moves on.
+        await hub.emulator.inject(Fault(delaySeconds: 600))
         let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         let refused = try await newspush(["run", "--config", second], environment: hubEnvironment)
         #expect(refused.status == 75, "\(refused.stderr)")
         #expect(refused.stderr.contains("advisory lock") && refused.stderr.contains("127.0.0.1:\(server.port)"))
+        await hub.emulator.advanceClock(by: 600)
         let waited = try await newspush(
             [
                 "publish", "--config", second, "--category", "World", "--title", "Ferry strike called off", "--yes",
@@ -120,7 +123,7 @@ struct PostgresLedgerTests {
         let hosts = try await TwoHosts(items: [("k1", "Dam gates opened after rain", 2)])
         defer { hosts.stop() }
         let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
-        await hub.emulator.inject(Fault(delaySeconds: 3))
+        await hub.emulator.inject(Fault(delaySeconds: 600))
         let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         kill(running.processIdentifier, SIGKILL)
@@ -133,7 +136,8 @@ struct PostgresLedgerTests {
         #expect(facts.contains("newspush_ledger_backend{backend=\"postgres\"} 1"), "\(facts)")
         #expect(facts.contains("newspush_lock_wait_seconds "), "\(facts)")
         #expect((try json(next)["interrupted_sends"] as? [Any])?.count == 1, "\(next.stdout)")
-        try await Task.sleep(nanoseconds: 4_000_000_000)  // the delayed request, if the hub delivers it
+        await hub.emulator.advanceClock(by: 600)  // the held request: the hub delivers it now
+        await hub.emulator.settle()
         #expect(await hub.emulator.allDeliveries().count <= 1, "never twice")
         #expect(try await outbox(second).map { $0["status"] as? String } == ["unknown"])
     }
@@ -153,18 +157,65 @@ struct PostgresLedgerTests {
         let running = try startNewspush(["run", "--config", first])
         try await waitForSending(first)
         #expect(try await server.terminateConnections(to: database) >= 1)
+        await hub.emulator.advanceClock(by: 3)
         await offThePool { running.waitUntilExit() }
         #expect(running.terminationStatus == 1, "a host that lost its ledger stops and exits 1")
         await hub.emulator.clearFaults()
         let next = try await newspush(["run", "--config", second, "--format", "json"], environment: hubEnvironment)
         #expect(next.status == 0, "\(next.stderr)")
-        try await Task.sleep(nanoseconds: 4_000_000_000)
+        await hub.emulator.advanceClock(by: 3)  // what the hub still held
+        await hub.emulator.settle()
         let stories = await hub.emulator.allDeliveries().map(\.payload)
         for title in ["Lighthouse keeper", "Glacier retreat", "Orchestra tours"] {
             #expect(stories.filter { $0.contains(title) }.count <= 1, "\(title) twice: \(stories)")
         }
         let statuses = try await outbox(second).compactMap { $0["status"] as? String }
         #expect(statuses.count == 3 && statuses.allSatisfy { $0 == "sent" || $0 == "unknown" }, "\(statuses)")
+    }
+
+    /// Issue 38 §1: the ledger lost after the first feed arrived stops the run, and the feeds
+    /// not yet fetched are never fetched (the old fetch loop fetched all 30 and exited 1 after).
+    @Test func aLedgerLostAfterTheFirstFeedStopsTheRunWithoutFetchingTheRest() async throws {
+        let server = try await LocalPostgres.shared()
+        let state = try await server.createDatabase()
+        let database = Self.database(of: state)
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let body = rssFeed(title: "Wire", items: [("w1", "Harbour reopens after storm", 2)])
+        let terminated = Mutex(false)
+        let feeds = try await LocalHTTPServer.start { _ in
+            // The first feed asked for: the run's database connections go.
+            if terminated.withLock({ done in
+                defer { done = true }
+                return !done
+            }) {
+                _ = try? await server.terminateConnections(to: database)
+            }
+            return CannedResponse(text: body)
+        }
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let list = (0..<30).map { "  - {url: \"\(feeds.baseURL)/feed-\($0).xml\", category: World}" }
+        let config = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", retries: 0}
+            fetch: {concurrency: 1, per_host: 1}
+            policy: {first_run: send}
+            state: "\(state)"
+            feeds:
+            \(list.joined(separator: "\n"))
+            """)
+        var environment = hubEnvironment
+        environment.merge(server.environment) { $1 }
+        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
+        #expect(run.status == 1, "the run that lost its ledger fails: \(run.stderr)")
+        let fetched = await feeds.requests().count
+        // The first feed, the buffer (2 × concurrency) and one in flight at most.
+        #expect(fetched <= 4, "\(fetched) of 30 feeds fetched after the ledger was lost")
+        #expect(await hub.emulator.allDeliveries().isEmpty)
     }
 
     @Test func aWrongPasswordAMissingDatabaseOrNoServerStopBeforeAnythingIsFetched() async throws {
@@ -331,12 +382,14 @@ struct PostgresLedgerTests {
         let running = try startNewspush(["run", "--config", config], environment: server.environment)
         try await waitForSending(config, environment: server.environment)
         try await server.restart()
+        await hub.emulator.advanceClock(by: 3)
         await offThePool { running.waitUntilExit() }
         #expect(running.terminationStatus == 1, "the run that lost its database stops")
         await hub.emulator.clearFaults()
         let next = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
         #expect(next.status == 0, "\(next.stderr)")
-        try await Task.sleep(nanoseconds: 4_000_000_000)
+        await hub.emulator.advanceClock(by: 3)  // what the hub still held
+        await hub.emulator.settle()
         let alerts = await hub.emulator.allDeliveries().map(\.payload)
         for title in ["Tidal power", "Airport expansion", "Library digitises"] {
             #expect(alerts.filter { $0.contains(title) }.count <= 1, "\(title) twice: \(alerts)")

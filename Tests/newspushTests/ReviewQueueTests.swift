@@ -350,7 +350,7 @@ struct ReviewQueueTests {
         #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
         let id = try #require(try await held(config).first?["id"] as? String)
         let before = await readerAlerts(hub).count
-        await hub.emulator.inject(Fault(delaySeconds: 5))
+        await hub.emulator.inject(Fault(delaySeconds: 600))  // held until the hub's clock moves on
         let process = try startNewspush(["review", "approve", id, "--config", config])
         try await waitUntilSending(config)
         kill(process.processIdentifier, SIGKILL)
@@ -360,7 +360,8 @@ struct ReviewQueueTests {
         #expect(again.status == 1, "\(again.stderr)")
         let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect((try json(run)["interrupted_sends"] as? [Any])?.count == 1, "\(run.stdout)")
-        try await Task.sleep(nanoseconds: 6_000_000_000)  // the delayed request, if the hub delivers it
+        await hub.emulator.advanceClock(by: 600)  // the held request: the hub delivers it now
+        await hub.emulator.settle()
         #expect(await readerAlerts(hub).count <= before + 1, "never twice")
     }
 }

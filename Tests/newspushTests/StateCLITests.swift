@@ -92,15 +92,15 @@ struct StateCLITests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try newsroom(folder, hub: hub, feeds: feeds)
-        // The first run holds the lock while its push is delayed 20 s; the second must exit 75
-        // while the first still runs, not wait for it. (Measured against the first run rather
-        // than a clock, so a loaded machine's slow process starts cannot fail it.)
+        // The first run holds the lock while the hub holds its push (until the hub's clock moves
+        // on 20 s); the second must exit 75 while the first still runs, not wait for it.
         await hub.emulator.inject(Fault(delaySeconds: 20, count: 1))
         let first = try startNewspush(["run", "--config", config])
         #expect(try await waitUntilSending(config), "the first run never started sending")
         let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(second.status == 75)
         #expect(first.isRunning, "the second run waited for the first to finish")
+        await hub.emulator.advanceClock(by: 20)
         await offThePool { first.waitUntilExit() }
         #expect(first.terminationStatus == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)

@@ -269,6 +269,22 @@ final class CurlEasyHandle {
     }
 }
 
+/// What the caller of a multi run decides while it runs, asked on the fetching thread: whether a
+/// new transfer may start (its buffer has room), and whether to stop.
+public struct FetchGate: Sendable {
+    let mayStart: @Sendable () -> Bool
+    let stopped: @Sendable () -> Bool
+
+    /// A gate asking `mayStart` before each transfer and `stopped` as the transfers run.
+    public init(mayStart: @escaping @Sendable () -> Bool, stopped: @escaping @Sendable () -> Bool) {
+        self.mayStart = mayStart
+        self.stopped = stopped
+    }
+
+    /// Every transfer starts as soon as the limits allow; nothing stops the run.
+    public static let open = FetchGate(mayStart: { true }, stopped: { false })
+}
+
 /// Runs many transfers at once with libcurl's multi interface: at most `concurrency` in flight,
 /// at most `perHost` to any one host, results in the order of the requests.
 final class CurlMultiRunner {
@@ -290,8 +306,10 @@ final class CurlMultiRunner {
 
     /// Performs every transfer, handing each result to `deliver` (with the transfer's index) as
     /// soon as it is done, on the caller's thread: nothing is kept here, so what a caller keeps
-    /// of each result is all that stays in memory.
-    func run(_ transfers: [HTTPTransfer], deliver: (Int, HTTPTransferResult) -> Void) {
+    /// of each result is all that stays in memory. A transfer starts only while `gate` allows
+    /// (transfers in flight always run to their end, so a closed gate never times one out); once
+    /// the gate says stop, the transfers in flight are abandoned and the rest never start.
+    func run(_ transfers: [HTTPTransfer], gate: FetchGate = .open, deliver: (Int, HTTPTransferResult) -> Void) {
         var waiting = Array(transfers.indices)
         var active: [UnsafeMutableRawPointer: (index: Int, host: String, easy: CurlEasyHandle)] = [:]
         var perHostActive: [String: Int] = [:]
@@ -299,7 +317,7 @@ final class CurlMultiRunner {
 
         func admit() {
             var i = 0
-            while active.count < concurrency && i < waiting.count {
+            while active.count < concurrency && i < waiting.count && gate.mayStart() {
                 let index = waiting[i]
                 let host = Self.hostKey(transfers[index].url)
                 if perHostActive[host, default: 0] >= perHost {
@@ -322,7 +340,11 @@ final class CurlMultiRunner {
         }
 
         admit()
-        while !active.isEmpty {
+        while !active.isEmpty || !waiting.isEmpty {
+            if gate.stopped() {
+                for handle in active.keys { curl_multi_remove_handle(multi, handle) }
+                return
+            }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -340,9 +362,8 @@ final class CurlMultiRunner {
                 deliver(entry.index, result)
             }
             admit()
-            if !active.isEmpty {
-                curl_multi_poll(multi, nil, 0, 100, nil)
-            }
+            // Woken by any transfer's activity; a short wait while the gate holds transfers back.
+            curl_multi_poll(multi, nil, 0, waiting.isEmpty ? 100 : 20, nil)
         }
     }
 

@@ -125,10 +125,9 @@ public struct FeedFetcher: Sendable {
     /// to `deliver` with its index as soon as it is done (in any order, on the caller's thread),
     /// so only the documents in flight are in memory.
     public func fetchEach(
-        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date,
-        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }, deliver: (Int, FetchedFeed) -> Void
+        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date, gate: FetchGate = .open,
+        deliver: (Int, FetchedFeed) -> Void
     ) {
-        var done = 0
         var fetching: [(index: Int, url: String)] = []
         for (index, feed) in feeds.enumerated() {
             if let until = records[feed.url]?.retryAfter, until > now {
@@ -137,17 +136,13 @@ public struct FeedFetcher: Sendable {
                     FetchedFeed(
                         url: feed.url, status: .error, body: Data(), finalURL: feed.url, paused: true,
                         failure: .paused(url: feed.url, until: until)))
-                done += 1
-                progress(done, feeds.count)
             } else {
                 fetching.append((index, feed.url))
             }
         }
         let validators = records.compactMapValues(\.validators)
-        fetchEach(fetching.map(\.url), validators: validators, now: now) { position, fetched in
+        fetchEach(fetching.map(\.url), validators: validators, now: now, gate: gate) { position, fetched in
             deliver(fetching[position].index, fetched)
-            done += 1
-            progress(done, feeds.count)
         }
     }
 
@@ -169,7 +164,7 @@ public struct FeedFetcher: Sendable {
     /// `fetch` of URLs, each result handed to `deliver` with its index as soon as it is done:
     /// local files first, then the transfers as they finish.
     public func fetchEach(
-        _ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date(),
+        _ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date, gate: FetchGate = .open,
         deliver: (Int, FetchedFeed) -> Void
     ) {
         var transfers: [HTTPTransfer] = []
@@ -200,7 +195,7 @@ public struct FeedFetcher: Sendable {
         guard !transfers.isEmpty else { return }
         do {
             let runner = try CurlMultiRunner(concurrency: settings.concurrency, perHost: settings.perHost)
-            runner.run(transfers) { position, result in
+            runner.run(transfers, gate: gate) { position, result in
                 deliver(transferIndex[position], feed(from: result, url: transfers[position].url, now: now))
             }
         } catch {

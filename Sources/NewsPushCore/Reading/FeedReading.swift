@@ -72,25 +72,38 @@ public enum FeedReading {
     ) -> [FeedRead] {
         var reads = [FeedRead?](repeating: nil, count: feeds.count)
         readEach(feeds, records: records, settings: settings, baseFolder: baseFolder, now: now, progress: progress) {
-            reads[$0] = $1
+            for (index, read) in $0 { reads[index] = read }
         }
         return reads.enumerated().map { index, read in read ?? FeedRead(notFetched: feeds[index].url) }
     }
 
-    /// `fetchAndRead`, each feed parsed as soon as its document arrives and handed to `deliver`
-    /// with its index (in any order), its bytes let go: only the documents in flight and what
-    /// `deliver` keeps are in memory.
-    public static func readEach(
+    /// `fetchAndRead` pulled in batches: the fetch loop runs on a thread of its own (`FeedPull`,
+    /// a buffer of twice `settings.concurrency` documents); each batch is every document that
+    /// has arrived, parsed here and handed to `deliver` with the feeds' indexes (in any order),
+    /// the bytes let go. An error `deliver` throws stops the fetches still to come.
+    public static func readEach<Failure: Error>(
         _ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
         baseFolder: String, now: Date,
-        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }, deliver: (Int, FeedRead) -> Void
-    ) {
-        FeedFetcher(settings: settings, baseFolder: baseFolder).fetchEach(
-            feeds, records: records, now: now, progress: progress
-        ) { index, fetched in
-            var read = read(fetched, base: fetched.finalURL, budget: settings.parseBudget)
-            read.fetched.body = Data()
-            deliver(index, read)
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in },
+        deliver: ([(index: Int, read: FeedRead)]) throws(Failure) -> Void
+    ) throws(Failure) {
+        let pull = FeedPull(
+            feeds, records: records, settings: settings, baseFolder: baseFolder, now: now,
+            capacity: 2 * settings.concurrency)
+        defer { pull.stop() }
+        var done = 0
+        while var batch = pull.take() {
+            var reads: [(index: Int, read: FeedRead)] = []
+            for position in batch.indices {
+                var read = read(
+                    batch[position].fetched, base: batch[position].fetched.finalURL, budget: settings.parseBudget)
+                read.fetched.body = Data()
+                batch[position].fetched.body = Data()
+                reads.append((batch[position].index, read))
+            }
+            done += reads.count
+            progress(done, feeds.count)
+            try deliver(reads)
         }
     }
 

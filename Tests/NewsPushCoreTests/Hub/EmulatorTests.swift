@@ -233,4 +233,50 @@ struct EmulatorTests {
         #expect(await send(hub, token: token()).status == 429)
         #expect(await send(hub, token: token()).status == 201)
     }
+
+    /// The emulator's clock moves on when told: what waits for a time (a scheduled send, a phone
+    /// that is off) happens then, not after real seconds.
+    @Test func theClockMovesScheduledSendsAndPhonesThatWereOff() async throws {
+        let hub = try HubEmulator(
+            connection: try HubConnectionString(parsing: testConnectionString),
+            registry: try DeviceRegistry.parse(
+                """
+                hub: breaking-news
+                devices:
+                  - {id: on, platform: apple, tags: [World], template: '{"aps":{"alert":"$(messageParam)"}}'}
+                  - {id: off, platform: apple, tags: [Sports], template: '{"aps":{"alert":"$(messageParam)"}}',
+                        offline_seconds: 600}
+                """, file: "devices.yaml"), logPath: nil)
+        let start = await hub.now()
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        let scheduled = EmulatorRequest(
+            method: "POST", path: "/breaking-news/schedulednotifications/", query: ["api-version": "2020-06"],
+            headers: [
+                "Content-Type": "application/json;charset=utf-8", "ServiceBusNotification-Format": "template",
+                "ServiceBusNotification-Tags": "World", "Authorization": token(),
+                "ServiceBusNotification-ScheduleTime": formatter.string(from: start.addingTimeInterval(3600)),
+            ], body: Data(#"{"messageParam":"Later"}"#.utf8))
+        #expect(await hub.handle(scheduled).status == 201)
+        #expect(await send(hub, token: token(), tags: "Sports").status == 201)
+        await hub.settle()
+        #expect(await hub.allDeliveries().isEmpty, "nothing is due yet")
+        await hub.advanceClock(by: 600)
+        await hub.settle()
+        #expect(await hub.allDeliveries().map(\.device) == ["off"], "the phone came back after 600 s")
+        let control = EmulatorRequest(
+            method: "POST", path: "/_emulator/clock", query: [:], headers: [:],
+            body: Data(#"{"advance_seconds": 3000}"#.utf8))
+        let moved = await hub.handle(control)
+        #expect(moved.status == 200 && String(decoding: moved.body, as: UTF8.self).contains(#""now""#))
+        await hub.settle()
+        #expect(await hub.allDeliveries().map(\.device) == ["off", "on"], "the scheduled send went out at its time")
+        #expect(await hub.now().timeIntervalSince(start) >= 3600)
+        let backwards = EmulatorRequest(
+            method: "POST", path: "/_emulator/clock", query: [:], headers: [:],
+            body: Data(#"{"advance_seconds": -5}"#.utf8))
+        #expect(await hub.handle(backwards).status == 400, "the clock never goes back")
+    }
 }

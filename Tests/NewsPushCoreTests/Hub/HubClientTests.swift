@@ -261,33 +261,35 @@ struct HubClientTests {
             return
         }
         #expect(await hub.emulator.allDeliveries().count == 1)
-        // Delayed before delivery past the client's timeout: given up after ~1 s (hub.timeout,
-        // not curl's 10 s low-speed limit nor the 12 s delay; 9 s leaves room for two loaded
-        // cores), with nothing delivered yet.
-        var started = Date()
-        guard case .unknown = await send(client, request) else {
+        // Delayed before delivery past the client's timeout: given up by hub.timeout (1 s), not
+        // by curl's low-speed limit (10 s, "too slow"), with nothing delivered while the
+        // emulator's clock stands still.
+        guard case .unknown(_, let delayed) = await send(client, request) else {
             Issue.record("delay: expected unknown")
             return
         }
-        #expect(Date().timeIntervalSince(started) < 9)
+        #expect(delayed.contains("timed out") && !delayed.contains("too slow"), "\(delayed)")
         #expect(await hub.emulator.allDeliveries().count == 1, "a delayed send was delivered before its delay")
-        try await Task.sleep(nanoseconds: 11_500_000_000)
+        await hub.emulator.advanceClock(by: 12)
+        await hub.emulator.settle()
+        #expect(await hub.emulator.allDeliveries().count == 2, "after its delay the hub delivers it anyway")
         // A hub that times out before accepting: 504 after the delay, never delivered.
-        started = Date()
-        guard case .unknown = await send(client, request) else {
+        guard case .unknown(_, let refused) = await send(client, request) else {
             Issue.record("504 after delay: expected unknown")
             return
         }
-        #expect(Date().timeIntervalSince(started) < 9)
-        try await Task.sleep(nanoseconds: 11_500_000_000)
-        let afterTimeouts = await hub.emulator.allDeliveries().count
+        #expect(refused.contains("timed out") && !refused.contains("too slow"), "\(refused)")
+        await hub.emulator.advanceClock(by: 12)
+        await hub.emulator.settle()
+        #expect(await hub.emulator.allDeliveries().count == 2, "a 504 is never delivered")
         // Delayed after delivery: delivered at once, answered too late.
         guard case .unknown = await send(client, request) else {
             Issue.record("late answer: expected unknown")
             return
         }
-        #expect(await hub.emulator.allDeliveries().count == afterTimeouts + 1)
-        try await Task.sleep(nanoseconds: 11_500_000_000)
+        #expect(await hub.emulator.allDeliveries().count == 3)
+        await hub.emulator.advanceClock(by: 12)
+        await hub.emulator.settle()
         // Each fault took one request: the next send is normal.
         guard case .accepted = await send(client, request) else {
             Issue.record("expected accepted")
