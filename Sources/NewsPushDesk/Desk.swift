@@ -39,9 +39,12 @@ public struct Desk: Sendable {
         users = DeskUsersFile(path: context.config.deskUsersPath)
     }
 
+    /// The time by the newsroom's session clock (the one clock of the desk's pages and rules).
+    func now() -> Date { context.clock.now() }
+
     /// The session of `token` as the users file says now (`DeskSignIns.session(_:now:users:)`).
     func session(_ token: String?) async -> SignedIn? {
-        await signIns.session(token, now: Date(), users: await users.current())
+        await signIns.session(token, now: now(), users: await users.current())
     }
 
     /// Runs blocking session work off the event loops.
@@ -67,18 +70,14 @@ public struct Desk: Sendable {
 
     /// The pushes on record as `filter` selects, and the decisions about them.
     func history(_ filter: PushHistoryFilter) async throws -> (pushes: [OutboxEntry], audit: [AuditRecord]) {
-        let path = context.config.statePath
-        return try await Self.blocking {
-            let ledger = try Ledger.open(configured: path, access: .read)
-            let pushes = try ledger.pushHistory(filter)
-            return (pushes, try ledger.audit(entryIDs: pushes.map(\.id)))
-        }
+        let context = context
+        return try await Self.blocking { try ReviewSession(context: context).pushes(filter) }
     }
 
     /// The ledger's change mark (pages reload when it moves).
     func changeMark() async throws -> String {
-        let path = context.config.statePath
-        return try await Self.blocking { try Ledger.open(configured: path, access: .read).changeMark() }
+        let context = context
+        return try await Self.blocking { try ReviewSession(context: context).changeMark() }
     }
 
     /// What the hub says it delivered of `notificationId` (Standard tier).
@@ -232,16 +231,17 @@ actor PreviewCache {
 
     /// The preview, computed now when `fresh` or when the last is too old.
     func report(context: SessionContext, fresh: Bool = false) async throws -> (report: RunReport, at: Date) {
-        if !fresh, let latest, Date().timeIntervalSince(latest.at) < maxAge { return latest }
-        if let running { return (try await running.value, latest?.at ?? Date()) }
+        let now = context.clock.now()
+        if !fresh, let latest, now.timeIntervalSince(latest.at) < maxAge { return latest }
+        if let running { return (try await running.value, latest?.at ?? now) }
         let task = Task {
             try await Desk.blocking { try RunSession(context: context).run(RunRequest(dryRun: true)).report }
         }
         running = task
         defer { running = nil }
         let report = try await task.value
-        latest = (report, Date())
-        return (report, Date())
+        latest = (report, context.clock.now())
+        return (report, context.clock.now())
     }
 
     /// The last preview computed, if any (pages show it without waiting).

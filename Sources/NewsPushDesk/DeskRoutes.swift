@@ -39,7 +39,7 @@ struct DeskRoutes {
     private func signIn(_ request: Request, context: DeskContext) async throws -> Response {
         let name = context.form["user"] ?? ""
         let password = context.form["password"] ?? ""
-        let now = Date()
+        let now = desk.now()
         if let wait = await desk.signIns.retryAfter(name: name, address: context.address, now: now) {
             var response = DeskServer.html(
                 DeskPages.login(
@@ -77,7 +77,7 @@ struct DeskRoutes {
             let flash = await desk.signIns.takeFlash(context.token)
             return DeskServer.html(
                 DeskPages.waiting(
-                    try await desk.waiting(), config: config, user: user, now: Date(), flash: flash))
+                    try await desk.waiting(), config: config, user: user, now: desk.now(), flash: flash))
         }
         router.getAndHead("/next") { request, context in
             let user = try signedIn(context)
@@ -86,12 +86,12 @@ struct DeskRoutes {
             do {
                 let (report, at) = try await desk.previews.report(context: desk.context, fresh: fresh)
                 return DeskServer.html(
-                    DeskPages.nextRun(report, at: at, error: nil, user: user, now: Date(), flash: flash))
+                    DeskPages.nextRun(report, at: at, error: nil, user: user, now: desk.now(), flash: flash))
             } catch {
                 let last = await desk.previews.last()
                 return DeskServer.html(
                     DeskPages.nextRun(
-                        last?.report, at: last?.at, error: "\(error)", user: user, now: Date(), flash: flash))
+                        last?.report, at: last?.at, error: "\(error)", user: user, now: desk.now(), flash: flash))
             }
         }
         router.getAndHead("/sent") { request, context in
@@ -115,7 +115,8 @@ struct DeskRoutes {
             var fields = FormFields.parse(request.uri.query ?? "")
             fields = fields.filter { ["replace", "category", "title", "url"].contains($0.key) }
             return DeskServer.html(
-                DeskPages.publish(fields: fields, preview: nil, config: config, user: user, now: Date(), flash: flash))
+                DeskPages.publish(
+                    fields: fields, preview: nil, config: config, user: user, now: desk.now(), flash: flash))
         }
     }
 
@@ -148,7 +149,7 @@ struct DeskRoutes {
                 // The form again, as filled, with the alert as a phone shows it (or why not).
                 return DeskServer.html(
                     DeskPages.publish(
-                        fields: context.form, preview: document, config: config, user: user, now: Date(),
+                        fields: context.form, preview: document, config: config, user: user, now: desk.now(),
                         flash: .init(text: answer.message, bad: answer.status.code >= 400)),
                     status: answer.status == .ok ? .ok : answer.status)
             }
@@ -269,7 +270,7 @@ struct DeskRoutes {
         filter.category = query["category"].flatMap(NewsCategory.init(rawValue:))
         filter.status = query["status"].flatMap(OutboxEntry.Status.init(rawValue:))
         let since = query["since"] ?? ""
-        filter.since = Durations.parse(since).map { Date().addingTimeInterval(-$0) }
+        filter.since = Durations.parse(since).map { desk.now().addingTimeInterval(-$0) }
         if let limit = query["limit"].flatMap(Int.init), (1...5000).contains(limit) { filter.limit = limit }
         return (filter, filter.since == nil ? "" : since)
     }

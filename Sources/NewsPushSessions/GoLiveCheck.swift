@@ -34,7 +34,7 @@ struct GoLiveCheck {
             do {
                 request = try PushRequests.request(
                     format: format, tags: settings.tags, properties: Self.properties(category, settings: settings),
-                    expiresAfter: 300, deliveredAt: now, client: client, test: true, now: Date())
+                    expiresAfter: 300, deliveredAt: now, client: client, test: true, now: SessionClock.signingTime())
             } catch {
                 checks.append(ConfigCheck(check: name, severity: .config, detail: error.description))
                 continue

@@ -105,12 +105,7 @@ public struct HubSession: Sendable {
         if let notificationId {
             rows = [HubStatusRow(notificationId: notificationId)]
         } else if let last {
-            let entries: [OutboxEntry]
-            do {
-                entries = try Ledger.open(configured: context.config.statePath, access: .read).latestNotifications(last)
-            } catch {
-                throw .ledger(error)
-            }
+            let entries = try context.withLedger(.read) { ledger, _ in try ledger.latestNotifications(last) }
             rows = entries.map {
                 var row = HubStatusRow(
                     notificationId: $0.notificationId ?? "", storyKey: $0.storyKey,

@@ -142,19 +142,26 @@ public struct PublishSession: Sendable {
         let now = context.clock.now()
         let push = try manualPush(request, now: now)
         let client = try context.hubClient()
-        let preview = try plan(push, ledger: try open(.read), client: client, now: now)
+        let preview = try context.withLedger(.read) { ledger, _ in
+            try plan(push, ledger: ledger, client: client, now: now)
+        }
         planned(preview)
         if let refusal = preview.refusal { return .refused(preview, refusal) }
         if request.dryRun { return .dryRun(preview) }
         // The lock first, so a running job is reported before anyone is asked to confirm.
-        let lock: LedgerLock
-        do {
-            lock = try LedgerLock(configured: context.config.statePath, wait: request.wait)
-        } catch {
-            throw .ledger(error)
+        return try context.withLedger(.write, wait: request.wait) { ledger, _ in
+            try publish(
+                push, preview: preview, request: request, ledger: ledger, client: client, now: now, confirm: confirm)
         }
-        defer { withExtendedLifetime(lock) {} }
-        let ledger = try open(.write, lock: lock)
+    }
+
+    /// The publish under the run lock: planned again against the ledger as it is now,
+    /// confirmed, then sent (or a trial sent).
+    private func publish(
+        _ push: ManualPush, preview: PublishPlan, request: PublishRequest, ledger: Ledger,
+        client: NotificationHubClient,
+        now: Date, confirm: (PublishPlan) -> Bool
+    ) throws(SessionError) -> PublishOutcome {
         if push.isTrial {
             guard confirm(preview) else { return .notConfirmed(preview) }
             return .attempted(preview, try sendTrial(preview, ledger: ledger, client: client, now: now))
@@ -199,23 +206,12 @@ public struct PublishSession: Sendable {
 
     /// The category of the story `--replace` corrects.
     private func correctedCategory(_ key: String) throws(SessionError) -> NewsCategory {
-        let story: StoryRecord?
-        do throws(LedgerError) {
-            story = try Ledger.open(configured: context.config.statePath, access: .read).stories(keys: [key])[key]
-        } catch {
-            throw .ledger(error)
-        }
+        let story = try context.withLedger(.read) { ledger, _ in try ledger.stories(keys: [key])[key] }
         guard let story else { throw .unknownStory(key, reason: "the ledger has no story with this key") }
         guard let category = story.category.flatMap(NewsCategory.init(rawValue:)) else {
             throw .unknownStory(key, reason: "it has no category: give --category")
         }
         return category
-    }
-
-    private func open(_ access: LedgerAccess, lock: LedgerLock? = nil) throws(SessionError) -> Ledger {
-        do { return try Ledger.open(configured: context.config.statePath, access: access, lock: lock) } catch {
-            throw .ledger(error)
-        }
     }
 
     /// The plan against what the ledger knows now.
@@ -225,7 +221,9 @@ public struct PublishSession: Sendable {
         let knowledge: PublishKnowledge
         do { knowledge = try Self.knowledge(of: push, in: ledger, now: now) } catch { throw .ledger(error) }
         do {
-            return try PublishPlanner.plan(push, knowledge: knowledge, config: context.config, client: client, now: now)
+            return try PublishPlanner.plan(
+                push, knowledge: knowledge, config: context.config, client: client, now: now,
+                requestTime: SessionClock.signingTime())
         } catch {
             throw SessionError(error)
         }

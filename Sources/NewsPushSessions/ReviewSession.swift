@@ -99,8 +99,7 @@ public struct ReviewSession: Sendable {
     /// The pushes held for an editor, oldest first, each with the feeds that listed its story.
     public func list() throws(SessionError) -> [HeldPush] {
         let now = context.clock.now()
-        do {
-            let ledger = try Ledger.open(configured: context.config.statePath, access: .read)
+        return try context.withLedger(.read) { ledger, _ in
             let held = try ledger.heldPushes()
             let listing = try ledger.feedsListing(held.map(\.entry.storyKey))
             return held.map {
@@ -109,17 +108,30 @@ public struct ReviewSession: Sendable {
                     waitedSeconds: Int(now.timeIntervalSince($0.entry.createdAt).rounded()),
                     stale: $0.entry.freshUntil < now, listedBy: listing[$0.entry.storyKey] ?? [])
             }
-        } catch {
-            throw .ledger(error)
         }
     }
 
     /// Every editorial decision since `since` seconds ago (all when nil), newest first.
     public func history(since: Double?) throws(SessionError) -> [AuditRecord] {
         let from = since.map { context.clock.now().addingTimeInterval(-$0) }
-        do { return try Ledger.open(configured: context.config.statePath, access: .read).audit(since: from) } catch {
-            throw .ledger(error)
+        return try context.withLedger(.read) { ledger, _ in try ledger.audit(since: from) }
+    }
+
+    /// The pushes on record as `filter` selects, and the editorial decisions about them (the
+    /// desk's Sent page).
+    public func pushes(_ filter: PushHistoryFilter) throws(SessionError) -> (
+        pushes: [OutboxEntry], audit: [AuditRecord]
+    ) {
+        try context.withLedger(.read) { ledger, _ in
+            let pushes = try ledger.pushHistory(filter)
+            return (pushes, try ledger.audit(entryIDs: pushes.map(\.id)))
         }
+    }
+
+    /// The ledger's change mark: it moves whenever anything is written (the desk's pages reload
+    /// when it does).
+    public func changeMark() throws(SessionError) -> String {
+        try context.withLedger(.read) { ledger, _ in try ledger.changeMark() }
     }
 
     /// Approves the held push `id` (edited if asked) and sends it at once through the outbox;
@@ -194,11 +206,7 @@ public struct ReviewSession: Sendable {
         _ id: String, wait: Double?,
         _ decide: (Ledger, OutboxEntry, ReviewHold?, Date) throws(SessionError) -> ReviewOutcome
     ) throws(SessionError) -> ReviewOutcome {
-        let path = LedgerLocation(configured: context.config.statePath).databasePath
-        do {
-            let lock = try LedgerLock(configured: context.config.statePath, wait: wait)
-            defer { withExtendedLifetime(lock) {} }
-            let ledger = try Ledger.open(configured: context.config.statePath, access: .write, lock: lock)
+        try context.withLedger(.write, wait: wait) { ledger, _ in
             let now = context.clock.now()
             guard let (entry, hold) = try ledger.outboxEntry(id) else {
                 return .notHeld(id: id, why: "no push with this id (`newspush review list` shows the held ones)")
@@ -216,12 +224,6 @@ public struct ReviewSession: Sendable {
                     id: id, why: "it is no longer fresh (held since \(FeedDates.format(entry.createdAt))): expired")
             }
             return try decide(ledger, entry, hold, now)
-        } catch let error as SessionError {
-            throw error
-        } catch let error as LedgerError {
-            throw .ledger(error)
-        } catch {
-            throw .unreadable(path: path, reason: "\(error)")
         }
     }
 

@@ -76,22 +76,10 @@ public struct RunSession: Sendable {
         let feeds = try selectedFeeds(request.feeds)
         let client = try context.hubClient()
         let now = context.clock.now()
-        do {
-            let lock =
-                request.dryRun
-                ? nil : try LedgerLock(configured: config.statePath)
-            defer { withExtendedLifetime(lock) {} }
-            let ledger = try Ledger.open(
-                configured: config.statePath, access: request.dryRun ? .read : .write, lock: lock)
+        return try context.withLedger(request.dryRun ? .read : .write) { ledger, lock in
             var result = try run(feeds, ledger: ledger, client: client, request: request, now: now)
             result.lockWait = lock?.waited ?? 0
             return result
-        } catch let error as SessionError {
-            throw error
-        } catch let error as LedgerError {
-            throw .ledger(error)
-        } catch {
-            throw .unreadable(path: config.statePath, reason: "\(error)")
         }
     }
 
@@ -137,7 +125,7 @@ public struct RunSession: Sendable {
             request.keepRequests
             ? plan.toSend.map { entry in
                 Result { () throws(HubError) -> HubRequest in
-                    try PushRequests.request(entry, client: client, now: Date())
+                    try PushRequests.request(entry, client: client, now: SessionClock.signingTime())
                 }
             } : []
         var sent: SendResult?

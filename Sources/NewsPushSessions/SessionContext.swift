@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NewsPushCore
+import NewsPushLedger
 import NewsPushModel
 import NotificationHubs
 
@@ -23,6 +24,10 @@ public struct SessionClock: Sendable {
 
     /// The clock's reading now.
     public func now() -> Date { read() }
+
+    /// The machine's own time, whatever the session's clock reads: hub tokens are signed with it
+    /// (the hub checks their expiry against the real time).
+    public static func signingTime() -> Date { Date() }
 }
 
 /// What every session of one newsroom shares: its config, where it logs, its clock and, for
@@ -46,12 +51,42 @@ public struct SessionContext: Sendable {
         self.clock = clock
     }
 
+    /// `SessionLedger.with` on the config's ledger.
+    func withLedger<T>(
+        _ access: LedgerAccess, wait: Double? = nil, _ body: (Ledger, LedgerLock?) throws -> T
+    ) throws(SessionError) -> T {
+        try SessionLedger.with(config.statePath, access, wait: wait, body)
+    }
+
     /// The hub client for the configured hub over libcurl (or the injected transport).
     public func hubClient() throws(SessionError) -> NotificationHubClient {
         do {
             return try HubClients.make(config.hub, transport: hubTransport, retrySleep: retrySleep)
         } catch {
             throw .connectionString(error)
+        }
+    }
+}
+
+/// The one way a session reaches its ledger.
+enum SessionLedger {
+    /// The ledger configured as `location`: to write, the run lock is taken first (waiting up to
+    /// `wait` seconds for a running job) and held until `body` returns (it gets the lock, nil
+    /// when reading); to read, the ledger is opened without it. A ledger error becomes
+    /// `SessionError.ledger`, anything else that is not a session error `.unreadable`.
+    static func with<T>(
+        _ location: String, _ access: LedgerAccess, wait: Double? = nil, _ body: (Ledger, LedgerLock?) throws -> T
+    ) throws(SessionError) -> T {
+        do {
+            let lock = access == .write ? try LedgerLock(configured: location, wait: wait) : nil
+            defer { withExtendedLifetime(lock) {} }
+            return try body(try Ledger.open(configured: location, access: access, lock: lock), lock)
+        } catch let error as SessionError {
+            throw error
+        } catch let error as LedgerError {
+            throw .ledger(error)
+        } catch {
+            throw .unreadable(path: LedgerLocation(configured: location).databasePath, reason: "\(error)")
         }
     }
 }

@@ -131,13 +131,7 @@ public struct StateSession: Sendable {
 
     /// Runs `body` on the ledger opened to write, under the run lock.
     private func changing<T>(_ body: (Ledger) throws(LedgerError) -> T) throws(SessionError) -> T {
-        do {
-            let lock = try LedgerLock(configured: location)
-            defer { withExtendedLifetime(lock) {} }
-            return try body(try Ledger.open(configured: location, access: .write, lock: lock))
-        } catch {
-            throw .ledger(error)
-        }
+        try SessionLedger.with(location, .write) { ledger, _ in try body(ledger) }
     }
 }
 

@@ -12,7 +12,7 @@ public final class RawTCPServer: Sendable {
     /// The port it listens on (127.0.0.1).
     public let port: Int
     private let listener: Int32
-    private let stopped = Mutex(false)
+    private let stopped = StopFlag()
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -63,11 +63,12 @@ public final class RawTCPServer: Sendable {
         }
         port = bound
         listener = fd
-        let thread = Thread { [self] in
+        let stopped = stopped
+        let thread = Thread {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 {
-                    if self.isStopped { return }
+                    if stopped.isSet { return }
                     continue
                 }
                 Thread {
@@ -83,11 +84,9 @@ public final class RawTCPServer: Sendable {
         thread.start()
     }
 
-    private var isStopped: Bool { stopped.withLock { $0 } }
-
     /// Stops listening.
     public func stop() {
-        stopped.withLock { $0 = true }
+        stopped.set()
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -106,4 +105,17 @@ func bindLoopback(_ fd: Int32) -> Int? {
         }
     }
     return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+}
+
+/// A flag the listening threads of the test servers read after `accept` fails: set when the
+/// server was stopped on purpose. (A class of its own, so a thread holds the flag, not the
+/// server: the release compiler crashed on a thread closure capturing the server in its init.)
+final class StopFlag: Sendable {
+    private let value = Mutex(false)
+
+    /// Whether `set()` was called.
+    var isSet: Bool { value.withLock { $0 } }
+
+    /// Marks the server stopped.
+    func set() { value.withLock { $0 = true } }
 }

@@ -23,7 +23,7 @@ struct DeskCommand: ParsableCommand {
         var reason: String
     }
 
-    struct Serve: ParsableCommand {
+    struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "serve", abstract: "Serve the desk (the default: `newspush desk --listen …`).")
 
@@ -42,7 +42,7 @@ struct DeskCommand: ParsableCommand {
             }
         }
 
-        func run() throws {
+        func run() async throws {
             let context = global.context(try global.loadConfig())
             let users = try DeskUsers.load(path: context.config.deskUsersPath)
             Terminal.note("desk users from \(context.config.deskUsersPath) (\(users.users.count))")
@@ -58,26 +58,17 @@ struct DeskCommand: ParsableCommand {
             let desk = Desk(context: context, previewAge: Durations.parse(previewAge) ?? 60)
             var logger = Logger(label: "newspush-desk")
             logger.logLevel = .warning
-            let failure = FailureBox()
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                do {
-                    try await DeskServer.run(desk, address: address, logger: logger) { port in
-                        // Written straight to the descriptor: scripts wait for this line to learn the port.
-                        FileHandle.standardOutput.write(
-                            Data("newspush desk listening on http://\(address.host):\(port)/\n".utf8))
-                    }
-                } catch let error as IOError {
-                    failure.set(
-                        CannotServe(reason: "cannot listen on \(listen): \(error.description) (--listen picks another)")
-                    )
-                } catch {
-                    failure.set(CannotServe(reason: "the desk stopped: \(error)"))
+            do {
+                try await DeskServer.run(desk, address: address, logger: logger) { port in
+                    // Written straight to the descriptor: scripts wait for this line to learn the port.
+                    FileHandle.standardOutput.write(
+                        Data("newspush desk listening on http://\(address.host):\(port)/\n".utf8))
                 }
-                done.signal()
+            } catch let error as IOError {
+                throw CannotServe(reason: "cannot listen on \(listen): \(error.description) (--listen picks another)")
+            } catch {
+                throw CannotServe(reason: "the desk stopped: \(error)")
             }
-            done.wait()
-            if let error = failure.error { throw error }
         }
     }
 
@@ -123,11 +114,3 @@ struct DeskCommand: ParsableCommand {
 }
 
 extension DeskRole: ExpressibleByArgument {}
-
-/// The error the server task ended with, read after it ends.
-private final class FailureBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: (any Error)?
-    var error: (any Error)? { lock.withLock { stored } }
-    func set(_ error: any Error) { lock.withLock { stored = error } }
-}

@@ -6,7 +6,7 @@ import NewsPushModel
 import NewsPushSessions
 
 @main
-struct NewsPush: ParsableCommand {
+struct NewsPush: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "newspush",
         abstract: "Fetch news feeds, pick the new breaking stories and push them through Azure Notification Hubs.",
@@ -24,11 +24,17 @@ struct NewsPush: ParsableCommand {
     )
 
     /// Parses the command line and runs the command; every way it can end goes through
-    /// `ExitStatus`, the one place that picks the exit status.
-    static func main() {
+    /// `ExitStatus`, the one place that picks the exit status. (On the main thread: the commands
+    /// that block — a run, a publish — block it, never the concurrency pool; the desk's server
+    /// is an async command.)
+    static func main() async {
         do {
             var command = try parseAsRoot(joiningDashValues(Array(CommandLine.arguments.dropFirst())))
-            try command.run()
+            if var service = command as? any AsyncParsableCommand {
+                try await service.run()
+            } else {
+                try command.run()
+            }
         } catch {
             ExitStatus.exit(with: error)
         }

@@ -197,7 +197,9 @@ struct Parse: ParsableCommand {
 
     func run() throws {
         _ = global.bootstrapLogging()
-        let outputs = ParseSession.parse(sources, baseFolder: FileManager.default.currentDirectoryPath) {
+        let outputs = ParseSession.parse(
+            sources, baseFolder: FileManager.default.currentDirectoryPath, clock: GlobalOptions.clock
+        ) {
             FileHandle.standardInput.readDataToEndOfFile()
         }
         switch format {

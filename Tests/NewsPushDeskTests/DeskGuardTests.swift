@@ -136,3 +136,52 @@ extension HTTPFields {
         return fields
     }
 }
+
+/// The desk reads the newsroom's session clock, not the machine's (issue 38 §3): a held push
+/// made by a run on that clock shows the freshness that clock gives it.
+@Suite("The desk's clock")
+struct DeskClockTests {
+    @Test func aHeldPushShowsItsFreshnessByTheSessionClock() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let clock = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+        let feed = rssFeed(
+            title: "World", dated: [("h1", "Ceasefire talks resume", clock.addingTimeInterval(-600))])
+        // No Date header: the run has no server clock to hold its own against.
+        let server = try RawTCPServer { connection in
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: \(feed.utf8.count)\r\n"
+                    + "Connection: close\r\n\r\n\(feed)")
+            connection.reset()
+        }
+        defer { server.stop() }
+        let file = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "http://127.0.0.1:1/"}
+            desk: {users: desk-users.yaml}
+            policy: {first_run: send, max_age: 3h}
+            review: {rules: [{category: World, mode: review}]}
+            feeds:
+              - {url: "\(server.baseURL)/w.xml", category: World}
+            """)
+        let config = try ConfigLoader(environment: ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString])
+            .load(path: file)
+        var logger = Logger(label: "desk-clock-test")
+        logger.logLevel = .critical
+        let context = SessionContext(config: config, logger: logger, clock: .fixed(clock))
+        let held = await offThePool { () -> Int? in
+            var users = try? DeskUsers.load(path: config.deskUsersPath)
+            try? users?.set("alice", role: .editor, password: "alice-password")
+            return try? RunSession(context: context).run(RunRequest()).report.summary.reviewHeld
+        }
+        try #require(held == 1)
+        try await Application(router: DeskServer.router(Desk(context: context))).test(.router) { client in
+            let (cookie, _) = try await DeskGuardTests().signIn(client, "alice")
+            let page = String(buffer: try await client.execute(uri: "/", method: .get, headers: [.cookie: cookie]).body)
+            #expect(page.contains("Ceasefire talks resume"))
+            // Published 10 min before the session's now, fresh for 3 h from its publication.
+            #expect(page.contains("fresh for 2 h 50 min"), "\(page)")
+        }
+    }
+}

@@ -102,8 +102,7 @@ public enum PushRequests {
     /// The request for an outbox entry at `now`: its properties, the expiry counted from when
     /// it is delivered (now, or its scheduled time), as a scheduled send when it has a time.
     public static func request(
-        _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false,
-        now: Date = Date()
+        _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
         let request = try request(
             format: entry.format, tags: entry.tags, properties: entry.properties, expiresAfter: entry.expiresAfter,
@@ -115,7 +114,7 @@ public enum PushRequests {
     /// `deliveredAt` and shown for `expiresAfter` seconds from then.
     public static func request(
         format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
-        deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date = Date()
+        deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
         // Whole seconds, rounded up: the W3C date and apns-expiration have no fractions, and
         // rounding down could end an alert's life before it starts.

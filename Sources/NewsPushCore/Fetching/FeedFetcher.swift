@@ -148,7 +148,7 @@ public struct FeedFetcher: Sendable {
 
     /// Fetches every URL, sending each one's validators; results in the same order.
     /// One failing feed never affects the others.
-    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date = Date())
+    public func fetch(_ urls: [String], validators: [String: ConditionalGetValidators] = [:], now: Date)
         -> [FetchedFeed]
     {
         var results = [FetchedFeed?](repeating: nil, count: urls.count)

@@ -206,7 +206,7 @@ public enum PublishPlanner {
     /// request shown is signed at `requestTime` (the wall clock).
     public static func plan(
         _ push: ManualPush, knowledge: PublishKnowledge, config: NewsPushConfig, client: NotificationHubClient,
-        now: Date, requestTime: Date = Date()
+        now: Date, requestTime: Date
     ) throws(PublishPlanError) -> PublishPlan {
         try validate(push)
         let settings = config.settings(for: push.category)

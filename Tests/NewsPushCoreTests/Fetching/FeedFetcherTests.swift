@@ -25,7 +25,7 @@ struct FeedFetcherTests {
     func fetch(_ fetcher: FeedFetcher, _ urls: [String], validators: [String: ConditionalGetValidators] = [:]) async
         -> [FetchedFeed]
     {
-        await offThePool { fetcher.fetch(urls, validators: validators) }
+        await offThePool { fetcher.fetch(urls, validators: validators, now: Date()) }
     }
 
     let body = rssFeed(title: "T", items: [("a", "A story", 1)])

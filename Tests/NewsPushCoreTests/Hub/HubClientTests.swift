@@ -336,7 +336,7 @@ struct HubClientTests {
         let properties = PushRequests.properties(content, settings: settings)
         let apple = try PushRequests.request(
             format: .apple, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(),
-            client: client)
+            client: client, now: Date())
         #expect(apple.header("ServiceBusNotification-Format") == "apple")
         #expect(apple.header("apns-push-type") == "alert")
         guard case .accepted = await send(client, apple) else {
@@ -348,7 +348,7 @@ struct HubClientTests {
                 client,
                 try PushRequests.request(
                     format: .fcmv1, tags: "World", properties: properties, expiresAfter: 3600, deliveredAt: Date(),
-                    client: client))
+                    client: client, now: Date()))
         else {
             Issue.record("fcmv1 not accepted")
             return

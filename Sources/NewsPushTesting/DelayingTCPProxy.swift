@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP proxy on 127.0.0.1 that holds every chunk for half of `roundTrip` before passing it on,
+/// each way: a database "one network hop away" for benchmarks (a query and its answer take
+/// `roundTrip` longer). Each connection gets two threads, one per direction.
+public final class DelayingTCPProxy: Sendable {
+    /// The port it listens on (127.0.0.1).
+    public let port: Int
+    private let listener: Int32
+    private let stopped = StopFlag()
+
+    /// Listens on a free port and forwards each connection to `127.0.0.1:upstreamPort`.
+    public init(upstreamPort: Int, roundTrip: Double) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        guard let bound = bindLoopback(fd), listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        port = bound
+        listener = fd
+        let oneWay = UInt32(roundTrip / 2 * 1e6)
+        let stopped = stopped
+        Thread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if stopped.isSet { return }
+                    continue
+                }
+                guard let upstream = Self.connectLoopback(upstreamPort) else {
+                    close(client)
+                    continue
+                }
+                Self.pump(from: client, to: upstream, delay: oneWay)
+                Self.pump(from: upstream, to: client, delay: oneWay)
+            }
+        }.start()
+    }
+
+    /// Stops listening (connections already made run until either side closes).
+    public func stop() {
+        stopped.set()
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private static func pump(from source: Int32, to target: Int32, delay: UInt32) {
+        Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = recv(source, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                usleep(delay)
+                var offset = 0
+                while offset < count {
+                    let sent = buffer.withUnsafeBytes { raw -> Int in
+                        guard let base = raw.baseAddress else { return -1 }
+                        return send(target, base + offset, count - offset, Int32(MSG_NOSIGNAL))
+                    }
+                    if sent <= 0 { break }
+                    offset += sent
+                }
+            }
+            shutdown(target, Int32(SHUT_WR))
+            shutdown(source, Int32(SHUT_RD))
+        }.start()
+    }
+
+    private static func connectLoopback(_ port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var yes: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+}
