@@ -35,23 +35,29 @@ extension Ledger {
         }
     }
 
-    /// Writes what a run learnt and planned, in one transaction.
+    /// Writes what a run learnt and planned, in one transaction. Many rows per statement, across
+    /// feeds: a database server one network hop away costs a round trip per hundreds of rows,
+    /// not several per feed.
     public func record(_ run: RunRecord) throws(LedgerError) {
         try writing {
-            for feed in run.feeds { try upsert(feed) }
+            try upsert(run.feeds)
             var stories: [StoryRecord] = []
             var storyKeys = Set<String>()
+            var listings: [FeedListing] = []
             try run.listings.forEach { listing in
                 for story in listing.newStories where storyKeys.insert(story.key).inserted { stories.append(story) }
-                // Many rows per statement: one round trip per hundred stories to a database server.
-                if stories.count >= 100 {
+                listings.append(FeedListing(feed: listing.feed, keys: listing.keys, newStories: []))
+                // A listing's members are written once its stories are (a few hundred feeds at a time).
+                if stories.count >= 100 || listings.count >= 250 {
                     try insert(stories)
+                    try list(listings, at: run.at)
                     stories.removeAll(keepingCapacity: true)
                     storyKeys.removeAll(keepingCapacity: true)
+                    listings.removeAll(keepingCapacity: true)
                 }
-                try list(listing, at: run.at)
             }
             try insert(stories)
+            try list(listings, at: run.at)
             for entry in run.outbox { try insert(entry) }
             for hold in run.holds { try insert(hold) }
             for id in run.expired {
@@ -78,22 +84,52 @@ extension Ledger {
         }
     }
 
-    /// A feed's members are the stories its document lists now, each seen at `time`.
-    private func list(_ listing: FeedListing, at time: Date) throws {
-        let keys = Array(Set(listing.keys))
-        try db.run("DELETE FROM feed_members WHERE feed = ?", [.text(listing.feed)])
-        for chunk in keys.chunked(250) {
+    /// Each feed's members are the stories its document lists now, each seen at `time`. Only
+    /// what changed is written (a feed lists mostly what it listed last time): the members that
+    /// left and joined, and `last_seen` where it is more than `seenRefresh` old — writes, not
+    /// reads, are what a database server's disk and log pay for.
+    private func list(_ listings: [FeedListing], at time: Date) throws {
+        guard !listings.isEmpty else { return }
+        var members: [String: Set<String>] = [:]
+        for chunk in Array(Set(listings.map(\.feed))).chunked(500) {
+            let rows = try db.query(
+                "SELECT feed, story_key FROM feed_members WHERE feed IN (\(Self.marks(chunk.count)))",
+                chunk.map(SQLValue.init))
+            for row in rows {
+                if let feed = row.text(0), let key = row.text(1) { members[feed, default: []].insert(key) }
+            }
+        }
+        var left: [(feed: String, key: String)] = []
+        var joined: [(feed: String, key: String)] = []
+        for listing in listings {
+            let now = Set(listing.keys)
+            let was = members[listing.feed] ?? []
+            left += was.subtracting(now).map { (listing.feed, $0) }
+            joined += now.subtracting(was).map { (listing.feed, $0) }
+            members[listing.feed] = now
+        }
+        for chunk in left.chunked(250) {
+            try db.run(
+                "DELETE FROM feed_members WHERE (feed, story_key) IN (VALUES \(Self.rows(2, chunk.count)))",
+                chunk.flatMap { [.text($0.feed), .text($0.key)] })
+        }
+        for chunk in joined.chunked(250) {
             try db.run(
                 "INSERT INTO feed_members (feed, story_key) VALUES \(Self.rows(2, chunk.count)) ON CONFLICT "
                     + "(feed, story_key) DO NOTHING",
-                chunk.flatMap { [.text(listing.feed), .text($0)] })
+                chunk.flatMap { [.text($0.feed), .text($0.key)] })
         }
-        for chunk in keys.chunked(500) {
+        let seen = Set(listings.flatMap(\.keys))
+        for chunk in Array(seen).chunked(500) {
             try db.run(
-                "UPDATE stories SET last_seen = ? WHERE key IN (\(Self.marks(chunk.count)))",
-                [SQLValue(time)] + chunk.map(SQLValue.init))
+                "UPDATE stories SET last_seen = ? WHERE last_seen < ? AND key IN (\(Self.marks(chunk.count)))",
+                [SQLValue(time), SQLValue(time.addingTimeInterval(-Self.seenRefresh))] + chunk.map(SQLValue.init))
         }
     }
+
+    /// How stale a story's `last_seen` may be before a run listing it writes it again (retention
+    /// is counted in days; a run every few minutes need not rewrite every story it lists).
+    static let seenRefresh: Double = 600
 
     /// Records editorial decisions made outside a run (a publish, a correction, a cancel).
     public func recordAudit(_ records: [AuditRecord]) throws(LedgerError) {
@@ -219,20 +255,29 @@ extension Ledger {
             [.text(entry.status.storyStatus.rawValue), .text(entry.storyKey)])
     }
 
-    private func upsert(_ feed: FeedRecord) throws {
+    /// Each feed's record, a hundred to a statement (the last record of a URL given twice).
+    private func upsert(_ feeds: [FeedRecord]) throws {
+        var seen = Set<String>()
+        let distinct = feeds.reversed().filter { seen.insert($0.url).inserted }.reversed()
+        for chunk in Array(distinct).chunked(100) { try upsertChunk(chunk) }
+    }
+
+    private func upsertChunk(_ feeds: ArraySlice<FeedRecord>) throws {
         try db.run(
             """
-            INSERT INTO feeds (\(Self.feedColumns)) VALUES (\(Self.marks(8)))
+            INSERT INTO feeds (\(Self.feedColumns)) VALUES \(Self.rows(8, feeds.count))
             ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
                 last_fetched = excluded.last_fetched, last_success = excluded.last_success,
                     listed_at = excluded.listed_at,
                 retry_after = excluded.retry_after, moved_to = excluded.moved_to
             """,
-            [
-                .text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified),
-                SQLValue(feed.lastFetched),
-                SQLValue(feed.lastSuccess), SQLValue(feed.listedAt), SQLValue(feed.retryAfter), SQLValue(feed.movedTo),
-            ])
+            feeds.flatMap { feed -> [SQLValue] in
+                [
+                    .text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified),
+                    SQLValue(feed.lastFetched), SQLValue(feed.lastSuccess), SQLValue(feed.listedAt),
+                    SQLValue(feed.retryAfter), SQLValue(feed.movedTo),
+                ]
+            })
     }
 
     /// Records that the scheduled send with this notification id was cancelled at the hub;

@@ -13,6 +13,11 @@ public final class DelayingTCPProxy: Sendable {
     public let port: Int
     private let listener: Int32
     private let stopped = StopFlag()
+    private let requests = Atomic<Int>(0)
+
+    /// Chunks passed from the clients to the server so far (about one per query or statement
+    /// a client waits for).
+    public var clientChunks: Int { requests.load(ordering: .relaxed) }
 
     /// Listens on a free port and forwards each connection to `127.0.0.1:upstreamPort`.
     public init(upstreamPort: Int, roundTrip: Double) throws {
@@ -28,19 +33,23 @@ public final class DelayingTCPProxy: Sendable {
         listener = fd
         let oneWay = UInt32(roundTrip / 2 * 1e6)
         let stopped = stopped
-        Thread {
+        Thread { [self] in
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 {
                     if stopped.isSet { return }
                     continue
                 }
+                // Without Nagle's algorithm both ways: a chunk held back for an ACK would add
+                // the 40 ms of a delayed ACK to the delay asked for.
+                var noDelay: Int32 = 1
+                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
                 guard let upstream = Self.connectLoopback(upstreamPort) else {
                     close(client)
                     continue
                 }
-                Self.pump(from: client, to: upstream, delay: oneWay)
-                Self.pump(from: upstream, to: client, delay: oneWay)
+                Self.pump(from: client, to: upstream, delay: oneWay, counting: self)
+                Self.pump(from: upstream, to: client, delay: oneWay, counting: nil)
             }
         }.start()
     }
@@ -52,18 +61,29 @@ public final class DelayingTCPProxy: Sendable {
         close(listener)
     }
 
-    private static func pump(from source: Int32, to target: Int32, delay: UInt32) {
+    /// One direction of a connection: a reader stamps each chunk with the time it is due, a
+    /// writer passes it on then (latency without a cap on throughput, like a network hop).
+    private static func pump(from source: Int32, to target: Int32, delay: UInt32, counting proxy: DelayingTCPProxy?) {
+        let line = DelayLine()
         Thread {
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
                 let count = recv(source, &buffer, buffer.count, 0)
                 if count <= 0 { break }
-                usleep(delay)
+                proxy?.requests.add(1, ordering: .relaxed)
+                line.put(Array(buffer[0..<count]), due: DispatchTime.now().uptimeNanoseconds + UInt64(delay) * 1000)
+            }
+            line.close()
+        }.start()
+        Thread {
+            while let (chunk, due) = line.take() {
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(UInt32((due - now) / 1000)) }
                 var offset = 0
-                while offset < count {
-                    let sent = buffer.withUnsafeBytes { raw -> Int in
+                while offset < chunk.count {
+                    let sent = chunk.withUnsafeBytes { raw -> Int in
                         guard let base = raw.baseAddress else { return -1 }
-                        return send(target, base + offset, count - offset, Int32(MSG_NOSIGNAL))
+                        return send(target, base + offset, chunk.count - offset, Int32(MSG_NOSIGNAL))
                     }
                     if sent <= 0 { break }
                     offset += sent
@@ -93,5 +113,35 @@ public final class DelayingTCPProxy: Sendable {
             return nil
         }
         return fd
+    }
+}
+
+/// The chunks of one direction of a proxied connection, in order, each with the time it is due.
+private final class DelayLine: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var chunks: [(bytes: [UInt8], due: UInt64)] = []
+    private var closed = false
+
+    func put(_ bytes: [UInt8], due: UInt64) {
+        condition.lock()
+        chunks.append((bytes, due))
+        condition.signal()
+        condition.unlock()
+    }
+
+    func close() {
+        condition.lock()
+        closed = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The next chunk, waiting for one; nil once closed and empty.
+    func take() -> (bytes: [UInt8], due: UInt64)? {
+        condition.lock()
+        defer { condition.unlock() }
+        while chunks.isEmpty && !closed { condition.wait() }
+        return chunks.isEmpty ? nil : chunks.removeFirst()
     }
 }

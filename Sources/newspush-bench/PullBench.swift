@@ -19,6 +19,8 @@ struct ChangedFeedsRun: AsyncParsableCommand {
     @Option(help: "Repetitions; the best and median are reported.") var repeats = 3
     @Option(help: "Milliseconds the proxy adds to each round trip to PostgreSQL.") var roundTripMs = 2.0
     @Option(help: "The newspush binary to time (default: the one beside this bench).") var binary: String?
+    @Option(help: "Another newspush binary (an earlier build) timed the same way in the same run.")
+    var reference: String?
 
     func run() async throws {
         let perFeed = stories
@@ -37,8 +39,18 @@ struct ChangedFeedsRun: AsyncParsableCommand {
             \(list.joined(separator: "\n"))
             """)
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let binary = binary ?? here.appendingPathComponent("newspush").path
+        let postgres = try await LocalPostgres.start(fsync: true)
+        defer { postgres.stop() }
+        for binary in [binary ?? here.appendingPathComponent("newspush").path] + (reference.map { [$0] } ?? []) {
+            try await measure(binary, config: config, postgres: postgres)
+        }
+    }
+
+    /// One binary's runs: on SQLite, on PostgreSQL here, on PostgreSQL behind the proxy.
+    private func measure(_ binary: String, config: String, postgres: LocalPostgres) async throws {
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
+        let folder = URL(fileURLWithPath: config).deletingLastPathComponent()
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent("newspush-state.db"))
 
         func timed(_ arguments: [String], _ environment: [String]) async throws -> String {
             _ = try await spawn(binary, arguments, environment)  // the baseline: every story recorded
@@ -50,11 +62,8 @@ struct ChangedFeedsRun: AsyncParsableCommand {
                 Double(runs.map(\.1).max() ?? 0) / 1024)
         }
         let base = ["run", "-q", "--config", config]
-        print("\(feeds) feeds of \(perFeed) known stories, all changed, concurrency \(concurrency), \(binary)")
+        print("\(feeds) feeds of \(stories) known stories, all changed, concurrency \(concurrency), \(binary)")
         print("SQLite ledger:                      " + (try await timed(base, environment)))
-
-        let postgres = try await LocalPostgres.start(fsync: true)
-        defer { postgres.stop() }
         let shared = environment + ["\(LocalPostgres.passwordVariable)=\(postgres.password)"]
         let near = try await postgres.createDatabase()
         print("PostgreSQL on this machine:         " + (try await timed(base + ["--state", near], shared)))
@@ -64,7 +73,8 @@ struct ChangedFeedsRun: AsyncParsableCommand {
             of: "127.0.0.1:\(postgres.port)/", with: "127.0.0.1:\(proxy.port)/")
         print(
             String(format: "PostgreSQL %.1f ms a round trip away: ", roundTripMs)
-                + (try await timed(base + ["--state", far], shared)))
+                + (try await timed(base + ["--state", far], shared))
+                + ", \(proxy.clientChunks / (repeats + 1)) messages to the server per run")
     }
 
     /// `/feed/N.xml`: `stories` items three minutes apart, in full every time (no validators).
