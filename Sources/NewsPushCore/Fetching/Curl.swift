@@ -362,8 +362,11 @@ final class CurlMultiRunner {
                 deliver(entry.index, result)
             }
             admit()
-            // Woken by any transfer's activity; a short wait while the gate holds transfers back.
-            curl_multi_poll(multi, nil, 0, waiting.isEmpty ? 100 : 20, nil)
+            // Woken by any transfer's activity; a short wait while the gate holds transfers back;
+            // none once everything is done.
+            if !active.isEmpty || !waiting.isEmpty {
+                curl_multi_poll(multi, nil, 0, waiting.isEmpty ? 100 : 20, nil)
+            }
         }
     }
 
