@@ -32,18 +32,19 @@ enum DeskPages {
         _ screen: Screen?, title: String, user: SignedIn?, flash: Flash?, live: Bool = false, body: HTML
     ) -> String {
         let nav: [HTML] = Screen.allCases.map { item in
-            "<a href=\"\(item.rawValue)\"\((item == screen ? " class=\"on\" aria-current=\"page\"" : "") as HTML)>\(item.title)</a>"
+            "<a href=\"\(text: item.rawValue)\"\((item == screen ? " class=\"on\" aria-current=\"page\"" : "") as HTML)>\(text: item.title)</a>"
         }
         let who: HTML =
             user.map { user in
                 """
-                <div class="who"><span>\(user.name) · \(user.role.rawValue)</span>\
-                <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(user.csrf)">\
+                <div class="who"><span>\(text: user.name) · \(text: user.role.rawValue)</span>\
+                <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(text: user.csrf)">\
                 <button type="submit">Sign out</button></form></div>
                 """
             } ?? ""
         let message: HTML =
-            flash.map { "<p class=\"flash\($0.bad ? " bad" : "")\" role=\"status\">\($0.text)</p>" } ?? ""
+            flash.map { "<p class=\"flash\(($0.bad ? " bad" : "") as HTML)\" role=\"status\">\(text: $0.text)</p>" }
+            ?? ""
         let header: HTML =
             user == nil
             ? "<header><strong>newspush desk</strong></header>"
@@ -54,8 +55,8 @@ enum DeskPages {
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="csrf-token" content="\(user?.csrf ?? "")">
-            <title>\(title) · newspush desk</title>
+            <meta name="csrf-token" content="\(text: user?.csrf ?? "")">
+            <title>\(text: title) · newspush desk</title>
             <style>\(HTML(stringLiteral: DeskAssets.style))</style>
             <script src="/desk.js" defer></script></head>
             <body data-live="\(live ? "1" : "0")">\(header)<main>\(message)\(body)</main></body></html>
@@ -101,41 +102,41 @@ enum DeskPages {
         let freshness: HTML =
             push.stale
             ? "<span class=\"gone\">no longer fresh: the next run expires it</span>"
-            : "<span class=\"fresh\">fresh for \(duration(left))</span>"
+            : "<span class=\"fresh\">fresh for \(text: duration(left))</span>"
         let also: HTML =
-            feeds.isEmpty ? "" : "<p class=\"also\">Listed by: \(feeds.joined(separator: " · "))</p>"
+            feeds.isEmpty ? "" : "<p class=\"also\">Listed by: \(text: feeds.joined(separator: " · "))</p>"
         let link = entry.properties["url"]
         let decide: HTML
         if user.role == .editor && !push.stale {
             decide = """
                 <div class="decide">
-                <form method="post" action="/review/\(url: id)/approve" data-confirm="Send this alert to every reader of \(entry.tags)?">
-                <input type="hidden" name="csrf" value="\(user.csrf)">
-                <input type="hidden" name="original_title" value="\(entry.properties["title"] ?? "")">
-                <label for="t-\(id)">Headline (edit to change the alert)</label>
-                <input id="t-\(id)" name="title" value="\(entry.properties["title"] ?? "")">
-                <label for="m-\(id)">Or the exact alert text</label>
-                <textarea id="m-\(id)" name="message" placeholder="\(entry.properties["messageParam"] ?? "")"></textarea>
-                <div class="row"><div><label for="i-\(id)">Importance</label><select id="i-\(id)" name="importance">
+                <form method="post" action="/review/\(url: id)/approve" data-confirm="Send this alert to every reader of \(text: entry.tags)?">
+                <input type="hidden" name="csrf" value="\(text: user.csrf)">
+                <input type="hidden" name="original_title" value="\(text: entry.properties["title"] ?? "")">
+                <label for="t-\(text: id)">Headline (edit to change the alert)</label>
+                <input id="t-\(text: id)" name="title" value="\(text: entry.properties["title"] ?? "")">
+                <label for="m-\(text: id)">Or the exact alert text</label>
+                <textarea id="m-\(text: id)" name="message" placeholder="\(text: entry.properties["messageParam"] ?? "")"></textarea>
+                <div class="row"><div><label for="i-\(text: id)">Importance</label><select id="i-\(text: id)" name="importance">
                 <option value="">as held</option><option value="major">major</option><option value="minor">minor</option>
                 </select></div><div><label>&nbsp;</label><button type="submit" name="approve" value="1">Approve and send</button></div></div>
                 </form>
                 <form method="post" action="/review/\(url: id)/reject">
-                <input type="hidden" name="csrf" value="\(user.csrf)">
-                <label for="r-\(id)">Reason (on the record)</label>
-                <input id="r-\(id)" name="reason" required placeholder="why it must not go out">
+                <input type="hidden" name="csrf" value="\(text: user.csrf)">
+                <label for="r-\(text: id)">Reason (on the record)</label>
+                <input id="r-\(text: id)" name="reason" required placeholder="why it must not go out">
                 <p><button type="submit" class="danger">Reject</button></p></form></div>
                 """
         } else {
             decide = user.role == .viewer ? "<p class=\"empty\">Viewers see the queue; editors decide.</p>" : ""
         }
         return """
-            <article class="card\(push.stale ? " stale" : "")" id="held-\(id)">
-            <div class="meta"><span class="cat">\(entry.category.rawValue)</span><span>held by \(push.rule)</span>\
-            <span>waiting \(duration(Double(push.waitedSeconds)))</span>\(freshness)<span>id \(id)</span></div>
-            <h2>\(entry.properties["title"] ?? entry.properties["messageParam"] ?? "")</h2>
-            <p class="alert">\(entry.properties["messageParam"] ?? "")</p>
-            \(link.map { "<p class=\"also\"><a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\($0)</a></p>" } ?? "")\
+            <article class="card\(push.stale ? " stale" : "")" id="held-\(text: id)">
+            <div class="meta"><span class="cat">\(text: entry.category.rawValue)</span><span>held by \(text: push.rule)</span>\
+            <span>waiting \(text: duration(Double(push.waitedSeconds)))</span>\(freshness)<span>id \(text: id)</span></div>
+            <h2>\(text: entry.properties["title"] ?? entry.properties["messageParam"] ?? "")</h2>
+            <p class="alert">\(text: entry.properties["messageParam"] ?? "")</p>
+            \(link.map { "<p class=\"also\"><a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\(text: $0)</a></p>" } ?? "")\
             \(also)\(decide)</article>
             """
     }
@@ -146,23 +147,23 @@ enum DeskPages {
         -> String
     {
         var body: HTML = "<h1>Next run</h1>"
-        if let error { body = "\(body)<p class=\"flash bad\">The preview failed: \(error)</p>" }
+        if let error { body = "\(body)<p class=\"flash bad\">The preview failed: \(text: error)</p>" }
         if let report, let at {
             let pushed = report.items.filter { $0.decision == .wouldPush }.count
             let held = report.items.filter { $0.decision == .wouldHold }.count
             let rows: [HTML] = report.items.map { item in
                 """
-                <tr><td>\(item.feed)</td>\
-                <td>\(item.link.map { "<a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\(item.title ?? $0)</a>" } ?? HTML.text(item.title))</td>\
-                <td>\(item.category?.rawValue ?? "–") <span class="also">\(String(format: "%.0f %%", item.confidence * 100))</span></td>\
-                <td class="st st-\(item.decision.rawValue)">\(item.decision.rawValue)</td><td>\(item.reason ?? "")</td></tr>
+                <tr><td>\(text: item.feed)</td>\
+                <td>\(item.link.map { "<a href=\"\(href: $0)\" rel=\"noopener noreferrer\">\(text: item.title ?? $0)</a>" } ?? HTML.text(item.title))</td>\
+                <td>\(text: item.category?.rawValue ?? "–") <span class="also">\(text: String(format: "%.0f %%", item.confidence * 100))</span></td>\
+                <td class="st st-\(text: item.decision.rawValue)">\(text: item.decision.rawValue)</td><td>\(text: item.reason ?? "")</td></tr>
                 """
             }
             let failed: [HTML] = report.feeds.filter { $0.error != nil }.map {
-                "<li>\($0.name): \($0.error ?? "")</li>"
+                "<li>\(text: $0.name): \(text: $0.error ?? "")</li>"
             }
             body = """
-                \(body)<p class="meta"><span>checked the feeds \(duration(now.timeIntervalSince(at))) ago</span>\
+                \(body)<p class="meta"><span>checked the feeds \(text: duration(now.timeIntervalSince(at))) ago</span>\
                 <span>\(report.items.count) items, \(pushed) would be pushed, \(held) held for an editor</span>\
                 <a href="/next?fresh=1">Check the feeds now</a></p>
                 \((failed.isEmpty ? "" : "<div class=\"flash bad\">Feeds that failed:<ul>\(failed)</ul></div>") as HTML)
@@ -188,7 +189,7 @@ enum DeskPages {
                 entry.status == .scheduled && user.role == .editor && entry.notificationId != nil
                 ? """
                 <form method="post" action="/cancel/\(url: entry.notificationId ?? "")" class="inline">\
-                <input type="hidden" name="csrf" value="\(user.csrf)"><button type="submit" class="quiet">Cancel</button></form>
+                <input type="hidden" name="csrf" value="\(text: user.csrf)"><button type="submit" class="quiet">Cancel</button></form>
                 """ : ""
             let delivery: HTML =
                 entry.notificationId.map { "<a href=\"/delivery/\(url: $0)\">delivery</a>" } ?? ""
@@ -196,23 +197,23 @@ enum DeskPages {
                 user.role == .editor && [.sent, .scheduled].contains(entry.status) && !entry.kind.isTrial
                 ? "<a href=\"/publish?replace=\(url: entry.storyKey)\">correct</a>" : ""
             // Declared `HTML`: the literal is markup and only the error inside it is escaped.
-            let failure: HTML = entry.error.map { "<div class=\"also\">\($0)</div>" } ?? ""
+            let failure: HTML = entry.error.map { "<div class=\"also\">\(text: $0)</div>" } ?? ""
             return """
-                <tr><td>\(FeedDates.format(entry.createdAt))</td><td>\(entry.category.rawValue)</td>\
-                <td>\(entry.properties["messageParam"] ?? "")<div class="also">\(entry.storyKey)</div></td>\
-                <td class="st st-\(entry.status.rawValue)">\(entry.status.rawValue)\(failure)</td>\
-                <td>\(entry.kind.rawValue)</td><td>\(editors[entry.id] ?? (entry.origin == .run ? "run" : "–"))</td>\
+                <tr><td>\(text: FeedDates.format(entry.createdAt))</td><td>\(text: entry.category.rawValue)</td>\
+                <td>\(text: entry.properties["messageParam"] ?? "")<div class="also">\(text: entry.storyKey)</div></td>\
+                <td class="st st-\(text: entry.status.rawValue)">\(text: entry.status.rawValue)\(failure)</td>\
+                <td>\(text: entry.kind.rawValue)</td><td>\(text: editors[entry.id] ?? (entry.origin == .run ? "run" : "–"))</td>\
                 <td>\(delivery) \(correct) \(cancel)</td></tr>
                 """
         }
         let categories: [HTML] = NewsCategory.allCases.map {
-            "<option\($0 == filter.category ? " selected" : "")>\($0.rawValue)</option>"
+            "<option\($0 == filter.category ? " selected" : "")>\(text: $0.rawValue)</option>"
         }
         let statuses: [HTML] = OutboxEntry.Status.allCases.map {
-            "<option\($0 == filter.status ? " selected" : "")>\($0.rawValue)</option>"
+            "<option\($0 == filter.status ? " selected" : "")>\(text: $0.rawValue)</option>"
         }
         let windows: [HTML] = ["1h", "6h", "24h", "7d", "30d"].map {
-            "<option\($0 == sinceText ? " selected" : "")>\($0)</option>"
+            "<option\($0 == sinceText ? " selected" : "")>\(text: $0)</option>"
         }
         let body: HTML = """
             <h1>Sent and on record</h1>
@@ -231,7 +232,7 @@ enum DeskPages {
 
     static func delivery(_ row: HubStatusRow?, id: String, user: SignedIn) -> String {
         let text = row?.text ?? "\(id)  the hub knows nothing of it"
-        let body: HTML = "<h1>Delivery of \(id)</h1><pre>\(text)</pre>"
+        let body: HTML = "<h1>Delivery of \(text: id)</h1><pre>\(text: text)</pre>"
         return page(.sent, title: "Delivery", user: user, flash: nil, body: "\(body)<p><a href=\"/sent\">Back</a></p>")
     }
 
@@ -244,29 +245,29 @@ enum DeskPages {
     ) -> String {
         let chosen = fields["category"] ?? ""
         let categories: [HTML] = NewsCategory.allCases.map {
-            "<option\($0.rawValue == chosen ? " selected" : "")>\($0.rawValue)</option>"
+            "<option\($0.rawValue == chosen ? " selected" : "")>\(text: $0.rawValue)</option>"
         }
         let importance = fields["importance"] ?? ""
         let importances: [HTML] = ["", "major", "minor"].map {
-            "<option value=\"\($0)\"\($0 == importance ? " selected" : "")>\($0.isEmpty ? "the category's" : $0)</option>"
+            "<option value=\"\(text: $0)\"\($0 == importance ? " selected" : "")>\(text: $0.isEmpty ? "the category's" : $0)</option>"
         }
         let form: HTML =
             user.role == .editor
             ? """
             <form method="post" action="/publish" class="card" data-confirm="Send this alert to every reader?">
-            <input type="hidden" name="csrf" value="\(user.csrf)">
+            <input type="hidden" name="csrf" value="\(text: user.csrf)">
             <div class="row"><div><label for="p-c">Category</label><select id="p-c" name="category">\
             <option value="">(the corrected story's)</option>\(categories)</select></div>
             <div><label for="p-i">Importance</label><select id="p-i" name="importance">\(importances)</select></div>
-            <div><label for="p-l">Language</label><input id="p-l" name="language" value="\(fields["language"] ?? "en")"></div></div>
+            <div><label for="p-l">Language</label><input id="p-l" name="language" value="\(text: fields["language"] ?? "en")"></div></div>
             <label for="p-t">Headline (the category's message is made from it)</label>
-            <input id="p-t" name="title" value="\(fields["title"] ?? "")">
-            <label for="p-m">Or the exact alert text</label><textarea id="p-m" name="message">\(fields["message"] ?? "")</textarea>
-            <label for="p-u">Story URL</label><input id="p-u" name="url" type="url" value="\(fields["url"] ?? "")">
+            <input id="p-t" name="title" value="\(text: fields["title"] ?? "")">
+            <label for="p-m">Or the exact alert text</label><textarea id="p-m" name="message">\(text: fields["message"] ?? "")</textarea>
+            <label for="p-u">Story URL</label><input id="p-u" name="url" type="url" value="\(text: fields["url"] ?? "")">
             <div class="row"><div><label for="p-a">Send at (2026-11-24T18:00:00Z or +2h; empty: now)</label>\
-            <input id="p-a" name="at" value="\(fields["at"] ?? "")"></div>
-            <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(fields["replace"] ?? "")"></div>
-            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(fields["tags"] ?? "")"></div></div>
+            <input id="p-a" name="at" value="\(text: fields["at"] ?? "")"></div>
+            <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(text: fields["replace"] ?? "")"></div>
+            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(text: fields["tags"] ?? "")"></div></div>
             <label><input type="checkbox" name="force" value="1"\(fields["force"] == "1" ? " checked" : "")> \
             Send even if this story was pushed before (a deliberate repeat)</label>
             <p class="row"><button type="submit" name="action" value="preview" class="quiet">Preview</button>\
@@ -280,14 +281,14 @@ enum DeskPages {
     private static func phonePreview(_ output: PublishOutput, hub: String, now: Date) -> HTML {
         let text = output.properties["messageParam"] ?? ""
         let clock = DateFormatter.localizedString(from: now, dateStyle: .none, timeStyle: .short)
-        let refusal: HTML = output.refusal.map { "<p class=\"flash bad\">\($0)</p>" } ?? ""
-        let notes: [HTML] = output.notes.map { "<p class=\"flash\">\($0)</p>" }
+        let refusal: HTML = output.refusal.map { "<p class=\"flash bad\">\(text: $0)</p>" } ?? ""
+        let notes: [HTML] = output.notes.map { "<p class=\"flash\">\(text: $0)</p>" }
         return """
             <section aria-label="Alert preview"><h2>As a phone shows it</h2>\(refusal)\(notes)
-            <div class="phone"><div class="clock">\(clock)</div><div class="note" id="phone-alert">\
-            <div class="app"><span>\(hub)</span><span>now</span></div><div class="text">\(text)</div></div></div>
-            <p class="meta"><span>to \(output.tags)</span><span>\(output.kind)</span>\
-            <span>\(output.properties["importance"] ?? "")</span></p></section>
+            <div class="phone"><div class="clock">\(text: clock)</div><div class="note" id="phone-alert">\
+            <div class="app"><span>\(text: hub)</span><span>now</span></div><div class="text">\(text: text)</div></div></div>
+            <p class="meta"><span>to \(text: output.tags)</span><span>\(text: output.kind)</span>\
+            <span>\(text: output.properties["importance"] ?? "")</span></p></section>
             """
     }
 

@@ -16,10 +16,10 @@ struct HTML: Sendable, ExpressibleByStringInterpolation {
         init(literalCapacity: Int, interpolationCount: Int) { text.reserveCapacity(literalCapacity * 2) }
 
         mutating func appendLiteral(_ literal: String) { text += literal }
-        /// Text: escaped.
-        mutating func appendInterpolation(_ value: String) { text += HTML.escape(value) }
-        // No `String?` overload: an optional must be unwrapped, so a closure that builds markup
-        // (`error.map { "<div>\($0)</div>" } ?? ""`) is inferred as `HTML`, never escaped whole.
+        /// Text: escaped. Labelled, so a `String` cannot go into markup without saying which
+        /// it is: `\(text: title)` for text, an `HTML` value for markup (a `String` holding
+        /// markup does not compile, and markup shown as escaped text cannot be written).
+        mutating func appendInterpolation(text value: String) { text += HTML.escape(value) }
         mutating func appendInterpolation(_ value: Int) { text += String(value) }
         /// Markup made elsewhere of escaped parts.
         mutating func appendInterpolation(_ value: HTML) { text += value.text }
