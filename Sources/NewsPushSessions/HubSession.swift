@@ -158,6 +158,9 @@ public struct HubSession: Sendable {
         -> HubCancelOutcome
     {
         let client = try context.hubClient()
+        // Not `SessionLedger.with`: the hub's cancel goes out even when the ledger then cannot
+        // be opened (an embargoed push must not go out because the record is broken); that is
+        // reported as `.notRecorded`.
         let lock: LedgerLock
         do {
             lock = try LedgerLock(configured: context.config.statePath, wait: wait)
