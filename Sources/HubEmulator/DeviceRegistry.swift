@@ -24,6 +24,9 @@ public struct VirtualDevice: Sendable, Equatable {
     /// The device is off and comes online this many seconds after each send: a notification
     /// that expired meanwhile is dropped, as the push service drops it.
     public var offlineSeconds: Double?
+    /// An installation template's own tags: a send reaches the template only when its
+    /// expression also matches these (nil: no narrowing).
+    public var templateTags: [String]?
 
     /// A virtual device with its registration.
     public init(

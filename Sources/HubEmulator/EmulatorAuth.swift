@@ -5,8 +5,12 @@ import NotificationHubs
 /// Authentication as the service does it: a SAS token present, signed with the key, not
 /// expired, for this hub's audience.
 extension HubEmulator {
-    /// The 401/403 the service would answer, or nil when the token is good for this hub.
-    func verifyToken(_ header: String?, hub: String, now: Date, trackingId: String) -> EmulatorResponse? {
+    /// The 401/403 the service would answer, or nil when the token is good for this hub. A send
+    /// needs the Send (or Manage) right; an installation's write Listen is enough for (which is
+    /// why an app holding the Listen key can register any tag).
+    func verifyToken(_ header: String?, hub: String, now: Date, trackingId: String, needsSend: Bool = true)
+        -> EmulatorResponse?
+    {
         guard let header, !header.isEmpty else {
             return .xmlError(401, "MissingToken: The authorization header was not provided", trackingId: trackingId)
         }
@@ -48,7 +52,7 @@ extension HubEmulator {
                     + "this hub's messages",
                 trackingId: trackingId)
         }
-        guard policy.canSend else {
+        guard policy.canSend || !needsSend else {
             // The service answers a Listen-only policy with an empty 403.
             return EmulatorResponse(status: 403, headers: [("TrackingId", trackingId)], body: Data())
         }

@@ -72,7 +72,11 @@ extension DeviceRegistry {
                 return .failure(EmulatorRefusal(response: .xmlError(400, "\(error)", trackingId: trackingId)))
             }
         }
-        let matching = devices.filter { predicate?.matches(Set($0.tags)) ?? true }
+        let matching = devices.filter { device in
+            guard let predicate else { return true }
+            return predicate.matches(Set(device.tags))
+                && (device.templateTags.map { predicate.matches(Set($0)) } ?? true)
+        }
         let body = String(decoding: request.body, as: UTF8.self)
         let targets: [SendTarget]
         switch format == "template"

@@ -9,8 +9,12 @@ import NotificationHubs
 public actor HubEmulator {
     /// The connection string whose key signs the requests it accepts.
     public let connection: HubConnectionString
-    /// The virtual devices, policies and tier.
-    public let registry: DeviceRegistry
+    /// The virtual devices (the file's and the installations'), policies and tier.
+    public internal(set) var registry: DeviceRegistry
+    /// The devices of the devices file.
+    let fileDevices: [VirtualDevice]
+    /// The installations put through the installations API, by id.
+    var installations: [String: Installation] = [:]
     var faults: [Fault] = []
     var deliveries: [Delivery] = []
     var notifications: [String: NotificationRecord] = [:]
@@ -41,6 +45,7 @@ public actor HubEmulator {
     public init(connection: HubConnectionString, registry: DeviceRegistry, logPath: String?) throws {
         self.connection = connection
         self.registry = registry
+        self.fileDevices = registry.devices
         if let logPath {
             if !FileManager.default.fileExists(atPath: logPath) {
                 FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -116,18 +121,25 @@ public actor HubEmulator {
         // MicrosoftDocs/xamarin-docs#3150; Tests/NewsPushCoreTests/Fixtures/hub-answers).
         let notFound = EmulatorResponse.xmlError(
             404, "No service is hosted at the specified address.", trackingId: trackingId)
-        guard segments.count >= 2, ["messages", "schedulednotifications"].contains(segments[1]) else { return notFound }
+        guard segments.count >= 2, ["messages", "schedulednotifications", "installations"].contains(segments[1]) else {
+            return notFound
+        }
         let hub = segments[0]
         // Authentication, as the service: token present, signature, expiry, audience. Against
         // the wall clock, which clients sign with: a test moving the hub's clock on moves what
         // happens inside the hub (delays, schedules, telemetry), not the clients' clocks.
-        if let failure = verifyToken(request.headers["authorization"], hub: hub, now: Date(), trackingId: trackingId) {
+        if let failure = verifyToken(
+            request.headers["authorization"], hub: hub, now: Date(), trackingId: trackingId,
+            needsSend: segments[1] != "installations")
+        {
             return failure
         }
         if let expected = registry.hub, expected.lowercased() != hub.lowercased() {
             return .xmlError(404, "No service is hosted at the specified address.", trackingId: trackingId)
         }
         switch (request.method, segments[1], segments.count) {
+        case (_, "installations", 3):
+            return installationRoute(request, id: segments[2], trackingId: trackingId, now: now)
         case ("POST", "messages", 2):
             return send(request, hub: hub, trackingId: trackingId, now: now)
         case ("POST", "schedulednotifications", 2), ("DELETE", "schedulednotifications", 3), ("GET", "messages", 3):

@@ -279,4 +279,72 @@ struct EmulatorTests {
             body: Data(#"{"advance_seconds": -5}"#.utf8))
         #expect(await hub.handle(backwards).status == 400, "the clock never goes back")
     }
+
+    func installation(_ hub: HubEmulator, _ method: String, _ id: String, body: String = "", token: String? = nil)
+        async -> EmulatorResponse
+    {
+        let request = EmulatorRequest(
+            method: method, path: "/breaking-news/installations/\(id)", query: ["api-version": "2020-06"],
+            headers: ["Content-Type": "application/json", "Authorization": token ?? self.token()], body: Data(body.utf8)
+        )
+        return await hub.handle(request)
+    }
+
+    /// Issue 36 §2 (the emulator's half): an installation is a device that receives the sends
+    /// its tags match, rendered with its templates; GET, PATCH and DELETE as the service answers.
+    @Test func anInstallationReceivesWhatItsTagsMatchAndChangesByPatch() async throws {
+        let hub = try emulator()
+        let put = await installation(
+            hub, "PUT", "inst-1",
+            body: #"""
+                {"installationId": "inst-1", "platform": "apns", "pushChannel": "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0",
+                 "tags": ["World", "user:alice"], "userId": "alice",
+                 "templates": {"alert": {"body": "{\"aps\":{\"alert\":\"$(messageParam)\"}}"},
+                               "sports": {"body": "{\"aps\":{\"alert\":\"Sport: $(messageParam)\"}}", "tags": ["Sports"]}}}
+                """#)
+        #expect(put.status == 200)
+        #expect(await send(hub, token: token(), tags: "World").status == 201)
+        var deliveries = await hub.allDeliveries().filter { $0.device.hasPrefix("inst-1") }
+        #expect(deliveries.map(\.device) == ["inst-1/alert"], "the Sports template waits for a Sports send")
+        #expect(deliveries.first?.payload == #"{"aps":{"alert":"Hi"}}"#)
+        let got = await installation(hub, "GET", "inst-1")
+        let read = try JSONDecoder().decode(Installation.self, from: got.body)
+        #expect(got.status == 200 && read.tags == ["World", "user:alice"] && read.lastUpdate != nil)
+        #expect(read.expirationTime == "9999-12-31T23:59:59.9999999Z")
+        let patch = await installation(
+            hub, "PATCH", "inst-1",
+            body: #"[{"op": "add", "path": "/tags", "value": "Sports"}, {"op": "remove", "path": "/tags/World"}]"#)
+        #expect(patch.status == 200)
+        #expect(await send(hub, token: token(), tags: "World").status == 201)
+        #expect(await send(hub, token: token(), tags: "Sports").status == 201)
+        deliveries = await hub.allDeliveries().filter { $0.device.hasPrefix("inst-1") }
+        #expect(deliveries.map(\.device) == ["inst-1/alert", "inst-1/alert", "inst-1/sports"])
+        #expect(await installation(hub, "DELETE", "inst-1").status == 204)
+        let gone = await installation(hub, "GET", "inst-1")
+        #expect(gone.status == 404 && String(decoding: gone.body, as: UTF8.self).contains("Installation not found"))
+        #expect(await installation(hub, "DELETE", "inst-1").status == 204, "DELETE of what is gone is 204")
+        #expect(await send(hub, token: token(), tags: "Sports").status == 201)
+        #expect(await hub.allDeliveries().filter { $0.device.hasPrefix("inst-1") }.count == 3)
+    }
+
+    @Test func installationsTheServiceRefusesAre400AndListenMayRegister() async throws {
+        let hub = try emulator()
+        func put(_ json: String, id: String = "i", token: String? = nil) async -> Int {
+            await installation(hub, "PUT", id, body: json, token: token).status
+        }
+        let tags = (0..<61).map { "\"t\($0)\"" }.joined(separator: ",")
+        #expect(
+            await put(#"{"installationId": "i", "platform": "apns", "pushChannel": "ab", "tags": [\#(tags)]}"#) == 400)
+        #expect(
+            await put(
+                #"{"installationId": "i", "platform": "apns", "pushChannel": "ab", "tags": ["$InstallationId:{x}"]}"#)
+                == 400)
+        #expect(await put(#"{"installationId": "i", "platform": "baidu", "pushChannel": "ab"}"#) == 400)
+        #expect(await put(#"{"installationId": "other", "platform": "apns", "pushChannel": "ab"}"#) == 400)
+        #expect(await put("not json") == 400)
+        let listen = token(keyName: "ListenOnly", key: "bGlzdGVu")
+        #expect(await put(#"{"installationId": "i", "platform": "fcmv1", "pushChannel": "tok"}"#, token: listen) == 200)
+        #expect(await send(hub, token: listen).status == 403, "Listen registers, it does not send")
+        #expect(await put(#"{"installationId": "i", "platform": "apns", "pushChannel": "ab"}"#, token: "nope") == 401)
+    }
 }
