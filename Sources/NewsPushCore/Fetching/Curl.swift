@@ -145,10 +145,12 @@ final class CurlEasyHandle {
         for (name, value) in transfer.headers {
             headerList = curl_slist_append(headerList, "\(name): \(value)")
         }
-        // libcurl would add "Expect: 100-continue" to larger POSTs, costing a round trip.
-        if transfer.method == "POST" { headerList = curl_slist_append(headerList, "Expect:") }
+        // A body goes as POST fields, under the request's own method (PUT, PATCH) when not POST.
+        let sendsBody = ["POST", "PUT", "PATCH"].contains(transfer.method)
+        // libcurl would add "Expect: 100-continue" to larger bodies, costing a round trip.
+        if sendsBody { headerList = curl_slist_append(headerList, "Expect:") }
         if let headerList { try check(np_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)) }
-        if transfer.method == "POST" {
+        if sendsBody {
             let body = transfer.body ?? Data()
             try check(np_easy_setopt_long(handle, CURLOPT_POST, 1))
             try check(np_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
@@ -160,6 +162,9 @@ final class CurlEasyHandle {
                 return np_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
             }
             try check(code)
+            if transfer.method != "POST" {
+                try check(np_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method))
+            }
         } else if transfer.method != "GET" {
             try check(np_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method))
         }

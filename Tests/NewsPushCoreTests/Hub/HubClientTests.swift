@@ -381,4 +381,37 @@ struct HubClientTests {
         #expect(provider.authorization(now: start.addingTimeInterval(3000)) == first)
         #expect(provider.authorization(now: start.addingTimeInterval(3400)) != first)
     }
+
+    /// Issue 36 §2 (the client's half): the back-end writes and deletes installations through
+    /// the hub client; the emulator holds them and routes sends to them.
+    @Test func theClientWritesAndDeletesInstallations() async throws {
+        let hub = try await LocalHub.start(devicesYAML: Self.devices)
+        defer { hub.stop() }
+        let client = try client(hub)
+        let platform = try #require(HubInstallation.platform(forApp: "gcm"))
+        #expect(platform == "fcmv1", "legacy FCM apps register on v1 with the same token")
+        let phone = HubInstallation(
+            installationId: "inst-7", platform: "apns", pushChannel: "ABCDEF0123", tags: ["World", "user:bob"],
+            templates: ["alert": .init(body: #"{"aps":{"alert":"$(messageParam)"}}"#, expiry: "$(expiry)")],
+            userId: "bob")
+        #expect(await offThePool { client.put(phone, now: Date()) } == .done)
+        #expect(await hub.emulator.installation("inst-7")?.tags == ["World", "user:bob"])
+        guard case .accepted = await send(client, try client.templateRequest(properties: properties, tags: "user:bob"))
+        else {
+            Issue.record("a send to bob's tag was not accepted")
+            return
+        }
+        #expect(await hub.emulator.allDeliveries().map(\.device) == ["inst-7/alert"])
+        var tooMany = phone
+        tooMany.tags = (0..<61).map { "t\($0)" }
+        let crowded = tooMany
+        guard case .refused(400, let detail) = await offThePool({ client.put(crowded, now: Date()) }) else {
+            Issue.record("61 tags were not refused")
+            return
+        }
+        #expect(detail.contains("60 tags"), "\(detail)")
+        #expect(await offThePool { client.deleteInstallation(id: "inst-7", now: Date()) } == .done)
+        #expect(await hub.emulator.installation("inst-7") == nil)
+        #expect(await offThePool { client.deleteInstallation(id: "inst-7", now: Date()) } == .done)
+    }
 }

@@ -1,0 +1,115 @@
+import Foundation
+
+/// An installation as a back-end writes it to the hub (`PUT {hub}/installations/{id}`,
+/// hub-api.md §7): the device's push handle, its tags and its templates.
+public struct HubInstallation: Codable, Sendable, Equatable {
+    /// The installation's id.
+    public var installationId: String
+    /// `apns`, `fcmv1` or `wns`.
+    public var platform: String
+    /// The push handle: APNs device token, FCM registration token or WNS channel URI.
+    public var pushChannel: String
+    /// Its tags (at most 60).
+    public var tags: [String]
+    /// Its templates by name.
+    public var templates: [String: Template]
+    /// The user it belongs to, if any.
+    public var userId: String?
+
+    /// One template of an installation.
+    public struct Template: Codable, Sendable, Equatable {
+        /// The payload with `$(property)` expressions.
+        public var body: String
+        /// Push headers, literal or expressions.
+        public var headers: [String: String]?
+        /// The `Expiry` expression, e.g. `$(expiry)`.
+        public var expiry: String?
+
+        /// A template of `body`, with optional headers and expiry.
+        public init(body: String, headers: [String: String]? = nil, expiry: String? = nil) {
+            self.body = body
+            self.headers = headers
+            self.expiry = expiry
+        }
+    }
+
+    /// An installation of `platform` for `pushChannel`.
+    public init(
+        installationId: String, platform: String, pushChannel: String, tags: [String],
+        templates: [String: Template] = [:], userId: String? = nil
+    ) {
+        self.installationId = installationId
+        self.platform = platform
+        self.pushChannel = pushChannel
+        self.tags = tags
+        self.templates = templates
+        self.userId = userId
+    }
+
+    /// The hub's platform for what an app calls its own: `apns`/`apple`, `wns`/`windows`, and
+    /// `fcmv1`, `fcm` and `gcm` all as `fcmv1` (legacy FCM is gone; the same token works on v1).
+    public static func platform(forApp name: String) -> String? {
+        switch name.lowercased() {
+        case "apns", "apple", "ios": return "apns"
+        case "fcmv1", "fcm", "gcm", "android": return "fcmv1"
+        case "wns", "windows": return "wns"
+        default: return nil
+        }
+    }
+}
+
+/// What the hub said to an installation's write or delete.
+public enum InstallationOutcome: Sendable, Equatable {
+    /// Written (200) or deleted (204, also when it was not there).
+    case done
+    /// Refused with this status and the service's detail.
+    case refused(status: Int, detail: String)
+    /// The hub was not reached, or did not answer.
+    case unreachable(String)
+}
+
+extension NotificationHubClient {
+    /// `PUT {hub}/installations/{id}` with the installation's JSON.
+    public func installationRequest(_ installation: HubInstallation, now: Date) -> HubRequest {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return HubRequest(
+            method: "PUT", url: installationURL(installation.installationId),
+            headers: [
+                ("Authorization", authorization(now: now)), ("x-ms-version", apiVersion),
+                ("Content-Type", "application/json"),
+            ], body: (try? encoder.encode(installation)) ?? Data())
+    }
+
+    /// `DELETE {hub}/installations/{id}`.
+    public func deleteInstallationRequest(id: String, now: Date) -> HubRequest {
+        HubRequest(
+            method: "DELETE", url: installationURL(id),
+            headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
+    }
+
+    /// Writes `installation` to the hub (the write is idempotent: a repeat is harmless).
+    public func put(_ installation: HubInstallation, now: Date) -> InstallationOutcome {
+        outcome(of: installationRequest(installation, now: now))
+    }
+
+    /// Deletes installation `id` from the hub.
+    public func deleteInstallation(id: String, now: Date) -> InstallationOutcome {
+        outcome(of: deleteInstallationRequest(id: id, now: now))
+    }
+
+    private func installationURL(_ id: String) -> String {
+        "\(baseURL)\(hubName)/installations/\(Self.pathSegment(id))?api-version=\(apiVersion)"
+    }
+
+    private func outcome(of request: HubRequest) -> InstallationOutcome {
+        switch perform(request) {
+        case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
+            return .unreachable(why)
+        case .success(let response) where (200..<300).contains(response.status):
+            return .done
+        case .success(let response):
+            return .refused(status: response.status, detail: Self.errorDetail(response))
+        }
+    }
+}
