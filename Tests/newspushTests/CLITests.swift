@@ -11,6 +11,9 @@ struct CommandResult: Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// Seconds from the process's start to its exit, timed on the thread that waited for it (a
+    /// test task can wait long to resume on a busy machine; this cannot).
+    var seconds: Double = 0
 }
 
 /// Runs the built binary with arguments and environment, off the concurrency pool.
@@ -40,6 +43,7 @@ func newspushRaw(
         process.standardOutput = out
         process.standardError = err
         process.standardInput = inp
+        let started = Date()
         do { try process.run() } catch { return CommandResult(status: -1, stdout: "", stderr: "\(error)") }
         if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
         try? inp.fileHandleForWriting.close()
@@ -49,7 +53,7 @@ func newspushRaw(
         process.waitUntilExit()
         return CommandResult(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+            stderr: String(decoding: errData, as: UTF8.self), seconds: Date().timeIntervalSince(started))
     }
 }
 
