@@ -31,7 +31,7 @@ struct HubReadinessTests {
             ["hub", "status", "--last", "1", "--config", config, "--format", "json"], environment: hubEnvironment)
         #expect(fromLedger.stdout.contains("\"not_processed_yet\" : true"), "\(fromLedger.stdout)")
         async let waiting = newspush(
-            ["hub", "status", id, "--wait", "60s", "--config", config], environment: hubEnvironment)
+            ["hub", "status", id, "--wait", "5m", "--config", config], environment: hubEnvironment)
         // Once the waiting command has asked (after the two above), the hour passes.
         for _ in 0..<600 where await hub.emulator.telemetryRequests(for: id) < 3 {
             try await Task.sleep(nanoseconds: 50_000_000)

@@ -353,8 +353,11 @@ struct LedgerPromisesTests {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
         let desk = FeedDesk([("k9", "Bridge reopens after repairs", 2)])
+        // The slow feed says when it is asked (on its server's own thread), and answers after 60 s.
+        let asked = DispatchSemaphore(value: 0)
         let slow = try await LocalHTTPServer.start { _ in
-            CannedResponse(status: 200, body: Data("<rss/>".utf8), delay: 5)
+            asked.signal()
+            return CannedResponse(status: 200, body: Data("<rss/>".utf8), delay: 60)
         }
         defer { slow.stop() }
         let feeds = try await FeedDesk.serve(["/world.xml": desk])
@@ -371,9 +374,15 @@ struct LedgerPromisesTests {
             folder, endpoint: hub.endpoint,
             feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(slow.baseURL)/slow.xml", "Sports")], state: state)
         let process = try startNewspush(["run", "--config", config])
-        try await Task.sleep(nanoseconds: 1_000_000_000)
-        kill(process.processIdentifier, SIGKILL)
-        await offThePool { process.waitUntilExit() }
+        // Killed from a thread of its own as soon as the run waits for the slow feed: a test task
+        // sleeping a second first could wake after the run had sent, on a busy machine.
+        let waited = await offThePool { () -> Bool in
+            let inFetch = asked.wait(timeout: .now() + 120) == .success
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return inFetch
+        }
+        #expect(waited, "the run never asked for the slow feed")
         #expect(await hub.emulator.allDeliveries().isEmpty)
         config = try self.config(
             folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)

@@ -29,7 +29,7 @@ struct PostgresLedgerTests {
             "\(name).yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                endpoint: "\(hub.endpoint)", retries: 0, retry_delay: 10ms, timeout: 20s,
+                endpoint: "\(hub.endpoint)", retries: 0, retry_delay: 10ms, timeout: 5m,
                 concurrency: \(concurrency)}
             policy: {first_run: send, budget: {per_category: 1000, per: 1h}}
             state: "\(state)"

@@ -22,7 +22,7 @@ struct StateCLITests {
             "feeds.yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
+                endpoint: "\(hub.endpoint)", concurrency: \(concurrency), timeout: 5m}
             policy: {first_run: send, budget: {per_category: 100, per: 1h}}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}
@@ -93,14 +93,14 @@ struct StateCLITests {
         defer { folder.cleanup() }
         let config = try newsroom(folder, hub: hub, feeds: feeds)
         // The first run holds the lock while the hub holds its push (until the hub's clock moves
-        // on 20 s); the second must exit 75 while the first still runs, not wait for it.
-        await hub.emulator.inject(Fault(delaySeconds: 20, count: 1))
+        // on 600 s); the second must exit 75 while the first still runs, not wait for it.
+        await hub.emulator.inject(Fault(delaySeconds: 600, count: 1))
         let first = try startNewspush(["run", "--config", config])
         #expect(try await waitUntilSending(config), "the first run never started sending")
         let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
         #expect(second.status == 75)
         #expect(first.isRunning, "the second run waited for the first to finish")
-        await hub.emulator.advanceClock(by: 20)
+        await hub.emulator.advanceClock(by: 600)
         await offThePool { first.waitUntilExit() }
         #expect(first.terminationStatus == 0)
         #expect(await hub.emulator.allDeliveries().count == 1)
