@@ -129,7 +129,7 @@ extension DeskServiceTests {
         let answer = await approval
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")
         let ended = await offThePool {
-            for _ in 0..<100 where process.isRunning { usleep(100_000) }
+            for _ in 0..<600 where process.isRunning { usleep(100_000) }
             return !process.isRunning
         }
         #expect(ended, "the desk exits after the request in flight")
