@@ -250,13 +250,13 @@ struct AlertFeaturesTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try config(folder, hub: hub, feeds: [("\(feeds.baseURL)/world.xml", "World")])
-        // Twenty seconds ahead on the session clock: the run sees the send scheduled whatever the
-        // machine's speed; the emulator delivers it when its clock is moved on 20 s.
+        // Two hours ahead: the run sees the send scheduled and the hub holds it however slow the
+        // machine; the emulator delivers it when its clock is moved on two hours.
         let t0 = wholeSecondsNow()
         let scheduled = try await newspush(
             [
                 "publish", "--config", config, "--category", "World", "--title", "Results are in",
-                "--url", "https://news.example.org/results", "--at", "+20s", "--yes", "--format", "json",
+                "--url", "https://news.example.org/results", "--at", "+2h", "--yes", "--format", "json",
             ],
             environment: hubEnvironment.merging(testClock(t0), uniquingKeysWith: { $1 }))
         #expect(scheduled.status == 0, "\(scheduled.stderr)")
@@ -273,16 +273,16 @@ struct AlertFeaturesTests {
         let items = report["items"] as? [[String: Any]]
         #expect(items?.first?["decision"] as? String == "scheduled")
         #expect(await hub.emulator.allDeliveries().isEmpty, "not before its time")
-        await hub.emulator.advanceClock(by: 20)
+        await hub.emulator.advanceClock(by: 7200)
         await hub.emulator.settle()
         let delivered = await hub.emulator.allDeliveries().filter { $0.device == "iphone" }.count
-        #expect(delivered == 1, "delivered at its time (20 s on, on the hub's clock)")
+        #expect(delivered == 1, "delivered at its time (two hours on, on the hub's clock)")
 
         let second = try await newspush(
             [
                 "publish", "--config", config, "--category", "World", "--title", "Embargo two",
-                "--at", "+60s", "--yes", "--format", "json",
-            ], environment: hubEnvironment)
+                "--at", "+4h", "--yes", "--format", "json",
+            ], environment: hubEnvironment)  // (the hub's clock is two hours ahead now)
         let secondAnswer = try #require(
             try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
         let secondId = secondAnswer["notification_id"] as? String

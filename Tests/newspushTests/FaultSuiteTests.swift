@@ -226,7 +226,8 @@ struct FaultSuiteTests {
             "feeds.yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                endpoint: "\(hub.endpoint)"}
+                endpoint: "\(hub.endpoint)", timeout: 5m}
+            fetch: {timeout: 5m}
             policy: {first_run: send, budget: {per_category: 50, per: 1h}}
             feeds:
               - {url: "\(feeds.baseURL)/world.xml", category: World}

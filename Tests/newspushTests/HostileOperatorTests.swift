@@ -29,7 +29,7 @@ struct HostileOperatorTests {
             "feeds.yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub)",
-                retries: 1, retry_delay: 10ms}
+                retries: 1, retry_delay: 10ms, timeout: 5m}
             policy: {first_run: send, budget: {per_category: 50, per: 1h}}
             \(extra)
             \(list)
