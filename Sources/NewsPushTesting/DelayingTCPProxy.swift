@@ -21,37 +21,20 @@ public final class DelayingTCPProxy: Sendable {
 
     /// Listens on a free port and forwards each connection to `127.0.0.1:upstreamPort`.
     public init(upstreamPort: Int, roundTrip: Double) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        guard let bound = bindLoopback(fd), listen(fd, 64) == 0 else {
-            close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
-        port = bound
-        listener = fd
+        (listener, port) = try listenLoopback()
         let oneWay = UInt32(roundTrip / 2 * 1e6)
-        let stopped = stopped
-        Thread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 {
-                    if stopped.isSet { return }
-                    continue
-                }
-                // Without Nagle's algorithm both ways: a chunk held back for an ACK would add
-                // the 40 ms of a delayed ACK to the delay asked for.
-                var noDelay: Int32 = 1
-                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-                guard let upstream = Self.connectLoopback(upstreamPort) else {
-                    close(client)
-                    continue
-                }
-                Self.pump(from: client, to: upstream, delay: oneWay, counting: self)
-                Self.pump(from: upstream, to: client, delay: oneWay, counting: nil)
+        accepting(on: listener, until: stopped) { [self] client in
+            // Without Nagle's algorithm both ways: a chunk held back for an ACK would add the
+            // 40 ms of a delayed ACK to the delay asked for.
+            var noDelay: Int32 = 1
+            setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            guard let upstream = Self.connectLoopback(upstreamPort) else {
+                close(client)
+                return
             }
-        }.start()
+            Self.pump(from: client, to: upstream, delay: oneWay, counting: self)
+            Self.pump(from: upstream, to: client, delay: oneWay, counting: nil)
+        }
     }
 
     /// Stops listening (connections already made run until either side closes).

@@ -53,35 +53,17 @@ public final class RawTCPServer: Sendable {
 
     /// Listens on a free port; `handler` gets each connection on a thread of its own.
     public init(handler: @escaping @Sendable (Connection) -> Void) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        guard let bound = bindLoopback(fd), listen(fd, 64) == 0 else {
-            close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
-        port = bound
-        listener = fd
-        let stopped = stopped
-        let thread = Thread {
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 {
-                    if stopped.isSet { return }
-                    continue
+        (listener, port) = try listenLoopback()
+        accepting(on: listener, until: stopped) { client in
+            Thread {
+                var head = Data()
+                var byte: UInt8 = 0
+                while !head.suffix(4).elementsEqual([13, 10, 13, 10]), recv(client, &byte, 1, 0) == 1 {
+                    head.append(byte)
                 }
-                Thread {
-                    var head = Data()
-                    var byte: UInt8 = 0
-                    while !head.suffix(4).elementsEqual([13, 10, 13, 10]), recv(client, &byte, 1, 0) == 1 {
-                        head.append(byte)
-                    }
-                    handler(Connection(socket: client, request: String(decoding: head, as: UTF8.self)))
-                }.start()
-            }
+                handler(Connection(socket: client, request: String(decoding: head, as: UTF8.self)))
+            }.start()
         }
-        thread.start()
     }
 
     /// Stops listening.
@@ -90,6 +72,34 @@ public final class RawTCPServer: Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
+}
+
+/// A listening socket on a free port of 127.0.0.1, and the port.
+func listenLoopback() throws -> (socket: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    guard let bound = bindLoopback(fd), listen(fd, 64) == 0 else {
+        close(fd)
+        throw POSIXError(.EADDRINUSE)
+    }
+    return (fd, bound)
+}
+
+/// Accepts connections on `listener` on a thread of its own, handing each to `each`, until
+/// `stopped` is set and the listener is closed.
+func accepting(on listener: Int32, until stopped: StopFlag, _ each: @escaping @Sendable (Int32) -> Void) {
+    Thread {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if stopped.isSet { return }
+                continue
+            }
+            each(client)
+        }
+    }.start()
 }
 
 /// Binds `fd` to a free port on 127.0.0.1 and returns the port; nil when it cannot.
