@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
     ],
     targets: [
         .systemLibrary(
@@ -113,10 +114,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The app back-end for phones (SPEC §9): registrations, identity, tag rules, over the same
+        // sessions and ledger as the desk, with nothing in memory another instance needs.
+        .target(
+            name: "NewsPushAPI",
+            dependencies: [
+                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushDesk", "NotificationHubs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("openapi.json")]
+        ),
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushSessions", "NewsPushDesk", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
+                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
                 "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -197,6 +214,8 @@ let package = Package(
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel",
                 "NewsPushLedger",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ]

@@ -29,14 +29,14 @@ public struct Desk: Sendable {
     public var lockWait: Double = 15
     let signIns = DeskSignIns()
     let previews: PreviewCache
-    let users: DeskUsersFile
+    let users: CurrentUsersFile<DeskRole>
 
     /// The desk of `context`'s newsroom; the preview is computed again when older than
     /// `previewAge` seconds.
     public init(context: SessionContext, previewAge: Double = 60) {
         self.context = context
         previews = PreviewCache(maxAge: previewAge)
-        users = DeskUsersFile(path: context.config.deskUsersPath)
+        users = CurrentUsersFile(path: context.config.deskUsersPath)
     }
 
     /// The time by the newsroom's session clock (the one clock of the desk's pages and rules).

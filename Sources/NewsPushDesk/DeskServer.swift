@@ -145,7 +145,7 @@ public enum DeskServer {
     /// The client's address: the peer's, unless the peer is a trusted proxy; then the nearest
     /// address in `X-Forwarded-For` (read from the right) that is not itself a trusted proxy
     /// (what a client writes into the header before the proxies is not believed).
-    static func clientAddress(_ request: Request, peer: String, trusted: [String]) -> String {
+    public static func clientAddress(_ request: Request, peer: String, trusted: [String]) -> String {
         guard trusted.contains(peer) else { return peer }
         let forwarded = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

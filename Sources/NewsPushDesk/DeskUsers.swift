@@ -3,9 +3,28 @@ import HummingbirdBcrypt
 import Yams
 
 /// What a desk user may do: look, or also decide and publish.
-public enum DeskRole: String, Sendable, Codable, CaseIterable {
+public enum DeskRole: String, Sendable, Codable, CaseIterable, UserRole {
     case viewer, editor
+    public static let fileKind = "desk"
 }
+
+/// What an app user (`newspush api`, HTTP Basic) may do: register their devices, or also send
+/// to users.
+public enum ApiRole: String, Sendable, Codable, CaseIterable, UserRole {
+    case reader, sender
+    public static let fileKind = "api"
+}
+
+/// A role of a users file: its values, and which command's file it is (`desk`, `api`).
+public protocol UserRole: RawRepresentable<String>, Sendable, Codable, Equatable, CaseIterable {
+    /// The command that manages the file (`newspush <kind> add-user`).
+    static var fileKind: String { get }
+}
+
+/// The desk's users file.
+public typealias DeskUsers = UsersFile<DeskRole>
+/// The app back-end's users file (`api.users`).
+public typealias ApiUsers = UsersFile<ApiRole>
 
 /// Why the users file cannot be used or changed.
 public enum DeskUsersError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -24,61 +43,65 @@ public enum DeskUsersError: Error, Sendable, Equatable, CustomStringConvertible 
         case .unreadable(let path, let reason): return "\(path): \(reason)"
         case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
         case .badName(let name):
-            return "'\(name)' cannot be a desk user's name: use 1 to 64 letters, digits, '.', '_', '-' or '@'"
+            return "'\(name)' cannot be a user's name: use 1 to 64 letters, digits, '.', '_', '-' or '@'"
         case .badPassword(let reason): return reason
         }
     }
 }
 
-/// The desk's users file (`desk.users`): each user's role and bcrypt hash, never a password.
+/// A users file (`desk.users`, `api.users`): each user's role and bcrypt hash, never a password.
 ///
 ///     users:
 ///       alice: {role: editor, password: "$2b$11$…"}
-public struct DeskUsers: Sendable {
+public struct UsersFile<Role: UserRole>: Sendable {
     /// One user.
     public struct User: Sendable, Codable, Equatable {
         /// What the user may do.
-        public var role: DeskRole
+        public var role: Role
         /// The bcrypt hash of the password.
         public var password: String
     }
+
+    /// The file as written.
+    private struct Contents: Codable { var users: [String: User]? }
 
     /// The file's path.
     public var path: String
     /// Users by name.
     public var users: [String: User]
 
-    /// bcrypt's work factor: about 0.1 s a check on a server core; the desk checks only at sign-in.
-    static let cost: UInt8 = 11
+    /// bcrypt's work factor: about 0.1 s a check on a server core; the desk checks only at
+    /// sign-in, the API once per credential and users file (`ApiCredentials`).
+    static var cost: UInt8 { 11 }
     /// Checked against when the name is unknown, so a wrong name takes as long as a wrong password.
-    private static let decoy = Bcrypt.hash("newspush decoy password", cost: cost)
+    private static var decoy: String { decoyHash }
 
     /// The users in the file at `path`; none when there is no file yet.
-    public static func load(path: String) throws(DeskUsersError) -> DeskUsers {
+    public static func load(path: String) throws(DeskUsersError) -> UsersFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw .unreadable(path: path, reason: "cannot be read (permissions?)")
             }
-            return DeskUsers(path: path, users: [:])
+            return UsersFile(path: path, users: [:])
         }
-        struct File: Codable { var users: [String: User]? }
         do {
-            let file = try YAMLDecoder().decode(File.self, from: data)
+            let file = try YAMLDecoder().decode(Contents.self, from: data)
             let users = file.users ?? [:]
             for (name, user) in users where !user.password.hasPrefix("$2") {
                 throw DeskUsersError.unreadable(
-                    path: path, reason: "user \(name)'s password is not a bcrypt hash (use newspush desk add-user)")
+                    path: path,
+                    reason: "user \(name)'s password is not a bcrypt hash (use newspush \(Role.fileKind) add-user)")
             }
-            return DeskUsers(path: path, users: users)
+            return UsersFile(path: path, users: users)
         } catch let error as DeskUsersError {
             throw error
         } catch {
-            throw .unreadable(path: path, reason: "not a desk users file (\(error))")
+            throw .unreadable(path: path, reason: "not a \(Role.fileKind) users file (\(error))")
         }
     }
 
     /// Adds `name` (or replaces its role and password) and writes the file, mode 0600.
-    public mutating func set(_ name: String, role: DeskRole, password: String) throws(DeskUsersError) {
+    public mutating func set(_ name: String, role: Role, password: String) throws(DeskUsersError) {
         guard Self.isValidName(name) else { throw .badName(name) }
         guard password.count >= 8 else { throw .badPassword("the password needs at least 8 characters") }
         // bcrypt reads at most 72 bytes: a longer password would be checked by its start only.
@@ -88,7 +111,7 @@ public struct DeskUsers: Sendable {
     }
 
     /// The role of `name` when `password` is theirs; nil otherwise (a wrong name takes as long).
-    public func check(_ name: String, password: String) -> DeskRole? {
+    public func check(_ name: String, password: String) -> Role? {
         guard let user = users[name] else {
             _ = Bcrypt.verify(password, hash: Self.decoy)
             return nil
@@ -129,7 +152,8 @@ public struct DeskUsers: Sendable {
 
     /// Writes the file through a new file renamed over it: created 0600, never half written.
     private func write() throws(DeskUsersError) {
-        var text = "# newspush desk users: roles and bcrypt hashes (newspush desk add-user NAME --role ROLE)\nusers:\n"
+        let kind = Role.fileKind
+        var text = "# newspush \(kind) users: roles and bcrypt hashes (newspush \(kind) add-user NAME --role ROLE)\nusers:\n"
         for name in users.keys.sorted() {
             guard let user = users[name] else { continue }
             text += "  \"\(name)\": {role: \(user.role.rawValue), password: \"\(user.password)\"}\n"
@@ -148,28 +172,37 @@ public struct DeskUsers: Sendable {
 /// The users file as it is now, read again whenever it changed on disk (its inode, size or
 /// modification time), so every request is judged by the file's current word: a user removed,
 /// demoted or given a new password loses what the old session allowed at the next request.
-actor DeskUsersFile {
-    let path: String
-    private var cached: (stamp: [Int], users: DeskUsers)?
+public actor CurrentUsersFile<Role: UserRole> {
+    public let path: String
+    private var cached: (stamp: [Int], users: UsersFile<Role>)?
 
-    init(path: String) {
+    /// The file at `path`.
+    public init(path: String) {
         self.path = path
     }
 
     /// The users; nil when the file cannot be read (then no session can be trusted).
-    func current() -> DeskUsers? {
+    public func current() -> UsersFile<Role>? {
+        current(stamped: ()).users
+    }
+
+    /// The users, and the stamp of the file they were read from.
+    public func current(stamped: Void) -> (users: UsersFile<Role>?, stamp: [Int]) {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard stat(path, &info) == 0 else { return (nil, []) }
         let stamp = [
             Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec),
             Int(info.st_ctim.tv_nsec),
         ]
-        if let cached, cached.stamp == stamp { return cached.users }
-        guard let users = try? DeskUsers.load(path: path) else {
+        if let cached, cached.stamp == stamp { return (cached.users, stamp) }
+        guard let users = try? UsersFile<Role>.load(path: path) else {
             cached = nil
-            return nil
+            return (nil, stamp)
         }
         cached = (stamp, users)
-        return users
+        return (users, stamp)
     }
 }
+
+/// One decoy hash for every users file (a generic type has no stored statics).
+private let decoyHash = Bcrypt.hash("newspush decoy password", cost: 11)

@@ -73,10 +73,18 @@ public final class Ledger {
     public static func open(configured: String, access: LedgerAccess, lock: LedgerLock? = nil)
         throws(LedgerError) -> Ledger
     {
+        try open(configured: configured, access: access, lock: lock, verify: true)
+    }
+
+    /// `open`; `verify: false` skips the check of the file's pages (a process that checked it
+    /// once and opens more connections).
+    static func open(configured: String, access: LedgerAccess, lock: LedgerLock?, verify: Bool)
+        throws(LedgerError) -> Ledger
+    {
         if case .postgres(let address) = try address(configured) {
             return try openPostgres(address, access: access, lock: lock)
         }
-        let ledger = try openFile(configured: configured, access: access, lock: lock)
+        let ledger = try openFile(configured: configured, access: access, lock: lock, verify: verify)
         if access == .write {
             ledger.lock = lock
             lock?.vouch()
@@ -126,14 +134,14 @@ public final class Ledger {
         return Ledger(path: path, db: db, isNew: legacy == nil, migratedFrom: nil, writable: false)
     }
 
-    private static func openFile(configured: String, access: LedgerAccess, lock: LedgerLock?)
+    private static func openFile(configured: String, access: LedgerAccess, lock: LedgerLock?, verify: Bool)
         throws(LedgerError) -> Ledger
     {
         let location = LedgerLocation(configured: configured)
         let path = location.databasePath
         let files = FileManager.default
         if files.fileExists(atPath: path) {
-            return try openExisting(path: path, access: access, lock: lock)
+            return try openExisting(path: path, access: access, lock: lock, verify: verify)
         }
         let legacy =
             files.fileExists(atPath: location.legacyJSONPath)
@@ -151,14 +159,14 @@ public final class Ledger {
                 unlink(location.legacyJSONPath + ".journal")
                 unlink(location.legacyJSONPath + ".prev")
             }
-            let ledger = try openExisting(path: path, access: .write, lock: nil)
+            let ledger = try openExisting(path: path, access: .write, lock: nil, verify: false)
             return Ledger(
                 path: path, db: ledger.db, isNew: legacy == nil,
                 migratedFrom: legacy == nil ? nil : location.legacyJSONPath, writable: true)
         }
     }
 
-    private static func openExisting(path: String, access: LedgerAccess, lock: LedgerLock?)
+    private static func openExisting(path: String, access: LedgerAccess, lock: LedgerLock?, verify: Bool)
         throws(LedgerError) -> Ledger
     {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
@@ -170,7 +178,7 @@ public final class Ledger {
         }
         let (db, version) = try openToWrite(path)
         if version > LedgerSchema.version { throw .newerSchema(path: path, version: version) }
-        if lock?.ledgerUnchanged != true { try checkIntegrity(db, path: path) }
+        if verify && lock?.ledgerUnchanged != true { try checkIntegrity(db, path: path) }
         try wrap(path, writing: true) {
             try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             _ = try LedgerMigrations.upgrade(db, from: version)

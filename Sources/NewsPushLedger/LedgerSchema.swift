@@ -48,6 +48,26 @@ enum LedgerMigrations {
             """,
             "CREATE INDEX audit_at ON audit (at)",
         ],
+        // 3: the app back-end's installation index (SPEC §9): who owns each installation, its
+        // tags (one row per tag, so a topic's count is one index range), and a digest of its
+        // push handle, never the handle; and the ids `POST /api/register` handed out.
+        [
+            """
+            CREATE TABLE installations (
+                id TEXT PRIMARY KEY, owner TEXT, platform TEXT NOT NULL, tags TEXT NOT NULL, language TEXT,
+                handle_digest TEXT NOT NULL UNIQUE, created_at BIGINT NOT NULL, refreshed_at BIGINT NOT NULL)
+            """,
+            "CREATE INDEX installations_owner ON installations (owner)",
+            "CREATE INDEX installations_refreshed ON installations (refreshed_at)",
+            """
+            CREATE TABLE installation_tags (
+                tag TEXT NOT NULL, installation_id TEXT NOT NULL, PRIMARY KEY (tag, installation_id))
+            """,
+            "CREATE INDEX installation_tags_installation ON installation_tags (installation_id)",
+            "CREATE TABLE registration_ids (id TEXT PRIMARY KEY, owner TEXT NOT NULL, created_at BIGINT NOT NULL)",
+            // Installations gone from the index whose delete at the hub is still owed.
+            "CREATE TABLE hub_removals (id TEXT PRIMARY KEY, since BIGINT NOT NULL)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time.
@@ -60,12 +80,21 @@ enum LedgerMigrations {
     }
 
     /// Brings a ledger at `version` to this newspush's version; false when it already was.
+    ///
+    /// Several processes may open an old ledger at once (instances of `newspush api` beside a
+    /// run): the transaction first writes the version row, which makes the others wait (the
+    /// row's lock in PostgreSQL, the write lock in SQLite), then reads the version again, so
+    /// only the first upgrades and the rest find it done.
     static func upgrade(_ db: any LedgerDatabase, from version: Int) throws -> Bool {
         guard version < steps.count else { return false }
-        try db.transaction {
-            for statement in steps[version...].joined() { try db.run(statement, []) }
+        return try db.transaction {
+            try db.run("UPDATE meta SET value = value WHERE name = 'schema_version'", [])
+            let current =
+                try db.query("SELECT value FROM meta WHERE name = 'schema_version'", []).first?.int(0) ?? version
+            guard current < steps.count else { return false }
+            for statement in steps[current...].joined() { try db.run(statement, []) }
             try db.run("UPDATE meta SET value = ? WHERE name = 'schema_version'", [.text(String(steps.count))])
+            return true
         }
-        return true
     }
 }

@@ -48,6 +48,6 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The ledger's format.
 public enum LedgerSchema {
     /// The schema version this newspush reads and writes; a newer ledger stops every command.
-    /// (2: the review queue and the audit trail.)
-    public static let version = 2
+    /// (2: the review queue and the audit trail; 3: the app back-end's installation index.)
+    public static let version = 3
 }

@@ -98,6 +98,16 @@ extension NotificationHubClient {
         outcome(of: deleteInstallationRequest(id: id, now: now))
     }
 
+    /// `GET {hub}/installations/{id}`: the status the hub answered (200 it has it, 404 not), or
+    /// nil when it could not be reached. A cheap question that proves the hub and the key work.
+    public func installationStatus(id: String, now: Date) -> Int? {
+        let request = HubRequest(
+            method: "GET", url: installationURL(id),
+            headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
+        guard case .success(let response) = perform(request) else { return nil }
+        return response.status
+    }
+
     private func installationURL(_ id: String) -> String {
         "\(baseURL)\(hubName)/installations/\(Self.pathSegment(id))?api-version=\(apiVersion)"
     }

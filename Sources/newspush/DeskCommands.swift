@@ -90,27 +90,29 @@ struct DeskCommand: ParsableCommand {
 
         func run() throws {
             let config = try global.loadConfig(requireHub: false)
-            let password = try readPassword()
+            let password = try Terminal.newPassword(for: name)
             var users = try DeskUsers.load(path: config.deskUsersPath)
             let existed = users.users[name] != nil
             try users.set(name, role: role, password: password)
             Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(config.deskUsersPath)")
         }
-
-        /// One line from a pipe, or asked twice on a terminal without echo.
-        private func readPassword() throws -> String {
-            guard isatty(STDIN_FILENO) == 1 else {
-                guard let line = readLine(strippingNewline: true) else {
-                    throw ValidationError("no password on standard input")
-                }
-                return line
-            }
-            let first = Terminal.secret("Password for \(name): ")
-            let second = Terminal.secret("Again: ")
-            guard first == second else { throw ValidationError("the two passwords differ; nothing changed") }
-            return first
-        }
     }
 }
 
 extension DeskRole: ExpressibleByArgument {}
+
+extension Terminal {
+    /// A new password for `name`: one line from a pipe, or asked twice on a terminal without echo.
+    static func newPassword(for name: String) throws -> String {
+        guard isatty(STDIN_FILENO) == 1 else {
+            guard let line = readLine(strippingNewline: true) else {
+                throw ValidationError("no password on standard input")
+            }
+            return line
+        }
+        let first = secret("Password for \(name): ")
+        let second = secret("Again: ")
+        guard first == second else { throw ValidationError("the two passwords differ; nothing changed") }
+        return first
+    }
+}

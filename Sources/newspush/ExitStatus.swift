@@ -124,6 +124,7 @@ enum ExitStatus {
             case .unreadable, .cannotWrite: return 1
             }
         case is DeskCommand.CannotServe: return 1
+        case is DevicesCommand.DevicesIncomplete: return 2
         default: return NewsPush.exitCode(for: error).rawValue
         }
     }
@@ -141,6 +142,8 @@ enum ExitStatus {
         case let error as ConfigError: message = error.description
         case let error as DeskUsersError: message = error.description
         case let error as DeskCommand.CannotServe: message = error.reason
+        case let error as DevicesCommand.DevicesIncomplete:
+            message = "\(error.count) hub deletes could not be made; they stay owed (run devices prune again)"
         default:
             if status == 0 || !wantsJSON { NewsPush.exit(withError: error) }
             message = NewsPush.message(for: error)

@@ -19,7 +19,7 @@ struct NewsPush: AsyncParsableCommand {
         version: NewsPushVersion.current,
         subcommands: [
             Run.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
-            StateCommand.self, Hub.self, DeskCommand.self,
+            StateCommand.self, Hub.self, DeskCommand.self, ApiCommand.self, DevicesCommand.self,
         ]
     )
 

@@ -32,6 +32,8 @@ public struct NewsPushConfig: Sendable {
     public var deskUsersPath: String = ""
     /// `desk.trusted_proxies`: the addresses whose `X-Forwarded-For`/`-Proto` the desk believes.
     public var deskTrustedProxies: [String] = []
+    /// `api:`: the app back-end's rules (SPEC §9).
+    public var api = ApiSettings()
 
     /// The folder of the config file: relative feed paths and the ledger are found from here.
     public var folder: String { (file as NSString).deletingLastPathComponent }

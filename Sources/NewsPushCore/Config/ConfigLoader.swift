@@ -65,7 +65,7 @@ public struct ConfigLoader: Sendable {
             root, path: "",
             allowed: [
                 "hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
-                "importance_rules", "link_params", "review", "desk",
+                "importance_rules", "link_params", "review", "desk", "api",
             ])
         let folder = (file as NSString).deletingLastPathComponent
         let before = reader.problems.count
@@ -85,6 +85,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
         if let node = top["review"] { config.review = readReview(node, reader: reader) }
         (config.deskUsersPath, config.deskTrustedProxies) = readDesk(top["desk"], folder: folder, reader: reader)
+        config.api = readApi(top["api"], folder: folder, categoryTags: Self.tags(of: categories), reader: reader)
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
@@ -465,6 +466,16 @@ public struct ConfigLoader: Sendable {
             }
         }
         return (path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path), proxies)
+    }
+
+    /// The tags the categories' expressions name, in category order (the default `api.topics`).
+    static func tags(of categories: [NewsCategory: CategorySettings]) -> [String] {
+        var seen = Set<String>()
+        return NewsCategory.allCases.flatMap { category -> [String] in
+            let expression = categories[category]?.tags ?? category.rawValue
+            return expression.split { !ApiSettings.isTag(String($0)) }.map(String.init)
+                .filter { seen.insert($0).inserted }
+        }
     }
 
     /// Whether `text` is an IPv4 or IPv6 address (no names: a proxy is trusted by its address).

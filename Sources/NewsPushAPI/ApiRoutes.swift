@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NewsPushCore
+import NewsPushModel
+import NewsPushSessions
+import NotificationHubs
+
+/// The routes of SPEC §9's table: installations for apps written today, and the tutorials'
+/// `api/register` flow, exactly as their apps call it.
+struct ApiRoutes {
+    let backend: ApiBackend
+
+    func register(on router: Router<ApiContext>) {
+        router.get("/healthz") { _, _ in try await health() }
+        router.get("/openapi.json") { _, _ in ApiDocument.response() }
+        router.put("/api/installations/:id") { request, context in
+            try await putInstallation(id: context.parameters.get("id") ?? "", context: context)
+        }
+        router.delete("/api/installations/:id") { request, context in
+            try await deleteInstallation(
+                id: context.parameters.get("id") ?? "", handle: request.headers[ApiServer.pushChannel],
+                caller: context.caller, answer: .noContent)
+        }
+        router.post("/api/register") { request, context in
+            try await registrationId(handle: request.uri.queryParameters.get("handle"), caller: context.caller)
+        }
+        router.put("/api/register/:id") { request, context in
+            try await putRegistration(id: context.parameters.get("id") ?? "", context: context)
+        }
+        router.delete("/api/register/:id") { request, context in
+            guard context.caller.name != nil else { return signIn() }
+            return try await deleteInstallation(
+                id: context.parameters.get("id") ?? "", handle: nil, caller: context.caller, answer: .ok)
+        }
+    }
+
+    // MARK: Health
+
+    /// 200 when the ledger answers and the hub takes the key; 503 otherwise.
+    private func health() async throws -> Response {
+        let problem = try await backend.withSession { session -> String? in
+            try session.probe()
+        }
+        guard let problem else { return ApiServer.json(#"{"status":"ok"}"#) }
+        return ApiServer.json(JSONText.encode(["status": "unavailable", "error": problem]), status: .serviceUnavailable)
+    }
+
+    // MARK: Installations
+
+    private func putInstallation(id: String, context: ApiContext) async throws -> Response {
+        if context.caller == .anonymous && !backend.context.config.api.anonymous { return signIn() }
+        let fields: JSONFields
+        do { fields = try JSONFields(context.body) } catch { return ApiServer.error(.badRequest, error.message) }
+        let request: DeviceRegistration
+        do {
+            request = DeviceRegistration(
+                id: id, platform: try fields.string("platform"), handle: try fields.string("pushChannel"),
+                topics: try fields.strings("topics") ?? [], language: try fields.optionalString("language"))
+        } catch {
+            return ApiServer.error(.badRequest, error.message)
+        }
+        let caller = context.caller
+        let outcome = try await backend.withSession { try $0.register(request, caller: caller) }
+        switch outcome {
+        case .registered(let record, let ignored):
+            struct Answer: Encodable {
+                var installationId: String
+                var tags: [String]
+                var ignored: [String]
+            }
+            return ApiServer.json(JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored)))
+        case .notYours:
+            return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
+        default:
+            return Self.failure(outcome)
+        }
+    }
+
+    private func deleteInstallation(id: String, handle: String?, caller: Caller, answer: HTTPResponse.Status)
+        async throws -> Response
+    {
+        let outcome = try await backend.withSession { try $0.remove(id: id, caller: caller, handle: handle) }
+        switch outcome {
+        case .notYours:
+            return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
+        case .removed(let hubError?):
+            backend.context.logger.warning("api: installation \(id) removed from the index; the hub's delete is owed: \(hubError)")
+            return Response(status: answer)
+        case .removed, .absent:
+            return Response(status: answer)
+        }
+    }
+
+    // MARK: The tutorials' flow
+
+    private func registrationId(handle: String?, caller: Caller) async throws -> Response {
+        guard let name = caller.name else { return signIn() }
+        let id = try await backend.withSession { try $0.registrationId(handle: handle, caller: name) }
+        return ApiServer.json(JSONText.encode(id))
+    }
+
+    private func putRegistration(id: String, context: ApiContext) async throws -> Response {
+        guard let name = context.caller.name else { return signIn() }
+        let gone = ApiServer.error(.gone, "registration \(id) is unknown, expired or not yours: ask for a new id")
+        guard DeviceRules.isValidId(id) else { return gone }
+        let fields: JSONFields
+        do { fields = try JSONFields(context.body) } catch { return ApiServer.error(.badRequest, error.message) }
+        let request: DeviceRegistration
+        do {
+            request = DeviceRegistration(
+                id: id, platform: try fields.string("Platform"), handle: try fields.optionalString("Handle") ?? "",
+                topics: try fields.strings("Tags") ?? [])
+        } catch {
+            return ApiServer.error(.badRequest, error.message)
+        }
+        let caller = context.caller
+        let outcome = try await backend.withSession { session -> RegistrationOutcome in
+            guard try session.mayUseRegistrationId(id, caller: name) else { return .notYours }
+            return try session.register(request, caller: caller)
+        }
+        switch outcome {
+        case .registered: return Response(status: .ok)
+        case .notYours: return gone
+        default: return Self.failure(outcome)
+        }
+    }
+
+    // MARK: Answers
+
+    private func signIn() -> Response {
+        var response = ApiServer.error(.unauthorized, "sign in first")
+        response.headers[ApiServer.wwwAuthenticate] = backend.credentials.challenge
+        return response
+    }
+
+    private static func failure(_ outcome: RegistrationOutcome) -> Response {
+        switch outcome {
+        case .invalid(let why): return ApiServer.error(.badRequest, why)
+        case .hubFailed(let why, let unreachable):
+            return ApiServer.error(unreachable ? .serviceUnavailable : .badGateway, why)
+        case .registered, .notYours: return ApiServer.error(.internalServerError, "unexpected outcome")
+        }
+    }
+
+    /// A session error as the phone is told it (never a path with a password, never a handle).
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case SessionError.ledger: return "the ledger cannot be used right now: try again later"
+        case let error as SessionError: return error.description
+        default: return "the back-end is shutting down or cannot answer: try again later"
+        }
+    }
+}
+
+/// The fields of a JSON object body, found whatever the case of their names (the tutorials'
+/// ASP.NET back-end bound `Platform` and `platform` alike); a wrong type names the field.
+struct JSONFields {
+    struct Problem: Error {
+        var message: String
+    }
+
+    private let fields: [String: Any]
+
+    init(_ body: Data) throws(Problem) {
+        guard !body.isEmpty else { throw Problem(message: "the body is empty: a JSON object is expected") }
+        let value: Any
+        do { value = try JSONSerialization.jsonObject(with: body) } catch {
+            throw Problem(message: "the body is not valid JSON")
+        }
+        guard let object = value as? [String: Any] else { throw Problem(message: "the body must be a JSON object") }
+        fields = Dictionary(object.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    func string(_ name: String) throws(Problem) -> String {
+        guard let value = try optionalString(name) else { throw Problem(message: "field '\(name)' is required") }
+        return value
+    }
+
+    func optionalString(_ name: String) throws(Problem) -> String? {
+        guard let value = fields[name.lowercased()], !(value is NSNull) else { return nil }
+        guard let text = value as? String else { throw Problem(message: "field '\(name)' must be a string") }
+        return text
+    }
+
+    func strings(_ name: String) throws(Problem) -> [String]? {
+        guard let value = fields[name.lowercased()], !(value is NSNull) else { return nil }
+        guard let list = value as? [Any], list.allSatisfy({ $0 is String }) else {
+            throw Problem(message: "field '\(name)' must be an array of strings")
+        }
+        return list.compactMap { $0 as? String }
+    }
+}

@@ -1,0 +1,221 @@
+import Crypto
+import Foundation
+import Yams
+
+/// `api:`: the app back-end's rules (SPEC §9): which tags a phone may carry, who may sign in,
+/// the templates installations are registered with, and the limits.
+public struct ApiSettings: Sendable {
+    /// The topics a client may ask for (default: the tags of every category).
+    public var topics: [String] = []
+    /// At most this many topics per installation (the rest are dropped and reported).
+    public var maxTopics = 20
+    /// The tag a signed-in user's devices carry; `{user}` is the user.
+    public var userTag = "username:{user}"
+    /// Whether installations without sign-in are taken (topics only).
+    public var anonymous = true
+    /// Absolute path of the HTTP Basic users file (`api.users`; `api-users.yaml` beside the config).
+    public var usersPath = ""
+    /// `api.jwt`, when bearer tokens are taken.
+    public var jwt: JWTSettings?
+    /// The template body each platform's installation is registered with.
+    public var templates: [String: String] = ApiSettings.defaultTemplates
+    /// Installations not registered again for this long are deleted by `devices prune`.
+    public var staleAfter: Double = 180 * 86400
+    /// Requests allowed per client address, per `ratePeriod` seconds.
+    public var ratePerAddress = RateLimit(count: 60, period: 60)
+    /// Requests allowed per signed-in user.
+    public var ratePerUser = RateLimit(count: 30, period: 60)
+    /// The reverse proxies whose `X-Forwarded-For` is believed.
+    public var trustedProxies: [String] = []
+
+    /// The seed app's templates: `messageParam` as each platform's visible alert.
+    public static let defaultTemplates: [String: String] = [
+        "apns": #"{"aps":{"alert":"$(messageParam)"}}"#,
+        "fcmv1": #"{"message":{"notification":{"body":"$(messageParam)"}}}"#,
+        "wns": #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+    ]
+
+    /// The defaults.
+    public init() {}
+
+    /// `api.jwt`: whose tokens are taken, for whom, and where their keys are.
+    public struct JWTSettings: Sendable, Equatable {
+        /// `iss`, compared exactly.
+        public var issuer: String
+        /// One of `aud`.
+        public var audience: String
+        /// A JWKS file, or an https URL.
+        public var jwks: String
+
+        /// Settings as written.
+        public init(issuer: String, audience: String, jwks: String) {
+            self.issuer = issuer
+            self.audience = audience
+            self.jwks = jwks
+        }
+    }
+
+    /// `60/min`: `count` requests per `period` seconds.
+    public struct RateLimit: Sendable, Equatable {
+        public var count: Int
+        public var period: Double
+
+        public init(count: Int, period: Double) {
+            self.count = count
+            self.period = period
+        }
+
+        /// `60/min`, `5/s`, `1000/h`, `10/10s`.
+        public static func parse(_ text: String) -> RateLimit? {
+            let parts = text.replacingOccurrences(of: " ", with: "").split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, let count = Int(parts[0]), count > 0 else { return nil }
+            let units: [String: Double] = ["s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600]
+            let period = units[parts[1].lowercased()] ?? NodeReader.parseDuration(String(parts[1]))
+            guard let period, period > 0 else { return nil }
+            return RateLimit(count: count, period: period)
+        }
+    }
+
+    /// The tag of `user`: `user_tag` with `{user}` replaced by the name when it is made of tag
+    /// characters and fits, else by `h.` and the first 32 hex digits of its SHA-256.
+    public func tag(forUser user: String) -> String {
+        let plain = userTag.replacingOccurrences(of: "{user}", with: user)
+        if Self.isTag(plain) && user.unicodeScalars.allSatisfy(Self.isTagCharacter) { return plain }
+        return userTag.replacingOccurrences(of: "{user}", with: "h." + Self.userDigest(user))
+    }
+
+    /// Whether `tag` has the form of a user's tag (so a client may never ask for it).
+    public func isUserTag(_ tag: String) -> Bool {
+        guard let range = userTag.range(of: "{user}") else { return tag == userTag }
+        let prefix = userTag[..<range.lowerBound]
+        let suffix = userTag[range.upperBound...]
+        return tag.count > prefix.count + suffix.count && tag.hasPrefix(prefix) && tag.hasSuffix(suffix)
+    }
+
+    /// What every user tag starts with.
+    public var userTagPrefix: String {
+        userTag.range(of: "{user}").map { String(userTag[..<$0.lowerBound]) } ?? userTag
+    }
+
+    /// A tag as the hub takes it: 1 to 120 of `A–Z a–z 0–9 _ @ # . : -`.
+    public static func isTag(_ text: String) -> Bool {
+        (1...120).contains(text.unicodeScalars.count) && text.unicodeScalars.allSatisfy(isTagCharacter)
+    }
+
+    static func isTagCharacter(_ c: Unicode.Scalar) -> Bool {
+        (c.isASCII && (CharacterSet.alphanumerics.contains(c))) || "_@#.:-".unicodeScalars.contains(c)
+    }
+
+    private static func userDigest(_ user: String) -> String {
+        String(hexDigest(Data(user.utf8)).prefix(32))
+    }
+
+    /// SHA-256 of `data` in lower-case hex.
+    public static func hexDigest(_ data: Data) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension ConfigLoader {
+    /// `api:` (SPEC §9); `categoryTags` are the default topics.
+    func readApi(_ node: Node?, folder: String, categoryTags: [String], reader: NodeReader) -> ApiSettings {
+        var settings = ApiSettings()
+        settings.topics = categoryTags
+        settings.usersPath = (folder as NSString).appendingPathComponent("api-users.yaml")
+        guard let node else { return settings }
+        let m = reader.mapping(
+            node, path: "api",
+            allowed: [
+                "topics", "max_topics", "user_tag", "anonymous", "users", "jwt", "templates", "stale_after", "rate",
+                "trusted_proxies",
+            ])
+        if let list = m["topics"] {
+            settings.topics = reader.elements(list, path: "api.topics").compactMap { element in
+                guard let topic = reader.string(element, path: "api.topics") else { return nil }
+                guard ApiSettings.isTag(topic), !topic.hasPrefix("$") else {
+                    reader.report(element, "api.topics", "'\(topic)' is not a tag (1 to 120 of A-Z a-z 0-9 _ @ # . : -)")
+                    return nil
+                }
+                return topic
+            }
+        }
+        if let n = m["max_topics"], let v = reader.integer(n, path: "api.max_topics", range: 1...59) { settings.maxTopics = v }
+        if let n = m["user_tag"], let v = reader.string(n, path: "api.user_tag") {
+            let sample = v.replacingOccurrences(of: "{user}", with: "u")
+            if v.components(separatedBy: "{user}").count != 2 || !ApiSettings.isTag(sample) || v.hasPrefix("$") {
+                reader.report(n, "api.user_tag", "'\(v)' must contain {user} once and otherwise be tag characters")
+            } else {
+                settings.userTag = v
+            }
+        }
+        if let n = m["anonymous"], let v = reader.string(n, path: "api.anonymous") {
+            switch v.lowercased() {
+            case "true", "yes", "on": settings.anonymous = true
+            case "false", "no", "off": settings.anonymous = false
+            default: reader.report(n, "api.anonymous", "must be true or false, not '\(v)'")
+            }
+        }
+        if let n = m["users"], let v = reader.string(n, path: "api.users") {
+            settings.usersPath = v.hasPrefix("/") ? v : (folder as NSString).appendingPathComponent(v)
+        }
+        if let n = m["jwt"] { settings.jwt = readJWT(n, folder: folder, reader: reader) }
+        if let n = m["templates"] {
+            for (key, value) in reader.pairs(n, path: "api.templates") {
+                let platform = reader.written(key)
+                guard ApiSettings.defaultTemplates[platform] != nil else {
+                    reader.report(key, "api.templates", "'\(platform)' is not a platform (apns, fcmv1, wns)")
+                    continue
+                }
+                if let body = reader.string(value, path: "api.templates.\(platform)") { settings.templates[platform] = body }
+            }
+        }
+        if let n = m["stale_after"], let v = reader.duration(n, path: "api.stale_after") {
+            if v >= 86400 { settings.staleAfter = v } else { reader.report(n, "api.stale_after", "must be at least 1d") }
+        }
+        if let n = m["rate"] {
+            let rate = reader.mapping(n, path: "api.rate", allowed: ["per_address", "per_user"])
+            for (key, path) in [("per_address", "api.rate.per_address"), ("per_user", "api.rate.per_user")] {
+                guard let node = rate[key], let text = reader.string(node, path: path) else { continue }
+                guard let limit = ApiSettings.RateLimit.parse(text) else {
+                    reader.report(node, path, "'\(text)' is not a rate (examples: 60/min, 5/s, 1000/h)")
+                    continue
+                }
+                if key == "per_address" { settings.ratePerAddress = limit } else { settings.ratePerUser = limit }
+            }
+        }
+        if let list = m["trusted_proxies"] {
+            for element in reader.elements(list, path: "api.trusted_proxies") {
+                guard let address = reader.string(element, path: "api.trusted_proxies") else { continue }
+                guard Self.isIPAddress(address) else {
+                    reader.report(element, "api.trusted_proxies", "'\(address)' is not an IP address")
+                    continue
+                }
+                settings.trustedProxies.append(address)
+            }
+        }
+        return settings
+    }
+
+    private func readJWT(_ node: Node, folder: String, reader: NodeReader) -> ApiSettings.JWTSettings? {
+        let m = reader.mapping(node, path: "api.jwt", allowed: ["issuer", "audience", "jwks"])
+        let issuer = m["issuer"].flatMap { reader.string($0, path: "api.jwt.issuer") }
+        let audience = m["audience"].flatMap { reader.string($0, path: "api.jwt.audience") }
+        var jwks = m["jwks"].flatMap { reader.string($0, path: "api.jwt.jwks") }
+        for (key, value) in [("issuer", issuer), ("audience", audience), ("jwks", jwks)] where value == nil {
+            if m[key] == nil { reader.report(node, "api.jwt.\(key)", "is required") }
+        }
+        if let text = jwks, let jwksNode = m["jwks"] {
+            let lower = text.lowercased()
+            if lower.hasPrefix("http://") {
+                let host = URLComponents(string: text)?.host ?? ""
+                if !["127.0.0.1", "::1", "localhost"].contains(host) {
+                    reader.report(jwksNode, "api.jwt.jwks", "a key set is fetched over https (http only from this machine)")
+                }
+            } else if !lower.hasPrefix("https://") && !text.hasPrefix("/") {
+                jwks = (folder as NSString).appendingPathComponent(text)
+            }
+        }
+        guard let issuer, let audience, let jwks else { return nil }
+        return ApiSettings.JWTSettings(issuer: issuer, audience: audience, jwks: jwks)
+    }
+}

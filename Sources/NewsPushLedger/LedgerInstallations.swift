@@ -1,0 +1,285 @@
+import Foundation
+import NewsPushModel
+
+/// Which installations `devices list` shows: each filter applies when set.
+public struct InstallationFilter: Sendable, Equatable {
+    /// Only this user's (`""`: only anonymous ones).
+    public var owner: String?
+    /// Only this platform's.
+    public var platform: String?
+    /// Only those carrying this tag.
+    public var tag: String?
+    /// At most this many, by id.
+    public var limit: Int
+
+    /// A filter (nothing set: the first `limit` installations by id).
+    public init(owner: String? = nil, platform: String? = nil, tag: String? = nil, limit: Int = 1000) {
+        self.owner = owner
+        self.platform = platform
+        self.tag = tag
+        self.limit = limit
+    }
+}
+
+extension Ledger {
+    // MARK: Opening for the app back-end
+
+    /// The ledger as `newspush api` uses it: written beside a run, without the run lock (it
+    /// touches only the installation index, in short transactions of its own). A missing
+    /// ledger is created: a run finds every feed new and baselines each, as on a first run.
+    /// SQLite commits the index without waiting for the disk (`synchronous = NORMAL`: a power
+    /// cut may lose the last registrations, which the phones repeat at their next start; it
+    /// never damages the file). `verify`: check the file's pages first (once per process).
+    public static func openIndex(configured: String, verify: Bool) throws(LedgerError) -> Ledger {
+        let ledger = try open(configured: configured, access: .write, lock: nil, verify: verify)
+        if let sqlite = ledger.db as? SQLiteDatabase {
+            try wrap(ledger.path, writing: true) { try sqlite.execute("PRAGMA synchronous = NORMAL;") }
+        }
+        return ledger
+    }
+
+    // MARK: Reading the index
+
+    static let installationColumns =
+        "id, owner, platform, tags, language, handle_digest, created_at, refreshed_at"
+
+    /// Installation `id`, if the index has it.
+    public func installation(id: String) throws(LedgerError) -> InstallationRecord? {
+        try reading {
+            try db.query("SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(id)])
+                .first.flatMap(Self.installation)
+        }
+    }
+
+    /// The installation holding the handle of this digest, if any.
+    public func installation(handleDigest: String) throws(LedgerError) -> InstallationRecord? {
+        try reading {
+            try db.query(
+                "SELECT \(Self.installationColumns) FROM installations WHERE handle_digest = ?", [.text(handleDigest)]
+            ).first.flatMap(Self.installation)
+        }
+    }
+
+    /// Installations as `filter` selects, by id.
+    public func installations(_ filter: InstallationFilter) throws(LedgerError) -> [InstallationRecord] {
+        try reading {
+            let owner: SQLValue = filter.owner.map { .text($0) } ?? .null
+            return try db.query(
+                """
+                SELECT \(Self.installationColumns) FROM installations
+                WHERE (CAST(? AS TEXT) IS NULL OR COALESCE(owner, '') = ?)
+                  AND (CAST(? AS TEXT) IS NULL OR platform = ?)
+                  AND (CAST(? AS TEXT) IS NULL OR id IN (SELECT installation_id FROM installation_tags WHERE tag = ?))
+                ORDER BY id LIMIT ?
+                """,
+                [
+                    owner, owner, SQLValue(filter.platform), SQLValue(filter.platform), SQLValue(filter.tag),
+                    SQLValue(filter.tag), .integer(Int64(filter.limit)),
+                ]
+            ).compactMap(Self.installation)
+        }
+    }
+
+    /// Every installation of `owner`.
+    public func installations(owner: String) throws(LedgerError) -> [InstallationRecord] {
+        try reading {
+            try db.query("SELECT \(Self.installationColumns) FROM installations WHERE owner = ?", [.text(owner)])
+                .compactMap(Self.installation)
+        }
+    }
+
+    /// Installations not registered again since `before`, oldest first, at most `limit`.
+    public func installations(refreshedBefore before: Date, limit: Int) throws(LedgerError) -> [InstallationRecord] {
+        try reading {
+            try db.query(
+                """
+                SELECT \(Self.installationColumns) FROM installations WHERE refreshed_at < ?
+                ORDER BY refreshed_at LIMIT ?
+                """, [SQLValue(before), .integer(Int64(limit))]
+            ).compactMap(Self.installation)
+        }
+    }
+
+    /// How many installations carry `tag`.
+    public func installationCount(tag: String) throws(LedgerError) -> Int {
+        try reading {
+            try db.query("SELECT COUNT(*) FROM installation_tags WHERE tag = ?", [.text(tag)]).first?.int(0) ?? 0
+        }
+    }
+
+    /// The index in numbers: in all, signed in, by platform and by tag (tags that start with
+    /// `userTagPrefix`, one per user, are left out).
+    public func installationCounts(userTagPrefix: String?) throws(LedgerError) -> InstallationCounts {
+        try reading {
+            let total = try db.query("SELECT COUNT(*), COUNT(owner) FROM installations", []).first
+            var platforms: [String: Int] = [:]
+            for row in try db.query("SELECT platform, COUNT(*) FROM installations GROUP BY platform", []) {
+                if let name = row.text(0) { platforms[name] = row.int(1) ?? 0 }
+            }
+            var topics: [String: Int] = [:]
+            for row in try db.query("SELECT tag, COUNT(*) FROM installation_tags GROUP BY tag", []) {
+                guard let tag = row.text(0) else { continue }
+                if let userTagPrefix, !userTagPrefix.isEmpty, tag.hasPrefix(userTagPrefix) { continue }
+                topics[tag] = row.int(1) ?? 0
+            }
+            return InstallationCounts(
+                total: total?.int(0) ?? 0, signedIn: total?.int(1) ?? 0, platforms: platforms, topics: topics)
+        }
+    }
+
+    // MARK: Writing the index
+
+    /// Records `installation` (new, or replacing the row of its id), and removes from the index
+    /// any other installation of the same handle: their ids are returned, and owed to the hub
+    /// as removals until `removedAtHub` says they are gone there.
+    ///
+    /// `mayChange` sees the row the id has now (nil when new) and the installation that holds
+    /// the handle now, inside the transaction, so two requests for one id or one handle are
+    /// judged one after the other; `false` writes nothing and returns nil.
+    public func recordInstallation(
+        _ installation: InstallationRecord,
+        mayChange: (_ current: InstallationRecord?, _ holder: InstallationRecord?) -> Bool
+    ) throws(LedgerError) -> [String]? {
+        // Two hosts writing one new handle at once: the second's insert meets the first's row
+        // (the unique digest); once more, it finds that row and replaces it.
+        do { return try recordOnce(installation, mayChange: mayChange) } catch {
+            guard case .writeFailed(_, let reason) = error, reason.lowercased().contains("unique") else { throw error }
+            return try recordOnce(installation, mayChange: mayChange)
+        }
+    }
+
+    private func recordOnce(
+        _ installation: InstallationRecord,
+        mayChange: (_ current: InstallationRecord?, _ holder: InstallationRecord?) -> Bool
+    ) throws(LedgerError) -> [String]? {
+        try writing { () throws -> [String]? in
+            let current = try db.query(
+                "SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(installation.id)]
+            ).first.flatMap(Self.installation)
+            let holders = try db.query(
+                "SELECT \(Self.installationColumns) FROM installations WHERE handle_digest = ?",
+                [.text(installation.handleDigest)]
+            ).compactMap(Self.installation)
+            guard mayChange(current, holders.first) else { return nil }
+            let replaced = holders.map(\.id).filter { $0 != installation.id }
+            for id in replaced {
+                try deleteRows(id)
+                try db.run(
+                    "INSERT INTO hub_removals (id, since) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                    [.text(id), SQLValue(installation.refreshed)])
+            }
+            var row = installation
+            if let current { row.created = current.created }
+            try db.run(
+                """
+                INSERT INTO installations (\(Self.installationColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, platform = excluded.platform,
+                  tags = excluded.tags, language = excluded.language, handle_digest = excluded.handle_digest,
+                  refreshed_at = excluded.refreshed_at
+                """, Self.values(row))
+            if current?.tags != row.tags {
+                try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(row.id)])
+                for chunk in Set(row.tags).sorted().chunked(100) {
+                    try db.run(
+                        "INSERT INTO installation_tags (tag, installation_id) VALUES \(Self.rows(2, chunk.count))",
+                        chunk.flatMap { [SQLValue.text($0), .text(row.id)] })
+                }
+            }
+            // The id is in use now: a reservation of it (`POST /api/register`) is spent, and a
+            // removal still owed from an earlier attempt would delete what is being written.
+            try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
+            try db.run("DELETE FROM hub_removals WHERE id = ?", [.text(row.id)])
+            return replaced
+        }
+    }
+
+    /// Removes installation `id` from the index (when `mayRemove` allows the row it has now),
+    /// owing its removal to the hub. Returns the row removed; nil when there was none or it was
+    /// not allowed (`allowed` says which).
+    public func removeInstallation(
+        id: String, at time: Date, mayRemove: (InstallationRecord) -> Bool
+    ) throws(LedgerError) -> (removed: InstallationRecord?, allowed: Bool) {
+        try writing { () throws -> (InstallationRecord?, Bool) in
+            guard
+                let current = try db.query(
+                    "SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(id)]
+                ).first.flatMap(Self.installation)
+            else { return (nil, true) }
+            guard mayRemove(current) else { return (nil, false) }
+            try deleteRows(id)
+            try db.run(
+                "INSERT INTO hub_removals (id, since) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                [.text(id), SQLValue(time)])
+            return (current, true)
+        }
+    }
+
+    /// Installation removals still owed to the hub, noted before `before`, at most `limit`.
+    public func owedHubRemovals(before: Date, limit: Int) throws(LedgerError) -> [String] {
+        try reading {
+            try db.query(
+                "SELECT id FROM hub_removals WHERE since < ? ORDER BY since LIMIT ?",
+                [SQLValue(before), .integer(Int64(limit))]
+            ).compactMap { $0.text(0) }
+        }
+    }
+
+    /// The hub confirmed these installations gone: nothing is owed for them any more (unless
+    /// one was registered again meanwhile, which its own row says).
+    public func removedAtHub(_ ids: [String]) throws(LedgerError) {
+        guard !ids.isEmpty else { return }
+        try writing {
+            for chunk in ids.chunked(500) {
+                try db.run("DELETE FROM hub_removals WHERE id IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+            }
+        }
+    }
+
+    // MARK: Registration ids
+
+    /// Records `id` as handed out to `owner` (`POST /api/register`), and forgets ids handed
+    /// out before `expiredBefore` and never used.
+    public func reserveRegistrationId(_ id: String, owner: String, at time: Date, expiredBefore: Date)
+        throws(LedgerError)
+    {
+        try writing {
+            try db.run("DELETE FROM registration_ids WHERE created_at < ?", [SQLValue(expiredBefore)])
+            try db.run(
+                "INSERT INTO registration_ids (id, owner, created_at) VALUES (?, ?, ?)",
+                [.text(id), .text(owner), SQLValue(time)])
+        }
+    }
+
+    /// Who `id` was handed out to, if it was, since `notBefore`.
+    public func registrationIdOwner(_ id: String, notBefore: Date) throws(LedgerError) -> String? {
+        try reading {
+            try db.query(
+                "SELECT owner FROM registration_ids WHERE id = ? AND created_at >= ?", [.text(id), SQLValue(notBefore)]
+            ).first?.text(0)
+        }
+    }
+
+    // MARK: Rows
+
+    private func deleteRows(_ id: String) throws {
+        try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(id)])
+        try db.run("DELETE FROM installations WHERE id = ?", [.text(id)])
+    }
+
+    private static func values(_ row: InstallationRecord) -> [SQLValue] {
+        [
+            .text(row.id), SQLValue(row.owner), .text(row.platform), .text(row.tags.joined(separator: "\n")),
+            SQLValue(row.language), .text(row.handleDigest), SQLValue(row.created), SQLValue(row.refreshed),
+        ]
+    }
+
+    private static func installation(_ row: SQLRow) -> InstallationRecord? {
+        guard let id = row.text(0), let platform = row.text(2), let digest = row.text(5),
+            let created = row.date(6), let refreshed = row.date(7)
+        else { return nil }
+        let tags = (row.text(3) ?? "").split(separator: "\n").map(String.init)
+        return InstallationRecord(
+            id: id, owner: row.text(1), platform: platform, tags: tags, language: row.text(4), handleDigest: digest,
+            created: created, refreshed: refreshed)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import NewsPushCore
+import NewsPushModel
+import NotificationHubs
+
+/// The app back-end's rules as functions of values (SPEC §9): which ids, handles and tags are
+/// taken, and who may change an installation.
+public enum DeviceRules {
+    /// Why a platform and handle are not taken.
+    public struct Refusal: Error, Sendable, Equatable {
+        public var message: String
+    }
+
+    /// `[A-Za-z0-9._-]{1,64}`.
+    public static func isValidId(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count)
+            && id.utf8.allSatisfy { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// The hub's platform and the handle as it is written to the hub, or why not: an APNs token
+    /// is hex of any even length (upper case taken, written lower case); the description of an
+    /// `NSData` that newer iOS SDKs print (`{length = 32, bytes = 0x…}`) is truncated and
+    /// cannot be repaired; an FCM token is opaque; a WNS handle is an https URI.
+    public static func check(platform name: String, handle: String) -> Result<(String, String), Refusal> {
+        if name.lowercased() == "mpns" {
+            return .failure(Refusal(message: "mpns (Windows Phone) is retired: register as wns"))
+        }
+        guard let platform = HubInstallation.platform(forApp: name) else {
+            return .failure(Refusal(message: "platform '\(name)' is not one of apns, fcmv1 (also gcm, fcm), wns"))
+        }
+        let trimmed = handle.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return .failure(Refusal(message: "the push handle is missing")) }
+        guard trimmed.utf8.count <= 2048, trimmed.unicodeScalars.allSatisfy({ $0.value > 32 && $0.value < 127 }) else {
+            return .failure(Refusal(message: "the push handle must be at most 2048 printable ASCII characters"))
+        }
+        switch platform {
+        case "apns":
+            let lower = trimmed.lowercased()
+            if lower.hasPrefix("{length") || lower.contains("bytes=0x") || lower.contains("bytes = 0x") {
+                return .failure(
+                    Refusal(
+                        message:
+                            "the APNs token was sent as the description of NSData ({length = …, bytes = 0x…}), "
+                            + "which newer iOS SDKs truncate: send the token's bytes as hex"))
+            }
+            guard isEvenHex(trimmed) else {
+                return .failure(Refusal(message: "an APNs token is hex digits of even length"))
+            }
+            return .success((platform, lower))
+        case "wns":
+            guard let url = URLComponents(string: trimmed), url.scheme?.lowercased() == "https", url.host != nil else {
+                return .failure(Refusal(message: "a WNS handle is the channel's https URI"))
+            }
+            return .success((platform, trimmed))
+        default:
+            return .success((platform, trimmed))
+        }
+    }
+
+    /// The handle as digested: hex (an APNs token, whatever case the app sent) lower-cased.
+    public static func normalized(_ handle: String) -> String {
+        let trimmed = handle.trimmingCharacters(in: .whitespaces)
+        return isEvenHex(trimmed) ? trimmed.lowercased() : trimmed
+    }
+
+    /// SHA-256 of the normalized handle, hex: what the index keeps instead of the handle.
+    public static func digest(_ handle: String) -> String {
+        ApiSettings.hexDigest(Data(normalized(handle).utf8))
+    }
+
+    /// `en`, `fr`, `pt-BR`.
+    public static func isLanguage(_ text: String) -> Bool {
+        (try? #/[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?/#.wholeMatch(in: text)) != nil
+    }
+
+    /// A language as it ends a template property (`messageParam_pt_br`).
+    static func propertySuffix(_ language: String) -> String {
+        language.lowercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The tags the back-end gives an installation: the topics asked for that `api.topics`
+    /// lists (never one starting with `$` or shaped like a user's tag), at most `max_topics`,
+    /// then the caller's user tag when signed in. The rest is returned as ignored.
+    public static func tags(asked: [String], caller: Caller, settings: ApiSettings) -> (tags: [String], ignored: [String])
+    {
+        let allowed = Set(settings.topics)
+        var tags: [String] = []
+        var ignored: [String] = []
+        for topic in asked {
+            if tags.contains(topic) { continue }
+            let acceptable =
+                allowed.contains(topic) && !topic.hasPrefix("$") && !settings.isUserTag(topic) && ApiSettings.isTag(topic)
+            if acceptable && tags.count < settings.maxTopics { tags.append(topic) } else { ignored.append(topic) }
+        }
+        if let name = caller.name { tags.append(settings.tag(forUser: name)) }
+        return (tags, ignored)
+    }
+
+    /// Whether `caller` may write `record` over the installation its id has now: a new id, the
+    /// owner (a signed-in user), or the device itself (the same handle; that is how a phone
+    /// passes from one user to another). An anonymous owner is nobody: only the handle counts.
+    public static func mayChange(_ current: InstallationRecord?, by caller: Caller, with record: InstallationRecord)
+        -> Bool
+    {
+        guard let current else { return true }
+        if current.handleDigest == record.handleDigest { return true }
+        return current.owner != nil && current.owner == caller.name
+    }
+
+    /// A new id for `POST /api/register`: the hub's registration-id shape, two random numbers
+    /// and a counter (`7260336227650468927-4200236381151834034-1`), digits and dashes only.
+    public static func newRegistrationId() -> String {
+        var random = SystemRandomNumberGenerator()
+        let a = UInt64.random(in: 1_000_000_000_000_000...(UInt64(Int64.max)), using: &random)
+        let b = UInt64.random(in: 1_000_000_000_000_000...(UInt64(Int64.max)), using: &random)
+        return "\(a)-\(b)-1"
+    }
+
+    private static func isEvenHex(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count % 2 == 0 && text.utf8.allSatisfy { isHexDigit($0) }
+    }
+
+    private static func isHexDigit(_ c: UInt8) -> Bool {
+        (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
+    }
+
+    private static func isASCIIAlphanumeric(_ c: UInt8) -> Bool {
+        (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+    }
+}
