@@ -33,6 +33,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# schemathesis (PyPI): drives the app back-end from its OpenAPI document (Tests/newspushTests/ApiContractTests).
+if [ "${1:-}" = "--tests" ] && ! python3 -m schemathesis.cli --version >/dev/null 2>&1 && ! command -v schemathesis >/dev/null 2>&1; then
+    echo "setup: installing schemathesis (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check schemathesis==4.32.5 >&2
+fi
+
 if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH; install a Swift 6 toolchain first (https://www.swift.org/install/linux/)" >&2
     exit 1

@@ -35,6 +35,19 @@ struct ApiRoutes {
         }
     }
 
+    /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.
+    static func methods(of path: String) -> String? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        let named = segments.count == 3 && !segments[2].isEmpty ? Array(segments.prefix(2)) + ["{id}"] : segments
+        switch named {
+        case ["healthz"], ["openapi.json"]: return "GET, HEAD"
+        case ["api", "installations", "{id}"]: return "PUT, DELETE"
+        case ["api", "register"]: return "POST"
+        case ["api", "register", "{id}"]: return "PUT, DELETE"
+        default: return nil
+        }
+    }
+
     // MARK: Health
 
     /// 200 when the ledger answers and the hub takes the key; 503 otherwise.
@@ -80,6 +93,7 @@ struct ApiRoutes {
     private func deleteInstallation(id: String, handle: String?, caller: Caller, answer: HTTPResponse.Status)
         async throws -> Response
     {
+        guard DeviceRules.isValidId(id) else { return Self.badId }
         let outcome = try await backend.withSession { try $0.remove(id: id, caller: caller, handle: handle) }
         switch outcome {
         case .notYours:
@@ -103,7 +117,7 @@ struct ApiRoutes {
     private func putRegistration(id: String, context: ApiContext) async throws -> Response {
         guard let name = context.caller.name else { return signIn() }
         let gone = ApiServer.error(.gone, "registration \(id) is unknown, expired or not yours: ask for a new id")
-        guard DeviceRules.isValidId(id) else { return gone }
+        guard DeviceRules.isValidId(id) else { return Self.badId }
         let fields: JSONFields
         do { fields = try JSONFields(context.body) } catch { return ApiServer.error(.badRequest, error.message) }
         let request: DeviceRegistration
@@ -132,6 +146,10 @@ struct ApiRoutes {
         var response = ApiServer.error(.unauthorized, "sign in first")
         response.headers[ApiServer.wwwAuthenticate] = backend.credentials.challenge
         return response
+    }
+
+    private static var badId: Response {
+        ApiServer.error(.badRequest, "an installation id is 1 to 64 of A-Z a-z 0-9 . _ -")
     }
 
     private static func failure(_ outcome: RegistrationOutcome) -> Response {

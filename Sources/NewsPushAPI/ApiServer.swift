@@ -101,6 +101,13 @@ struct ApiGuard: RouterMiddleware {
             return ApiServer.secured(response)
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return ApiServer.secured(ApiServer.error(.contentTooLarge, "the body is over 64 KB"))
+        } catch let error as HTTPError where error.status == .notFound {
+            guard let allowed = ApiRoutes.methods(of: request.uri.path) else {
+                return ApiServer.secured(ApiServer.error(.notFound, "no such route (GET /openapi.json lists them)"))
+            }
+            var response = ApiServer.error(.methodNotAllowed, "\(request.method) is not a method of this route")
+            response.headers[.allow] = allowed
+            return ApiServer.secured(response)
         } catch let error as HTTPResponseError {
             return ApiServer.secured(try error.response(from: request, context: context))
         } catch {
