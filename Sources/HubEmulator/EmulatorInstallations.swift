@@ -92,6 +92,9 @@ extension HubEmulator {
     /// An installation as the hub holds it, nil when it holds none with this id.
     public func installation(_ id: String) -> Installation? { installations[id] }
 
+    /// Every installation the hub holds.
+    public func allInstallations() -> [Installation] { Array(installations.values) }
+
     /// `PUT`, `GET`, `PATCH` and `DELETE {hub}/installations/{id}`.
     func installationRoute(_ request: EmulatorRequest, id: String, trackingId: String, now: Date)
         -> EmulatorResponse

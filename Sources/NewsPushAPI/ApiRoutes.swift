@@ -8,7 +8,7 @@ import NotificationHubs
 
 /// The routes of SPEC §9's table: installations for apps written today, and the tutorials'
 /// `api/register` flow, exactly as their apps call it.
-struct ApiRoutes {
+public struct ApiRoutes: Sendable {
     let backend: ApiBackend
 
     func register(on router: Router<ApiContext>) {
@@ -35,17 +35,23 @@ struct ApiRoutes {
         }
     }
 
+    /// Every route, as the OpenAPI document lists them (a test keeps the two in step).
+    public static let table: [(method: String, path: String)] = [
+        ("GET", "/healthz"), ("GET", "/openapi.json"), ("PUT", "/api/installations/{id}"),
+        ("DELETE", "/api/installations/{id}"), ("POST", "/api/register"), ("PUT", "/api/register/{id}"),
+        ("DELETE", "/api/register/{id}"),
+    ]
+
     /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.
     static func methods(of path: String) -> String? {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        let named = segments.count == 3 && !segments[2].isEmpty ? Array(segments.prefix(2)) + ["{id}"] : segments
-        switch named {
-        case ["healthz"], ["openapi.json"]: return "GET, HEAD"
-        case ["api", "installations", "{id}"]: return "PUT, DELETE"
-        case ["api", "register"]: return "POST"
-        case ["api", "register", "{id}"]: return "PUT, DELETE"
-        default: return nil
-        }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let methods = table.filter { route in
+            let pattern = route.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            return pattern.count == segments.count
+                && zip(pattern, segments).allSatisfy { $0 == $1 || ($0 == "{id}" && !$1.isEmpty) }
+        }.map(\.method)
+        guard !methods.isEmpty else { return nil }
+        return (methods.contains("GET") ? methods + ["HEAD"] : methods).joined(separator: ", ")
     }
 
     // MARK: Health
