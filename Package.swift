@@ -213,8 +213,7 @@ let package = Package(
             name: "newspushTests",
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel",
-                "NewsPushLedger",
-                .product(name: "JWTKit", package: "jwt-kit"),
+                "NewsPushLedger", "NewsPushAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

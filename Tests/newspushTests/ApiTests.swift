@@ -1,0 +1,246 @@
+import Crypto
+import Foundation
+import HubEmulator
+import NewsPushAPI
+import NewsPushTesting
+import Testing
+
+/// A running `newspush api` over a newsroom whose hub is the emulator: the config, the users
+/// (alice and bob readers, sam a sender, each password NAME-password) and the process.
+struct ApiFixture {
+    let folder: TemporaryFolder
+    let hub: LocalHub
+    let config: String
+    let api: DeskProcess
+
+    static var environment: [String: String] { hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 } }
+
+    /// `apiSection` is the config's `api:` mapping's body (indented two spaces); a generous rate
+    /// unless it says otherwise.
+    static func start(_ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil)
+        async throws -> ApiFixture
+    {
+        let folder = try TemporaryFolder()
+        let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
+        let rate = apiSection.contains("rate:") ? "" : "  rate: {per_address: 100000/min, per_user: 100000/min}\n"
+        let config = try HostileOperatorTests().config(
+            folder, hub: hub.endpoint, extra: try await backend.stateLine() + "\napi:\n" + rate + apiSection)
+        for (name, role) in [("alice", "reader"), ("bob", "reader"), ("sam", "sender")] {
+            let added = try await newspush(
+                ["api", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        let api = try await DeskProcess.start(
+            ["api", "--listen", "127.0.0.1:0", "--config", config], environment: environment)
+        return ApiFixture(folder: folder, hub: hub, config: config, api: api)
+    }
+
+    func stop() {
+        api.stop()
+        hub.stop()
+        folder.cleanup()
+    }
+
+    static func basic(_ name: String) -> String {
+        "Authorization: Basic " + Data("\(name):\(name)-password".utf8).base64EncodedString()
+    }
+
+    /// A request with a JSON body (`Content-Type: application/json`).
+    func send(_ head: String, json: String = "", headers: [String] = []) async -> RawAnswer {
+        await api.send(
+            head + " HTTP/1.1", body: json, headers: json.isEmpty ? headers : headers + ["Content-Type: application/json"])
+    }
+
+    /// The installation the emulator holds under `id`.
+    func atHub(_ id: String) async -> Installation? { await hub.emulator.installation(id) }
+
+    /// `devices list --format json`'s installations.
+    func index() async throws -> [[String: Any]] {
+        let listed = try await newspush(
+            ["devices", "list", "--format", "json", "--config", config], environment: Self.environment)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
+        return try #require(document?["installations"] as? [[String: Any]], "\(listed.stdout)")
+    }
+
+    static func object(_ answer: RawAnswer) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] ?? [:]
+    }
+}
+
+/// The app back-end (issue 36): the tutorials' apps, the rules on tags and owners, identity,
+/// limits, the devices commands and the contract, through the built binary against the emulator.
+@Suite("The app back-end")
+struct ApiTests {
+    static let iosToken = "9F2A" + String(repeating: "0B1C", count: 15)  // 64 hex digits, upper case
+
+    // The tutorials' three apps, byte for byte: POST /api/register (with the handle, or without
+    // as the Windows app does), PUT /api/register/{id}; after the registration is deleted the PUT
+    // answers 410 and the app asks for a new id once; each device then receives a category push.
+    @Test(arguments: LedgerBackend.allCases)
+    func theTutorialAppsRegisterAndReceiveACategoryPush(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let auth = ApiFixture.basic("alice")
+        // iOS: the token as upper-case hex, in the query and in the body.
+        let iosId = try await registrationId(fixture, handle: Self.iosToken, auth: auth)
+        let ios = await fixture.send(
+            "PUT /api/register/\(iosId)",
+            json: #"{"Platform":"apns","Handle":"\#(Self.iosToken)","Tags":["World"]}"#, headers: [auth])
+        #expect(ios.status == 200, "\(ios.body)")
+        // Android: gcm is FCM v1 with the same token.
+        let androidId = try await registrationId(fixture, handle: "fcm-token:APA91bH-android_1", auth: auth)
+        let android = await fixture.send(
+            "PUT /api/register/\(androidId)",
+            json: #"{"Platform":"gcm","Handle":"fcm-token:APA91bH-android_1","Tags":["World","Sports"]}"#,
+            headers: [auth])
+        #expect(android.status == 200, "\(android.body)")
+        // Windows: no handle in the POST, the sample's tag myTag dropped, not refused.
+        let windowsId = try await registrationId(fixture, handle: nil, auth: auth)
+        let windowsBody = #"{"Platform":"wns","Handle":"https://db5.notify.windows.com/?token=AwYAAAB","Tags":["myTag","World"]}"#
+        let windows = await fixture.send("PUT /api/register/\(windowsId)", json: windowsBody, headers: [auth])
+        #expect(windows.status == 200, "\(windows.body)")
+        let atHub = try #require(await fixture.atHub(windowsId))
+        #expect(atHub.tags == ["World", "username:alice"] && atHub.platform == "wns")
+        #expect(await fixture.atHub(androidId)?.platform == "fcmv1")
+        #expect(await fixture.atHub(iosId)?.pushChannel == Self.iosToken.lowercased())
+        // The registration is deleted; the app's next PUT is 410, it asks for a new id once.
+        #expect(await fixture.send("DELETE /api/register/\(androidId)", headers: [auth]).status == 200)
+        #expect(await fixture.atHub(androidId) == nil)
+        let stale = await fixture.send(
+            "PUT /api/register/\(androidId)",
+            json: #"{"Platform":"gcm","Handle":"fcm-token:APA91bH-android_1","Tags":["World"]}"#, headers: [auth])
+        #expect(stale.status == 410, "\(stale.body)")
+        let newId = try await registrationId(fixture, handle: "fcm-token:APA91bH-android_1", auth: auth)
+        #expect(newId != androidId)
+        let again = await fixture.send(
+            "PUT /api/register/\(newId)",
+            json: #"{"Platform":"gcm","Handle":"fcm-token:APA91bH-android_1","Tags":["World"]}"#, headers: [auth])
+        #expect(again.status == 200, "\(again.body)")
+        // A World push reaches the three devices through their installations' templates.
+        let sent = try await newspush(
+            ["publish", "--config", fixture.config, "--category", "World", "--title", "Bridge reopens", "--yes"],
+            environment: ApiFixture.environment)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let deliveries = await fixture.hub.emulator.allDeliveries()
+        for id in [iosId, newId, windowsId] {
+            let delivered = deliveries.filter { $0.device == "\(id)/newspush" }
+            #expect(delivered.count == 1 && delivered[0].payload.contains("Bridge reopens"), "\(id): \(delivered)")
+        }
+        let index = try await fixture.index()
+        #expect(Set(index.compactMap { $0["id"] as? String }) == [iosId, newId, windowsId])
+        #expect(index.allSatisfy { $0["owner"] as? String == "alice" })
+    }
+
+    private func registrationId(_ fixture: ApiFixture, handle: String?, auth: String) async throws -> String {
+        let query = handle.map { "?handle=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) }
+        let answer = await fixture.send("POST /api/register\(query ?? "")", headers: [auth])
+        #expect(answer.status == 200, "\(answer.body)")
+        let body = answer.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(body.first == "\"" && body.last == "\"", "the apps strip the quotes: \(body)")
+        let id = String(body.dropFirst().dropLast())
+        #expect(id.allSatisfy { $0.isNumber || $0 == "-" } && !id.isEmpty, "\(id)")
+        return id
+    }
+
+    // The handles the apps get wrong: the description of NSData that newer iOS SDKs print is a
+    // 400 that says why; mpns is retired; odd-length hex is no APNs token.
+    @Test func handlesThatCannotBeUsedAreRefusedWithTheReason() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        let auth = ApiFixture.basic("alice")
+        let id = try await registrationId(fixture, handle: nil, auth: auth)
+        let cases = [
+            (#"{"Platform":"apns","Handle":"{LENGTH=32,BYTES=0X9F2A0B1C...4D5E6F70}"}"#, "description of NSData"),
+            (#"{"Platform":"mpns","Handle":"https://x.notify.live.net/a"}"#, "mpns"),
+            (#"{"Platform":"apns","Handle":"ABC"}"#, "even length"),
+            (#"{"Platform":"wns","Handle":"http://insecure.example/"}"#, "https"),
+            (#"{"Platform":"apns","Handle":"AB","Tags":"World"}"#, "'Tags' must be an array"),
+            (#"{"Platform":"apns","Handle":"AB""#, "not valid JSON"),
+        ]
+        for (body, reason) in cases {
+            let answer = await fixture.send("PUT /api/register/\(id)", json: body, headers: [auth])
+            #expect(answer.status == 400 && answer.body.contains(reason), "\(body): \(answer.status) \(answer.body)")
+        }
+        #expect(await fixture.hub.emulator.allInstallations().isEmpty)
+    }
+
+    // Hijack attempts, each refused, and bob's installation stays as it was at the hub and in
+    // the index.
+    @Test(arguments: LedgerBackend.allCases)
+    func hijackAttemptsLeaveTheVictimsInstallationAsItWas(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let bob = ApiFixture.basic("bob"), alice = ApiFixture.basic("alice")
+        let bobId = try await registrationId(fixture, handle: "bob-fcm-token", auth: bob)
+        let put = await fixture.send(
+            "PUT /api/register/\(bobId)", json: #"{"Platform":"fcm","Handle":"bob-fcm-token","Tags":["World"]}"#,
+            headers: [bob])
+        #expect(put.status == 200)
+        let before = try #require(await fixture.atHub(bobId))
+        // 1. alice asks for bob's tag as a topic: dropped; her installation carries her own.
+        let aliceOwn = await fixture.send(
+            "PUT /api/installations/alice-phone",
+            json: #"{"platform":"apns","pushChannel":"aa11","topics":["username:bob","World"]}"#, headers: [alice])
+        #expect(aliceOwn.status == 200)
+        #expect(ApiFixture.object(aliceOwn)["tags"] as? [String] == ["World", "username:alice"])
+        #expect(ApiFixture.object(aliceOwn)["ignored"] as? [String] == ["username:bob"])
+        // 2. alice's PUT of bob's registration id with her own handle: 410.
+        let taken = await fixture.send(
+            "PUT /api/register/\(bobId)", json: #"{"Platform":"fcm","Handle":"alice-token","Tags":["World"]}"#,
+            headers: [alice])
+        #expect(taken.status == 410, "\(taken.body)")
+        // 3. an anonymous installation asking for a user tag: the tag is dropped.
+        let anonymous = await fixture.send(
+            "PUT /api/installations/anon-1",
+            json: #"{"platform":"fcmv1","pushChannel":"anon-token","topics":["username:bob","Sports"]}"#)
+        #expect(anonymous.status == 200 && ApiFixture.object(anonymous)["tags"] as? [String] == ["Sports"])
+        // 4. bob's installation id without its handle, anonymously and as alice: 403.
+        for headers in [[], [alice]] {
+            let hijack = await fixture.send(
+                "PUT /api/installations/\(bobId)",
+                json: #"{"platform":"fcmv1","pushChannel":"attacker-token","topics":["World"]}"#, headers: headers)
+            #expect(hijack.status == 403, "\(headers): \(hijack.body)")
+            let delete = await fixture.send("DELETE /api/installations/\(bobId)", headers: headers)
+            #expect(delete.status == 403, "\(headers): \(delete.body)")
+        }
+        // 5. a service tag as a topic: dropped.
+        let service = await fixture.send(
+            "PUT /api/installations/anon-2",
+            json: #"{"platform":"fcmv1","pushChannel":"anon-token-2","topics":["$InstallationId:{\#(bobId)}"]}"#)
+        #expect(service.status == 200 && ApiFixture.object(service)["tags"] as? [String] == [])
+        // A wrong password is 401, never anonymous.
+        let wrong = await fixture.send(
+            "PUT /api/installations/anon-3", json: #"{"platform":"fcmv1","pushChannel":"t3","topics":["World"]}"#,
+            headers: ["Authorization: Basic " + Data("bob:guess".utf8).base64EncodedString()])
+        #expect(wrong.status == 401 && wrong.headers["www-authenticate"]?.contains("Basic") == true)
+        #expect(await fixture.atHub(bobId) == before, "bob's installation changed")
+        let bobRow = try await fixture.index().first { $0["id"] as? String == bobId }
+        #expect(bobRow?["owner"] as? String == "bob" && bobRow?["tags"] as? [String] == ["World", "username:bob"])
+        // The device itself (same handle) may move to another user: how a phone changes hands.
+        let handover = await fixture.send(
+            "PUT /api/installations/\(bobId)",
+            json: #"{"platform":"fcmv1","pushChannel":"bob-fcm-token","topics":["World"]}"#, headers: [alice])
+        #expect(handover.status == 200 && ApiFixture.object(handover)["tags"] as? [String] == ["World", "username:alice"])
+    }
+
+    // One handle, one installation: the same handle under a new id replaces the old one, at the
+    // hub and in the index.
+    @Test func aHandleRegisteredAgainUnderANewIdReplacesTheOld() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        for id in ["first-id", "second-id"] {
+            let answer = await fixture.send(
+                "PUT /api/installations/\(id)", json: #"{"platform":"apns","pushChannel":"ABCD0123","topics":["World"]}"#)
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+        #expect(await fixture.atHub("first-id") == nil)
+        #expect(await fixture.atHub("second-id")?.pushChannel == "abcd0123")
+        #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["second-id"])
+        // The device removes itself with its handle and no credential.
+        let removed = await fixture.send("DELETE /api/installations/second-id", headers: ["X-Push-Channel: abcd0123"])
+        #expect(removed.status == 204)
+        #expect(await fixture.hub.emulator.allInstallations().isEmpty)
+        #expect(try await fixture.index().isEmpty)
+    }
+}
