@@ -92,8 +92,9 @@ actor JWTKeys {
     let logger: Logger
     /// Each key's verifier (a collection of that one key) and pinned algorithm, by `kid`.
     private var keys: [String: (collection: JWTKeyCollection, algorithm: String)] = [:]
-    /// When the set was last read (an unknown `kid` reads it again at most once a minute).
-    private var lastRead: Date?
+    /// When the set was last read (an unknown `kid` reads it again at most once a minute, by
+    /// the machine's monotonic clock: it protects the identity provider in real time).
+    private var lastRead: ContinuousClock.Instant?
     static let leeway: Double = 60
     static let refetchInterval: Double = 60
 
@@ -114,8 +115,8 @@ actor JWTKeys {
         guard let kid = fields["kid"] as? String else {
             return .failure(CredentialRefusal(reason: "the token names no key (kid)"))
         }
-        if keys[kid] == nil, lastRead.map({ now.timeIntervalSince($0) >= Self.refetchInterval }) ?? true {
-            await read(now: now)
+        if keys[kid] == nil, lastRead.map({ ContinuousClock.now - $0 >= .seconds(Self.refetchInterval) }) ?? true {
+            await read()
         }
         guard let key = keys[kid] else { return .failure(CredentialRefusal(reason: "the token's key is unknown")) }
         guard key.algorithm == alg else {
@@ -151,8 +152,8 @@ actor JWTKeys {
     /// Reads the key set (a file, or a URL over libcurl) and pins each usable key's algorithm:
     /// RSA keys RS256, P-256 keys ES256; a key whose `alg` says otherwise, a symmetric key or
     /// another curve is left out. A set that cannot be read keeps the keys already known.
-    private func read(now: Date) async {
-        lastRead = now
+    private func read() async {
+        lastRead = ContinuousClock.now
         let source = settings.jwks
         let data: Data
         do {
