@@ -218,7 +218,7 @@ extension Ledger {
     public func owedHubRemovals(before: Date, limit: Int) throws(LedgerError) -> [String] {
         try reading {
             try db.query(
-                "SELECT id FROM hub_removals WHERE since < ? ORDER BY since LIMIT ?",
+                "SELECT id FROM hub_removals WHERE since <= ? ORDER BY since LIMIT ?",
                 [SQLValue(before), .integer(Int64(limit))]
             ).compactMap { $0.text(0) }
         }
