@@ -28,8 +28,7 @@ public struct ApiBackend: Sendable {
     }
 
     /// Runs `body` with a device session on one of the back-end's threads.
-    func withSession<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T
-    {
+    func withSession<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
         let sessions = sessions
         return try await Self.pool.runIfActive { () throws -> T in
             let session = try sessions.take()

@@ -34,7 +34,9 @@ final class ApiCredentials: Sendable {
     func caller(authorization: String?, now: Date) async -> Result<Caller, CredentialRefusal> {
         guard let authorization, !authorization.isEmpty else { return .success(.anonymous) }
         let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2 else { return .failure(CredentialRefusal(reason: "the Authorization header is malformed")) }
+        guard parts.count == 2 else {
+            return .failure(CredentialRefusal(reason: "the Authorization header is malformed"))
+        }
         let scheme = parts[0].lowercased()
         let value = String(parts[1]).trimmingCharacters(in: .whitespaces)
         switch scheme {

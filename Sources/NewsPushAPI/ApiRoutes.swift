@@ -62,7 +62,8 @@ public struct ApiRoutes: Sendable {
             try session.probe()
         }
         guard let problem else { return ApiServer.json(#"{"status":"ok"}"#) }
-        return ApiServer.json(JSONText.encode(["status": "unavailable", "error": problem]), status: .serviceUnavailable)
+        return ApiServer.json(
+            JSONText.encode(["status": "unavailable", "error": problem]), status: .serviceUnavailable)
     }
 
     // MARK: Installations
@@ -88,7 +89,8 @@ public struct ApiRoutes: Sendable {
                 var tags: [String]
                 var ignored: [String]
             }
-            return ApiServer.json(JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored)))
+            return ApiServer.json(
+                JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored)))
         case .notYours:
             return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
         default:
@@ -105,7 +107,8 @@ public struct ApiRoutes: Sendable {
         case .notYours:
             return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
         case .removed(let hubError?):
-            backend.context.logger.warning("api: installation \(id) removed from the index; the hub's delete is owed: \(hubError)")
+            backend.context.logger.warning(
+                "api: installation \(id) removed from the index; the hub's delete is owed: \(hubError)")
             return Response(status: answer)
         case .removed, .absent:
             return Response(status: answer)

@@ -5,6 +5,7 @@ import Yams
 /// What a desk user may do: look, or also decide and publish.
 public enum DeskRole: String, Sendable, Codable, CaseIterable, UserRole {
     case viewer, editor
+    /// `newspush desk add-user` writes the file.
     public static let fileKind = "desk"
 }
 
@@ -12,6 +13,7 @@ public enum DeskRole: String, Sendable, Codable, CaseIterable, UserRole {
 /// to users.
 public enum ApiRole: String, Sendable, Codable, CaseIterable, UserRole {
     case reader, sender
+    /// `newspush api add-user` writes the file.
     public static let fileKind = "api"
 }
 
@@ -153,7 +155,8 @@ public struct UsersFile<Role: UserRole>: Sendable {
     /// Writes the file through a new file renamed over it: created 0600, never half written.
     private func write() throws(DeskUsersError) {
         let kind = Role.fileKind
-        var text = "# newspush \(kind) users: roles and bcrypt hashes (newspush \(kind) add-user NAME --role ROLE)\nusers:\n"
+        var text =
+            "# newspush \(kind) users: roles and bcrypt hashes (newspush \(kind) add-user NAME --role ROLE)\nusers:\n"
         for name in users.keys.sorted() {
             guard let user = users[name] else { continue }
             text += "  \"\(name)\": {role: \(user.role.rawValue), password: \"\(user.password)\"}\n"
@@ -173,6 +176,7 @@ public struct UsersFile<Role: UserRole>: Sendable {
 /// modification time), so every request is judged by the file's current word: a user removed,
 /// demoted or given a new password loses what the old session allowed at the next request.
 public actor CurrentUsersFile<Role: UserRole> {
+    /// The users file.
     public let path: String
     private var cached: (stamp: [Int], users: UsersFile<Role>)?
 

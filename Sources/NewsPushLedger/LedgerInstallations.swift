@@ -230,7 +230,8 @@ extension Ledger {
         guard !ids.isEmpty else { return }
         try writing {
             for chunk in ids.chunked(500) {
-                try db.run("DELETE FROM hub_removals WHERE id IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+                try db.run(
+                    "DELETE FROM hub_removals WHERE id IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
             }
         }
     }

@@ -8,13 +8,16 @@ import NotificationHubs
 public enum DeviceRules {
     /// Why a platform and handle are not taken.
     public struct Refusal: Error, Sendable, Equatable {
+        /// The sentence for the app's developer.
         public var message: String
     }
 
     /// `[A-Za-z0-9._-]{1,64}`.
     public static func isValidId(_ id: String) -> Bool {
         (1...64).contains(id.utf8.count)
-            && id.utf8.allSatisfy { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+            && id.utf8.allSatisfy {
+                isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
     }
 
     /// The hub's platform and the handle as it is written to the hub, or why not: an APNs token
@@ -81,15 +84,17 @@ public enum DeviceRules {
     /// The tags the back-end gives an installation: the topics asked for that `api.topics`
     /// lists (never one starting with `$` or shaped like a user's tag), at most `max_topics`,
     /// then the caller's user tag when signed in. The rest is returned as ignored.
-    public static func tags(asked: [String], caller: Caller, settings: ApiSettings) -> (tags: [String], ignored: [String])
-    {
+    public static func tags(asked: [String], caller: Caller, settings: ApiSettings) -> (
+        tags: [String], ignored: [String]
+    ) {
         let allowed = Set(settings.topics)
         var tags: [String] = []
         var ignored: [String] = []
         for topic in asked {
             if tags.contains(topic) { continue }
             let acceptable =
-                allowed.contains(topic) && !topic.hasPrefix("$") && !settings.isUserTag(topic) && ApiSettings.isTag(topic)
+                allowed.contains(topic) && !topic.hasPrefix("$") && !settings.isUserTag(topic)
+                && ApiSettings.isTag(topic)
             if acceptable && tags.count < settings.maxTopics { tags.append(topic) } else { ignored.append(topic) }
         }
         if let name = caller.name { tags.append(settings.tag(forUser: name)) }

@@ -165,7 +165,8 @@ public final class DeviceSession {
         }
         context.logger.warning("api: installation \(record.id) not written to the hub: \(outcome)")
         switch outcome {
-        case .refused(let status, let detail): return .hubFailed("the hub refused it (\(status)): \(detail)", unreachable: false)
+        case .refused(let status, let detail):
+            return .hubFailed("the hub refused it (\(status)): \(detail)", unreachable: false)
         case .unreachable(let why): return .hubFailed("the hub could not be reached: \(why)", unreachable: true)
         case .done: return .hubFailed("", unreachable: false)
         }
@@ -193,7 +194,8 @@ public final class DeviceSession {
         let result: (removed: InstallationRecord?, allowed: Bool)
         do {
             result = try ledger.removeInstallation(id: id, at: context.clock.now()) { current in
-                (current.owner != nil && current.owner == caller.name) || (digest != nil && current.handleDigest == digest)
+                (current.owner != nil && current.owner == caller.name)
+                    || (digest != nil && current.handleDigest == digest)
             }
         } catch {
             throw .ledger(error)
@@ -225,7 +227,9 @@ public final class DeviceSession {
     /// and the hub, a hub that was down); returns how many were finished and what failed.
     public func finishOwedRemovals(grace: Double = 30, limit: Int = 1000) throws(SessionError) -> (Int, [String]) {
         let owed: [String]
-        do { owed = try ledger.owedHubRemovals(before: context.clock.now().addingTimeInterval(-grace), limit: limit) } catch {
+        do {
+            owed = try ledger.owedHubRemovals(before: context.clock.now().addingTimeInterval(-grace), limit: limit)
+        } catch {
             throw .ledger(error)
         }
         let failed = finishRemovals(owed)

@@ -12,7 +12,8 @@ import NewsPushSessions
 struct ApiCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "api",
-        abstract: "The app back-end for phones (SPEC §9): devices register through it, so only newspush decides their tags.",
+        abstract:
+            "The app back-end for phones (SPEC §9): devices register through it, so only newspush decides their tags.",
         discussion: """
             Serves JSON over HTTP on 127.0.0.1:8081 (put it behind a TLS reverse proxy). Several instances \
             may share one PostgreSQL ledger. Phones sign in with HTTP Basic (users of api.users, written \
@@ -138,7 +139,8 @@ struct DevicesCommand: ParsableCommand {
             if let topic {
                 let count = try session.count(tag: topic)
                 guard format == .text else {
-                    return Terminal.output(JSONText.encode(TopicCount(topic: topic, installations: count, counted: note)))
+                    return Terminal.output(
+                        JSONText.encode(TopicCount(topic: topic, installations: count, counted: note)))
                 }
                 return Terminal.output("\(topic): \(count) installations (\(note))")
             }
@@ -148,7 +150,9 @@ struct DevicesCommand: ParsableCommand {
                 "\(counts.total) installations (\(note)): \(counts.signedIn) signed in, "
                     + "\(counts.total - counts.signedIn) anonymous"
             ]
-            for (platform, n) in counts.platforms.sorted(by: { $0.key < $1.key }) { lines.append("  \(platform): \(n)") }
+            for (platform, n) in counts.platforms.sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(platform): \(n)")
+            }
             for (topic, n) in counts.topics.sorted(by: { $0.key < $1.key }) { lines.append("  topic \(topic): \(n)") }
             Terminal.output(lines.joined(separator: "\n"))
         }

@@ -41,8 +41,10 @@ struct TokenMaker {
     }
 
     static func base64url(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
     }
 }
 
@@ -73,7 +75,8 @@ struct ApiIdentityTests {
         ])
         let publicKeyPEM = Data(maker.key.publicKey.pemRepresentation.utf8)
         let hsInput = TokenMaker.segment(["alg": "HS256", "typ": "JWT", "kid": maker.kid]) + "." + parts[1]
-        let hsSignature = HMAC<SHA256>.authenticationCode(for: Data(hsInput.utf8), using: SymmetricKey(data: publicKeyPEM))
+        let hsSignature = HMAC<SHA256>.authenticationCode(
+            for: Data(hsInput.utf8), using: SymmetricKey(data: publicKeyPEM))
         let attacks: [(String, String)] = [
             ("unknown kid", TokenMaker(kid: "key-9").token(now: now)),
             ("unknown kid again", TokenMaker(kid: "key-8").token(now: now)),
@@ -88,7 +91,8 @@ struct ApiIdentityTests {
         ]
         for (index, (name, token)) in attacks.enumerated() {
             let answer = await fixture.send(
-                "PUT /api/installations/attack-\(index)", json: Self.register, headers: ["Authorization: Bearer \(token)"])
+                "PUT /api/installations/attack-\(index)", json: Self.register,
+                headers: ["Authorization: Bearer \(token)"])
             #expect(answer.status == 401, "\(name): \(answer.status) \(answer.body)")
             #expect(answer.headers["www-authenticate"]?.contains("Bearer") == true, "\(name)")
         }
@@ -114,13 +118,15 @@ struct ApiIdentityTests {
         defer { folder.cleanup() }
         let symmetric = #"{"kty":"oct","kid":"shared","k":"c2VjcmV0"}"#
         let jwks = try folder.write(
-            "jwks.json", maker.jwks().replacingOccurrences(of: #""use":"sig""#, with: #""alg":"ES384""#)
+            "jwks.json",
+            maker.jwks().replacingOccurrences(of: #""use":"sig""#, with: #""alg":"ES384""#)
                 .replacingOccurrences(of: "]}", with: ",\(symmetric)]}"))
         let fixture = try await ApiFixture.start(
             api: "  jwt: {issuer: \"\(TokenMaker.issuer)\", audience: \(TokenMaker.audience), jwks: \(jwks)}\n")
         defer { fixture.stop() }
         let hsInput = TokenMaker.segment(["alg": "HS256", "kid": "shared"]) + "." + TokenMaker.segment(["sub": "x"])
-        let hs = HMAC<SHA256>.authenticationCode(for: Data(hsInput.utf8), using: SymmetricKey(data: Data("secret".utf8)))
+        let hs = HMAC<SHA256>.authenticationCode(
+            for: Data(hsInput.utf8), using: SymmetricKey(data: Data("secret".utf8)))
         for token in [maker.token(), hsInput + "." + TokenMaker.base64url(Data(hs))] {
             let answer = await fixture.send(
                 "PUT /api/installations/x", json: Self.register, headers: ["Authorization: Bearer \(token)"])

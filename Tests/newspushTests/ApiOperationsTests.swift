@@ -58,7 +58,8 @@ struct ApiOperationsTests {
             ["devices", "prune", "--format", "json", "--config", fixture.config],
             environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(40 * 86400))) { $1 })
         #expect(pruned.status == 0, "\(pruned.stderr)")
-        #expect(pruned.stdout.contains("\"stale\" : 2") && pruned.stdout.contains("\"finished\" : 2"), "\(pruned.stdout)")
+        #expect(
+            pruned.stdout.contains("\"stale\" : 2") && pruned.stdout.contains("\"finished\" : 2"), "\(pruned.stdout)")
         let (a1, a2, n1) = (await fixture.atHub("a1"), await fixture.atHub("a2"), await fixture.atHub("n1"))
         #expect(a2 == nil && n1 == nil && a1 != nil)
         #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["a1"])
@@ -73,7 +74,9 @@ struct ApiOperationsTests {
         let paths = try #require(document["paths"] as? [String: [String: Any]])
         let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
         let routes = Set(ApiRoutes.table.map { "\($0.method) \($0.path)" })
-        #expect(documented == routes, "only documented: \(documented.subtracting(routes)); only routes: \(routes.subtracting(documented))")
+        #expect(
+            documented == routes,
+            "only documented: \(documented.subtracting(routes)); only routes: \(routes.subtracting(documented))")
         let fixture = try await ApiFixture.start()
         defer { fixture.stop() }
         let served = await fixture.send("GET /openapi.json")
@@ -87,7 +90,9 @@ struct ApiOperationsTests {
     }
 
     static let schemathesis: String? = {
-        for folder in ["/usr/local/bin", "/usr/bin", NSHomeDirectory() + "/.pyenv/shims", NSHomeDirectory() + "/.local/bin"] {
+        for folder in [
+            "/usr/local/bin", "/usr/bin", NSHomeDirectory() + "/.pyenv/shims", NSHomeDirectory() + "/.local/bin",
+        ] {
             let path = folder + "/schemathesis"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
@@ -100,17 +105,21 @@ struct ApiOperationsTests {
     func schemathesisFindsNoServerErrorAndNoAnswerOutsideTheDocument() async throws {
         let fixture = try await ApiFixture.start()
         defer { fixture.stop() }
-        let checks = "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
+        let checks =
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
             + "response_schema_conformance"
         let base = [
             "run", "http://127.0.0.1:\(fixture.api.port)/openapi.json", "--checks", checks, "--max-examples", "25",
             "--seed", "1", "--no-color",
         ]
-        for credential in [[], ["-H", "Authorization: Basic " + Data("alice:alice-password".utf8).base64EncodedString()]] {
+        for credential in [
+            [], ["-H", "Authorization: Basic " + Data("alice:alice-password".utf8).base64EncodedString()],
+        ] {
             let result = try await newspushRaw(
                 try #require(Self.schemathesis), base + credential,
                 environment: ["HOME": NSHomeDirectory(), "PATH": "/usr/local/bin:/usr/bin:/bin"])
-            #expect(result.status == 0, "\(credential.isEmpty ? "anonymous" : "signed in"): \(result.stdout.suffix(3000))")
+            #expect(
+                result.status == 0, "\(credential.isEmpty ? "anonymous" : "signed in"): \(result.stdout.suffix(3000))")
         }
     }
 

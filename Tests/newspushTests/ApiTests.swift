@@ -48,7 +48,8 @@ struct ApiFixture {
     /// A request with a JSON body (`Content-Type: application/json`).
     func send(_ head: String, json: String = "", headers: [String] = []) async -> RawAnswer {
         await api.send(
-            head + " HTTP/1.1", body: json, headers: json.isEmpty ? headers : headers + ["Content-Type: application/json"])
+            head + " HTTP/1.1", body: json,
+            headers: json.isEmpty ? headers : headers + ["Content-Type: application/json"])
     }
 
     /// The installation the emulator holds under `id`.
@@ -97,7 +98,8 @@ struct ApiTests {
         #expect(android.status == 200, "\(android.body)")
         // Windows: no handle in the POST, the sample's tag myTag dropped, not refused.
         let windowsId = try await registrationId(fixture, handle: nil, auth: auth)
-        let windowsBody = #"{"Platform":"wns","Handle":"https://db5.notify.windows.com/?token=AwYAAAB","Tags":["myTag","World"]}"#
+        let windowsBody =
+            #"{"Platform":"wns","Handle":"https://db5.notify.windows.com/?token=AwYAAAB","Tags":["myTag","World"]}"#
         let windows = await fixture.send("PUT /api/register/\(windowsId)", json: windowsBody, headers: [auth])
         #expect(windows.status == 200, "\(windows.body)")
         let atHub = try #require(await fixture.atHub(windowsId))
@@ -221,7 +223,8 @@ struct ApiTests {
         let handover = await fixture.send(
             "PUT /api/installations/\(bobId)",
             json: #"{"platform":"fcmv1","pushChannel":"bob-fcm-token","topics":["World"]}"#, headers: [alice])
-        #expect(handover.status == 200 && ApiFixture.object(handover)["tags"] as? [String] == ["World", "username:alice"])
+        #expect(
+            handover.status == 200 && ApiFixture.object(handover)["tags"] as? [String] == ["World", "username:alice"])
     }
 
     // One handle, one installation: the same handle under a new id replaces the old one, at the
@@ -231,7 +234,8 @@ struct ApiTests {
         defer { fixture.stop() }
         for id in ["first-id", "second-id"] {
             let answer = await fixture.send(
-                "PUT /api/installations/\(id)", json: #"{"platform":"apns","pushChannel":"ABCD0123","topics":["World"]}"#)
+                "PUT /api/installations/\(id)",
+                json: #"{"platform":"apns","pushChannel":"ABCD0123","topics":["World"]}"#)
             #expect(answer.status == 200, "\(answer.body)")
         }
         #expect(await fixture.atHub("first-id") == nil)

@@ -32,7 +32,8 @@ public struct ApiSettings: Sendable {
     public static let defaultTemplates: [String: String] = [
         "apns": #"{"aps":{"alert":"$(messageParam)"}}"#,
         "fcmv1": #"{"message":{"notification":{"body":"$(messageParam)"}}}"#,
-        "wns": #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+        "wns":
+            #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
     ]
 
     /// The defaults.
@@ -57,9 +58,12 @@ public struct ApiSettings: Sendable {
 
     /// `60/min`: `count` requests per `period` seconds.
     public struct RateLimit: Sendable, Equatable {
+        /// Requests allowed…
         public var count: Int
+        /// …per this many seconds.
         public var period: Double
 
+        /// `count` requests per `period` seconds.
         public init(count: Int, period: Double) {
             self.count = count
             self.period = period
@@ -67,9 +71,12 @@ public struct ApiSettings: Sendable {
 
         /// `60/min`, `5/s`, `1000/h`, `10/10s`.
         public static func parse(_ text: String) -> RateLimit? {
-            let parts = text.replacingOccurrences(of: " ", with: "").split(separator: "/", omittingEmptySubsequences: false)
+            let parts = text.replacingOccurrences(of: " ", with: "").split(
+                separator: "/", omittingEmptySubsequences: false)
             guard parts.count == 2, let count = Int(parts[0]), count > 0 else { return nil }
-            let units: [String: Double] = ["s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600]
+            let units: [String: Double] = [
+                "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
+            ]
             let period = units[parts[1].lowercased()] ?? NodeReader.parseDuration(String(parts[1]))
             guard let period, period > 0 else { return nil }
             return RateLimit(count: count, period: period)
@@ -133,13 +140,16 @@ extension ConfigLoader {
             settings.topics = reader.elements(list, path: "api.topics").compactMap { element in
                 guard let topic = reader.string(element, path: "api.topics") else { return nil }
                 guard ApiSettings.isTag(topic), !topic.hasPrefix("$") else {
-                    reader.report(element, "api.topics", "'\(topic)' is not a tag (1 to 120 of A-Z a-z 0-9 _ @ # . : -)")
+                    reader.report(
+                        element, "api.topics", "'\(topic)' is not a tag (1 to 120 of A-Z a-z 0-9 _ @ # . : -)")
                     return nil
                 }
                 return topic
             }
         }
-        if let n = m["max_topics"], let v = reader.integer(n, path: "api.max_topics", range: 1...59) { settings.maxTopics = v }
+        if let n = m["max_topics"], let v = reader.integer(n, path: "api.max_topics", range: 1...59) {
+            settings.maxTopics = v
+        }
         if let n = m["user_tag"], let v = reader.string(n, path: "api.user_tag") {
             let sample = v.replacingOccurrences(of: "{user}", with: "u")
             if v.components(separatedBy: "{user}").count != 2 || !ApiSettings.isTag(sample) || v.hasPrefix("$") {
@@ -166,11 +176,17 @@ extension ConfigLoader {
                     reader.report(key, "api.templates", "'\(platform)' is not a platform (apns, fcmv1, wns)")
                     continue
                 }
-                if let body = reader.string(value, path: "api.templates.\(platform)") { settings.templates[platform] = body }
+                if let body = reader.string(value, path: "api.templates.\(platform)") {
+                    settings.templates[platform] = body
+                }
             }
         }
         if let n = m["stale_after"], let v = reader.duration(n, path: "api.stale_after") {
-            if v >= 86400 { settings.staleAfter = v } else { reader.report(n, "api.stale_after", "must be at least 1d") }
+            if v >= 86400 {
+                settings.staleAfter = v
+            } else {
+                reader.report(n, "api.stale_after", "must be at least 1d")
+            }
         }
         if let n = m["rate"] {
             let rate = reader.mapping(n, path: "api.rate", allowed: ["per_address", "per_user"])
@@ -209,7 +225,8 @@ extension ConfigLoader {
             if lower.hasPrefix("http://") {
                 let host = URLComponents(string: text)?.host ?? ""
                 if !["127.0.0.1", "::1", "localhost"].contains(host) {
-                    reader.report(jwksNode, "api.jwt.jwks", "a key set is fetched over https (http only from this machine)")
+                    reader.report(
+                        jwksNode, "api.jwt.jwks", "a key set is fetched over https (http only from this machine)")
                 }
             } else if !lower.hasPrefix("https://") && !text.hasPrefix("/") {
                 jwks = (folder as NSString).appendingPathComponent(text)
