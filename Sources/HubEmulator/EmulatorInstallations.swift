@@ -151,10 +151,20 @@ extension HubEmulator {
         return EmulatorResponse(status: status, headers: [("TrackingId", trackingId)], body: Data())
     }
 
-    /// The registry's devices: the file's, then every installation's.
+    /// The installations changed: the registry's devices are made again before the next send
+    /// (once, however many installations were written meanwhile: a registration storm stays
+    /// linear).
     private func refreshDevices() {
-        registry.devices =
-            fileDevices + installations.keys.sorted().flatMap { installations[$0]?.devices ?? [] }
+        devicesStale = true
+    }
+
+    /// The registry with its devices up to date: the file's, then every installation's.
+    func upToDateRegistry() -> DeviceRegistry {
+        if devicesStale {
+            registry.devices = fileDevices + installations.keys.sorted().flatMap { installations[$0]?.devices ?? [] }
+            devicesStale = false
+        }
+        return registry
     }
 
     /// One JSON Patch operation (`add`, `remove`, `replace`) on the paths the service allows;

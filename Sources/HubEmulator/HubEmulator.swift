@@ -15,6 +15,8 @@ public actor HubEmulator {
     let fileDevices: [VirtualDevice]
     /// The installations put through the installations API, by id.
     var installations: [String: Installation] = [:]
+    /// Installations changed since the registry's devices were last made.
+    var devicesStale = false
     var faults: [Fault] = []
     var deliveries: [Delivery] = []
     var notifications: [String: NotificationRecord] = [:]
@@ -164,7 +166,7 @@ public actor HubEmulator {
 
     func send(_ request: EmulatorRequest, hub: String, trackingId: String, now: Date) -> EmulatorResponse {
         let prepared: PreparedSend
-        switch registry.prepare(request, trackingId: trackingId) {
+        switch upToDateRegistry().prepare(request, trackingId: trackingId) {
         case .failure(let refusal): return refusal.response
         case .success(let value): prepared = value
         }
@@ -204,7 +206,7 @@ public actor HubEmulator {
             return .xmlError(400, "Scheduled notifications can be at most 7 days ahead", trackingId: trackingId)
         }
         let prepared: PreparedSend
-        switch registry.prepare(request, trackingId: trackingId) {
+        switch upToDateRegistry().prepare(request, trackingId: trackingId) {
         case .failure(let refusal): return refusal.response
         case .success(let value): prepared = value
         }

@@ -153,13 +153,13 @@ extension Ledger {
         mayChange: (_ current: InstallationRecord?, _ holder: InstallationRecord?) -> Bool
     ) throws(LedgerError) -> [String]? {
         try writing { () throws -> [String]? in
-            let current = try db.query(
-                "SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(installation.id)]
-            ).first.flatMap(Self.installation)
-            let holders = try db.query(
-                "SELECT \(Self.installationColumns) FROM installations WHERE handle_digest = ?",
-                [.text(installation.handleDigest)]
+            // One query finds both: the row of the id, and the rows holding the handle.
+            let found = try db.query(
+                "SELECT \(Self.installationColumns) FROM installations WHERE id = ? OR handle_digest = ?",
+                [.text(installation.id), .text(installation.handleDigest)]
             ).compactMap(Self.installation)
+            let current = found.first { $0.id == installation.id }
+            let holders = found.filter { $0.handleDigest == installation.handleDigest }
             guard mayChange(current, holders.first) else { return nil }
             let replaced = holders.map(\.id).filter { $0 != installation.id }
             for id in replaced {
@@ -178,17 +178,22 @@ extension Ledger {
                   refreshed_at = excluded.refreshed_at
                 """, Self.values(row))
             if current?.tags != row.tags {
-                try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(row.id)])
+                if current != nil {
+                    try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(row.id)])
+                }
                 for chunk in Set(row.tags).sorted().chunked(100) {
                     try db.run(
                         "INSERT INTO installation_tags (tag, installation_id) VALUES \(Self.rows(2, chunk.count))",
                         chunk.flatMap { [SQLValue.text($0), .text(row.id)] })
                 }
             }
-            // The id is in use now: a reservation of it (`POST /api/register`) is spent, and a
-            // removal still owed from an earlier attempt would delete what is being written.
-            try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
-            try db.run("DELETE FROM hub_removals WHERE id = ?", [.text(row.id)])
+            // A new row: its id's reservation (`POST /api/register`) is spent, and a removal
+            // still owed from an earlier registration of the id (one the hub refused, or that
+            // another handle replaced) would delete what is being written.
+            if current == nil {
+                try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
+                try db.run("DELETE FROM hub_removals WHERE id = ?", [.text(row.id)])
+            }
             return replaced
         }
     }

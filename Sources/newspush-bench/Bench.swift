@@ -21,7 +21,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Benchmarks for newspush.",
         subcommands: [
             HubPushes.self, FetchFeeds.self, ParseFeeds.self, DumpFeeds.self, ClassifyItems.self, PlanItems.self,
-            LedgerIdleRun.self, JSONStoreIdle.self, DeskPages.self, ChangedFeedsRun.self,
+            LedgerIdleRun.self, JSONStoreIdle.self, DeskPages.self, ChangedFeedsRun.self, ApiRegistrations.self,
         ])
 }
 

@@ -1,0 +1,419 @@
+import ArgumentParser
+import Foundation
+import NewsPushTesting
+import NotificationHubs
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `newspush-bench api`: installations registered per second through `newspush api` by 64
+/// clients, beside the same `PUT`s sent straight to the hub emulator, in one run; SQLite and
+/// PostgreSQL; the API's resident memory after 1,000 and after 100,000 registrations; and
+/// `devices count` over an index of 1,000,000 installations.
+struct ApiRegistrations: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "api",
+        abstract:
+            "Registrations per second through `newspush api` beside PUTs straight to the emulator; memory; "
+            + "`devices count` over a large index.")
+
+    @Option(help: "Registrations per measurement.") var registrations = 20000
+    @Option(help: "Concurrent clients (each on its own kept-alive connection).") var clients = 64
+    @Option(help: "Registrations before the second memory reading (0: skip).") var memory = 100_000
+    @Option(help: "Installations in the index `devices count` reads (0: skip).") var index = 1_000_000
+    /// The emulator (its CPU time is reported beside the API's).
+    private var hubProcess: BenchProcess? { Self.hub }
+    nonisolated(unsafe) private static var hub: BenchProcess?
+
+    func run() async throws {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let newspush = here.appendingPathComponent("newspush").path
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
+        let hub = try BenchProcess.start(
+            here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        defer { hub.stop() }
+        Self.hub = hub
+        print("\(registrations) registrations per measurement, \(clients) clients, emulator on :\(hub.port)")
+        let cpu = hub.cpuSeconds()
+        let direct = try directPuts(hubPort: hub.port)
+        print("straight to the emulator:     " + direct.line)
+        print(String(format: "  CPU per 1,000 registrations: emulator %.2f s", (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
+        let config = try folder.write("feeds.yaml", Self.config(hubPort: hub.port, state: "newspush-state.db"))
+        let sqlite = try throughApi(newspush, config: config, offset: 0, count: registrations)
+        print("through newspush api, SQLite: " + sqlite.timing.line + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
+        let postgres = try await LocalPostgres.start(fsync: true)
+        defer { postgres.stop() }
+        let pgConfig = try folder.write(
+            "pg.yaml", Self.config(hubPort: hub.port, state: try await postgres.createDatabase()))
+        let shared = try throughApi(
+            newspush, config: pgConfig, offset: 10_000_000, count: registrations,
+            environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
+        print("through newspush api, PostgreSQL: " + shared.timing.line + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
+        if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
+        if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
+    }
+
+    static func config(hubPort: Int, state: String) -> String {
+        """
+        hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+            endpoint: "http://127.0.0.1:\(hubPort)/", timeout: 60s}
+        state: "\(state)"
+        api: {rate: {per_address: 100000000/min, per_user: 100000000/min}}
+        feeds: []
+        """
+    }
+
+    /// What an installation's PUT to the hub carries (as `newspush api` writes it).
+    static func hubBody(_ n: Int) -> String {
+        #"{"installationId":"d-\#(n)","platform":"fcmv1","pushChannel":"direct-token-\#(n)","tags":["World"],"#
+            + #""templates":{"newspush":{"body":"{\"message\":{\"notification\":{\"body\":\"$(messageParam)\"}}}"}}}"#
+    }
+
+    private func directPuts(hubPort: Int) throws -> Timing {
+        let connection = try HubConnectionString(parsing: testConnectionString)
+        let token = SharedAccessSignature.token(
+            resourceURI: SharedAccessSignature.hubResourceURI(host: connection.host, hub: "breaking-news"),
+            keyName: connection.keyName, key: connection.key, expiry: Int(Date().timeIntervalSince1970) + 3600)
+        return try LoadClients.run(port: hubPort, clients: clients, count: registrations) { n in
+            let body = Self.hubBody(n)
+            return "PUT /breaking-news/installations/d-\(n)?api-version=2020-06 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Authorization: \(token)\r\nx-ms-version: 2020-06\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        }
+    }
+
+    /// Starts `newspush api` on `config`, sends `count` anonymous registrations, stops it.
+    private func throughApi(
+        _ binary: String, config: String, offset: Int, count: Int, environment: [String] = []
+    ) throws -> (timing: Timing, process: BenchProcess?) {
+        let api = try BenchProcess.start(
+            binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + environment)
+        defer { api.stop() }
+        let before = (api.cpuSeconds(), hubProcess?.cpuSeconds() ?? 0)
+        let timing = try register(port: api.port, offset: offset, count: count)
+        let per = 1000 / Double(count)
+        print(
+            String(
+                format: "  CPU per 1,000 registrations: newspush api %.2f s, emulator %.2f s",
+                (api.cpuSeconds() - before.0) * per, ((hubProcess?.cpuSeconds() ?? 0) - before.1) * per))
+        return (timing, nil)
+    }
+
+    private func register(port: Int, offset: Int, count: Int) throws -> Timing {
+        try LoadClients.run(port: port, clients: clients, count: count) { n in
+            let body = #"{"platform":"fcmv1","pushChannel":"api-token-\#(n + offset)","topics":["World","Sports"]}"#
+            return "PUT /api/installations/i-\(n + offset) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        }
+    }
+
+    /// The API's resident memory after 1,000 registrations and after `memory`.
+    private func residentMemory(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
+        let config = try folder.write("memory.yaml", Self.config(hubPort: hubPort, state: "memory-state.db"))
+        let api = try BenchProcess.start(
+            binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        defer { api.stop() }
+        _ = try register(port: api.port, offset: 20_000_000, count: 1000)
+        let after1k = api.residentKilobytes()
+        _ = try register(port: api.port, offset: 20_001_000, count: memory - 1000)
+        let after = api.residentKilobytes()
+        print(
+            String(
+                format: "resident memory of newspush api: %.1f MB after 1,000 registrations, %.1f MB after %d (+%.1f MB)",
+                Double(after1k) / 1024, Double(after) / 1024, memory, Double(after - after1k) / 1024))
+    }
+
+    /// `devices count` (every topic) and `devices count --topic World` over `index` installations
+    /// written straight into a SQLite ledger (sqlite3), three topics each.
+    private func countOverALargeIndex(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
+        let config = try folder.write("index.yaml", Self.config(hubPort: hubPort, state: "index-state.db"))
+        let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
+        _ = try BenchProcess.runToEnd(binary, ["devices", "count", "--config", config], environment)  // creates it
+        let state = folder.path + "/index-state.db"
+        let topics = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
+        let sql = """
+            PRAGMA journal_mode = WAL;
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(index - 1))
+            INSERT INTO installations (id, owner, platform, tags, language, handle_digest, created_at, refreshed_at)
+            SELECT 'x-' || i, CASE WHEN i % 4 = 0 THEN 'user' || i ELSE NULL END,
+              CASE i % 3 WHEN 0 THEN 'apns' WHEN 1 THEN 'fcmv1' ELSE 'wns' END, '', NULL, 'digest-' || i,
+              1700000000000, 1700000000000 FROM n;
+            \((0..<3).map { k in
+                "INSERT INTO installation_tags (tag, installation_id) SELECT CASE (i + \(k * 2)) % 6 "
+                    + topics.enumerated().map { "WHEN \($0.offset) THEN '\($0.element)'" }.joined(separator: " ")
+                    + " END, 'x-' || i FROM (WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(index - 1)) SELECT i FROM n);"
+            }.joined(separator: "\n"))
+            COMMIT;
+            """
+        let started = Date()
+        _ = try BenchProcess.runToEnd("/usr/bin/sqlite3", [state], [], input: sql)
+        print(String(format: "index of %d installations written in %.1f s", index, Date().timeIntervalSince(started)))
+        for arguments in [["devices", "count", "--topic", "World"], ["devices", "count"]] {
+            var times: [Double] = []
+            for _ in 0..<3 {
+                let begin = Date()
+                _ = try BenchProcess.runToEnd(binary, arguments + ["--config", config], environment)
+                times.append(Date().timeIntervalSince(begin))
+            }
+            print(String(format: "newspush %@ over %d installations: best %.3f s", arguments.joined(separator: " "), index, times.min() ?? 0))
+        }
+    }
+}
+
+/// Throughput and latency of one measurement.
+struct Timing {
+    var count: Int
+    var seconds: Double
+    var latencies: [Double]
+    var failures: Int
+
+    var rate: Double { Double(count) / seconds }
+
+    var line: String {
+        let sorted = latencies.sorted()
+        let p50 = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        let p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+        return String(
+            format: "%.0f registrations/s (%d in %.2f s), p50 %.1f ms, p99 %.1f ms%@", rate, count, seconds, p50 * 1000,
+            p99 * 1000, failures > 0 ? ", \(failures) not 200" : "")
+    }
+}
+
+/// `clients` threads, each with one kept-alive connection, sending requests `0..<count` between
+/// them (a request's text made by `request`), each timed from its first byte out to its answer's
+/// last byte in.
+enum LoadClients {
+    static func run(port: Int, clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws -> Timing {
+        let next = Counter()
+        let results = ResultBox()
+        let started = Date()
+        let threads = (0..<clients).map { _ in
+            Thread {
+                var connection = KeptAlive(port: port)
+                var latencies: [Double] = []
+                var failures = 0
+                while let n = next.take(below: count) {
+                    let begin = DispatchTime.now().uptimeNanoseconds
+                    let status = connection.exchange(Array(request(n).utf8))
+                    latencies.append(Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9)
+                    if status != 200 { failures += 1 }
+                }
+                connection.close()
+                results.add(latencies, failures)
+            }
+        }
+        for thread in threads { thread.start() }
+        results.wait(for: clients)
+        let (latencies, failures) = results.all
+        return Timing(count: count, seconds: Date().timeIntervalSince(started), latencies: latencies, failures: failures)
+    }
+
+    final class Counter: @unchecked Sendable {
+        private var value = 0
+        private let lock = NSLock()
+        func take(below limit: Int) -> Int? {
+            lock.lock()
+            defer { lock.unlock() }
+            guard value < limit else { return nil }
+            value += 1
+            return value - 1
+        }
+    }
+
+    final class ResultBox: @unchecked Sendable {
+        private var latencies: [Double] = []
+        private var failures = 0
+        private var done = 0
+        private let condition = NSCondition()
+        func add(_ more: [Double], _ failed: Int) {
+            condition.lock()
+            latencies += more
+            failures += failed
+            done += 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        func wait(for count: Int) {
+            condition.lock()
+            while done < count { condition.wait() }
+            condition.unlock()
+        }
+        var all: ([Double], Int) {
+            condition.lock()
+            defer { condition.unlock() }
+            return (latencies, failures)
+        }
+    }
+}
+
+/// One HTTP/1.1 connection kept open between requests (reopened when the server closes it).
+struct KeptAlive {
+    let port: Int
+    private var fd: Int32 = -1
+
+    init(port: Int) { self.port = port }
+
+    mutating func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    /// Sends `bytes` and reads one answer; its status (0: no answer).
+    mutating func exchange(_ bytes: [UInt8]) -> Int {
+        for _ in 0..<2 {
+            if fd < 0 { fd = Self.connect(port) }
+            guard fd >= 0 else { return 0 }
+            if let status = attempt(bytes) { return status }
+            close()
+        }
+        return 0
+    }
+
+    private func attempt(_ bytes: [UInt8]) -> Int? {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            sent += n
+        }
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { return nil }
+            data += buffer[0..<n]
+            guard let end = Self.headerEnd(data) else { continue }
+            let head = String(decoding: data[0..<end], as: UTF8.self)
+            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            if data.count >= end + 4 + length {
+                return Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+            }
+        }
+    }
+
+    private static func headerEnd(_ data: [UInt8]) -> Int? {
+        guard data.count >= 4 else { return nil }
+        for i in 0...(data.count - 4) where data[i] == 13 && data[i + 1] == 10 && data[i + 2] == 13 && data[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    private static func connect(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            Glibc.close(fd)
+            return -1
+        }
+        return fd
+    }
+}
+
+/// A server process of the bench that prints "… listening on http://HOST:PORT/" first.
+final class BenchProcess {
+    let process: Process
+    let port: Int
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    static func start(_ path: String, _ arguments: [String], _ environment: [String]) throws -> BenchProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = Dictionary(
+            (["PATH=/usr/bin:/bin"] + environment).map {
+                let parts = $0.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
+            }, uniquingKeysWith: { $1 })
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: #":(\d+)/"#, options: .regularExpression),
+            let port = Int(text[range].dropFirst().dropLast())
+        else {
+            process.terminate()
+            throw ValidationError("\(path) did not start: \(text)")
+        }
+        return BenchProcess(process: process, port: port)
+    }
+
+    /// The process's CPU time (user and system), in seconds.
+    func cpuSeconds() -> Double {
+        let stat = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)) ?? ""
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// VmRSS of the process, in kB.
+    func residentKilobytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// Runs a command to its end; its standard output.
+    @discardableResult
+    static func runToEnd(_ path: String, _ arguments: [String], _ environment: [String], input: String? = nil) throws
+        -> String
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = Dictionary(
+            environment.map {
+                let parts = $0.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
+            }, uniquingKeysWith: { $1 })
+        let out = Pipe(), inp = Pipe()
+        process.standardOutput = out
+        process.standardInput = inp
+        try process.run()
+        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
+        try? inp.fileHandleForWriting.close()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
