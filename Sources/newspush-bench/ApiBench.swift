@@ -41,10 +41,15 @@ struct ApiRegistrations: AsyncParsableCommand {
         let cpu = hub.cpuSeconds()
         let direct = try directPuts(hubPort: hub.port)
         print("straight to the emulator:     " + direct.line)
-        print(String(format: "  CPU per 1,000 registrations: emulator %.2f s", (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
+        print(
+            String(
+                format: "  CPU per 1,000 registrations: emulator %.2f s",
+                (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
         let config = try folder.write("feeds.yaml", Self.config(hubPort: hub.port, state: "newspush-state.db"))
         let sqlite = try throughApi(newspush, config: config, offset: 0, count: registrations)
-        print("through newspush api, SQLite: " + sqlite.timing.line + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
+        print(
+            "through newspush api, SQLite: " + sqlite.timing.line
+                + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
         let postgres = try await LocalPostgres.start(fsync: true)
         defer { postgres.stop() }
         let pgConfig = try folder.write(
@@ -52,7 +57,9 @@ struct ApiRegistrations: AsyncParsableCommand {
         let shared = try throughApi(
             newspush, config: pgConfig, offset: 10_000_000, count: registrations,
             environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
-        print("through newspush api, PostgreSQL: " + shared.timing.line + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
+        print(
+            "through newspush api, PostgreSQL: " + shared.timing.line
+                + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
         if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
         if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
     }
@@ -125,7 +132,8 @@ struct ApiRegistrations: AsyncParsableCommand {
         let after = api.residentKilobytes()
         print(
             String(
-                format: "resident memory of newspush api: %.1f MB after 1,000 registrations, %.1f MB after %d (+%.1f MB)",
+                format:
+                    "resident memory of newspush api: %.1f MB after 1,000 registrations, %.1f MB after %d (+%.1f MB)",
                 Double(after1k) / 1024, Double(after) / 1024, memory, Double(after - after1k) / 1024))
     }
 
@@ -162,7 +170,10 @@ struct ApiRegistrations: AsyncParsableCommand {
                 _ = try BenchProcess.runToEnd(binary, arguments + ["--config", config], environment)
                 times.append(Date().timeIntervalSince(begin))
             }
-            print(String(format: "newspush %@ over %d installations: best %.3f s", arguments.joined(separator: " "), index, times.min() ?? 0))
+            print(
+                String(
+                    format: "newspush %@ over %d installations: best %.3f s", arguments.joined(separator: " "), index,
+                    times.min() ?? 0))
         }
     }
 }
@@ -190,7 +201,8 @@ struct Timing {
 /// them (a request's text made by `request`), each timed from its first byte out to its answer's
 /// last byte in.
 enum LoadClients {
-    static func run(port: Int, clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws -> Timing {
+    static func run(port: Int, clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws -> Timing
+    {
         let next = Counter()
         let results = ResultBox()
         let started = Date()
@@ -212,7 +224,8 @@ enum LoadClients {
         for thread in threads { thread.start() }
         results.wait(for: clients)
         let (latencies, failures) = results.all
-        return Timing(count: count, seconds: Date().timeIntervalSince(started), latencies: latencies, failures: failures)
+        return Timing(
+            count: count, seconds: Date().timeIntervalSince(started), latencies: latencies, failures: failures)
     }
 
     final class Counter: @unchecked Sendable {
@@ -291,7 +304,8 @@ struct KeptAlive {
             data += buffer[0..<n]
             guard let end = Self.headerEnd(data) else { continue }
             let head = String(decoding: data[0..<end], as: UTF8.self)
-            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             if data.count >= end + 4 + length {
                 return Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -301,7 +315,8 @@ struct KeptAlive {
 
     private static func headerEnd(_ data: [UInt8]) -> Int? {
         guard data.count >= 4 else { return nil }
-        for i in 0...(data.count - 4) where data[i] == 13 && data[i + 1] == 10 && data[i + 2] == 13 && data[i + 3] == 10 {
+        for i in 0...(data.count - 4) where data[i] == 13 && data[i + 1] == 10 && data[i + 2] == 13 && data[i + 3] == 10
+        {
             return i
         }
         return nil

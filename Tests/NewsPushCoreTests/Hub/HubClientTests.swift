@@ -382,6 +382,29 @@ struct HubClientTests {
         #expect(provider.authorization(now: start.addingTimeInterval(3400)) != first)
     }
 
+    /// The installation's JSON as written by hand is what `JSONEncoder` writes: the same document
+    /// for quotes, backslashes, control characters, emoji and every optional part.
+    @Test func anInstallationsJSONIsTheEncodersDocument() throws {
+        let odd = "q\"b\\s/\n\t\u{01} 🇫🇷 é"
+        let installations = [
+            HubInstallation(installationId: "a", platform: "apns", pushChannel: "ab12", tags: []),
+            HubInstallation(
+                installationId: "b.\(odd)", platform: "fcmv1", pushChannel: odd, tags: ["World", odd],
+                templates: [
+                    "newspush": .init(body: #"{"aps":{"alert":"$(messageParam)"}}"#),
+                    "other": .init(body: odd, headers: ["apns-priority": "10", "X": odd], expiry: "$(expiry)"),
+                    "third": .init(body: "<toast/>", headers: ["h": "v"]),
+                ], userId: odd),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for installation in installations {
+            let byHand = try JSONSerialization.jsonObject(with: Data(installation.json.utf8)) as? NSDictionary
+            let encoded = try JSONSerialization.jsonObject(with: encoder.encode(installation)) as? NSDictionary
+            #expect(byHand != nil && byHand == encoded, "\(installation.json)")
+        }
+    }
+
     /// Issue 36 §2 (the client's half): the back-end writes and deletes installations through
     /// the hub client; the emulator holds them and routes sends to them.
     @Test func theClientWritesAndDeletesInstallations() async throws {
