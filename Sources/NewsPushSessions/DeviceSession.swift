@@ -94,11 +94,18 @@ public final class DeviceSession {
         self.hub = try context.hubClient()
     }
 
-    /// Opens the ledger's index for `context` (`verify`: check the file first).
-    public static func open(context: SessionContext, verify: Bool = true) throws(SessionError) -> DeviceSession {
+    /// Opens the ledger's index for `context` (`verify`: check the file first); `reading`: to
+    /// look only (`devices list|count`), without checking or changing the file.
+    public static func open(context: SessionContext, verify: Bool = true, reading: Bool = false)
+        throws(SessionError) -> DeviceSession
+    {
         do {
+            let path = context.config.statePath
             return try DeviceSession(
-                context: context, ledger: try Ledger.openIndex(configured: context.config.statePath, verify: verify))
+                context: context,
+                ledger: reading
+                    ? try Ledger.open(configured: path, access: .read)
+                    : try Ledger.openIndex(configured: path, verify: verify))
         } catch let error as SessionError {
             throw error
         } catch {

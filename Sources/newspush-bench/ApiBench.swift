@@ -142,7 +142,7 @@ struct ApiRegistrations: AsyncParsableCommand {
     private func countOverALargeIndex(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
         let config = try folder.write("index.yaml", Self.config(hubPort: hubPort, state: "index-state.db"))
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
-        _ = try BenchProcess.runToEnd(binary, ["devices", "count", "--config", config], environment)  // creates it
+        _ = try BenchProcess.runToEnd(binary, ["devices", "prune", "--config", config], environment)  // creates it
         let state = folder.path + "/index-state.db"
         let topics = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
         let sql = """

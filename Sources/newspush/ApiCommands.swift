@@ -112,7 +112,7 @@ struct DevicesCommand: ParsableCommand {
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func run() throws {
-            let session = try DeviceSession.open(context: global.context(try global.loadConfig()))
+            let session = try DeviceSession.open(context: global.context(try global.loadConfig()), reading: true)
             let rows = try session.list(
                 InstallationFilter(owner: owner, platform: platform, tag: topic, limit: max(1, limit)))
             guard format == .text else { return Terminal.output(JSONText.encode(DevicesListing(rows))) }
@@ -134,7 +134,7 @@ struct DevicesCommand: ParsableCommand {
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func run() throws {
-            let session = try DeviceSession.open(context: global.context(try global.loadConfig()))
+            let session = try DeviceSession.open(context: global.context(try global.loadConfig()), reading: true)
             let note = "installations registered through newspush api only (the index)"
             if let topic {
                 let count = try session.count(tag: topic)
