@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo in one command, offline: installs what is missing, builds, starts the hub emulator on
-# a free port with the virtual devices of Examples/devices.yaml, previews the sample newsroom,
-# runs it, shows what each virtual device received, and stops the emulator on exit (Ctrl-C too).
+# a free port with the virtual devices of Examples/devices.yaml, starts the app back-end
+# (`newspush api`) and registers two phones through it (one anonymous, one signed in), previews
+# the sample newsroom, runs it, shows what each device received, and stops both servers on exit
+# (Ctrl-C too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,7 +14,9 @@ bin=.build/release
 export NEWSPUSH_HUB_CONNECTION_STRING='Endpoint=sb://contoso-news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='
 work=$(mktemp -d)
 hub=""
+api=""
 cleanup() {
+    if [ -n "$api" ]; then kill "$api" 2>/dev/null || true; wait "$api" 2>/dev/null || true; fi
     if [ -n "$hub" ]; then kill "$hub" 2>/dev/null || true; wait "$hub" 2>/dev/null || true; fi
     rm -rf "$work"
 }
@@ -29,11 +33,29 @@ echo "== hub emulator on $NEWSPUSH_HUB_ENDPOINT"
 
 # The sample newsroom, with its ledger in a scratch folder (every demo starts fresh).
 cp -R Examples/feeds Examples/feeds.yaml "$work/"
+
+# The app back-end: phones register through it, so only newspush decides their tags.
+echo "reader-password" | "$bin/newspush" api add-user alice --role reader --config "$work/feeds.yaml" >/dev/null
+"$bin/newspush" api --listen 127.0.0.1:0 --config "$work/feeds.yaml" > "$work/api.out" 2> "$work/api.err" &
+api=$!
+for _ in $(seq 100); do grep -q "listening" "$work/api.out" 2>/dev/null && break; sleep 0.1; done
+api_url=$(sed -n 's|.*listening on \(http://127.0.0.1:[0-9]*\)/.*|\1|p' "$work/api.out")
+[ -n "$api_url" ] || { echo "demo: newspush api did not start" >&2; cat "$work/api.err" >&2; exit 1; }
+echo "== newspush api on $api_url/"
+echo "-- an anonymous phone (iOS) asks for World, Technology and someone else's tag:"
+curl -sS -X PUT "$api_url/api/installations/demo-iphone" -H 'Content-Type: application/json' \
+    -d '{"platform":"apns","pushChannel":"9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C","topics":["World","Technology","username:bob"]}'
+echo "-- alice signs in on her Android phone (the tutorials' flow: POST for an id, then PUT):"
+id=$(curl -sS -u alice:reader-password -X POST "$api_url/api/register?handle=demo-fcm-token" | tr -d '"')
+curl -sS -u alice:reader-password -X PUT "$api_url/api/register/$id" -H 'Content-Type: application/json' \
+    -d '{"Platform":"gcm","Handle":"demo-fcm-token","Tags":["World"]}' -o /dev/null -w "PUT /api/register/$id: %{http_code}\n"
+"$bin/newspush" devices list --config "$work/feeds.yaml"
+echo
 echo "== newspush preview (what the run would push)"
 "$bin/newspush" preview --config "$work/feeds.yaml"
 echo
 echo "== newspush run"
 "$bin/newspush" run --config "$work/feeds.yaml" --report full
 echo
-echo "== what each virtual device received"
+echo "== what each device received (the two phones of newspush api are <id>/newspush)"
 "$bin/newspush-hub" deliveries "$work/deliveries.jsonl"
