@@ -107,6 +107,36 @@ extension Ledger {
         }
     }
 
+    /// How many installations an expression over `tags` (at most 16) reaches, `matches` telling
+    /// for a set of them whether it does. The database counts the installations per combination
+    /// of these tags they carry (at most 2¹⁶ groups); the expression is asked once per
+    /// combination, and once for the installations carrying none of them.
+    public func installationCount(tags: [String], matches: (Set<String>) -> Bool) throws(LedgerError) -> Int {
+        precondition(tags.count <= 16, "at most 16 tags")
+        return try reading {
+            let total = try db.query("SELECT COUNT(*) FROM installations", []).first?.int(0) ?? 0
+            guard !tags.isEmpty else { return matches([]) ? total : 0 }
+            let cases = tags.indices.map { "WHEN ? THEN \(1 << $0)" }.joined(separator: " ")
+            let rows = try db.query(
+                """
+                SELECT mask, COUNT(*) FROM (
+                  SELECT installation_id, SUM(CASE tag \(cases) ELSE 0 END) AS mask FROM installation_tags
+                  WHERE tag IN (\(Self.marks(tags.count))) GROUP BY installation_id) AS carried
+                GROUP BY mask
+                """, tags.map(SQLValue.init) + tags.map(SQLValue.init))
+            var count = 0
+            var carrying = 0
+            for row in rows {
+                let mask = row.int(0) ?? 0
+                let n = row.int(1) ?? 0
+                carrying += n
+                let carried = Set(tags.indices.filter { mask & (1 << $0) != 0 }.map { tags[$0] })
+                if matches(carried) { count += n }
+            }
+            return count + (matches([]) ? total - carrying : 0)
+        }
+    }
+
     /// The index in numbers: in all, signed in, by platform and by tag (tags that start with
     /// `userTagPrefix`, one per user, are left out).
     public func installationCounts(userTagPrefix: String?) throws(LedgerError) -> InstallationCounts {

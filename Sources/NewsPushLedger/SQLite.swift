@@ -1,7 +1,7 @@
 internal import CSQLite
 import Foundation
-import Synchronization
 import NewsPushModel
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -299,6 +299,16 @@ public final class DeviceSession {
         do { return try ledger.installationCounts(userTagPrefix: api.userTagPrefix) } catch { throw .ledger(error) }
     }
 
+    /// How many installations of the index tag expression `expression` reaches (SPEC §9: those
+    /// registered straight with the hub are not in the index).
+    public func count(expression: String) throws(SessionError) -> Int {
+        let node: TagExpression.Node
+        do { node = try TagExpression.parse(expression) } catch { throw .request(error) }
+        let tags = node.tags.sorted()
+        guard tags.count <= 16 else { throw .usage("--tags names \(tags.count) tags; reach is counted for at most 16") }
+        do { return try ledger.installationCount(tags: tags, matches: node.matches) } catch { throw .ledger(error) }
+    }
+
     /// How many installations carry `tag`.
     public func count(tag: String) throws(SessionError) -> Int {
         do { return try ledger.installationCount(tag: tag) } catch { throw .ledger(error) }

@@ -163,7 +163,10 @@ struct ApiRegistrations: AsyncParsableCommand {
         let started = Date()
         _ = try BenchProcess.runToEnd("/usr/bin/sqlite3", [state], [], input: sql)
         print(String(format: "index of %d installations written in %.1f s", index, Date().timeIntervalSince(started)))
-        for arguments in [["devices", "count", "--topic", "World"], ["devices", "count"]] {
+        for arguments in [
+            ["devices", "count", "--topic", "World"], ["devices", "count"],
+            ["devices", "count", "--tags", "World && (Politics || !Sports)"],
+        ] {
             var times: [Double] = []
             for _ in 0..<3 {
                 let begin = Date()

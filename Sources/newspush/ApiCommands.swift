@@ -131,11 +131,20 @@ struct DevicesCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
         @Option(help: "Only how many carry this tag.") var topic: String?
+        @Option(help: "Only how many this tag expression reaches (\"World && !Sports\").") var tags: String?
         @Option(help: "text or json") var format: OutputFormat = .text
 
         func run() throws {
             let session = try DeviceSession.open(context: global.context(try global.loadConfig()), reading: true)
             let note = "installations registered through newspush api only (the index)"
+            if let tags {
+                let count = try session.count(expression: tags)
+                guard format == .text else {
+                    return Terminal.output(
+                        JSONText.encode(ExpressionCount(tags: tags, installations: count, counted: note)))
+                }
+                return Terminal.output("\(tags) reaches \(count) installations (\(note))")
+            }
             if let topic {
                 let count = try session.count(tag: topic)
                 guard format == .text else {
@@ -234,6 +243,13 @@ struct DevicesCounts: Encodable {
         case total, anonymous, platforms, topics, counted
         case signedIn = "signed_in"
     }
+}
+
+/// `devices count --tags EXPR --format json`.
+struct ExpressionCount: Encodable {
+    var tags: String
+    var installations: Int
+    var counted: String
 }
 
 /// `devices count --topic T --format json`.

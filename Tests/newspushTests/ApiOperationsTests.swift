@@ -2,6 +2,7 @@ import Foundation
 import HubEmulator
 import NewsPushAPI
 import NewsPushTesting
+import NotificationHubs
 import Testing
 
 #if canImport(Glibc)
@@ -63,6 +64,38 @@ struct ApiOperationsTests {
         let (a1, a2, n1) = (await fixture.atHub("a1"), await fixture.atHub("a2"), await fixture.atHub("n1"))
         #expect(a2 == nil && n1 == nil && a1 != nil)
         #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["a1"])
+    }
+
+    // Reach (issue 37 §5): `devices count --tags EXPR` evaluates the expression over the index
+    // and equals the emulator's own count of the installations it would route the send to.
+    @Test(arguments: LedgerBackend.allCases)
+    func devicesCountOfATagExpressionEqualsTheHubsOwnCount(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let topics = ["World", "Politics", "Sports", "Science"]
+        var generator = SystemRandomNumberGenerator()
+        for n in 0..<40 {
+            let chosen = topics.filter { _ in Bool.random(using: &generator) }
+            let list = chosen.map { "\"\($0)\"" }.joined(separator: ",")
+            let headers = n % 3 == 0 ? [ApiFixture.basic(n % 2 == 0 ? "alice" : "bob")] : []
+            let answer = await fixture.send(
+                "PUT /api/installations/reach-\(n)",
+                json: #"{"platform":"fcmv1","pushChannel":"reach-token-\#(n)","topics":[\#(list)]}"#, headers: headers)
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+        let atHub = await fixture.hub.emulator.allInstallations()
+        for expression in [
+            "World && !Sports", "World || Science", "!Politics", "username:alice || (Sports && Science)",
+        ] {
+            let node = try TagExpression.parse(expression)
+            let expected = atHub.filter { node.matches(Set($0.tags ?? [])) }.count
+            let counted = try await newspush(
+                ["devices", "count", "--tags", expression, "--format", "json", "--config", fixture.config],
+                environment: ApiFixture.environment)
+            let document = try JSONSerialization.jsonObject(with: Data(counted.stdout.utf8)) as? [String: Any]
+            #expect(
+                document?["installations"] as? Int == expected, "\(expression): \(counted.stdout) \(counted.stderr)")
+        }
     }
 
     // The OpenAPI document and the routes are in step: every route of the server is in the
