@@ -28,6 +28,14 @@ public struct ApiRoutes: Sendable {
         router.put("/api/register/:id") { request, context in
             try await putRegistration(id: context.parameters.get("id") ?? "", context: context)
         }
+        router.delete("/api/users/me") { _, context in
+            guard let name = context.caller.name else { return signIn() }
+            let outcome = try await backend.withSession { try $0.forget(user: name, by: name) }
+            if !outcome.failed.isEmpty {
+                backend.context.logger.warning("api: \(outcome.failed.count) hub deletes owed after a user left")
+            }
+            return Response(status: .noContent)
+        }
         router.delete("/api/register/:id") { request, context in
             guard context.caller.name != nil else { return signIn() }
             return try await deleteInstallation(
@@ -39,7 +47,7 @@ public struct ApiRoutes: Sendable {
     public static let table: [(method: String, path: String)] = [
         ("GET", "/healthz"), ("GET", "/openapi.json"), ("PUT", "/api/installations/{id}"),
         ("DELETE", "/api/installations/{id}"), ("POST", "/api/register"), ("PUT", "/api/register/{id}"),
-        ("DELETE", "/api/register/{id}"),
+        ("DELETE", "/api/register/{id}"), ("DELETE", "/api/users/me"),
     ]
 
     /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.

@@ -380,6 +380,8 @@ public struct AuditRecord: Sendable, Equatable {
     /// What was decided.
     public enum Action: String, Sendable, CaseIterable {
         case held, approved, edited, rejected, expired, published, corrected, cancelled
+        /// A reader's installations were removed (`devices forget-user`, `DELETE /api/users/me`).
+        case forgotten
     }
 
     /// The record's id (ordered by creation).

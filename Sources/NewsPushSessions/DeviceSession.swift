@@ -212,6 +212,30 @@ public final class DeviceSession {
         return .removed(hubError: finishRemovals([id]).first)
     }
 
+    /// Removes every installation of `user` from the index and the hub, on the record as done
+    /// by `by` (the audit keeps the first 16 hex digits of the name's SHA-256, not the name: a
+    /// forgotten reader is not named, yet the record can be matched to a name given). Returns
+    /// how many were removed and the hub deletes that failed (still owed, finished later).
+    public func forget(user: String, by: String) throws(SessionError) -> (removed: Int, failed: [String]) {
+        let now = context.clock.now()
+        var removed: [String] = []
+        do {
+            for record in try ledger.installations(owner: user) {
+                let result = try ledger.removeInstallation(id: record.id, at: now) { $0.owner == user }
+                if result.removed != nil { removed.append(record.id) }
+            }
+            try ledger.recordAudit([
+                AuditRecord(
+                    at: now, editor: by, action: .forgotten,
+                    detail: "\(removed.count) installations of user sha256:"
+                        + ApiSettings.hexDigest(Data(user.utf8)).prefix(16) + " removed from the hub and the index")
+            ])
+        } catch {
+            throw .ledger(error)
+        }
+        return (removed.count, finishRemovals(removed))
+    }
+
     /// Deletes `ids` from the hub and marks the removals done; returns what failed (still owed).
     @discardableResult
     func finishRemovals(_ ids: [String]) -> [String] {

@@ -98,7 +98,31 @@ struct DevicesCommand: ParsableCommand {
             Reads the ledger's installation index. Installations registered straight with the hub (the \
             Listen key in an app) are not in it and are not counted.
             """,
-        subcommands: [List.self, Count.self, Prune.self])
+        subcommands: [List.self, Count.self, ForgetUser.self, Prune.self])
+
+    struct ForgetUser: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "forget-user",
+            abstract: "Remove every installation of a reader from the hub and the index (on the record, by whom).")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The user's name (as they sign in: the Basic name or the token's sub).") var name: String
+        @Option(help: "Who asks, for the audit trail (default: the login name).") var editor: String?
+        @Option(help: "text or json") var format: OutputFormat = .text
+
+        func run() throws {
+            let session = try DeviceSession.open(context: global.context(try global.loadConfig()))
+            let outcome = try session.forget(user: name, by: editor ?? ReviewSession.loginName())
+            if format == .json {
+                Terminal.output(
+                    JSONText.encode(["removed": outcome.removed, "hub_deletes_owed": outcome.failed.count]))
+            } else {
+                Terminal.output("\(outcome.removed) installations of \(name) removed from the hub and the index")
+                for failure in outcome.failed { Terminal.note("still owed at the hub: \(failure)") }
+            }
+            if !outcome.failed.isEmpty { throw DevicesIncomplete(count: outcome.failed.count) }
+        }
+    }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(

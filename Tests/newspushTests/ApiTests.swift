@@ -227,6 +227,48 @@ struct ApiTests {
             handover.status == 200 && ApiFixture.object(handover)["tags"] as? [String] == ["World", "username:alice"])
     }
 
+    // Forgetting (issue 37 §4): after DELETE /api/users/me the hub and the index hold no
+    // installation of alice, bob's stay, a push to her tag reaches nobody, the audit names who
+    // did it; her phone registering again without signing in carries topics only. An operator's
+    // `devices forget-user` does the same for bob, on the record under the operator's name.
+    @Test(arguments: LedgerBackend.allCases)
+    func aReaderWhoLeavesIsForgottenByTheHubAndTheIndex(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = ApiFixture.basic("alice"), bob = ApiFixture.basic("bob")
+        for (id, handle, auth) in [("a-1", "aa01", alice), ("a-2", "fcm-alice", alice), ("b-1", "fcm-bob", bob)] {
+            let platform = handle.hasPrefix("fcm") ? "fcmv1" : "apns"
+            let answer = await fixture.send(
+                "PUT /api/installations/\(id)",
+                json: #"{"platform":"\#(platform)","pushChannel":"\#(handle)","topics":["World"]}"#, headers: [auth])
+            #expect(answer.status == 200)
+        }
+        #expect(await fixture.send("DELETE /api/users/me").status == 401)
+        #expect(await fixture.send("DELETE /api/users/me", headers: [alice]).status == 204)
+        let atHub = await fixture.hub.emulator.allInstallations()
+        #expect(atHub.map(\.installationId) == ["b-1"], "\(atHub.map(\.installationId))")
+        #expect(try await fixture.index().compactMap { $0["owner"] as? String } == ["bob"])
+        let trial = try await newspush(
+            [
+                "publish", "--config", fixture.config, "--category", "World", "--title", "For alice", "--tags",
+                "username:alice", "--yes",
+            ], environment: ApiFixture.environment)
+        #expect(!(await fixture.hub.emulator.allDeliveries()).contains { $0.device.hasPrefix("a-") }, "\(trial.stdout)")
+        let again = await fixture.send(
+            "PUT /api/installations/a-1", json: #"{"platform":"apns","pushChannel":"aa01","topics":["World"]}"#)
+        #expect(ApiFixture.object(again)["tags"] as? [String] == ["World"])
+        let forgot = try await newspush(
+            ["devices", "forget-user", "bob", "--editor", "carol", "--config", fixture.config],
+            environment: ApiFixture.environment)
+        #expect(forgot.status == 0 && forgot.stdout.hasPrefix("1 installations of bob removed"), "\(forgot.stderr)")
+        #expect(await fixture.atHub("b-1") == nil)
+        let history = try await newspush(
+            ["review", "history", "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(history.stdout.contains("\"forgotten\""), "\(history.stdout)")
+        for editor in ["\"alice\"", "\"carol\""] { #expect(history.stdout.contains(editor), "\(editor)") }
+        #expect(!history.stdout.contains("bob"), "the audit keeps no forgotten reader's name")
+    }
+
     // One handle, one installation: the same handle under a new id replaces the old one, at the
     // hub and in the index.
     @Test func aHandleRegisteredAgainUnderANewIdReplacesTheOld() async throws {
