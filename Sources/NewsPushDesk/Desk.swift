@@ -80,6 +80,20 @@ public struct Desk: Sendable {
         return try await Self.blocking { try ReviewSession(context: context).changeMark() }
     }
 
+    /// How many installations of the app back-end's index each tag expression reaches (SPEC §9);
+    /// empty when the index cannot be read (a ledger of an older schema, or none yet).
+    func reach(_ expressions: [String]) async -> [String: Int] {
+        let context = context
+        let unique = Array(Set(expressions))
+        return
+            (try? await Self.blocking { () -> [String: Int] in
+                let session = try DeviceSession.open(context: context, reading: true)
+                var counts: [String: Int] = [:]
+                for expression in unique { counts[expression] = try? session.count(expression: expression) }
+                return counts
+            }) ?? [:]
+    }
+
     /// What the hub says it delivered of `notificationId` (Standard tier).
     func telemetry(_ notificationId: String) async throws -> HubStatusRow? {
         let context = context

@@ -82,11 +82,13 @@ enum DeskPages {
     // MARK: Waiting
 
     static func waiting(
-        _ held: [HeldPush], config: NewsPushConfig, user: SignedIn, now: Date, flash: Flash?
+        _ held: [HeldPush], reach: [String: Int] = [:], config: NewsPushConfig, user: SignedIn, now: Date,
+        flash: Flash?
     ) -> String {
         let names = Dictionary(config.feeds.map { ($0.url, $0.name ?? $0.url) }, uniquingKeysWith: { a, _ in a })
         let cards: [HTML] = held.map { push in
-            heldCard(push, feeds: push.listedBy.map { names[$0] ?? $0 }, user: user, now: now)
+            heldCard(
+                push, feeds: push.listedBy.map { names[$0] ?? $0 }, reach: reach[push.entry.tags], user: user, now: now)
         }
         let body: HTML = """
             <h1>Waiting for an editor (\(held.count))</h1>
@@ -95,7 +97,14 @@ enum DeskPages {
         return page(.waiting, title: "Waiting (\(held.count))", user: user, flash: flash, live: true, body: body)
     }
 
-    private static func heldCard(_ push: HeldPush, feeds: [String], user: SignedIn, now: Date) -> HTML {
+    /// "reaches N installations" of the app back-end's index (devices registered straight with
+    /// the hub are not counted, and the words say so).
+    static func reachLine(_ count: Int?) -> HTML {
+        guard let count else { return "" }
+        return "<p class=\"reach\">reaches \(text: String(count)) installations registered through newspush api</p>"
+    }
+
+    private static func heldCard(_ push: HeldPush, feeds: [String], reach: Int?, user: SignedIn, now: Date) -> HTML {
         let entry = push.entry
         let id = entry.id
         let left = entry.freshUntil.timeIntervalSince(now)
@@ -104,7 +113,9 @@ enum DeskPages {
             ? "<span class=\"gone\">no longer fresh: the next run expires it</span>"
             : "<span class=\"fresh\">fresh for \(text: duration(left))</span>"
         let also: HTML =
-            feeds.isEmpty ? "" : "<p class=\"also\">Listed by: \(text: feeds.joined(separator: " · "))</p>"
+            feeds.isEmpty
+            ? reachLine(reach)
+            : "<p class=\"also\">Listed by: \(text: feeds.joined(separator: " · "))</p>\(reachLine(reach))"
         let link = entry.properties["url"]
         let decide: HTML
         if user.role == .editor && !push.stale {
@@ -240,8 +251,8 @@ enum DeskPages {
 
     /// The publish form, filled with `fields`, and the alert as a phone shows it when previewed.
     static func publish(
-        fields: [String: String], preview: PublishOutput?, config: NewsPushConfig, user: SignedIn, now: Date,
-        flash: Flash?
+        fields: [String: String], preview: PublishOutput?, reach: Int? = nil, config: NewsPushConfig, user: SignedIn,
+        now: Date, flash: Flash?
     ) -> String {
         let chosen = fields["category"] ?? ""
         let categories: [HTML] = NewsCategory.allCases.map {
@@ -273,12 +284,12 @@ enum DeskPages {
             <p class="row"><button type="submit" name="action" value="preview" class="quiet">Preview</button>\
             <button type="submit" name="action" value="send">Send</button></p></form>
             """ : "<p class=\"empty\">Viewers cannot publish.</p>"
-        let phone: HTML = preview.map { phonePreview($0, hub: config.hub.name, now: now) } ?? ""
+        let phone: HTML = preview.map { phonePreview($0, hub: config.hub.name, reach: reach, now: now) } ?? ""
         let body: HTML = "<h1>Publish an alert</h1><div class=\"grid\"><div>\(form)</div><div>\(phone)</div></div>"
         return page(.publish, title: "Publish", user: user, flash: flash, body: body)
     }
 
-    private static func phonePreview(_ output: PublishOutput, hub: String, now: Date) -> HTML {
+    private static func phonePreview(_ output: PublishOutput, hub: String, reach: Int?, now: Date) -> HTML {
         let text = output.properties["messageParam"] ?? ""
         let clock = DateFormatter.localizedString(from: now, dateStyle: .none, timeStyle: .short)
         let refusal: HTML = output.refusal.map { "<p class=\"flash bad\">\(text: $0)</p>" } ?? ""
@@ -288,7 +299,7 @@ enum DeskPages {
             <div class="phone"><div class="clock">\(text: clock)</div><div class="note" id="phone-alert">\
             <div class="app"><span>\(text: hub)</span><span>now</span></div><div class="text">\(text: text)</div></div></div>
             <p class="meta"><span>to \(text: output.tags)</span><span>\(text: output.kind)</span>\
-            <span>\(text: output.properties["importance"] ?? "")</span></p></section>
+            <span>\(text: output.properties["importance"] ?? "")</span></p>\(reachLine(reach))</section>
             """
     }
 

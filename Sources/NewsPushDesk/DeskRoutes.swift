@@ -75,9 +75,10 @@ struct DeskRoutes {
         router.getAndHead("/") { _, context in
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
+            let held = try await desk.waiting()
+            let reach = await desk.reach(held.map(\.entry.tags))
             return DeskServer.html(
-                DeskPages.waiting(
-                    try await desk.waiting(), config: config, user: user, now: desk.now(), flash: flash))
+                DeskPages.waiting(held, reach: reach, config: config, user: user, now: desk.now(), flash: flash))
         }
         router.getAndHead("/next") { request, context in
             let user = try signedIn(context)
@@ -147,10 +148,12 @@ struct DeskRoutes {
             let (answer, document) = await desk.publish(request, editor: user.name)
             if request.dryRun || answer.status == .conflict || answer.status == .badRequest {
                 // The form again, as filled, with the alert as a phone shows it (or why not).
+                var reach: Int?
+                if let tags = document?.tags { reach = await desk.reach([tags])[tags] }
                 return DeskServer.html(
                     DeskPages.publish(
-                        fields: context.form, preview: document, config: config, user: user, now: desk.now(),
-                        flash: .init(text: answer.message, bad: answer.status.code >= 400)),
+                        fields: context.form, preview: document, reach: reach, config: config, user: user,
+                        now: desk.now(), flash: .init(text: answer.message, bad: answer.status.code >= 400)),
                     status: answer.status == .ok ? .ok : answer.status)
             }
             return await back("/sent", answer, context)

@@ -17,14 +17,17 @@ struct ApiFixture {
 
     /// `apiSection` is the config's `api:` mapping's body (indented two spaces); a generous rate
     /// unless it says otherwise.
-    static func start(_ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil)
-        async throws -> ApiFixture
-    {
+    static func start(
+        _ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil, extra: String = "",
+        feeds: [String] = []
+    ) async throws -> ApiFixture {
         let folder = try TemporaryFolder()
         let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
         let rate = apiSection.contains("rate:") ? "" : "  rate: {per_address: 100000/min, per_user: 100000/min}\n"
         let config = try HostileOperatorTests().config(
-            folder, hub: hub.endpoint, extra: try await backend.stateLine() + "\napi:\n" + rate + apiSection)
+            folder, hub: hub.endpoint,
+            extra: try await backend.stateLine() + "\n" + extra + "\napi:\n" + rate + apiSection,
+            feeds: feeds)
         for (name, role) in [("alice", "reader"), ("bob", "reader"), ("sam", "sender")] {
             let added = try await newspush(
                 ["api", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
@@ -267,6 +270,43 @@ struct ApiTests {
         #expect(history.stdout.contains("\"forgotten\""), "\(history.stdout)")
         for editor in ["\"alice\"", "\"carol\""] { #expect(history.stdout.contains(editor), "\(editor)") }
         #expect(!history.stdout.contains("bob"), "the audit keeps no forgotten reader's name")
+    }
+
+    // Reach on the desk (issue 37 §5): a held push and the Publish preview say how many
+    // installations of the index they reach.
+    @Test func theDeskSaysHowManyInstallationsAHeldPushAndAPreviewReach() async throws {
+        let feed = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(
+                text: rssFeed(
+                    title: "World desk", items: [(guid: "w-1", title: "Summit ends with a deal", minutesAgo: 5)]))
+        ])
+        defer { feed.stop() }
+        let fixture = try await ApiFixture.start(
+            extra: "review: {rules: [{category: World, mode: review}]}\ndesk: {users: desk-users.yaml}",
+            feeds: ["{url: \"\(feed.baseURL)/world.xml\", category: World}"])
+        defer { fixture.stop() }
+        for (n, topics) in [["World"], ["World", "Sports"], ["Sports"]].enumerated() {
+            let list = topics.map { "\"\($0)\"" }.joined(separator: ",")
+            let answer = await fixture.send(
+                "PUT /api/installations/r\(n)",
+                json: #"{"platform":"fcmv1","pushChannel":"t\#(n)","topics":[\#(list)]}"#)
+            #expect(answer.status == 200)
+        }
+        let run = try await newspush(["run", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(run.stdout.contains("held") || run.status == 0, "\(run.stdout) \(run.stderr)")
+        let added = try await newspush(
+            ["desk", "add-user", "eve", "--role", "editor", "--config", fixture.config], input: "eve-password\n")
+        #expect(added.status == 0)
+        let desk = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", fixture.config])
+        defer { desk.stop() }
+        let (cookie, csrf) = try await HostileDeskTests().signIn(desk, "eve")
+        let waiting = await desk.send("GET / HTTP/1.1", headers: ["Cookie: \(cookie)"])
+        #expect(waiting.body.contains("Summit ends with a deal"), "\(waiting.body.prefix(2000))")
+        #expect(waiting.body.contains("reaches 2 installations registered through newspush api"))
+        let preview = await desk.send(
+            "POST /publish HTTP/1.1", body: "csrf=\(csrf)&category=Sports&title=Cup+final&action=preview",
+            headers: ["Cookie: \(cookie)", "Content-Type: application/x-www-form-urlencoded"])
+        #expect(preview.body.contains("reaches 2 installations registered through newspush api"), "\(preview.status)")
     }
 
     // One handle, one installation: the same handle under a new id replaces the old one, at the
