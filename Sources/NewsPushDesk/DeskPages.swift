@@ -278,7 +278,8 @@ enum DeskPages {
             <div class="row"><div><label for="p-a">Send at (2026-11-24T18:00:00Z or +2h; empty: now)</label>\
             <input id="p-a" name="at" value="\(text: fields["at"] ?? "")"></div>
             <div><label for="p-r">Correct the story with key</label><input id="p-r" name="replace" value="\(text: fields["replace"] ?? "")"></div>
-            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(text: fields["tags"] ?? "")"></div></div>
+            <div><label for="p-g">Tags instead of the category's (a trial only when they reach none of its readers)</label><input id="p-g" name="tags" value="\(text: fields["tags"] ?? "")"></div>
+            <div><label for="p-w">To one reader (their user name; a real push to their devices only)</label><input id="p-w" name="user" value="\(text: fields["user"] ?? "")"></div></div>
             <label><input type="checkbox" name="force" value="1"\(fields["force"] == "1" ? " checked" : "")> \
             Send even if this story was pushed before (a deliberate repeat)</label>
             <p class="row"><button type="submit" name="action" value="preview" class="quiet">Preview</button>\

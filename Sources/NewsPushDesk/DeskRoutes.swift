@@ -242,11 +242,13 @@ struct DeskRoutes {
     /// The publish request of a form or JSON object (the fields of `publish`).
     private func publishRequest(_ fields: [String: String]) throws -> PublishRequest {
         let text = { (key: String) in Self.text(fields, key) }
-        return PublishRequest(
+        var request = PublishRequest(
             category: try Self.choice(fields, "category"), title: text("title"), message: text("message"),
             url: text("url"), tags: text("tags"), force: ["1", "true", "on"].contains(fields["force"] ?? ""),
             importance: try Self.choice(fields, "importance"), at: text("at"), replacing: text("replace"),
             language: text("language") ?? "en")
+        request.user = text("user")
+        return request
     }
 
     /// A field's text; nil when it is missing or blank.

@@ -146,6 +146,21 @@ extension Ledger {
         }
     }
 
+    /// The last personal alert of story `key` to `tags` (one reader's tag) that went out or may
+    /// have, if any.
+    public func personalPush(of key: String, tags: String) throws(LedgerError) -> OutboxEntry? {
+        try reading {
+            try db.query(
+                """
+                SELECT \(Self.outboxColumns) FROM outbox
+                WHERE story_key = ? AND kind = 'personal' AND tags = ?
+                  AND status IN ('sent', 'unknown', 'scheduled', 'sending')
+                ORDER BY created_at DESC, id DESC LIMIT 1
+                """, [.text(key), .text(tags)]
+            ).map(decodedOutboxEntry).first
+        }
+    }
+
     /// The story's last alert to its readers that went out, may have, or is scheduled (tests and
     /// trials aside), and a scheduled send of it still waiting at the hub.
     public func lastPush(of key: String) throws(LedgerError) -> (last: OutboxEntry?, scheduled: OutboxEntry?) {

@@ -170,12 +170,16 @@ public struct OutboxEntry: Sendable, Equatable {
         /// The editors' notice that pushes wait for review (`review.notify`): recorded, never a
         /// story's push, never counted.
         case notice
+        /// An alert to one reader's devices (`publish --user`): a real push to that reader, on
+        /// the record and audited, never the story's push to its readers, never counted.
+        case personal
 
-        /// A test, a trial or a notice: on the record, but not an alert of a story to its readers.
-        public var isTrial: Bool { self == .test || self == .trial || self == .notice }
+        /// A test, a trial, a notice or a personal alert: on the record, but not an alert of a
+        /// story to its readers.
+        public var isTrial: Bool { self == .test || self == .trial || self == .notice || self == .personal }
 
         /// The kinds that are not a story's alert to its readers, as SQL lists them.
-        public static let notStoryAlertsSQL = "('test', 'trial', 'notice')"
+        public static let notStoryAlertsSQL = "('test', 'trial', 'notice', 'personal')"
     }
 
     /// The entry's id (ordered by creation).

@@ -35,6 +35,8 @@ public struct PublishRequest: Sendable {
     public var wait: Double?
     /// Who publishes, for the audit trail (nil: the login name).
     public var editor: String?
+    /// `--user NAME`: the alert goes to that reader's tag only (`api.user_tag`), a real push.
+    public var user: String?
 
     /// A request for a push to `category` (or to the corrected story's when nil).
     public init(
@@ -70,6 +72,12 @@ public struct PublishRequest: Sendable {
             return "--language '\(language)' is not a language tag (en, fr, pt-BR …)"
         }
         if category == nil && replacing == nil { return "give --category (or --replace KEY to correct a story)" }
+        if let user {
+            if user.isEmpty { return "--user needs the reader's name" }
+            if tags != nil { return "give --user or --tags, not both (--user sends to that reader's tag)" }
+            if replacing != nil { return "--user cannot correct a story (--replace corrects it for everyone)" }
+            if test { return "--user is a real push to one reader; --test is a trial: give one of them" }
+        }
         if let at {
             do { _ = try ScheduleTime.parse(at, now: now) } catch { return error.description }
         }
@@ -162,9 +170,16 @@ public struct PublishSession: Sendable {
         client: NotificationHubClient,
         now: Date, confirm: (PublishPlan) -> Bool
     ) throws(SessionError) -> PublishOutcome {
-        if push.isTrial {
+        if push.isTrial && !push.isPersonal {
             guard confirm(preview) else { return .notConfirmed(preview) }
             return .attempted(preview, try sendTrial(preview, ledger: ledger, client: client, now: now))
+        }
+        if push.isPersonal {
+            let plan = try plan(push, ledger: ledger, client: client, now: now)
+            if let refusal = plan.refusal { return .refused(plan, refusal) }
+            guard confirm(plan) else { return .notConfirmed(plan) }
+            try audit(plan, editor: request.editor, ledger: ledger, now: now)
+            return .attempted(plan, try sendTrial(plan, ledger: ledger, client: client, now: now))
         }
         var plan = try plan(push, ledger: ledger, client: client, now: now)
         if let refusal = plan.refusal { return .refused(plan, refusal) }
@@ -201,6 +216,10 @@ public struct PublishSession: Sendable {
         push.tagsReachReaders =
             request.tags.map { PublishPlanner.reachesReaders(tags: $0, category: category, config: context.config) }
             ?? false
+        if let user = request.user {
+            push.user = user
+            push.tags = context.config.api.tag(forUser: user)
+        }
         return push
     }
 
@@ -237,8 +256,9 @@ public struct PublishSession: Sendable {
             (knowledge.lastPush, knowledge.scheduled) = try ledger.lastPush(of: corrected)
             return knowledge
         }
-        guard !push.isTrial else { return knowledge }
+        guard !push.isTrial || push.isPersonal else { return knowledge }
         let key = PublishPlanner.key(for: push)
+        if push.isPersonal, let tags = push.tags { knowledge.toUser = try ledger.personalPush(of: key, tags: tags) }
         knowledge.byKey = try ledger.stories(keys: [key])[key]
         if knowledge.byKey == nil, let link = push.url.flatMap(StoryKey.canonicalLink) {
             knowledge.byLink = try ledger.stories(linkKeys: [link])[link]
@@ -271,6 +291,15 @@ public struct PublishSession: Sendable {
             sent.outcomes.last
             ?? OutboxOutcome(entryID: plan.entry.id, storyKey: plan.entry.storyKey, status: .pending, at: now)
         return PublishResult(outcome: outcome, stop: sent.stop, testOutcome: nil)
+    }
+
+    /// The audit record of a personal alert (`publish --user`), written before it is sent.
+    private func audit(_ plan: PublishPlan, editor: String?, ledger: Ledger, now: Date) throws(SessionError) {
+        let record = AuditRecord(
+            at: now, editor: editor ?? ReviewSession.loginName(), action: .published, entryID: plan.entry.id,
+            storyKey: plan.entry.storyKey, category: plan.entry.category, title: plan.entry.properties["title"],
+            detail: "to one reader: \(plan.entry.tags)")
+        do { try ledger.recordAudit([record]) } catch { throw .ledger(error) }
     }
 
     /// Cancels the scheduled send of the old text a correction replaces (recorded and audited);

@@ -17,8 +17,10 @@ struct Publish: ParsableCommand {
             than the category's: one that can reach the category's readers (World || Politics, \
             !user:alice) is the story's push, recorded and refused as a repeat like any other; one \
             that cannot (user:alice, to try it on one device first) and --test sends are recorded \
-            as trials, never as the story's push. Asks for confirmation unless --yes; the run lock \
-            is taken first (--wait DURATION waits for a running job instead of exiting 75).
+            as trials, never as the story's push. --user NAME sends the alert to that reader's devices \
+            only (their tag, api.user_tag): a real push, refused only if the story already went to \
+            them or to everyone. Asks for confirmation unless --yes; the run lock is taken first \
+            (--wait DURATION waits for a running job instead of exiting 75).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -42,6 +44,9 @@ struct Publish: ParsableCommand {
 
     @Option(help: "A tag expression instead of the category's.")
     var tags: String?
+
+    @Option(help: "Send to this reader's devices only (their tag): a real push, not a trial.")
+    var user: String?
 
     @Flag(help: "Push the story even if it was pushed before (recorded as a deliberate repeat).")
     var force = false
@@ -86,10 +91,12 @@ struct Publish: ParsableCommand {
 
     /// The request the options describe.
     var request: PublishRequest {
-        PublishRequest(
+        var request = PublishRequest(
             category: category, title: title, message: message, url: url, tags: tags, test: test,
             force: force, importance: importance, at: at, replacing: replacing, language: language,
             dryRun: dryRun, wait: lockWait.seconds)
+        request.user = user
+        return request
     }
 
     func run() throws {

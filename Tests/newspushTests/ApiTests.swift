@@ -309,6 +309,55 @@ struct ApiTests {
         #expect(preview.body.contains("reaches 2 installations registered through newspush api"), "\(preview.status)")
     }
 
+    // Send to a user (issue 37 §1): `publish --user alice` reaches exactly her two phones and no
+    // other device; a second time it is refused, to bob it goes; after the story went to
+    // everyone it is refused for anyone, unless --force. The story's own push is not blocked by
+    // a personal one.
+    @Test(arguments: LedgerBackend.allCases)
+    func publishToOneReaderReachesOnlyTheirPhones(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = ApiFixture.basic("alice"), bob = ApiFixture.basic("bob")
+        let phones = [
+            ("a-ios", "apns", "aa01", [alice]), ("a-droid", "fcmv1", "fcm-a", [alice]),
+            ("b-droid", "fcmv1", "fcm-b", [bob]), ("anon", "fcmv1", "fcm-n", []),
+        ]
+        for (id, platform, handle, headers) in phones {
+            let answer = await fixture.send(
+                "PUT /api/installations/\(id)",
+                json: #"{"platform":"\#(platform)","pushChannel":"\#(handle)","topics":["World"]}"#, headers: headers)
+            #expect(answer.status == 200)
+        }
+        func publish(_ extra: [String]) async throws -> CommandResult {
+            try await newspush(
+                [
+                    "publish", "--config", fixture.config, "--category", "World", "--title", "Exclusive interview",
+                    "--url", "https://news.example/interview", "--yes",
+                ] + extra, environment: ApiFixture.environment)
+        }
+        func received() async -> Set<String> {
+            Set(
+                await fixture.hub.emulator.allDeliveries().filter { $0.payload.contains("Exclusive interview") }
+                    .map(\.device))
+        }
+        let first = try await publish(["--user", "alice"])
+        #expect(first.status == 0, "\(first.stdout) \(first.stderr)")
+        #expect(await received() == ["a-ios/newspush", "a-droid/newspush"])
+        let again = try await publish(["--user", "alice"])
+        #expect(again.status == 1 && again.stderr.contains("already went to alice"), "\(again.stderr)")
+        #expect(try await publish(["--user", "bob"]).status == 0)
+        #expect(await received().count == 3)
+        let everyone = try await publish([])
+        #expect(everyone.status == 0, "a personal alert is not the story's push: \(everyone.stderr)")
+        #expect(await received().contains("anon/newspush"))
+        let late = try await publish(["--user", "sam"])
+        #expect(late.status == 1 && late.stderr.contains("already pushed"), "\(late.stderr)")
+        #expect(try await publish(["--user", "alice", "--force"]).status == 0)
+        let history = try await newspush(
+            ["review", "history", "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(history.stdout.contains("to one reader: username:alice"), "\(history.stdout)")
+    }
+
     // One handle, one installation: the same handle under a new id replaces the old one, at the
     // hub and in the index.
     @Test func aHandleRegisteredAgainUnderANewIdReplacesTheOld() async throws {

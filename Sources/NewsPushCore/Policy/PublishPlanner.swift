@@ -30,6 +30,8 @@ public struct ManualPush: Sendable {
     /// Whether `tags` can reach readers of the category (`PublishPlanner.reachesReaders`): then
     /// the push is the story's push, not a trial.
     public var tagsReachReaders = false
+    /// The reader a personal alert goes to (`publish --user`; `tags` is then their tag).
+    public var user: String?
 
     /// A manual push to `category`.
     public init(
@@ -53,6 +55,10 @@ public struct ManualPush: Sendable {
     /// A trial (`--test`, or `--tags` that cannot reach the category's readers): never recorded
     /// as the story's push.
     public var isTrial: Bool { test || (tags != nil && !tagsReachReaders) }
+
+    /// An alert to one reader (`publish --user`): sent like a trial (never the story's push),
+    /// but refused as a repeat like a push.
+    public var isPersonal: Bool { user != nil && !test }
 }
 
 /// Why a publish would push a story a second time.
@@ -68,6 +74,8 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
     /// A correction whose story's scheduled send (the old text) could not be cancelled: it
     /// would replace the correction when it goes out.
     case scheduleNotCancelled(id: String, at: Date, reason: String)
+    /// `publish --user`: the story already went to that reader.
+    case alreadyToUser(user: String, entry: OutboxEntry)
 
     /// Why it is refused, naming the story and what `--force` does.
     public var description: String {
@@ -100,6 +108,11 @@ public enum PublishRefusal: Sendable, Equatable, CustomStringConvertible {
             return
                 "this correction says exactly what the last alert of [\(key)] said; not sending it again "
                 + "(--force sends it anyway)"
+        case .alreadyToUser(let user, let entry):
+            let when = entry.lastAttempt.map { " at \(FeedDates.format($0))" } ?? ""
+            return
+                "this story already went to \(user) (\(entry.status.rawValue)\(when)): "
+                + "\(entry.properties["title"] ?? entry.storyKey); not sending it twice (--force sends it again)"
         case .scheduleNotCancelled(let id, let at, let reason):
             return
                 "the story's scheduled send \(id) (the old text, due \(FeedDates.format(at))) could not be "
@@ -174,6 +187,8 @@ public struct PublishKnowledge: Sendable {
     public var scheduled: OutboxEntry?
     /// Stories pushed (or about to be) in the last 36 hours, for the near-identical-title rule.
     public var recentPushes: [StoryRecord]
+    /// `publish --user`: the story's last alert to that reader, if one went out.
+    public var toUser: OutboxEntry?
 
     /// What a ledger knows about one manual push.
     public init(
@@ -276,7 +291,7 @@ public enum PublishPlanner {
     /// The kind of a test (`--test`) or trial (`--tags` that reach no reader of the category);
     /// nil for a send to readers.
     private static func trialKind(_ push: ManualPush) -> OutboxEntry.Kind? {
-        push.test ? .test : push.isTrial ? .trial : nil
+        push.test ? .test : push.isPersonal ? .personal : push.isTrial ? .trial : nil
     }
 
     /// Whether a push to `tags` can reach a reader of `category`: some device that matches the
@@ -337,6 +352,13 @@ public enum PublishPlanner {
             return (record.key, trialKind(push) ?? .correction, nil, (link, last?["source"], image))
         }
         let key = Self.key(for: push)
+        if push.isPersonal, let user = push.user {
+            // To one reader: a repeat only when the story went to everyone or to them.
+            var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
+            if case .known(let record) = refusal, [.held, .rejected].contains(record.status) { refusal = nil }
+            if refusal == nil, let sent = knowledge.toUser { refusal = .alreadyToUser(user: user, entry: sent) }
+            return (key, .personal, refusal, nil)
+        }
         if let trial = trialKind(push) { return (key, trial, nil, nil) }
         var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
         if refusal == nil, knowledge.tombstoned { refusal = .pruned(key) }
