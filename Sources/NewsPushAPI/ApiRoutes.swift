@@ -28,6 +28,9 @@ public struct ApiRoutes: Sendable {
         router.put("/api/register/:id") { request, context in
             try await putRegistration(id: context.parameters.get("id") ?? "", context: context)
         }
+        router.post("/api/notifications") { request, context in
+            try await notify(request, context: context)
+        }
         router.delete("/api/users/me") { _, context in
             guard let name = context.caller.name else { return signIn() }
             let outcome = try await backend.withSession { try $0.forget(user: name, by: name) }
@@ -47,7 +50,7 @@ public struct ApiRoutes: Sendable {
     public static let table: [(method: String, path: String)] = [
         ("GET", "/healthz"), ("GET", "/openapi.json"), ("PUT", "/api/installations/{id}"),
         ("DELETE", "/api/installations/{id}"), ("POST", "/api/register"), ("PUT", "/api/register/{id}"),
-        ("DELETE", "/api/register/{id}"), ("DELETE", "/api/users/me"),
+        ("DELETE", "/api/register/{id}"), ("DELETE", "/api/users/me"), ("POST", "/api/notifications"),
     ]
 
     /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.
@@ -155,6 +158,41 @@ public struct ApiRoutes: Sendable {
         case .notYours: return gone
         default: return Self.failure(outcome)
         }
+    }
+
+    // MARK: Messages
+
+    /// `POST /api/notifications?pns=P&to_tag=U`: a sender's message to user U's devices.
+    private func notify(_ request: Request, context: ApiContext) async throws -> Response {
+        guard case .user(let caller, let sender) = context.caller else { return signIn() }
+        guard sender else { return ApiServer.error(.forbidden, "only senders may send to users; nothing was sent") }
+        let query = request.uri.queryParameters
+        guard let user = query.get("to_tag"), !user.isEmpty else {
+            return ApiServer.error(.badRequest, "to_tag is required: the user to send to")
+        }
+        guard let pns = query.get("pns"), !pns.isEmpty else {
+            return ApiServer.error(.badRequest, "pns is required: apns, gcm, fcm or wns")
+        }
+        guard let text = Self.messageText(context.body) else {
+            return ApiServer.error(.badRequest, "the body must be the message as a JSON string (\"…\")")
+        }
+        let outcome = try await backend.withSession { try $0.message(text, to: user, from: caller, pns: pns) }
+        switch outcome {
+        case .sent(let id): return ApiServer.json(JSONText.encode(["status": "sent", "notificationId": id]))
+        case .invalid(let why): return ApiServer.error(.badRequest, why)
+        case .hubFailed(let why): return ApiServer.error(.badGateway, why)
+        }
+    }
+
+    /// The text of a message body: a JSON string, or (the tutorials' apps do not escape their
+    /// quotes) the text between the outer quotes of one that is not valid JSON.
+    static func messageText(_ body: Data) -> String? {
+        let raw = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let text = (try? JSONSerialization.jsonObject(with: Data(raw.utf8), options: .fragmentsAllowed)) as? String {
+            return text
+        }
+        guard raw.count >= 2, raw.hasPrefix("\""), raw.hasSuffix("\"") else { return nil }
+        return String(raw.dropFirst().dropLast())
     }
 
     // MARK: Answers

@@ -53,4 +53,6 @@ public enum PushFormat: String, Sendable, CaseIterable {
     case apple
     /// A native FCM v1 message for fcmv1 registrations without a template.
     case fcmv1
+    /// A native WNS toast (`ToastText01` with the message) for wns registrations without a template.
+    case wns
 }

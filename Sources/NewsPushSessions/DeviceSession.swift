@@ -54,6 +54,16 @@ public enum RegistrationOutcome: Sendable, Equatable {
     case hubFailed(String, unreachable: Bool)
 }
 
+/// What a message to one reader came to.
+public enum MessageOutcome: Sendable, Equatable {
+    /// The hub accepted it.
+    case sent(notificationId: String?)
+    /// The request is wrong (400).
+    case invalid(String)
+    /// The hub refused it or could not be reached (502), with its reason.
+    case hubFailed(String)
+}
+
 /// What a removal came to.
 public enum RemovalOutcome: Sendable, Equatable {
     /// Gone from the index, and from the hub unless `hubError` says why not yet (the removal is
@@ -298,6 +308,66 @@ public final class DeviceSession {
             return try ledger.registrationIdOwner(id, notBefore: since) == caller
         } catch {
             throw .ledger(error)
+        }
+    }
+
+    // MARK: Messages to one reader
+
+    /// `POST /api/notifications?pns=…&to_tag=U`: a native push `From {caller}: {text}` to user
+    /// `user`'s tag, through the outbox once (journalled, audited, never retried by a run). The
+    /// payloads are built with real JSON and XML encoding, so the text arrives as typed.
+    public func message(_ text: String, to user: String, from caller: String, pns: String) throws(SessionError)
+        -> MessageOutcome
+    {
+        guard let platform = HubInstallation.platform(forApp: pns) else {
+            return .invalid("pns '\(pns)' is not one of apns, gcm, fcm, fcmv1, wns")
+        }
+        guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
+        let now = context.clock.now()
+        let alert = AlertText.fit("From \(caller): \(text)", limit: 1000)
+        let tags = api.tag(forUser: user)
+        let format: PushFormat = platform == "apns" ? .apple : platform == "wns" ? .wns : .fcmv1
+        let entry = OutboxEntry(
+            storyKey: "message:" + OutboxEntry.newID(), kind: .personal, origin: .publish, category: .world,
+            format: format, tags: tags, properties: ["messageParam": alert, "from": caller], createdAt: now,
+            freshUntil: now.addingTimeInterval(context.config.policy.maxAge))
+        let request: HubRequest
+        do { request = try Self.messageRequest(alert, format: format, tags: tags, client: hub) } catch {
+            return .invalid(error.description)
+        }
+        do {
+            try ledger.recordAudit([
+                AuditRecord(
+                    at: now, editor: caller, action: .published, entryID: entry.id, storyKey: entry.storyKey,
+                    detail: "a message through newspush api to one reader: \(tags)")
+            ])
+        } catch {
+            throw .ledger(error)
+        }
+        let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
+        let (outcome, _, _) = try OneShotSend.send(entry, request: request, ledger: ledger, sender: sender, now: now)
+        switch outcome.status {
+        case .sent, .scheduled: return .sent(notificationId: outcome.notificationId)
+        default: return .hubFailed(outcome.error ?? "the hub did not take it")
+        }
+    }
+
+    /// The native request of a message: apple `{"aps":{"alert":…}}`, FCM v1 with the text as
+    /// the notification's body and as `data.message` (what the tutorials' Android app reads), a
+    /// WNS toast.
+    static func messageRequest(_ alert: String, format: PushFormat, tags: String, client: NotificationHubClient)
+        throws(HubError) -> HubRequest
+    {
+        let now = SessionClock.signingTime()
+        switch format {
+        case .apple:
+            return try client.nativeRequest(
+                .apple, payload: ["aps": ["alert": alert, "sound": "default"]], tags: tags, now: now)
+        case .wns:
+            return try client.windowsToastRequest(xml: NotificationHubClient.toast(alert), tags: tags, now: now)
+        default:
+            let message: [String: Any] = ["notification": ["body": alert], "data": ["message": alert]]
+            return try client.nativeRequest(.fcmv1, payload: ["message": message], tags: tags, now: now)
         }
     }
 

@@ -360,29 +360,39 @@ public struct PublishSession: Sendable {
     private func sendTrial(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)
         throws(SessionError) -> PublishResult
     {
-        do {
-            try ledger.enqueue(plan.entry, story: nil)
-            try ledger.markSending([plan.entry], at: now)
-        } catch {
-            throw .ledger(error)
-        }
-        let (sent, answer) = sender(client, now: now).sendUnrecorded(plan.entry, request: plan.request)
-        var outcome = sent
-        if outcome.status == .pending {
-            // A trial is never retried by a run: the run would send it to every subscriber.
-            outcome.status = .failed
-        }
-        let stop =
-            answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
+        let (outcome, answer, stop) = try OneShotSend.send(
+            plan.entry, request: plan.request, ledger: ledger, sender: sender(client, now: now), now: now)
         var testOutcome: TestSendOutcome?
         if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
-        do { try ledger.record([outcome]) } catch {
-            return PublishResult(outcome: outcome, stop: .ledger(error), testOutcome: testOutcome)
-        }
         return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
     }
 
     private func sender(_ client: NotificationHubClient, now: Date) -> OutboxSender {
         OutboxSender(client: client, concurrency: 1, logger: context.logger, now: now)
+    }
+}
+
+/// A push sent once and never retried by a run (a trial, a test, a personal alert, a message
+/// through the app back-end), journalled like any push: the intent before the request, the
+/// outcome after.
+enum OneShotSend {
+    /// Records `entry`, sends `request`, records the outcome (a pending one as failed: a run
+    /// would not send it); the outcome, the hub's answer, and why sending had to stop, if it did.
+    static func send(
+        _ entry: OutboxEntry, request: HubRequest, ledger: Ledger, sender: OutboxSender, now: Date
+    ) throws(SessionError) -> (OutboxOutcome, SendOutcome, SendStop?) {
+        do {
+            try ledger.enqueue(entry, story: nil)
+            try ledger.markSending([entry], at: now)
+        } catch {
+            throw .ledger(error)
+        }
+        let (sent, answer) = sender.sendUnrecorded(entry, request: request)
+        var outcome = sent
+        if outcome.status == .pending { outcome.status = .failed }
+        let stop =
+            answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
+        do { try ledger.record([outcome]) } catch { return (outcome, answer, .ledger(error)) }
+        return (outcome, answer, stop)
     }
 }

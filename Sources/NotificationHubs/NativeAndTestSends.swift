@@ -61,6 +61,49 @@ extension NotificationHubClient {
     }
 }
 
+extension NotificationHubClient {
+    /// A native WNS toast send: `xml` is the toast, delivered to native wns registrations
+    /// matching `tags` (`X-WNS-Type: wns/toast`).
+    public func windowsToastRequest(xml: String, tags: String?, test: Bool = false, now: Date = Date())
+        throws(HubError) -> HubRequest
+    {
+        if let tags { try TagExpression.validate(tags) }
+        let body = Data(xml.utf8)
+        let limit = min(maxPayloadBytes, 5000)  // WNS takes 5 KB
+        if body.count > limit { throw .payloadTooLarge(bytes: body.count, limit: limit, largest: nil) }
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", authorization(now: now)), ("Content-Type", "application/xml;charset=utf-8"),
+            ("ServiceBusNotification-Format", "windows"), ("X-WNS-Type", "wns/toast"),
+        ]
+        if let tags { headers.append(("ServiceBusNotification-Tags", tags)) }
+        headers.append(("x-ms-version", apiVersion))
+        return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
+    }
+
+    /// `text` escaped for XML character data and attribute values (`&`, `<`, `>`, `"`, `'`).
+    public static func xmlEscaped(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// The toast `ToastText01` with `text`, escaped.
+    public static func toast(_ text: String) -> String {
+        #"<toast><visual><binding template="ToastText01"><text id="1">"# + xmlEscaped(text)
+            + "</text></binding></visual></toast>"
+    }
+}
+
 /// What the hub says about each device reached by a test send (`&test`).
 public struct TestSendOutcome: Sendable, Equatable {
     /// One device's outcome of a test send.

@@ -5,6 +5,10 @@ import NewsPushAPI
 import NewsPushTesting
 import Testing
 
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
 /// A running `newspush api` over a newsroom whose hub is the emulator: the config, the users
 /// (alice and bob readers, sam a sender, each password NAME-password) and the process.
 struct ApiFixture {
@@ -358,6 +362,61 @@ struct ApiTests {
         #expect(history.stdout.contains("to one reader: username:alice"), "\(history.stdout)")
     }
 
+    // Messages to one reader (issue 37 §2): a sender reaches exactly that user's phones; a reader
+    // gets 403 and nothing is sent; the tutorials' unescaped body and text with quotes,
+    // backslashes, markup, entities and a flag emoji arrive as typed in apple, FCM v1 and WNS
+    // payloads.
+    @Test(arguments: LedgerBackend.allCases)
+    func aSendersMessageReachesOnlyThatUsersPhonesAsTyped(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = ApiFixture.basic("alice"), bob = ApiFixture.basic("bob"), sam = ApiFixture.basic("sam")
+        let phones = [
+            ("a-ios", "apns", "aa01", [alice]), ("a-droid", "fcmv1", "fcm-a", [alice]),
+            ("a-win", "wns", "https://db5.notify.windows.com/?token=a", [alice]), ("b-ios", "apns", "bb01", [bob]),
+            ("anon", "apns", "cc01", []),
+        ]
+        for (id, platform, handle, headers) in phones {
+            let answer = await fixture.send(
+                "PUT /api/installations/\(id)",
+                json: #"{"platform":"\#(platform)","pushChannel":"\#(handle)","topics":["World"]}"#, headers: headers)
+            #expect(answer.status == 200)
+        }
+        let typed = #"He said "hi" \ </text> &amp; 🇫🇷"#
+        let reader = await fixture.send(
+            "POST /api/notifications?pns=apns&to_tag=alice", json: "\"\(typed)\"", headers: [bob])
+        #expect(reader.status == 403, "\(reader.body)")
+        #expect(await fixture.hub.emulator.allDeliveries().isEmpty)
+        #expect(try await HostileOperatorTests().outbox(fixture.config).isEmpty, "nothing recorded, nothing sent")
+        for pns in ["apns", "gcm", "wns"] {
+            // The tutorials' apps put the text between quotes without escaping it.
+            let answer = await fixture.send(
+                "POST /api/notifications?pns=\(pns)&to_tag=alice", json: "\"\(typed)\"", headers: [sam])
+            #expect(answer.status == 200, "\(pns): \(answer.body)")
+        }
+        let deliveries = await fixture.hub.emulator.allDeliveries()
+        #expect(Set(deliveries.map(\.device)) == ["a-ios", "a-droid", "a-win"], "\(deliveries.map(\.device))")
+        let expected = "From sam: \(typed)"
+        for delivery in deliveries {
+            let text: String?
+            switch delivery.platform {
+            case "apple":
+                let json = try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any]
+                text = (json?["aps"] as? [String: Any])?["alert"] as? String
+            case "fcmv1":
+                let json = try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any]
+                let message = json?["message"] as? [String: Any]
+                text = (message?["notification"] as? [String: Any])?["body"] as? String
+                #expect((message?["data"] as? [String: String])?["message"] == expected)
+            default:
+                text = XMLText.of(delivery.payload)
+            }
+            #expect(text == expected, "\(delivery.platform): \(delivery.payload)")
+        }
+        let missing = await fixture.send("POST /api/notifications?pns=apns", json: "\"x\"", headers: [sam])
+        #expect(missing.status == 400 && missing.body.contains("to_tag"))
+    }
+
     // One handle, one installation: the same handle under a new id replaces the old one, at the
     // hub and in the index.
     @Test func aHandleRegisteredAgainUnderANewIdReplacesTheOld() async throws {
@@ -378,4 +437,28 @@ struct ApiTests {
         #expect(await fixture.hub.emulator.allInstallations().isEmpty)
         #expect(try await fixture.index().isEmpty)
     }
+}
+
+/// The text of a WNS toast's `<text>` element, as an XML parser reads it.
+final class XMLText: NSObject, XMLParserDelegate {
+    private var inside = false
+    private var text = ""
+
+    static func of(_ xml: String) -> String? {
+        let reader = XMLText()
+        let parser = XMLParser(data: Data(xml.utf8))
+        parser.delegate = reader
+        return parser.parse() ? reader.text : nil
+    }
+
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String]
+    ) { if name == "text" { inside = true } }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        if name == "text" { inside = false }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) { if inside { text += string } }
 }

@@ -167,6 +167,10 @@ public enum PushRequests {
                 ] as [String: Any]
             ]
             return try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now)
+        case .wns:
+            return try client.windowsToastRequest(
+                xml: NotificationHubClient.toast(p["messageParam"] ?? p["title"] ?? ""), tags: tags, test: test,
+                now: now)
         }
     }
 }
