@@ -31,6 +31,17 @@ public struct ApiRoutes: Sendable {
         router.post("/api/notifications") { request, context in
             try await notify(request, context: context)
         }
+        router.get("/api/notifications/:id") { _, context in
+            guard let name = context.caller.name else { return signIn() }
+            let notFound = ApiServer.error(.notFound, "no such notification")
+            guard let text = context.parameters.get("id"), let id = Int(text), (1...Int(Int32.max)).contains(id) else {
+                return notFound
+            }
+            guard let found = try await backend.withSession({ try $0.secureText(id: id, caller: name) }) else {
+                return notFound
+            }
+            return ApiServer.json(JSONText.encode(found))
+        }
         router.delete("/api/users/me") { _, context in
             guard let name = context.caller.name else { return signIn() }
             let outcome = try await backend.withSession { try $0.forget(user: name, by: name) }
@@ -51,6 +62,7 @@ public struct ApiRoutes: Sendable {
         ("GET", "/healthz"), ("GET", "/openapi.json"), ("PUT", "/api/installations/{id}"),
         ("DELETE", "/api/installations/{id}"), ("POST", "/api/register"), ("PUT", "/api/register/{id}"),
         ("DELETE", "/api/register/{id}"), ("DELETE", "/api/users/me"), ("POST", "/api/notifications"),
+        ("GET", "/api/notifications/{id}"),
     ]
 
     /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.
@@ -165,11 +177,11 @@ public struct ApiRoutes: Sendable {
     /// `POST /api/notifications?pns=P&to_tag=U`: a sender's message to user U's devices.
     private func notify(_ request: Request, context: ApiContext) async throws -> Response {
         guard case .user(let caller, let sender) = context.caller else { return signIn() }
-        guard sender else { return ApiServer.error(.forbidden, "only senders may send to users; nothing was sent") }
         let query = request.uri.queryParameters
         guard let user = query.get("to_tag"), !user.isEmpty else {
-            return ApiServer.error(.badRequest, "to_tag is required: the user to send to")
+            return try await securePush(caller, context: context)
         }
+        guard sender else { return ApiServer.error(.forbidden, "only senders may send to users; nothing was sent") }
         guard let pns = query.get("pns"), !pns.isEmpty else {
             return ApiServer.error(.badRequest, "pns is required: apns, gcm, fcm or wns")
         }
@@ -181,6 +193,23 @@ public struct ApiRoutes: Sendable {
         case .sent(let id): return ApiServer.json(JSONText.encode(["status": "sent", "notificationId": id]))
         case .invalid(let why): return ApiServer.error(.badRequest, why)
         case .hubFailed(let why): return ApiServer.error(.badGateway, why)
+        }
+    }
+
+    /// `POST /api/notifications` without `to_tag`: a secure push to the caller's own devices.
+    private func securePush(_ caller: String, context: ApiContext) async throws -> Response {
+        guard let text = Self.messageText(context.body) else {
+            return ApiServer.error(.badRequest, "the body must be the message as a JSON string (\"…\")")
+        }
+        switch try await backend.withSession({ try $0.securePush(text, caller: caller) }) {
+        case .sent(let id): return ApiServer.json(#"{"status":"sent","secureId":\#(id)}"#)
+        case .invalid(let why): return ApiServer.error(.badRequest, why)
+        case .hubFailed(let why): return ApiServer.error(.badGateway, why)
+        case .tooMany(let wait):
+            var response = ApiServer.error(
+                .tooManyRequests, "at most \(DeviceSession.secureHourlyLimit) secure pushes an hour: try in \(wait) s")
+            response.headers[ApiServer.retryAfter] = String(wait)
+            return response
         }
     }
 

@@ -68,6 +68,18 @@ enum LedgerMigrations {
             // Installations gone from the index whose delete at the hub is still owed.
             "CREATE TABLE hub_removals (id TEXT PRIMARY KEY, since BIGINT NOT NULL)",
         ],
+        // 4: secure pushes (SPEC §9): the texts a push carried only the id of, until it expires,
+        // and which reader fetched each.
+        [
+            """
+            CREATE TABLE secure_pushes (
+                id BIGINT PRIMARY KEY, tags TEXT NOT NULL, texts TEXT NOT NULL, sender TEXT,
+                created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL)
+            """,
+            "CREATE INDEX secure_pushes_expires ON secure_pushes (expires_at)",
+            "CREATE INDEX secure_pushes_sender ON secure_pushes (sender, created_at)",
+            "CREATE TABLE secure_reads (secure_id BIGINT NOT NULL, reader TEXT NOT NULL, PRIMARY KEY (secure_id, reader))",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time.

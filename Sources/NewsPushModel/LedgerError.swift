@@ -48,6 +48,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The ledger's format.
 public enum LedgerSchema {
     /// The schema version this newspush reads and writes; a newer ledger stops every command.
-    /// (2: the review queue and the audit trail; 3: the app back-end's installation index.)
-    public static let version = 3
+    /// (2: the review queue and the audit trail; 3: the app back-end's installation index;
+    /// 4: secure pushes.)
+    public static let version = 4
 }

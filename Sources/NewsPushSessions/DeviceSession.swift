@@ -64,6 +64,32 @@ public enum MessageOutcome: Sendable, Equatable {
     case hubFailed(String)
 }
 
+/// What a secure push came to.
+public enum SecureSendOutcome: Sendable, Equatable {
+    /// At least one platform's send was accepted.
+    case sent(secureId: Int)
+    /// The request is wrong (400).
+    case invalid(String)
+    /// Over the hourly limit (429), with the seconds until the next is allowed.
+    case tooMany(retryAfter: Int)
+    /// The hub took neither send (502).
+    case hubFailed(String)
+}
+
+/// A secure push's text as its reader fetches it.
+public struct SecureText: Sendable, Equatable, Encodable {
+    /// The `secureId`.
+    public var id: Int
+    /// The text.
+    public var payload: String
+    /// Whether this reader fetched it before.
+    public var read: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id", payload = "Payload", read = "Read"
+    }
+}
+
 /// What a removal came to.
 public enum RemovalOutcome: Sendable, Equatable {
     /// Gone from the index, and from the hub unless `hubError` says why not yet (the removal is
@@ -234,6 +260,8 @@ public final class DeviceSession {
                 let result = try ledger.removeInstallation(id: record.id, at: now) { $0.owner == user }
                 if result.removed != nil { removed.append(record.id) }
             }
+            // The secure texts addressed to that reader alone go with them.
+            try ledger.deleteSecurePushes(tags: api.tag(forUser: user))
             try ledger.recordAudit([
                 AuditRecord(
                     at: now, editor: by, action: .forgotten,
@@ -371,6 +399,94 @@ public final class DeviceSession {
         }
     }
 
+    // MARK: Secure pushes
+
+    /// How long the text of a secure push sent through the app back-end stays fetchable.
+    public static let secureLifetime: Double = 86400
+    /// Secure pushes a user may send to their own devices in an hour.
+    public static let secureHourlyLimit = 10
+
+    /// `POST /api/notifications` without `to_tag`: a secure push of `text` to `caller`'s own
+    /// devices. The text stays in the ledger; each device gets only a `secureId` (apple
+    /// `{"aps":{"content-available":1},"secureId":"N"}`, FCM v1 `{"message":{"data":{"secureId":"N"}}}`),
+    /// each platform's send once through the outbox.
+    public func securePush(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
+        guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
+        let now = context.clock.now()
+        let tags = api.tag(forUser: caller)
+        let id: Int
+        do {
+            let recent = try ledger.securePushTimes(sender: caller, since: now.addingTimeInterval(-3600))
+            if recent.count >= Self.secureHourlyLimit, let oldest = recent.first {
+                return .tooMany(
+                    retryAfter: max(1, Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up))))
+            }
+            try ledger.deleteExpiredSecurePushes(now: now)
+            var drawn = Int.random(in: 1...Int(Int32.max))
+            let record = { (id: Int) in
+                SecurePushRecord(
+                    id: id, tags: tags, texts: ["default": AlertText.fit(text, limit: 4000)], sender: caller,
+                    created: now, expires: now.addingTimeInterval(Self.secureLifetime))
+            }
+            while try !ledger.recordSecurePush(record(drawn)) { drawn = Int.random(in: 1...Int(Int32.max)) }
+            id = drawn
+        } catch {
+            throw .ledger(error)
+        }
+        var failures: [String] = []
+        for format in [PushFormat.apple, .fcmv1] {
+            let entry = OutboxEntry(
+                storyKey: "secure:\(id)", kind: .personal, origin: .publish, category: .world, format: format,
+                tags: tags, properties: ["secureId": String(id)], createdAt: now,
+                freshUntil: now.addingTimeInterval(Self.secureLifetime))
+            let request: HubRequest
+            do { request = try Self.secureRequest(id, format: format, tags: tags, client: hub) } catch {
+                failures.append(error.description)
+                continue
+            }
+            let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
+            let (outcome, _, _) = try OneShotSend.send(
+                entry, request: request, ledger: ledger, sender: sender, now: now)
+            if outcome.status != .sent { failures.append(outcome.error ?? "the hub did not take it") }
+        }
+        return failures.count == 2 ? .hubFailed(failures.joined(separator: "; ")) : .sent(secureId: id)
+    }
+
+    /// A secure push's native request: only its id, as a background push (apple) or data (FCM v1).
+    static func secureRequest(_ id: Int, format: PushFormat, tags: String, client: NotificationHubClient)
+        throws(HubError) -> HubRequest
+    {
+        let now = SessionClock.signingTime()
+        if format == .apple {
+            return try client.nativeRequest(
+                .apple, payload: ["aps": ["content-available": 1], "secureId": String(id)], tags: tags,
+                headers: [("apns-push-type", "background"), ("apns-priority", "5")], now: now)
+        }
+        return try client.nativeRequest(
+            .fcmv1, payload: ["message": ["data": ["secureId": String(id)]]], tags: tags, now: now)
+    }
+
+    /// `GET /api/notifications/{secureId}` for `caller`: the text, in the language of the
+    /// caller's installation the push reached, and whether they fetched it before; nil when
+    /// the push is unknown, expired, or reached none of the caller's installations (one answer
+    /// for every reason: it says nothing about other readers' pushes).
+    public func secureText(id: Int, caller: String) throws(SessionError) -> SecureText? {
+        do {
+            guard let push = try ledger.securePush(id: id, now: context.clock.now()),
+                let expression = try? TagExpression.parse(push.tags)
+            else { return nil }
+            guard
+                let reached = try ledger.installations(owner: caller).first(where: { expression.matches(Set($0.tags)) })
+            else { return nil }
+            let text =
+                reached.language.flatMap { push.texts[$0] } ?? push.texts["default"] ?? push.texts.values.first ?? ""
+            let read = try ledger.markSecurePushRead(id: id, reader: caller)
+            return SecureText(id: id, payload: text, read: read)
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
     // MARK: Reading and pruning
 
     /// Whether the ledger answers and the hub takes the key: nil, or what is wrong.
@@ -427,6 +543,7 @@ public final class DeviceSession {
         } catch {
             throw .ledger(error)
         }
+        do { try ledger.deleteExpiredSecurePushes(now: context.clock.now()) } catch { throw .ledger(error) }
         let (finished, failed) = try finishOwedRemovals(grace: 0, limit: .max)
         return DevicePruneOutcome(stale: stale, finished: finished, failed: failed)
     }

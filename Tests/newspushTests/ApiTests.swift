@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HubEmulator
 import NewsPushAPI
+import NewsPushLedger
 import NewsPushTesting
 import Testing
 
@@ -415,6 +416,76 @@ struct ApiTests {
         }
         let missing = await fixture.send("POST /api/notifications?pns=apns", json: "\"x\"", headers: [sam])
         #expect(missing.status == 400 && missing.body.contains("to_tag"))
+    }
+
+    // The tutorials' secure-push flow (issue 37 §3, the app back-end's half): alice registers an
+    // iPhone and an Android phone, triggers a secure push; each device receives only a secureId
+    // (nothing of the text anywhere at the hub or in the outbox); her GET returns the text, Read
+    // the second time; bob's GET of the same id, an unknown id and an expired one are 404; the
+    // eleventh in an hour is 429.
+    @Test(arguments: LedgerBackend.allCases)
+    func aSecurePushCarriesOnlyItsIdAndOnlyItsReaderFetchesTheText(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = ApiFixture.basic("alice"), bob = ApiFixture.basic("bob")
+        for (platform, handle) in [("apns", Self.iosToken), ("gcm", "fcm-alice-secure")] {
+            let id = try await registrationId(fixture, handle: handle, auth: alice)
+            let put = await fixture.send(
+                "PUT /api/register/\(id)", json: #"{"Platform":"\#(platform)","Handle":"\#(handle)","Tags":[]}"#,
+                headers: [alice])
+            #expect(put.status == 200)
+        }
+        let bobs = await fixture.send(
+            "PUT /api/installations/bob-phone", json: #"{"platform":"fcmv1","pushChannel":"fcm-bob-s"}"#, headers: [bob]
+        )
+        #expect(bobs.status == 200)
+        let sent = await fixture.send("POST /api/notifications", json: #""Secret "merger" story""#, headers: [alice])
+        #expect(sent.status == 200, "\(sent.body)")
+        let secureId = try #require(ApiFixture.object(sent)["secureId"] as? Int)
+        #expect((1...Int(Int32.max)).contains(secureId))
+        let deliveries = await fixture.hub.emulator.allDeliveries()
+        #expect(deliveries.count == 2, "\(deliveries.map(\.device))")
+        for delivery in deliveries {
+            let json = try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? NSDictionary
+            let expected: NSDictionary =
+                delivery.platform == "apple"
+                ? ["aps": ["content-available": 1], "secureId": String(secureId)]
+                : ["message": ["data": ["secureId": String(secureId)]]]
+            #expect(json == expected, "\(delivery.payload)")
+        }
+        let export = try await newspush(
+            ["state", "export", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(!export.stdout.contains("merger"), "the outbox keeps no text of a secure push")
+        let fetched = await fixture.send("GET /api/notifications/\(secureId)", headers: [alice])
+        #expect(fetched.status == 200)
+        let body = ApiFixture.object(fetched)
+        #expect(body["Id"] as? Int == secureId && body["Payload"] as? String == #"Secret "merger" story"#)
+        #expect(body["Read"] as? Bool == false)
+        let again = await fixture.send("GET /api/notifications/\(secureId)", headers: [alice])
+        #expect(ApiFixture.object(again)["Read"] as? Bool == true)
+        let bobsAnswer = await fixture.send("GET /api/notifications/\(secureId)", headers: [bob])
+        let unknown = await fixture.send("GET /api/notifications/\(secureId == 7 ? 8 : 7)", headers: [alice])
+        #expect(bobsAnswer.status == 404 && unknown.status == 404)
+        #expect(bobsAnswer.body == unknown.body, "the same answer whatever the reason")
+        // Two days on, the push has expired: 404 (an instance whose clock reads then).
+        let later = try await DeskProcess.start(
+            ["api", "--listen", "127.0.0.1:0", "--config", fixture.config],
+            environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(2 * 86400))) { $1 })
+        defer { later.stop() }
+        let expired = await later.send("GET /api/notifications/\(secureId) HTTP/1.1", headers: [alice])
+        #expect(expired.status == 404)
+        for n in 2...10 {
+            let more = await fixture.send("POST /api/notifications", json: "\"secret \(n)\"", headers: [alice])
+            #expect(more.status == 200, "\(n): \(more.body)")
+        }
+        let eleventh = await fixture.send("POST /api/notifications", json: #""one too many""#, headers: [alice])
+        #expect(eleventh.status == 429 && Int(eleventh.headers["retry-after"] ?? "") != nil, "\(eleventh.body)")
+        // Forgetting alice deletes the texts addressed to her alone.
+        #expect(await fixture.send("DELETE /api/users/me", headers: [alice]).status == 204)
+        if backend == .sqlite {
+            let ledger = try Ledger.open(configured: fixture.folder.file("newspush-state.db"), access: .read)
+            #expect(try ledger.securePush(id: secureId, now: Date()) == nil, "the text is gone with its reader")
+        }
     }
 
     // One handle, one installation: the same handle under a new id replaces the old one, at the
