@@ -22,6 +22,8 @@ struct ApiRegistrations: AsyncParsableCommand {
     @Option(help: "Concurrent clients (each on its own kept-alive connection).") var clients = 64
     @Option(help: "Registrations before the second memory reading (0: skip).") var memory = 100_000
     @Option(help: "Installations in the index `devices count` reads (0: skip).") var index = 1_000_000
+    @Option(help: "Live secure pushes the GET measurement fetches from (0: skip).") var secure = 10_000
+    @Option(help: "Installations in the index beside them.") var secureInstallations = 100_000
     /// The emulator (its CPU time is reported beside the API's).
     private var hubProcess: BenchProcess? { Self.hub }
     nonisolated(unsafe) private static var hub: BenchProcess?
@@ -62,6 +64,7 @@ struct ApiRegistrations: AsyncParsableCommand {
                 + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
         if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
         if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
+        if secure > 0 { try secureFetches(newspush, folder: folder, hubPort: hub.port) }
     }
 
     static func config(hubPort: Int, state: String) -> String {
@@ -178,6 +181,58 @@ struct ApiRegistrations: AsyncParsableCommand {
                     format: "newspush %@ over %d installations: best %.3f s", arguments.joined(separator: " "), index,
                     times.min() ?? 0))
         }
+    }
+}
+
+extension ApiRegistrations {
+    /// `GET /api/notifications/{id}` by signed-in readers (16 Basic users, 64 clients) with
+    /// `secureInstallations` installations of 25,000 users (four each at 100,000) and `secure`
+    /// live secure pushes in a SQLite ledger (written with sqlite3), the pushes addressed to the
+    /// 16 users.
+    func secureFetches(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
+        let config = try folder.write("secure.yaml", Self.config(hubPort: hubPort, state: "secure-state.db"))
+        let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
+        _ = try BenchProcess.runToEnd(binary, ["devices", "prune", "--config", config], environment)
+        let users = 16
+        for user in 0..<users {
+            _ = try BenchProcess.runToEnd(
+                binary, ["api", "add-user", "reader\(user)", "--config", config], environment,
+                input: "reader-password-\(user)\n")
+        }
+        let future = Int64(Date().addingTimeInterval(86400).timeIntervalSince1970 * 1000)
+        let sql = """
+            PRAGMA journal_mode = WAL;
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(secureInstallations - 1))
+            INSERT INTO installations (id, owner, platform, tags, language, handle_digest, created_at, refreshed_at)
+            SELECT 's-' || i, 'reader' || (i % 25000), 'fcmv1', 'World' || char(10) || 'username:reader' || (i % 25000),
+              NULL, 'sd-' || i, 1700000000000, 1700000000000 FROM n;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(secure))
+            INSERT INTO secure_pushes (id, tags, texts, sender, created_at, expires_at)
+            SELECT i * 7919, 'username:reader' || (i % \(users)), '{"default":"Secret story ' || i || '"}', NULL,
+              1700000000000, \(future) FROM n;
+            COMMIT;
+            """
+        _ = try BenchProcess.runToEnd("/usr/bin/sqlite3", [folder.path + "/secure-state.db"], [], input: sql)
+        let api = try BenchProcess.start(
+            binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        defer { api.stop() }
+        let credentials = (0..<users).map {
+            Data("reader\($0):reader-password-\($0)".utf8).base64EncodedString()
+        }
+        let perUser = secure / users
+        let request: @Sendable (Int) -> String = { n in
+            let user = n % users
+            let id = ((n / users) % perUser * users + user) * 7919
+            return "GET /api/notifications/\(id == 0 ? users * 7919 : id) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Authorization: Basic \(credentials[user])\r\n\r\n"
+        }
+        _ = try LoadClients.run(port: api.port, clients: clients, count: users * 2, request: request)  // bcrypt once each
+        let timing = try LoadClients.run(port: api.port, clients: clients, count: 20000, request: request)
+        print(
+            "GET /api/notifications/{id}, \(secure) live secure pushes, \(secureInstallations) installations: "
+                + timing.line.replacingOccurrences(of: "registrations/s", with: "fetches/s"))
     }
 }
 
