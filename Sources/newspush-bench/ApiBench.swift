@@ -228,7 +228,8 @@ extension ApiRegistrations {
             return "GET /api/notifications/\(id == 0 ? users * 7919 : id) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + "Authorization: Basic \(credentials[user])\r\n\r\n"
         }
-        _ = try LoadClients.run(port: api.port, clients: clients, count: users * 2, request: request)  // bcrypt once each
+        // Each credential's bcrypt check happens once; then the fetches are timed.
+        _ = try LoadClients.run(port: api.port, clients: clients, count: users * 2, request: request)
         let timing = try LoadClients.run(port: api.port, clients: clients, count: 20000, request: request)
         print(
             "GET /api/notifications/{id}, \(secure) live secure pushes, \(secureInstallations) installations: "
