@@ -26,6 +26,14 @@ extension HubEmulator {
         await withCheckedContinuation { settleWaiters.append($0) }
     }
 
+    /// Returns once something (a request held by a fault's delay, a scheduled send) waits for
+    /// the emulator's time to move: a test knows its request has reached the hub.
+    public func untilSomethingWaits() async {
+        while waiters.isEmpty {
+            await withCheckedContinuation { waitingWatchers.append($0) }
+        }
+    }
+
     /// Waits until the emulator's time reaches `due`: woken by `advanceClock(by:)`, by the wall
     /// clock reaching it, or by cancellation.
     func sleep(until due: Date) async {
@@ -35,6 +43,9 @@ extension HubEmulator {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 waiters[id] = Waiter(due: due, continuation: continuation)
+                let told = waitingWatchers
+                waitingWatchers.removeAll()
+                for watcher in told { watcher.resume() }
                 finishedWork()
                 let wall = due.timeIntervalSince(now())
                 Task { [weak self] in

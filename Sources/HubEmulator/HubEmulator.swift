@@ -27,6 +27,8 @@ public actor HubEmulator {
     var clockOffset: TimeInterval = 0
     var waiters: [UInt64: Waiter] = [:]
     var nextWaiter: UInt64 = 0
+    /// Told when something starts waiting on the clock (`untilSomethingWaits`).
+    var waitingWatchers: [CheckedContinuation<Void, Never>] = []
     /// Requests and timers running (not waiting for a time to come).
     var busy = 0
     var settleWaiters: [CheckedContinuation<Void, Never>] = []

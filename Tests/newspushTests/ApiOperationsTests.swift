@@ -98,6 +98,31 @@ struct ApiOperationsTests {
         }
     }
 
+    // Graceful shutdown (issue 36 §1): SIGTERM while a registration waits for the hub lets it
+    // finish (200, at the hub and in the index), then the server exits 0.
+    @Test func sigtermLetsARegistrationInFlightFinish() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        await fixture.hub.emulator.inject(Fault(delaySeconds: 600))
+        let inFlight = Task {
+            await fixture.send(
+                "PUT /api/installations/late", json: #"{"platform":"fcmv1","pushChannel":"late-token","topics":["World"]}"#)
+        }
+        await fixture.hub.emulator.untilSomethingWaits()
+        kill(fixture.api.process.processIdentifier, SIGTERM)
+        await fixture.hub.emulator.advanceClock(by: 600)
+        let answer = await inFlight.value
+        #expect(answer.status == 200, "\(answer.status) \(answer.body)")
+        let process = fixture.api.process
+        let status = await offThePool { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(status == 0)
+        #expect(await fixture.atHub("late") != nil)
+        #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["late"])
+    }
+
     // The OpenAPI document and the routes are in step: every route of the server is in the
     // document with its method, every operation of the document is a route the server answers
     // (never "no such route" or 405), and the server serves the document itself.
