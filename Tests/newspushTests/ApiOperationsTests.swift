@@ -106,7 +106,8 @@ struct ApiOperationsTests {
         await fixture.hub.emulator.inject(Fault(delaySeconds: 600))
         let inFlight = Task {
             await fixture.send(
-                "PUT /api/installations/late", json: #"{"platform":"fcmv1","pushChannel":"late-token","topics":["World"]}"#)
+                "PUT /api/installations/late",
+                json: #"{"platform":"fcmv1","pushChannel":"late-token","topics":["World"]}"#)
         }
         await fixture.hub.emulator.untilSomethingWaits()
         kill(fixture.api.process.processIdentifier, SIGTERM)

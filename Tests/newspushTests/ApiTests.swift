@@ -414,8 +414,8 @@ struct ApiTests {
             }
             #expect(text == expected, "\(delivery.platform): \(delivery.payload)")
         }
-        let missing = await fixture.send("POST /api/notifications?pns=apns", json: "\"x\"", headers: [sam])
-        #expect(missing.status == 400 && missing.body.contains("to_tag"))
+        let missing = await fixture.send("POST /api/notifications?to_tag=alice", json: "\"x\"", headers: [sam])
+        #expect(missing.status == 400 && missing.body.contains("pns"))
     }
 
     // The tutorials' secure-push flow (issue 37 §3, the app back-end's half): alice registers an

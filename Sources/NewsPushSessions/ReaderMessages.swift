@@ -1,0 +1,191 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+import NotificationHubs
+
+/// What a message to one reader came to.
+public enum MessageOutcome: Sendable, Equatable {
+    /// The hub accepted it.
+    case sent(notificationId: String?)
+    /// The request is wrong (400).
+    case invalid(String)
+    /// The hub refused it or could not be reached (502), with its reason.
+    case hubFailed(String)
+}
+
+/// What a secure push came to.
+public enum SecureSendOutcome: Sendable, Equatable {
+    /// At least one platform's send was accepted.
+    case sent(secureId: Int)
+    /// The request is wrong (400).
+    case invalid(String)
+    /// Over the hourly limit (429), with the seconds until the next is allowed.
+    case tooMany(retryAfter: Int)
+    /// The hub took neither send (502).
+    case hubFailed(String)
+}
+
+/// A secure push's text as its reader fetches it.
+public struct SecureText: Sendable, Equatable, Encodable {
+    /// The `secureId`.
+    public var id: Int
+    /// The text.
+    public var payload: String
+    /// Whether this reader fetched it before.
+    public var read: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id", payload = "Payload", read = "Read"
+    }
+}
+
+extension DeviceSession {
+    // MARK: Messages to one reader
+
+    /// `POST /api/notifications?pns=…&to_tag=U`: a native push `From {caller}: {text}` to user
+    /// `user`'s tag, through the outbox once (journalled, audited, never retried by a run). The
+    /// payloads are built with real JSON and XML encoding, so the text arrives as typed.
+    public func message(_ text: String, to user: String, from caller: String, pns: String) throws(SessionError)
+        -> MessageOutcome
+    {
+        guard let platform = HubInstallation.platform(forApp: pns) else {
+            return .invalid("pns '\(pns)' is not one of apns, gcm, fcm, fcmv1, wns")
+        }
+        guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
+        let now = context.clock.now()
+        let alert = AlertText.fit("From \(caller): \(text)", limit: 1000)
+        let tags = api.tag(forUser: user)
+        let format: PushFormat = platform == "apns" ? .apple : platform == "wns" ? .wns : .fcmv1
+        let entry = OutboxEntry(
+            storyKey: "message:" + OutboxEntry.newID(), kind: .personal, origin: .publish, category: .world,
+            format: format, tags: tags, properties: ["messageParam": alert, "from": caller], createdAt: now,
+            freshUntil: now.addingTimeInterval(context.config.policy.maxAge))
+        let request: HubRequest
+        do { request = try Self.messageRequest(alert, format: format, tags: tags, client: hub) } catch {
+            return .invalid(error.description)
+        }
+        do {
+            try ledger.recordAudit([
+                AuditRecord(
+                    at: now, editor: caller, action: .published, entryID: entry.id, storyKey: entry.storyKey,
+                    detail: "a message through newspush api to one reader: \(tags)")
+            ])
+        } catch {
+            throw .ledger(error)
+        }
+        let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
+        let (outcome, _, _) = try OneShotSend.send(entry, request: request, ledger: ledger, sender: sender, now: now)
+        switch outcome.status {
+        case .sent, .scheduled: return .sent(notificationId: outcome.notificationId)
+        default: return .hubFailed(outcome.error ?? "the hub did not take it")
+        }
+    }
+
+    /// The native request of a message: apple `{"aps":{"alert":…}}`, FCM v1 with the text as
+    /// the notification's body and as `data.message` (what the tutorials' Android app reads), a
+    /// WNS toast.
+    static func messageRequest(_ alert: String, format: PushFormat, tags: String, client: NotificationHubClient)
+        throws(HubError) -> HubRequest
+    {
+        let now = SessionClock.signingTime()
+        switch format {
+        case .apple:
+            return try client.nativeRequest(
+                .apple, payload: ["aps": ["alert": alert, "sound": "default"]], tags: tags, now: now)
+        case .wns:
+            return try client.windowsToastRequest(xml: NotificationHubClient.toast(alert), tags: tags, now: now)
+        default:
+            let message: [String: Any] = ["notification": ["body": alert], "data": ["message": alert]]
+            return try client.nativeRequest(.fcmv1, payload: ["message": message], tags: tags, now: now)
+        }
+    }
+
+    // MARK: Secure pushes
+
+    /// How long the text of a secure push sent through the app back-end stays fetchable.
+    public static let secureLifetime: Double = 86400
+    /// Secure pushes a user may send to their own devices in an hour.
+    public static let secureHourlyLimit = 10
+
+    /// `POST /api/notifications` without `to_tag`: a secure push of `text` to `caller`'s own
+    /// devices. The text stays in the ledger; each device gets only a `secureId` (apple
+    /// `{"aps":{"content-available":1},"secureId":"N"}`, FCM v1 `{"message":{"data":{"secureId":"N"}}}`),
+    /// each platform's send once through the outbox.
+    public func securePush(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
+        guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
+        let now = context.clock.now()
+        let tags = api.tag(forUser: caller)
+        let id: Int
+        do {
+            let recent = try ledger.securePushTimes(sender: caller, since: now.addingTimeInterval(-3600))
+            if recent.count >= Self.secureHourlyLimit, let oldest = recent.first {
+                return .tooMany(
+                    retryAfter: max(1, Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up))))
+            }
+            try ledger.deleteExpiredSecurePushes(now: now)
+            var drawn = Int.random(in: 1...Int(Int32.max))
+            let record = { (id: Int) in
+                SecurePushRecord(
+                    id: id, tags: tags, texts: ["default": AlertText.fit(text, limit: 4000)], sender: caller,
+                    created: now, expires: now.addingTimeInterval(Self.secureLifetime))
+            }
+            while try !ledger.recordSecurePush(record(drawn)) { drawn = Int.random(in: 1...Int(Int32.max)) }
+            id = drawn
+        } catch {
+            throw .ledger(error)
+        }
+        var failures: [String] = []
+        for format in [PushFormat.apple, .fcmv1] {
+            let entry = OutboxEntry(
+                storyKey: "secure:\(id)", kind: .personal, origin: .publish, category: .world, format: format,
+                tags: tags, properties: ["secureId": String(id)], createdAt: now,
+                freshUntil: now.addingTimeInterval(Self.secureLifetime))
+            let request: HubRequest
+            do { request = try Self.secureRequest(id, format: format, tags: tags, client: hub) } catch {
+                failures.append(error.description)
+                continue
+            }
+            let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
+            let (outcome, _, _) = try OneShotSend.send(
+                entry, request: request, ledger: ledger, sender: sender, now: now)
+            if outcome.status != .sent { failures.append(outcome.error ?? "the hub did not take it") }
+        }
+        return failures.count == 2 ? .hubFailed(failures.joined(separator: "; ")) : .sent(secureId: id)
+    }
+
+    /// A secure push's native request: only its id, as a background push (apple) or data (FCM v1).
+    static func secureRequest(_ id: Int, format: PushFormat, tags: String, client: NotificationHubClient)
+        throws(HubError) -> HubRequest
+    {
+        let now = SessionClock.signingTime()
+        if format == .apple {
+            return try client.nativeRequest(
+                .apple, payload: ["aps": ["content-available": 1], "secureId": String(id)], tags: tags,
+                headers: [("apns-push-type", "background"), ("apns-priority", "5")], now: now)
+        }
+        return try client.nativeRequest(
+            .fcmv1, payload: ["message": ["data": ["secureId": String(id)]]], tags: tags, now: now)
+    }
+
+    /// `GET /api/notifications/{secureId}` for `caller`: the text, in the language of the
+    /// caller's installation the push reached, and whether they fetched it before; nil when
+    /// the push is unknown, expired, or reached none of the caller's installations (one answer
+    /// for every reason: it says nothing about other readers' pushes).
+    public func secureText(id: Int, caller: String) throws(SessionError) -> SecureText? {
+        do {
+            guard let push = try ledger.securePush(id: id, now: context.clock.now()),
+                let expression = try? TagExpression.parse(push.tags)
+            else { return nil }
+            guard
+                let reached = try ledger.installations(owner: caller).first(where: { expression.matches(Set($0.tags)) })
+            else { return nil }
+            let text =
+                reached.language.flatMap { push.texts[$0] } ?? push.texts["default"] ?? push.texts.values.first ?? ""
+            let read = try ledger.markSecurePushRead(id: id, reader: caller)
+            return SecureText(id: id, payload: text, read: read)
+        } catch {
+            throw .ledger(error)
+        }
+    }
+}
