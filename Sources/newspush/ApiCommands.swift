@@ -93,7 +93,7 @@ extension ApiRole: ExpressibleByArgument {}
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "The installations registered through `newspush api`: list, count, prune.",
+        abstract: "The installations registered through `newspush api`: list, count, forget a reader, prune.",
         discussion: """
             Reads the ledger's installation index. Installations registered straight with the hub (the \
             Listen key in an app) are not in it and are not counted.
