@@ -40,7 +40,7 @@ public struct ApiRoutes: Sendable {
             guard let found = try await backend.withSession({ try $0.secureText(id: id, caller: name) }) else {
                 return notFound
             }
-            return ApiServer.json(JSONText.encode(found))
+            return ApiServer.json(JSONText.encode(found, pretty: false))
         }
         router.delete("/api/users/me") { _, context in
             guard let name = context.caller.name else { return signIn() }
@@ -86,7 +86,7 @@ public struct ApiRoutes: Sendable {
         }
         guard let problem else { return ApiServer.json(#"{"status":"ok"}"#) }
         return ApiServer.json(
-            JSONText.encode(["status": "unavailable", "error": problem]), status: .serviceUnavailable)
+            JSONText.encode(["status": "unavailable", "error": problem], pretty: false), status: .serviceUnavailable)
     }
 
     // MARK: Installations
@@ -113,7 +113,7 @@ public struct ApiRoutes: Sendable {
                 var ignored: [String]
             }
             return ApiServer.json(
-                JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored)))
+                JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored), pretty: false))
         case .notYours:
             return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
         default:
@@ -143,7 +143,7 @@ public struct ApiRoutes: Sendable {
     private func registrationId(handle: String?, caller: Caller) async throws -> Response {
         guard let name = caller.name else { return signIn() }
         let id = try await backend.withSession { try $0.registrationId(handle: handle, caller: name) }
-        return ApiServer.json(JSONText.encode(id))
+        return ApiServer.json(JSONText.encode(id, pretty: false))
     }
 
     private func putRegistration(id: String, context: ApiContext) async throws -> Response {
@@ -190,7 +190,8 @@ public struct ApiRoutes: Sendable {
         }
         let outcome = try await backend.withSession { try $0.message(text, to: user, from: caller, pns: pns) }
         switch outcome {
-        case .sent(let id): return ApiServer.json(JSONText.encode(["status": "sent", "notificationId": id]))
+        case .sent(let id):
+            return ApiServer.json(JSONText.encode(["status": "sent", "notificationId": id], pretty: false))
         case .invalid(let why): return ApiServer.error(.badRequest, why)
         case .hubFailed(let why): return ApiServer.error(.badGateway, why)
         }

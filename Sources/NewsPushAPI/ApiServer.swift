@@ -73,7 +73,7 @@ public enum ApiServer {
 
     /// `{"error": why}` with `status`.
     static func error(_ status: HTTPResponse.Status, _ why: String) -> Response {
-        json(JSONText.encode(["error": why]), status: status)
+        json(JSONText.encode(["error": why], pretty: false), status: status)
     }
 
     /// Every answer's headers: JSON only, never cached, never framed, nothing sniffed.
