@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "NewsPushDesk",
             dependencies: [
-                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
+                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

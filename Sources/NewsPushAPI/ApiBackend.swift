@@ -1,5 +1,4 @@
 import Foundation
-import NIOPosix
 import NewsPushCore
 import NewsPushDesk
 import NewsPushLedger
@@ -30,7 +29,7 @@ public struct ApiBackend: Sendable {
     /// Runs `body` with a device session on one of the back-end's threads.
     func withSession<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
         let sessions = sessions
-        return try await Self.pool.runIfActive { () throws -> T in
+        return try await Self.threads.run { () throws -> T in
             let session = try sessions.take()
             do {
                 let value = try body(session.session)
@@ -47,15 +46,11 @@ public struct ApiBackend: Sendable {
 
     /// Blocking work off the event loops (bcrypt, a key set's file or URL).
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(body)
+        try await threads.run(body)
     }
 
     /// The back-end's threads: a request holds one for its ledger transaction and its hub write.
-    private static let pool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 16)
-        pool.start()
-        return pool
-    }()
+    private static let threads = BlockingThreads(count: 16)
 
     /// Finishes the hub removals owed (a host killed between index and hub, a hub that was
     /// down), once a minute until cancelled.

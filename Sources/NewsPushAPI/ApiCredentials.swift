@@ -59,8 +59,7 @@ final class ApiCredentials: Sendable {
         let password = String(text[text.index(after: colon)...])
         let (file, stamp) = await users.current(stamped: ())
         guard let file else { return .failure(CredentialRefusal(reason: "wrong user name or password")) }
-        let key = HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey)
-            .map { String(format: "%02x", $0) }.joined()
+        let key = ApiSettings.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
         if let known = checked.withLock({ $0[key] }), known.stamp == stamp {
             return .success(.user(name: name, sender: known.role == .sender))
         }
@@ -107,14 +106,14 @@ actor JWTKeys {
 
     /// The caller the token names, or why it is refused.
     func verify(_ token: String, now: Date) async -> Result<Caller, CredentialRefusal> {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Self.decodeSegment(parts[0]),
-            let fields = (try? JSONSerialization.jsonObject(with: header)) as? [String: Any]
-        else { return .failure(CredentialRefusal(reason: "the bearer token is not a JWT")) }
-        guard let alg = fields["alg"] as? String, alg == "RS256" || alg == "ES256" else {
+        // jwt-kit's parser reads the header (unverified) to choose the key by.
+        guard let header = try? DefaultJWTParser().parse(Array(token.utf8), as: BearerClaims.self).header else {
+            return .failure(CredentialRefusal(reason: "the bearer token is not a JWT"))
+        }
+        guard let alg = header.alg, alg == "RS256" || alg == "ES256" else {
             return .failure(CredentialRefusal(reason: "the token's algorithm is not accepted (RS256 or ES256 only)"))
         }
-        guard let kid = fields["kid"] as? String else {
+        guard let kid = header.kid else {
             return .failure(CredentialRefusal(reason: "the token names no key (kid)"))
         }
         if keys[kid] == nil, lastRead.map({ ContinuousClock.now - $0 >= .seconds(Self.refetchInterval) }) ?? true {
@@ -208,12 +207,6 @@ actor JWTKeys {
         case .success(let answer): throw CredentialRefusal(reason: "the key set's server answered \(answer.status)")
         case .failure(let failure): throw failure
         }
-    }
-
-    static func decodeSegment(_ segment: Substring) -> Data? {
-        var text = segment.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        return Data(base64Encoded: text)
     }
 }
 

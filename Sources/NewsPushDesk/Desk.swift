@@ -49,16 +49,12 @@ public struct Desk: Sendable {
 
     /// Runs blocking session work off the event loops.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(body)
+        try await threads.run(body)
     }
 
     /// The threads session work runs on: more than the cores, since an approval may wait up to
     /// `lockWait` for a running job's lock and the pages must not wait behind it.
-    private static let pool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 16)
-        pool.start()
-        return pool
-    }()
+    private static let threads = BlockingThreads(count: 16)
 
     // MARK: Reading
 
@@ -231,6 +227,23 @@ public struct Desk: Sendable {
             }
             return DeskAnswer(status: outcome.status == .pending ? .accepted : .badGateway, message: reason, json: json)
         }
+    }
+}
+
+/// Threads of a server's own for blocking session work (a ledger transaction, a hub request,
+/// bcrypt), so its event loops and the shared concurrency pool never wait for it.
+public final class BlockingThreads: Sendable {
+    private let pool: NIOThreadPool
+
+    /// `count` threads, started now; they live as long as the process.
+    public init(count: Int) {
+        pool = NIOThreadPool(numberOfThreads: count)
+        pool.start()
+    }
+
+    /// Runs `body` on one of the threads and returns its result.
+    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive(body)
     }
 }
 

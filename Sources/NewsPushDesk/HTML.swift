@@ -1,5 +1,6 @@
 import Foundation
 import NewsPushCore
+import NotificationHubs
 
 /// Markup whose interpolated strings are escaped: feed text (titles, summaries, links) can only
 /// ever become text on the page. Raw markup goes in only as `HTML` itself.
@@ -55,22 +56,5 @@ struct HTML: Sendable, ExpressibleByStringInterpolation {
     static func text(_ value: String?) -> HTML { HTML(stringLiteral: escape(value ?? "")) }
 
     /// `&`, `<`, `>`, `"` and `'` as character references (safe in text and in quoted attributes).
-    static func escape(_ value: String) -> String {
-        guard value.utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else {
-            return value
-        }
-        var escaped = ""
-        escaped.reserveCapacity(value.utf8.count + 16)
-        for character in value.unicodeScalars {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.unicodeScalars.append(character)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ value: String) -> String { MarkupText.escaped(value) }
 }

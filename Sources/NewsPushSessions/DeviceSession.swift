@@ -197,7 +197,7 @@ public final class DeviceSession {
 
     /// Removes installation `id` for `caller`, who must own it or present its handle.
     public func remove(id: String, caller: Caller, handle: String?) throws(SessionError) -> RemovalOutcome {
-        let digest = handle.map { DeviceRules.digest(DeviceRules.normalized($0)) }
+        let digest = handle.map(DeviceRules.digest)
         let result: (removed: InstallationRecord?, allowed: Bool)
         do {
             result = try ledger.removeInstallation(id: id, at: context.clock.now()) { current in
@@ -276,7 +276,7 @@ public final class DeviceSession {
     public func registrationId(handle: String?, caller: String) throws(SessionError) -> String {
         do {
             if let handle, !handle.isEmpty,
-                let holder = try ledger.installation(handleDigest: DeviceRules.digest(DeviceRules.normalized(handle)))
+                let holder = try ledger.installation(handleDigest: DeviceRules.digest(handle))
             {
                 return holder.id
             }

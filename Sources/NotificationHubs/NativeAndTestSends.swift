@@ -80,27 +80,33 @@ extension NotificationHubClient {
         return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
     }
 
-    /// `text` escaped for XML character data and attribute values (`&`, `<`, `>`, `"`, `'`).
-    public static func xmlEscaped(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
-
     /// The toast `ToastText01` with `text`, escaped.
     public static func toast(_ text: String) -> String {
-        #"<toast><visual><binding template="ToastText01"><text id="1">"# + xmlEscaped(text)
+        #"<toast><visual><binding template="ToastText01"><text id="1">"# + MarkupText.escaped(text)
             + "</text></binding></visual></toast>"
+    }
+}
+
+/// Text in XML or HTML markup: the one escaper of newspush (WNS toasts, the desk's pages).
+public enum MarkupText {
+    /// `&`, `<`, `>`, `"` and `'` as character references (safe in text and in quoted attributes).
+    public static func escaped(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else {
+            return value
+        }
+        var escaped = ""
+        escaped.reserveCapacity(value.utf8.count + 16)
+        for character in value.unicodeScalars {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 }
 

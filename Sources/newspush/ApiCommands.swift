@@ -78,12 +78,8 @@ struct ApiCommand: ParsableCommand {
         var role: ApiRole = .reader
 
         func run() throws {
-            let config = try global.loadConfig(requireHub: false)
-            let password = try Terminal.newPassword(for: name)
-            var users = try ApiUsers.load(path: config.api.usersPath)
-            let existed = users.users[name] != nil
-            try users.set(name, role: role, password: password)
-            Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(config.api.usersPath)")
+            try UsersFile<ApiRole>.addUser(
+                name, role: role, path: try global.loadConfig(requireHub: false).api.usersPath)
         }
     }
 }
@@ -161,21 +157,15 @@ struct DevicesCommand: ParsableCommand {
         func run() throws {
             let session = try DeviceSession.open(context: global.context(try global.loadConfig()), reading: true)
             let note = "installations registered through newspush api only (the index)"
-            if let tags {
-                let count = try session.count(expression: tags)
+            if tags != nil || topic != nil {
+                let count = try tags.map(session.count(expression:)) ?? session.count(tag: topic ?? "")
                 guard format == .text else {
-                    return Terminal.output(
-                        JSONText.encode(ExpressionCount(tags: tags, installations: count, counted: note)))
+                    let document = SelectionCount(
+                        topic: tags == nil ? topic : nil, tags: tags, installations: count, counted: note)
+                    return Terminal.output(JSONText.encode(document))
                 }
-                return Terminal.output("\(tags) reaches \(count) installations (\(note))")
-            }
-            if let topic {
-                let count = try session.count(tag: topic)
-                guard format == .text else {
-                    return Terminal.output(
-                        JSONText.encode(TopicCount(topic: topic, installations: count, counted: note)))
-                }
-                return Terminal.output("\(topic): \(count) installations (\(note))")
+                let line = tags.map { "\($0) reaches \(count)" } ?? "\(topic ?? ""): \(count)"
+                return Terminal.output("\(line) installations (\(note))")
             }
             let counts = try session.counts()
             guard format == .text else { return Terminal.output(JSONText.encode(DevicesCounts(counts, note: note))) }
@@ -269,16 +259,10 @@ struct DevicesCounts: Encodable {
     }
 }
 
-/// `devices count --tags EXPR --format json`.
-struct ExpressionCount: Encodable {
-    var tags: String
-    var installations: Int
-    var counted: String
-}
-
-/// `devices count --topic T --format json`.
-struct TopicCount: Encodable {
-    var topic: String
+/// `devices count --topic T` or `--tags EXPR` with `--format json` (the one given).
+struct SelectionCount: Encodable {
+    var topic: String?
+    var tags: String?
     var installations: Int
     var counted: String
 }

@@ -89,17 +89,25 @@ struct DeskCommand: ParsableCommand {
         var role: DeskRole
 
         func run() throws {
-            let config = try global.loadConfig(requireHub: false)
-            let password = try Terminal.newPassword(for: name)
-            var users = try DeskUsers.load(path: config.deskUsersPath)
-            let existed = users.users[name] != nil
-            try users.set(name, role: role, password: password)
-            Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(config.deskUsersPath)")
+            try UsersFile<DeskRole>.addUser(
+                name, role: role, path: try global.loadConfig(requireHub: false).deskUsersPath)
         }
     }
 }
 
 extension DeskRole: ExpressibleByArgument {}
+
+extension UsersFile {
+    /// `desk add-user` and `api add-user`: asks for `name`'s password, sets their role and
+    /// password in the users file at `path`, and says so.
+    static func addUser(_ name: String, role: Role, path: String) throws {
+        let password = try Terminal.newPassword(for: name)
+        var users = try load(path: path)
+        let existed = users.users[name] != nil
+        try users.set(name, role: role, password: password)
+        Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(path)")
+    }
+}
 
 extension Terminal {
     /// A new password for `name`: one line from a pipe, or asked twice on a terminal without echo.

@@ -119,11 +119,16 @@ public struct ApiSettings: Sendable {
 
     /// SHA-256 of `data` in lower-case hex.
     public static func hexDigest(_ data: Data) -> String {
-        // Two digits per byte from a table: `String(format:)` per byte was 8 % of a registration.
+        hex(SHA256.hash(data: data))
+    }
+
+    /// `bytes` in lower-case hex, two digits per byte from a table (`String(format:)` per byte
+    /// was 8 % of a registration in `newspush api`).
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
-        for byte in SHA256.hash(data: data) {
+        for byte in bytes {
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 15)])
         }
