@@ -177,7 +177,8 @@ struct ApiOperationsTests {
         ] {
             let result = try await newspushRaw(
                 try #require(Self.schemathesis), base + credential,
-                environment: ["HOME": NSHomeDirectory(), "PATH": "/usr/local/bin:/usr/bin:/bin"])
+                environment: ["HOME": NSHomeDirectory(), "PATH": "/usr/local/bin:/usr/bin:/bin"],
+                in: fixture.folder.path)  // its cache (.schemathesis/) goes there, not into the checkout
             #expect(
                 result.status == 0, "\(credential.isEmpty ? "anonymous" : "signed in"): \(result.stdout.suffix(3000))")
         }
