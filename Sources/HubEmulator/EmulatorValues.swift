@@ -56,11 +56,14 @@ public struct Fault: Codable, Sendable, Equatable {
     public var drop: Bool?
     /// How many send requests the fault applies to.
     public var count: Int
+    /// Only sends of this format (`ServiceBusNotification-Format`: apple, fcmv1, template …);
+    /// nil: any request.
+    public var format: String?
 
-    /// A fault for the next `count` send requests.
+    /// A fault for the next `count` send requests (of `format`, when given).
     public init(
         status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
-        drop: Bool? = nil, count: Int = 1
+        drop: Bool? = nil, count: Int = 1, format: String? = nil
     ) {
         self.status = status
         self.retryAfter = retryAfter
@@ -68,10 +71,11 @@ public struct Fault: Codable, Sendable, Equatable {
         self.delayAfterDelivery = delayAfterDelivery
         self.drop = drop
         self.count = count
+        self.format = format
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, drop, count
+        case status, drop, count, format
         case retryAfter = "retry_after"
         case delaySeconds = "delay_seconds"
         case delayAfterDelivery = "delay_after_delivery"
@@ -86,6 +90,7 @@ public struct Fault: Codable, Sendable, Equatable {
         delayAfterDelivery = try c.decodeIfPresent(Bool.self, forKey: .delayAfterDelivery)
         drop = try c.decodeIfPresent(Bool.self, forKey: .drop)
         count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 1
+        format = try c.decodeIfPresent(String.self, forKey: .format)?.lowercased()
         if count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more")
         }

@@ -86,14 +86,16 @@ public actor HubEmulator {
 
     /// Takes the fault for the next send request, if one is queued (control requests take none).
     public func nextFault(for request: EmulatorRequest) -> Fault? {
-        request.path.hasPrefix("/_emulator/") ? nil : nextFault()
+        guard !request.path.hasPrefix("/_emulator/") else { return nil }
+        return nextFault(format: request.headers["servicebusnotification-format"]?.lowercased())
     }
 
-    func nextFault() -> Fault? {
-        guard !faults.isEmpty else { return nil }
-        let fault = faults[0]
-        faults[0].count -= 1
-        if faults[0].count <= 0 { faults.removeFirst() }
+    /// The first queued fault for a request of `format` (a fault without a format takes any).
+    func nextFault(format: String? = nil) -> Fault? {
+        guard let index = faults.firstIndex(where: { $0.format == nil || $0.format == format }) else { return nil }
+        let fault = faults[index]
+        faults[index].count -= 1
+        if faults[index].count <= 0 { faults.remove(at: index) }
         return fault
     }
 

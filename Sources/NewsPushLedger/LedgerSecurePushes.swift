@@ -31,8 +31,12 @@ public struct SecurePushRecord: Sendable, Equatable {
 extension Ledger {
     // MARK: Secure pushes
 
-    /// Records a secure push; false when its id is taken (the caller draws another).
-    public func recordSecurePush(_ push: SecurePushRecord) throws(LedgerError) -> Bool {
+    /// Seals an id-only outbox entry: records its texts as secure push `push` and, in the same
+    /// transaction, gives the entry `properties` (its id, without the texts). False when the id
+    /// is taken (the caller draws another): nothing changes.
+    public func sealSecurePush(_ push: SecurePushRecord, entryID: String, properties: [String: String])
+        throws(LedgerError) -> Bool
+    {
         let texts = (try? JSONSerialization.data(withJSONObject: push.texts, options: [.sortedKeys])) ?? Data()
         return try writing { () throws -> Bool in
             let inserted = try db.run(
@@ -44,7 +48,10 @@ extension Ledger {
                     .integer(Int64(push.id)), .text(push.tags), .text(String(decoding: texts, as: UTF8.self)),
                     SQLValue(push.sender), SQLValue(push.created), SQLValue(push.expires),
                 ])
-            return inserted == 1
+            guard inserted == 1 else { return false }
+            try db.run(
+                "UPDATE outbox SET properties = ? WHERE id = ?", [.text(Self.encoded(properties)), .text(entryID)])
+            return true
         }
     }
 
@@ -99,11 +106,15 @@ extension Ledger {
     /// Deletes the secure pushes expired by `now`, texts and reads; how many.
     @discardableResult
     public func deleteExpiredSecurePushes(now: Date) throws(LedgerError) -> Int {
-        try writing { () throws -> Int in
-            try db.run(
-                "DELETE FROM secure_reads WHERE secure_id IN (SELECT id FROM secure_pushes WHERE expires_at <= ?)",
-                [SQLValue(now)])
-            return try db.run("DELETE FROM secure_pushes WHERE expires_at <= ?", [SQLValue(now)])
-        }
+        try writing { () throws -> Int in try expireSecurePushes(now: now) }
+    }
+
+    /// Deletes the secure pushes expired by `now`, within the caller's transaction.
+    @discardableResult
+    func expireSecurePushes(now: Date) throws -> Int {
+        try db.run(
+            "DELETE FROM secure_reads WHERE secure_id IN (SELECT id FROM secure_pushes WHERE expires_at <= ?)",
+            [SQLValue(now)])
+        return try db.run("DELETE FROM secure_pushes WHERE expires_at <= ?", [SQLValue(now)])
     }
 }

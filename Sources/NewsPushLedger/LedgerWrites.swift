@@ -143,10 +143,9 @@ extension Ledger {
         throws(LedgerError) -> Bool
     {
         try writing {
-            let encoded = String(decoding: (try? JSONEncoder().encode(properties)) ?? Data("{}".utf8), as: UTF8.self)
             let changed = try db.run(
                 "UPDATE outbox SET status = 'pending', properties = ? WHERE id = ? AND status = 'held'",
-                [.text(encoded), .text(entryID)])
+                [.text(Self.encoded(properties)), .text(entryID)])
             guard changed == 1 else { return false }
             try db.run(
                 "UPDATE stories SET status = 'pending' WHERE key = (SELECT story_key FROM outbox WHERE id = ? AND kind = "
@@ -154,6 +153,11 @@ extension Ledger {
             for record in audit { try insert(record) }
             return true
         }
+    }
+
+    /// An outbox entry's properties as the ledger keeps them (a JSON object).
+    static func encoded(_ properties: [String: String]) -> String {
+        String(decoding: (try? JSONEncoder().encode(properties)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// Ends a held entry unsent (`rejected` by an editor, or `expired`), with the decision on
@@ -232,6 +236,11 @@ extension Ledger {
                 .text(outcome.status.rawValue), SQLValue(outcome.httpStatus), SQLValue(outcome.notificationId),
                 SQLValue(outcome.error), .text(outcome.entryID),
             ])
+        if let properties = outcome.properties {
+            try db.run(
+                "UPDATE outbox SET properties = ? WHERE id = ?",
+                [.text(Self.encoded(properties)), .text(outcome.entryID)])
+        }
         // A story's status follows its first push only: repeats and corrections of a pushed story
         // are pushes of their own and leave it pushed.
         let storyStatus = outcome.status.storyStatus.rawValue

@@ -269,11 +269,14 @@ public struct OutboxOutcome: Sendable, Equatable {
     public var notificationId: String?
     /// Why it failed or waits.
     public var error: String?
+    /// The entry's properties from now on, when they change (a secure push that reached some
+    /// of its platforms keeps only the others to go).
+    public var properties: [String: String]?
 
     /// What became of entry `entryID`.
     public init(
         entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
-        notificationId: String? = nil, error: String? = nil
+        notificationId: String? = nil, error: String? = nil, properties: [String: String]? = nil
     ) {
         self.entryID = entryID
         self.storyKey = storyKey
@@ -282,6 +285,7 @@ public struct OutboxOutcome: Sendable, Equatable {
         self.httpStatus = httpStatus
         self.notificationId = notificationId
         self.error = error
+        self.properties = properties
     }
 }
 

@@ -360,11 +360,16 @@ public struct PublishSession: Sendable {
     private func sendTrial(_ plan: PublishPlan, ledger: Ledger, client: NotificationHubClient, now: Date)
         throws(SessionError) -> PublishResult
     {
-        let (outcome, answer, stop) = try OneShotSend.send(
-            plan.entry, request: plan.request, ledger: ledger, sender: sender(client, now: now), now: now)
+        let test = plan.entry.kind == .test
+        let sent = try OneShotSend.send(plan.entry, ledger: ledger, sender: sender(client, now: now), now: now) {
+            entry throws(HubError) in
+            try PushRequests.requests(entry, client: client, test: test, now: SessionClock.signingTime())
+        }
         var testOutcome: TestSendOutcome?
-        if case .accepted(_, _, _, let body) = answer, !body.isEmpty { testOutcome = TestSendOutcome(xml: body) }
-        return PublishResult(outcome: outcome, stop: stop, testOutcome: testOutcome)
+        for case .accepted(_, _, _, let body) in sent.answers where testOutcome == nil && !body.isEmpty {
+            testOutcome = TestSendOutcome(xml: body)
+        }
+        return PublishResult(outcome: sent.outcome, stop: sent.stop, testOutcome: testOutcome)
     }
 
     private func sender(_ client: NotificationHubClient, now: Date) -> OutboxSender {
@@ -376,23 +381,47 @@ public struct PublishSession: Sendable {
 /// through the app back-end), journalled like any push: the intent before the request, the
 /// outcome after.
 enum OneShotSend {
-    /// Records `entry`, sends `request`, records the outcome (a pending one as failed: a run
-    /// would not send it); the outcome, the hub's answer, and why sending had to stop, if it did.
+    /// What a one-shot send came to.
+    struct Sent {
+        /// The outcome as recorded.
+        var outcome: OutboxOutcome
+        /// The entry as sent (an id-only push sealed: its `secureId`).
+        var entry: OutboxEntry
+        /// The hub's answer to each request.
+        var answers: [SendOutcome]
+        /// Why sending had to stop, if it did.
+        var stop: SendStop?
+    }
+
+    /// Records `entry`, seals it when it is id-only, sends the requests `requests` builds from
+    /// it as sealed, and records the outcome (a pending one as failed: a run would not send it).
     static func send(
-        _ entry: OutboxEntry, request: HubRequest, ledger: Ledger, sender: OutboxSender, now: Date
-    ) throws(SessionError) -> (OutboxOutcome, SendOutcome, SendStop?) {
+        _ entry: OutboxEntry, ledger: Ledger, sender: OutboxSender, now: Date,
+        requests: (OutboxEntry) throws(HubError) -> [PlatformRequest]
+    ) throws(SessionError) -> Sent {
+        let sealed: OutboxEntry
         do {
             try ledger.enqueue(entry, story: nil)
-            try ledger.markSending([entry], at: now)
+            sealed = try ledger.seal([entry], at: now).first ?? entry
         } catch {
             throw .ledger(error)
         }
-        let (sent, answer) = sender.sendUnrecorded(entry, request: request)
-        var outcome = sent
+        let built: [PlatformRequest]
+        do { built = try requests(sealed) } catch {
+            let refused = OutboxOutcome(
+                entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: error.description)
+            do { try ledger.record([refused]) } catch { throw .ledger(error) }
+            return Sent(outcome: refused, entry: sealed, answers: [], stop: nil)
+        }
+        do { try ledger.markSending([sealed], at: now) } catch { throw .ledger(error) }
+        var (outcome, answers) = sender.sendOnce(sealed, requests: built)
         if outcome.status == .pending { outcome.status = .failed }
-        let stop =
-            answer.concernsHub ? SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "") : nil
-        do { try ledger.record([outcome]) } catch { return (outcome, answer, .ledger(error)) }
-        return (outcome, answer, stop)
+        let stop = answers.first(where: \.concernsHub).map {
+            SendStop.hub(status: $0.httpStatus, reason: $0.failureReason ?? "")
+        }
+        do { try ledger.record([outcome]) } catch {
+            return Sent(outcome: outcome, entry: sealed, answers: answers, stop: .ledger(error))
+        }
+        return Sent(outcome: outcome, entry: sealed, answers: answers, stop: stop)
     }
 }

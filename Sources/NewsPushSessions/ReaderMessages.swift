@@ -75,7 +75,9 @@ extension DeviceSession {
             throw .ledger(error)
         }
         let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
-        let (outcome, _, _) = try OneShotSend.send(entry, request: request, ledger: ledger, sender: sender, now: now)
+        let outcome = try OneShotSend.send(entry, ledger: ledger, sender: sender, now: now) { _ in
+            [PlatformRequest(format: format, request: request)]
+        }.outcome
         switch outcome.status {
         case .sent, .scheduled: return .sent(notificationId: outcome.notificationId)
         default: return .hubFailed(outcome.error ?? "the hub did not take it")
@@ -109,63 +111,36 @@ extension DeviceSession {
     public static let secureHourlyLimit = 10
 
     /// `POST /api/notifications` without `to_tag`: a secure push of `text` to `caller`'s own
-    /// devices. The text stays in the ledger; each device gets only a `secureId` (apple
-    /// `{"aps":{"content-available":1},"secureId":"N"}`, FCM v1 `{"message":{"data":{"secureId":"N"}}}`),
-    /// each platform's send once through the outbox.
+    /// devices: an id-only push through the outbox once, its text kept in the ledger for a day
+    /// (`SecurePush`), each device given only the `secureId`.
     public func securePush(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
         guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
         let now = context.clock.now()
-        let tags = api.tag(forUser: caller)
-        let id: Int
         do {
             let recent = try ledger.securePushTimes(sender: caller, since: now.addingTimeInterval(-3600))
             if recent.count >= Self.secureHourlyLimit, let oldest = recent.first {
                 return .tooMany(
                     retryAfter: max(1, Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up))))
             }
-            try ledger.deleteExpiredSecurePushes(now: now)
-            var drawn = Int.random(in: 1...Int(Int32.max))
-            let record = { (id: Int) in
-                SecurePushRecord(
-                    id: id, tags: tags, texts: ["default": AlertText.fit(text, limit: 4000)], sender: caller,
-                    created: now, expires: now.addingTimeInterval(Self.secureLifetime))
-            }
-            while try !ledger.recordSecurePush(record(drawn)) { drawn = Int.random(in: 1...Int(Int32.max)) }
-            id = drawn
         } catch {
             throw .ledger(error)
         }
-        var failures: [String] = []
-        for format in [PushFormat.apple, .fcmv1] {
-            let entry = OutboxEntry(
-                storyKey: "secure:\(id)", kind: .personal, origin: .publish, category: .world, format: format,
-                tags: tags, properties: ["secureId": String(id)], createdAt: now,
-                freshUntil: now.addingTimeInterval(Self.secureLifetime))
-            let request: HubRequest
-            do { request = try Self.secureRequest(id, format: format, tags: tags, client: hub) } catch {
-                failures.append(error.description)
-                continue
-            }
-            let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
-            let (outcome, _, _) = try OneShotSend.send(
-                entry, request: request, ledger: ledger, sender: sender, now: now)
-            if outcome.status != .sent { failures.append(outcome.error ?? "the hub did not take it") }
+        let entry = OutboxEntry(
+            storyKey: "secure:" + OutboxEntry.newID(), kind: .personal, origin: .publish, category: .world,
+            format: .idOnly, tags: api.tag(forUser: caller),
+            properties: ["messageParam": AlertText.fit(text, limit: 4000), "from": caller], createdAt: now,
+            freshUntil: now.addingTimeInterval(Self.secureLifetime), expiresAfter: Self.secureLifetime)
+        let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
+        let hub = self.hub
+        let sent = try OneShotSend.send(entry, ledger: ledger, sender: sender, now: now) {
+            entry throws(HubError) in
+            try PushRequests.requests(entry, client: hub, now: SessionClock.signingTime())
         }
-        return failures.count == 2 ? .hubFailed(failures.joined(separator: "; ")) : .sent(secureId: id)
-    }
-
-    /// A secure push's native request: only its id, as a background push (apple) or data (FCM v1).
-    static func secureRequest(_ id: Int, format: PushFormat, tags: String, client: NotificationHubClient)
-        throws(HubError) -> HubRequest
-    {
-        let now = SessionClock.signingTime()
-        if format == .apple {
-            return try client.nativeRequest(
-                .apple, payload: ["aps": ["content-available": 1], "secureId": String(id)], tags: tags,
-                headers: [("apns-push-type", "background"), ("apns-priority", "5")], now: now)
+        guard let id = sent.entry.properties[SecurePush.idProperty].flatMap(Int.init) else {
+            return .hubFailed(sent.outcome.error ?? "the push could not be built")
         }
-        return try client.nativeRequest(
-            .fcmv1, payload: ["message": ["data": ["secureId": String(id)]]], tags: tags, now: now)
+        let reached = sent.answers.contains { if case .accepted = $0 { true } else { false } }
+        return reached ? .sent(secureId: id) : .hubFailed(sent.outcome.error ?? "the hub did not take it")
     }
 
     /// `GET /api/notifications/{secureId}` for `caller`: the text, in the language of the
@@ -181,7 +156,8 @@ extension DeviceSession {
                 let reached = try ledger.installations(owner: caller).first(where: { expression.matches(Set($0.tags)) })
             else { return nil }
             let text =
-                reached.language.flatMap { push.texts[$0] } ?? push.texts["default"] ?? push.texts.values.first ?? ""
+                reached.language.flatMap { push.texts[DeviceRules.propertySuffix($0)] } ?? push.texts["default"]
+                ?? push.texts.values.first ?? ""
             let read = try ledger.markSecurePushRead(id: id, reader: caller)
             return SecureText(id: id, payload: text, read: read)
         } catch {

@@ -139,7 +139,7 @@ public enum SessionError: Error, Sendable, CustomStringConvertible {
         switch error {
         case .unknownStory(let key, let reason): self = .unknownStory(key, reason: reason)
         case .request(let error): self = .request(error)
-        case .blank, .scheduledTest: self = .usage(error.description)
+        case .blank, .scheduledTest, .scheduledSecure: self = .usage(error.description)
         }
     }
 }

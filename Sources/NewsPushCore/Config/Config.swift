@@ -233,6 +233,10 @@ public struct CategorySettings: Sendable {
     public var names: [String: String] = [:]
     /// The most characters `messageParam` may have (default 178), cut at a word with "…".
     public var maxLength = 178
+    /// `secure_alert` (id-only categories): the visible generic alert an Apple device shows
+    /// instead of a silent push (`{category}` is the category's name), which the app's
+    /// notification extension replaces with the fetched text. Nil: a silent push.
+    public var secureAlert: String?
 
     /// A category's settings with the default alert settings.
     public init(tags: String, message: String, format: PushFormat = .template) {

@@ -274,7 +274,7 @@ public struct ConfigLoader: Sendable {
             valueNode, path: path,
             allowed: [
                 "tags", "message", "format", "expiry", "importance", "messages",
-                "names", "max_length",
+                "names", "max_length", "secure_alert",
             ])
         if let n = m["tags"], let tags = reader.string(n, path: "\(path).tags") {
             do {
@@ -314,6 +314,23 @@ public struct ConfigLoader: Sendable {
             }
         }
         readAlertSettings(m, path: path, into: &settings, reader: reader)
+        if let n = m["secure_alert"], let alert = reader.string(n, path: "\(path).secure_alert") {
+            let unknown = MessageTemplate.placeholders(in: alert).subtracting(["category"])
+            if settings.format != .idOnly {
+                reader.report(
+                    n, "\(path).secure_alert",
+                    "is for categories with format: id-only (it replaces their silent Apple push)")
+            } else if !unknown.isEmpty {
+                reader.report(
+                    n, "\(path).secure_alert",
+                    "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: "
+                        + "{category}; nothing of the story may be in it)")
+            } else if AlertText.isBlank(MessageTemplate.render(alert, ["category": "x"])) {
+                reader.report(n, "\(path).secure_alert", "is blank: give the text of the generic alert")
+            } else {
+                settings.secureAlert = alert
+            }
+        }
         return settings
     }
 
@@ -411,8 +428,7 @@ public struct ConfigLoader: Sendable {
             if let importance = Importance(rawValue: v) {
                 settings.importance = importance
             } else {
-                let formats = PushFormat.allCases.map(\.rawValue).joined(separator: ", ")
-                reader.report(n, "\(path).format", "must be one of \(formats), not '\(reader.written(n))'")
+                reader.report(n, "\(path).importance", "must be major or minor, not '\(reader.written(n))'")
             }
         }
         if let n = m["max_length"], let v = reader.integer(n, path: "\(path).max_length", range: 20...4000) {

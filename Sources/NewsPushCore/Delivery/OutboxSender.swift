@@ -11,6 +11,10 @@ public protocol SendJournal {
     func markSending(_ entries: [OutboxEntry], at time: Date) throws(LedgerError)
     /// What the hub answered for each entry (or `pending` for entries put back unsent).
     func record(_ outcomes: [OutboxOutcome]) throws(LedgerError)
+    /// Seals the id-only entries among `entries` (`SecurePush`): their texts kept as secure
+    /// pushes under fresh ids, the entries left with only the id. Returns every entry as it
+    /// is to be sent.
+    func seal(_ entries: [OutboxEntry], at time: Date) throws(LedgerError) -> [OutboxEntry]
 }
 
 /// Why sending stopped before the outbox was empty.
@@ -87,8 +91,12 @@ public struct OutboxSender {
                     error: "not sent: \(uncredentialed[entry.format] ?? "")")
             }
             keptForCredential += waiting.count
-            let (ready, refused) = requests(for: chunk.filter { uncredentialed[$0.format] == nil })
+            // An id-only push tries each of its platforms: one without a credential is skipped.
+            let going = chunk.filter { $0.format == .idOnly || uncredentialed[$0.format] == nil }
+            var ready: [(entry: OutboxEntry, requests: [PlatformRequest])] = []
+            var refused: [OutboxOutcome] = []
             do throws(LedgerError) {
+                (ready, refused) = requests(for: try journal.seal(going, at: now))
                 try journal.record(refused + waiting)
                 try journal.markSending(ready.map(\.entry), at: now)
             } catch {
@@ -98,9 +106,9 @@ public struct OutboxSender {
                 return result
             }
             result.outcomes += refused + waiting
-            let (outcomes, stop, noCredential) = sendAll(ready, pool: pool)
+            let (outcomes, stop, noCredential, kept) = sendAll(ready, pool: pool)
             for (format, why) in noCredential { uncredentialed[format] = why }
-            keptForCredential += noCredential.count
+            keptForCredential += kept
             do throws(LedgerError) { try journal.record(outcomes) } catch {
                 // The entries stay `sending`: the next run settles them as unknown, never re-sent.
                 logger.info("\(error.description)")
@@ -131,24 +139,25 @@ public struct OutboxSender {
                 + "push\(kept == 1 ? "" : "es") kept pending")
     }
 
-    /// Sends one push that is not recorded (a trial to a few devices) with the same outcome rules.
-    public func sendUnrecorded(_ entry: OutboxEntry, request: HubRequest) -> (OutboxOutcome, SendOutcome) {
-        let answer = client.send(request)
-        return (outcome(of: entry, answer), answer)
+    /// Sends the requests of one push that a run never retries (a trial, a personal alert),
+    /// with the same outcome rules; the outcome and each request's answer.
+    public func sendOnce(_ entry: OutboxEntry, requests: [PlatformRequest]) -> (OutboxOutcome, [SendOutcome]) {
+        let answers = requests.map { client.send($0.request) }
+        return (outcome(of: entry, zip(requests.map(\.format), answers).map { ($0, $1) }), answers)
     }
 
-    /// The request of each entry; an entry whose request cannot be built (too large, a bad tag
+    /// The requests of each entry; an entry whose request cannot be built (too large, a bad tag
     /// expression) is refused for good.
     private func requests(for entries: [OutboxEntry]) -> (
-        ready: [(entry: OutboxEntry, request: HubRequest)], refused: [OutboxOutcome]
+        ready: [(entry: OutboxEntry, requests: [PlatformRequest])], refused: [OutboxOutcome]
     ) {
-        var ready: [(entry: OutboxEntry, request: HubRequest)] = []
+        var ready: [(entry: OutboxEntry, requests: [PlatformRequest])] = []
         var refused: [OutboxOutcome] = []
         for entry in entries {
             do {
                 // The request carries the wall clock, not the run's: the hub checks the token's
                 // expiry and devices the alert's against their own clocks.
-                ready.append((entry, try PushRequests.request(entry, client: client, now: Date())))
+                ready.append((entry, try PushRequests.requests(entry, client: client, now: Date())))
             } catch {
                 logger.info("push of \(entry.storyKey) not built: \(error.description)")
                 refused.append(
@@ -163,36 +172,77 @@ public struct OutboxSender {
     /// Sends one chunk on the pool; once a failure concerns the hub, nothing more starts and the
     /// entries not started go back to `pending`.
     /// `noCredential`: the format and the hub's words of each push refused for want of that
-    /// format's platform credential (`SendOutcome.formatWithoutCredential`).
-    private func sendAll(_ ready: [(entry: OutboxEntry, request: HubRequest)], pool: SendPool) -> (
-        outcomes: [OutboxOutcome], stop: SendStop?, noCredential: [(PushFormat, String)]
+    /// format's platform credential (`SendOutcome.formatWithoutCredential`); `kept`: how many
+    /// pushes wait for a credential.
+    private func sendAll(_ ready: [(entry: OutboxEntry, requests: [PlatformRequest])], pool: SendPool) -> (
+        outcomes: [OutboxOutcome], stop: SendStop?, noCredential: [(PushFormat, String)], kept: Int
     ) {
-        let answers = Mutex([SendOutcome?](repeating: nil, count: ready.count))
+        // Every request of every entry, flat: an id-only push's platforms go side by side.
+        let flat = ready.indices.flatMap { entry in ready[entry].requests.map { (entry: entry, request: $0) } }
+        let answers = Mutex([SendOutcome?](repeating: nil, count: flat.count))
         let client = self.client
-        pool.run(count: ready.count) { index in
-            let outcome = client.send(ready[index].request)
+        pool.run(count: flat.count) { index in
+            let outcome = client.send(flat[index].request.request)
             answers.withLock { $0[index] = outcome }
-            if Self.stopsSending(ready[index].entry, outcome) { pool.stop() }
+            if Self.stopsSending(ready[flat[index].entry].entry, outcome) { pool.stop() }
         }
         let results = answers.withLock { $0 }
-        let stop = zip(ready, results).lazy.compactMap { item, answer -> SendStop? in
-            guard let answer, Self.stopsSending(item.entry, answer) else { return nil }
+        let stop = zip(flat, results).lazy.compactMap { item, answer -> SendStop? in
+            guard let answer, Self.stopsSending(ready[item.entry].entry, answer) else { return nil }
             return SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "hub failure")
         }.first
-        let outcomes = zip(ready, results).map { item, answer in
-            let entry = item.entry
-            guard let answer else {
-                return OutboxOutcome(
-                    entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
-                    error: "not sent: sending stopped after a hub failure")
+        var noCredential: [(PushFormat, String)] = []
+        var kept = 0
+        let outcomes = ready.indices.map { entry in
+            let answered = zip(flat, results).filter { $0.0.entry == entry }.map { ($0.0.request.format, $0.1) }
+            // A push waits for a credential only when none of its formats had one.
+            if !answered.isEmpty && answered.allSatisfy({ $0.1?.formatWithoutCredential != nil }) {
+                noCredential += answered.map { ($0.0, $0.1?.failureReason ?? "") }
+                kept += 1
             }
-            return outcome(of: entry, answer)
+            return outcome(of: ready[entry].entry, answered)
         }
-        let noCredential = zip(ready, results).compactMap { item, answer -> (PushFormat, String)? in
-            guard let answer, answer.formatWithoutCredential != nil else { return nil }
-            return (item.entry.format, answer.failureReason ?? "")
+        return (outcomes, stop, noCredential, kept)
+    }
+
+    /// The outcome of a push from each of its requests' answers (nil: not sent, sending had
+    /// stopped). A push of one request takes that request's outcome. An id-only push is `sent`
+    /// once every platform took it or refused it for good (a platform without a credential has
+    /// no device to reach); it stays `pending` for the platforms still owed (the others are not
+    /// sent again); its outcome is `unknown` when one platform's is.
+    private func outcome(of entry: OutboxEntry, _ answered: [(PushFormat, SendOutcome?)]) -> OutboxOutcome {
+        let each = answered.map { format, answer in
+            (
+                format,
+                answer.map { outcome(of: entry, $0) }
+                    ?? OutboxOutcome(
+                        entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
+                        error: "not sent: sending stopped after a hub failure"),
+                answer?.formatWithoutCredential != nil
+            )
         }
-        return (outcomes, stop, noCredential)
+        guard entry.format == .idOnly, each.count > 0 else {
+            return each.first?.1
+                ?? OutboxOutcome(
+                    entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: "no request")
+        }
+        let sent = each.filter { [.sent, .scheduled].contains($0.1.status) }
+        let unknown = each.filter { $0.1.status == .unknown }
+        let owed = each.filter { $0.1.status == .pending && !$0.2 }
+        let notes = each.filter { ![.sent, .scheduled].contains($0.1.status) }.map { format, outcome, _ in
+            "\(format.rawValue): \(outcome.error ?? outcome.status.rawValue)"
+        }
+        var result = sent.first?.1 ?? unknown.first?.1 ?? owed.first?.1 ?? each[0].1
+        result.error = notes.isEmpty ? nil : notes.joined(separator: "; ")
+        if !unknown.isEmpty {
+            result.status = .unknown
+        } else if !owed.isEmpty {
+            result.status = .pending
+            if !sent.isEmpty { result.properties = SecurePush.remaining(owed.map(\.0), of: entry.properties) }
+        } else if sent.isEmpty {
+            result.status = each.allSatisfy(\.2) ? .pending : .failed
+        }
+        return result
     }
 
     /// Whether an answer concerns the hub, so nothing more is sent now. A 403 to a scheduled

@@ -56,7 +56,8 @@ public enum PushRequests {
     /// The template properties (SPEC §5): messageParam and one messageParam_<lang> per language
     /// of the category's `messages`, title, category, url (with `link_params`), source, id,
     /// image, collapseId, importance, priority, interruptionLevel; `expiry` is added when the
-    /// push is sent. `id-only` pushes carry only id and url.
+    /// push is sent. An `id-only` push has them too until it is sealed (`SecurePush`), and its
+    /// `secure_alert` as `secureAlert`.
     public static func properties(
         _ content: PushContent, settings: CategorySettings, languages: Set<String> = [],
         linkParams: [(name: String, value: String)] = []
@@ -67,7 +68,6 @@ public enum PushRequests {
             FeedURL.isHTTP(content.url)
             ? Tracking.link(content.url, params: linkParams, category: content.category) : ""
         let image = content.image.flatMap { FeedURL.isHTTP($0) ? $0 : nil } ?? ""
-        if settings.format == .idOnly { return ["id": content.id, "url": url] }
         // Every text a device may show is cleaned and bounded as the message is: no control
         // characters, no bidirectional overrides, white space collapsed, at most
         // `AlertText.propertyLimit` characters and four bytes each.
@@ -96,11 +96,18 @@ public enum PushRequests {
         for language in languages.union(settings.messages.keys) {
             properties["messageParam_\(language)"] = message(in: settings.messages[language] == nil ? nil : language)
         }
+        if settings.format == .idOnly, let alert = settings.secureAlert {
+            let language = Languages.match(content.language, in: settings.names.keys)
+            let name = language.flatMap { settings.names[$0] } ?? content.category.rawValue
+            properties["secureAlert"] = AlertText.fit(
+                MessageTemplate.render(alert, ["category": name]), limit: AlertText.propertyLimit)
+        }
         return properties
     }
 
     /// The request for an outbox entry at `now`: its properties, the expiry counted from when
     /// it is delivered (now, or its scheduled time), as a scheduled send when it has a time.
+    /// An id-only push's first platform's (what a dry run shows).
     public static func request(
         _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
@@ -110,16 +117,43 @@ public enum PushRequests {
         return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
     }
 
+    /// Every request an outbox entry is sent as: one, or one per platform an id-only push has
+    /// still to reach, each with the format it goes as.
+    public static func requests(
+        _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false, now: Date
+    ) throws(HubError) -> [PlatformRequest] {
+        guard entry.format == .idOnly else {
+            return [
+                PlatformRequest(format: entry.format, request: try request(entry, client: client, test: test, now: now))
+            ]
+        }
+        var requests: [PlatformRequest] = []
+        for platform in SecurePush.platforms(of: entry) {
+            let request = try SecurePush.request(
+                platform: platform, properties: entry.properties, tags: entry.tags,
+                expiry: expiry(deliveredAt: entry.scheduledAt ?? now, after: entry.expiresAfter), client: client,
+                test: test, now: now)
+            requests.append(
+                PlatformRequest(
+                    format: platform, request: entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request))
+        }
+        return requests
+    }
+
+    /// When an alert delivered at `deliveredAt` and shown for `seconds` expires, in whole
+    /// seconds, rounded up: the W3C date and apns-expiration have no fractions, and rounding
+    /// down could end an alert's life before it starts.
+    static func expiry(deliveredAt: Date, after seconds: Double) -> Date {
+        Date(timeIntervalSince1970: deliveredAt.addingTimeInterval(seconds).timeIntervalSince1970.rounded(.up))
+    }
+
     /// The request for a push of `format` to `tags` with `properties`, delivered at
     /// `deliveredAt` and shown for `expiresAfter` seconds from then.
     public static func request(
         format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
         deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
-        // Whole seconds, rounded up: the W3C date and apns-expiration have no fractions, and
-        // rounding down could end an alert's life before it starts.
-        let expiry = Date(
-            timeIntervalSince1970: deliveredAt.addingTimeInterval(expiresAfter).timeIntervalSince1970.rounded(.up))
+        let expiry = expiry(deliveredAt: deliveredAt, after: expiresAfter)
         let p = properties
         let major = p["importance"] != Importance.minor.rawValue
         switch format {
@@ -128,7 +162,10 @@ public enum PushRequests {
             sent["expiry"] = FeedDates.format(expiry)
             return try client.templateRequest(properties: sent, tags: tags, test: test, now: now)
         case .idOnly:
-            return try client.templateRequest(properties: p, tags: tags, test: test, now: now)
+            return try SecurePush.request(
+                platform: SecurePush.platforms[0], properties: p, tags: tags, expiry: expiry, client: client,
+                test: test,
+                now: now)
         case .apple:
             var aps: [String: Any] = [
                 "alert": p["messageParam"] ?? p["title"] ?? "",
@@ -172,6 +209,20 @@ public enum PushRequests {
                 xml: NotificationHubClient.toast(p["messageParam"] ?? p["title"] ?? ""), tags: tags, test: test,
                 now: now)
         }
+    }
+}
+
+/// One hub request of a push and the format it goes as (an id-only push has one per platform).
+public struct PlatformRequest: Sendable {
+    /// The format: the entry's, or the platform of an id-only push's native send.
+    public var format: PushFormat
+    /// The request.
+    public var request: HubRequest
+
+    /// A request that goes as `format`.
+    public init(format: PushFormat, request: HubRequest) {
+        self.format = format
+        self.request = request
     }
 }
 

@@ -154,6 +154,8 @@ public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
     case blank(String)
     /// A test send cannot be scheduled: the hub would deliver it to every subscriber.
     case scheduledTest
+    /// An id-only category's push cannot be scheduled: it is one native send per platform.
+    case scheduledSecure(NewsCategory)
 
     /// What is wrong, naming the story.
     public var description: String {
@@ -166,6 +168,10 @@ public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
             return
                 "--test cannot be scheduled with --at: the hub has no scheduled test sends, and a scheduled send "
                 + "goes to every subscriber; send the test now, then schedule the real push"
+        case .scheduledSecure(let category):
+            return
+                "--at cannot schedule a push of \(category.rawValue) (format: id-only): its secure push is one send "
+                + "per platform, and the hub schedules each alone; send it when it is due"
         }
     }
 }
@@ -225,6 +231,7 @@ public enum PublishPlanner {
     ) throws(PublishPlanError) -> PublishPlan {
         try validate(push)
         let settings = config.settings(for: push.category)
+        if settings.format == .idOnly && push.at != nil { throw .scheduledSecure(push.category) }
         let title = push.title ?? push.message ?? ""
         let (key, kind, refusal, base) = try identity(push, title: title, knowledge: knowledge, now: now)
         let importance =

@@ -362,14 +362,34 @@ struct HubClientTests {
         }
     }
 
-    @Test func idOnlyCarriesOnlyIdAndURL() throws {
-        let settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .idOnly)
+    /// An id-only push keeps its texts until it is sealed; sealed, it keeps none of them and
+    /// each platform's request carries only the `secureId`.
+    @Test func aSealedIdOnlyPushSendsOnlyItsIdToEachPlatform() throws {
+        var settings = CategorySettings(tags: "World", message: CategorySettings.defaultMessage, format: .idOnly)
+        settings.secureAlert = "New {category} alert"
         let content = PushContent(
             category: .world, title: "Storm", url: "https://news.example.org/1", source: "Desk", id: "guid:1")
+        let properties = PushRequests.properties(content, settings: settings)
+        #expect(properties["messageParam"] == "Breaking World News : Storm")
+        #expect(properties["secureAlert"] == "New World alert")
+        let entry = OutboxEntry(
+            storyKey: "guid:1", origin: .run, category: .world, format: .idOnly, tags: "World", properties: properties,
+            createdAt: Date(), freshUntil: Date())
+        #expect(SecurePush.texts(of: entry) == ["default": "Breaking World News : Storm"])
+        let sealed = SecurePush.sealed(entry, id: 424_242)
+        #expect(!sealed.properties.values.contains { $0.contains("Storm") || $0.contains("news.example") })
+        let client = NotificationHubClient(
+            connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
+            transport: CurlHubTransport(userAgent: "newspush-test", timeout: 1))
+        let requests = try PushRequests.requests(sealed, client: client, now: Date())
+        #expect(requests.map(\.format) == [.apple, .fcmv1])
+        let bodies = try requests.map { try JSONSerialization.jsonObject(with: $0.request.body) as? NSDictionary }
         #expect(
-            PushRequests.properties(content, settings: settings) == [
-                "id": "guid:1", "url": "https://news.example.org/1",
-            ])
+            bodies[0]
+                == [
+                    "aps": ["alert": "New World alert", "mutable-content": 1, "sound": "default"], "secureId": "424242",
+                ])
+        #expect(bodies[1] == ["message": ["data": ["secureId": "424242"]]])
     }
 
     @Test func tokensAreReusedUntilNearExpiry() throws {
