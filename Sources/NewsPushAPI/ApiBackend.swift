@@ -80,14 +80,18 @@ final class SessionPool: Sendable {
 
     private let context: SessionContext
     private let idle: Mutex<[Box]>
+    /// The first session's ledger when its threads share it (SQLite): every session uses it.
+    private let shared: Box?
 
     init(context: SessionContext, first: DeviceSession) {
         self.context = context
         idle = Mutex([Box(first)])
+        shared = first.ledger.isShared ? Box(first) : nil
     }
 
     func take() throws(SessionError) -> Box {
         if let box = idle.withLock({ $0.popLast() }) { return box }
+        if let shared { return Box(try DeviceSession(context: context, ledger: shared.session.ledger)) }
         return Box(try DeviceSession.open(context: context, verify: false))
     }
 

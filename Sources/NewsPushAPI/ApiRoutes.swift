@@ -107,13 +107,11 @@ public struct ApiRoutes: Sendable {
         let outcome = try await backend.withSession { try $0.register(request, caller: caller) }
         switch outcome {
         case .registered(let record, let ignored):
-            struct Answer: Encodable {
-                var installationId: String
-                var tags: [String]
-                var ignored: [String]
-            }
+            // Written as the installation's JSON is (JSONEncoder was a twelfth of the answer's cost).
+            let list = { (texts: [String]) in "[" + texts.map(HubInstallation.quoted).joined(separator: ",") + "]" }
             return ApiServer.json(
-                JSONText.encode(Answer(installationId: record.id, tags: record.tags, ignored: ignored), pretty: false))
+                #"{"ignored":"# + list(ignored) + #","installationId":"# + HubInstallation.quoted(record.id)
+                    + #","tags":"# + list(record.tags) + "}")
         case .notYours:
             return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
         default:

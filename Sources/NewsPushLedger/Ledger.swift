@@ -51,6 +51,11 @@ public final class Ledger {
     private let writable: Bool
     /// The run lock this ledger was opened under (told when the ledger turns out damaged).
     private weak var lock: LedgerLock?
+    /// Set when several threads share this ledger's one connection (`openIndex(shared:)`):
+    /// each read and each transaction holds it.
+    private var serial: NSRecursiveLock?
+    /// Commits the writes of a shared connection together.
+    private var group: GroupCommit?
 
     private init(path: String, db: any LedgerDatabase, isNew: Bool, migratedFrom: String?, writable: Bool) {
         self.path = path
@@ -274,6 +279,8 @@ public final class Ledger {
     }
 
     func reading<T>(_ body: () throws -> T) throws(LedgerError) -> T {
+        serial?.lock()
+        defer { serial?.unlock() }
         do { return try Self.wrap(path, writing: false, body) } catch {
             distrustIfDamaged(error)
             throw error
@@ -282,11 +289,26 @@ public final class Ledger {
 
     func writing<T>(_ body: () throws -> T) throws(LedgerError) -> T {
         guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
-        do { return try Self.wrap(path, writing: true) { try db.transaction(body) } } catch {
+        do {
+            return try Self.wrap(path, writing: true) {
+                if let serial, let group { return try group.write(db, serial: serial, body) }
+                return try db.transaction(body)
+            }
+        } catch {
             distrustIfDamaged(error)
             throw error
         }
     }
+
+    /// Lets several threads share this ledger's connection: one read or transaction at a
+    /// time, the writes that wait committed together (`GroupCommit`).
+    func shareConnection() {
+        serial = NSRecursiveLock()
+        group = GroupCommit()
+    }
+
+    /// Whether threads may share this ledger (`openIndex` of a SQLite ledger).
+    public var isShared: Bool { serial != nil }
 
     /// Damage found while in use: the next command checks the whole file again.
     private func distrustIfDamaged(_ error: LedgerError) {

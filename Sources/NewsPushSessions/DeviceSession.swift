@@ -81,7 +81,8 @@ public struct DevicePruneOutcome: Sendable, Equatable, Encodable {
 public final class DeviceSession {
     /// The newsroom.
     public let context: SessionContext
-    let ledger: Ledger
+    /// The ledger's index (on SQLite, one connection every session of the process shares).
+    public let ledger: Ledger
     let hub: NotificationHubClient
 
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.

@@ -298,10 +298,12 @@ extension NotificationHubClient {
 
     /// An id made safe as one path segment.
     static func pathSegment(_ id: String) -> String {
-        id.addingPercentEncoding(
-            withAllowedCharacters: CharacterSet(
-                charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")) ?? id
+        id.addingPercentEncoding(withAllowedCharacters: unreserved) ?? id
     }
+
+    /// RFC 3986's unreserved characters (built once: a `CharacterSet` is costly to make).
+    private static let unreserved = CharacterSet(
+        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
 }
 
 /// What a request to cancel a scheduled send came to.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import NewsPushCore
@@ -23,6 +24,34 @@ struct LedgerTests {
             storyKey: key, origin: .run, category: category, format: .template, tags: category.rawValue,
             properties: ["messageParam": "Breaking: \(key)", "id": key], createdAt: now,
             freshUntil: now.addingTimeInterval(fresh))
+    }
+
+    /// The app back-end's shared SQLite connection commits waiting writes together: sixteen
+    /// threads writing at once each find their own write committed, and a write that fails is
+    /// undone alone (its savepoint), never the others of its batch.
+    @Test func writesCommittedTogetherStayEachTheirOwn() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        // Shared by the threads as the app back-end's sessions share it.
+        nonisolated(unsafe) let ledger = try Ledger.openIndex(configured: folder.file("index.db"), verify: true)
+        #expect(ledger.isShared)
+        let failures = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 16 * 20) { n in
+            do {
+                try ledger.writing {
+                    try ledger.db.run("INSERT INTO hub_removals (id, since) VALUES (?, 0)", [.text("id-\(n)")])
+                    if n % 7 == 0 { throw DatabaseError(kind: .constraint, message: "refused \(n)") }
+                }
+            } catch {
+                failures.withLock { $0.append(n) }
+            }
+        }
+        let written = try ledger.reading {
+            Set(try ledger.db.query("SELECT id FROM hub_removals", []).compactMap { $0.text(0) })
+        }
+        let failed = failures.withLock { Set($0) }
+        #expect(failed == Set((0..<320).filter { $0 % 7 == 0 }))
+        #expect(written == Set((0..<320).filter { $0 % 7 != 0 }.map { "id-\($0)" }))
     }
 
     @Test func aNewLedgerIsCreatedWholeAndReadingNeverCreatesOne() throws {

@@ -1,0 +1,85 @@
+import Foundation
+
+/// Group commit for one connection shared by many threads (`newspush api` on SQLite): the
+/// writes that arrive while a transaction is being committed wait, and the next thread to go
+/// commits them all in one transaction, each in a savepoint of its own, so one write's error
+/// undoes that write only. Every caller still returns only after its write is committed (or
+/// throws why not). A commit is what costs (the pages written to the write-ahead log, its
+/// checkpoints); sixteen registrations in one commit share it.
+///
+/// Written here because SQLite has no group commit of its own, and its connections are not
+/// safe to share without taking turns.
+final class GroupCommit: @unchecked Sendable {
+    /// One write: runs its body in the batch's transaction and keeps what came of it.
+    private final class Job {
+        /// Let go of once run, so nothing holds the caller's closure after it returns.
+        var body: (() throws -> Void)?
+        var failure: (any Error)?
+        var done = false
+
+        init(_ body: @escaping () throws -> Void) { self.body = body }
+    }
+
+    private let condition = NSCondition()
+    private var waiting: [Job] = []
+    private var committing = false
+
+    /// Runs `body` in a transaction of `db` shared with the writes waiting beside it; the
+    /// batch runs while holding `serial` (the connection's turn).
+    func write<T>(_ db: any LedgerDatabase, serial: NSRecursiveLock, _ body: () throws -> T) throws -> T {
+        var value: T?
+        try withoutActuallyEscaping(body) { body in
+            let job = Job { value = try body() }
+            condition.lock()
+            waiting.append(job)
+            while !job.done {
+                if committing {
+                    condition.wait()
+                    continue
+                }
+                committing = true
+                let batch = waiting
+                waiting = []
+                condition.unlock()
+                let failure = Self.commit(batch, db: db, serial: serial)
+                condition.lock()
+                for member in batch {
+                    if member.failure == nil { member.failure = failure }
+                    member.done = true
+                }
+                committing = false
+                condition.broadcast()
+            }
+            condition.unlock()
+            if let failure = job.failure { throw failure }
+        }
+        guard let value else { throw CancellationError() }  // unreachable: done without a failure ran the body
+        return value
+    }
+
+    /// Runs each job of `batch` in its own savepoint of one transaction; the transaction's
+    /// failure (the commit's), if any.
+    private static func commit(_ batch: [Job], db: any LedgerDatabase, serial: NSRecursiveLock) -> (any Error)? {
+        serial.lock()
+        defer { serial.unlock() }
+        do {
+            try db.transaction {
+                for job in batch {
+                    try db.run("SAVEPOINT one_write", [])
+                    defer { job.body = nil }
+                    do {
+                        try job.body?()
+                        try db.run("RELEASE one_write", [])
+                    } catch {
+                        job.failure = error
+                        try db.run("ROLLBACK TO one_write", [])
+                        try db.run("RELEASE one_write", [])
+                    }
+                }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
