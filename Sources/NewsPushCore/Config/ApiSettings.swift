@@ -110,7 +110,9 @@ public struct ApiSettings: Sendable {
     }
 
     static func isTagCharacter(_ c: Unicode.Scalar) -> Bool {
-        (c.isASCII && (CharacterSet.alphanumerics.contains(c))) || "_@#.:-".unicodeScalars.contains(c)
+        // ASCII letters and digits by range: `CharacterSet.alphanumerics` is built anew on each use.
+        ("a"..."z").contains(c) || ("A"..."Z").contains(c) || ("0"..."9").contains(c)
+            || "_@#.:-".unicodeScalars.contains(c)
     }
 
     private static func userDigest(_ user: String) -> String {
