@@ -156,6 +156,43 @@ struct SecurePushTests {
         #expect(scheduled.status == 64 && scheduled.stderr.contains("id-only"), "\(scheduled.stderr)")
     }
 
+    // A held id-only push shows its text to the editor; approved with a new headline, it goes
+    // out sealed like any other (only the id to each device), and the reader fetches the edited
+    // text in her language.
+    @Test func aHeldIdOnlyPushIsEditedAndApprovedAsASecurePush() async throws {
+        let feeds = try await LocalHTTPServer.serving([
+            "/w.xml": CannedResponse(text: rssFeed(title: "Wire", items: [("resign", Self.story, 2)]))
+        ])
+        defer { feeds.stop() }
+        let fixture = try await ApiFixture.start(
+            .sqlite, extra: Self.categories + "\nreview: {rules: [{category: World, mode: review}]}",
+            feeds: ["{url: \"\(feeds.baseURL)/w.xml\", name: Wire, category: World}"])
+        defer { fixture.stop() }
+        let phone = await fixture.send(
+            "PUT /api/installations/a-ios",
+            json: #"{"platform":"apns","pushChannel":"aa01","topics":["World"],"language":"fr"}"#,
+            headers: [ApiFixture.basic("alice")])
+        #expect(phone.status == 200)
+        #expect(try await Self.run(fixture).status == 0)
+        #expect(await fixture.hub.emulator.allDeliveries().isEmpty, "held")
+        let list = try await newspush(
+            ["review", "list", "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
+        let held = try #require(try HostileOperatorTests().json(list)["held"] as? [[String: Any]])
+        let entry = try #require(held.first)
+        #expect((entry["properties"] as? [String: String])?["messageParam"]?.contains("Minister") == true, "\(entry)")
+        let approved = try await newspush(
+            [
+                "review", "approve", try #require(entry["id"] as? String), "--title", "Minister quits", "--config",
+                fixture.config,
+            ], environment: ApiFixture.environment)
+        #expect(approved.status == 0, "\(approved.stdout) \(approved.stderr)")
+        let delivered = try await Self.payloads(fixture)
+        let id = try #require(delivered.first.flatMap { Self.secureId($0.json) })
+        #expect(delivered.count == 1 && delivered[0].json == ["aps": ["content-available": 1], "secureId": String(id)])
+        let fetched = await fixture.send("GET /api/notifications/\(id)", headers: [ApiFixture.basic("alice")])
+        #expect(ApiFixture.object(fetched)["Payload"] as? String == "Alerte Monde : Minister quits", "\(fetched.body)")
+    }
+
     // A platform that took the push is never sent it again: FCM fails (503) while Apple takes
     // the push; the run says so and keeps it pending for FCM only; the next run sends FCM alone,
     // with the same id.
