@@ -50,7 +50,9 @@ public struct ApiBackend: Sendable {
     }
 
     /// The back-end's threads: a request holds one for its ledger transaction and its hub write.
-    private static let threads = BlockingThreads(count: 16)
+    /// 32: more hub writes in flight let the hub read several per wake-up (`newspush-bench api`:
+    /// 0.53–0.56× the direct rate against 0.52–0.54× with 16; 4 and 64 were slower).
+    private static let threads = BlockingThreads(count: 32)
 
     /// Finishes the hub removals owed (a host killed between index and hub, a hub that was
     /// down), once a minute until cancelled.

@@ -5,7 +5,7 @@ import Foundation
 /// commits them all in one transaction, each in a savepoint of its own, so one write's error
 /// undoes that write only. Every caller still returns only after its write is committed (or
 /// throws why not). A commit is what costs (the pages written to the write-ahead log, its
-/// checkpoints); sixteen registrations in one commit share it.
+/// checkpoints); the registrations of one commit share it.
 ///
 /// Written here because SQLite has no group commit of its own, and its connections are not
 /// safe to share without taking turns.
