@@ -20,13 +20,15 @@ final class GroupCommit: @unchecked Sendable {
         init(_ body: @escaping () throws -> Void) { self.body = body }
     }
 
+    /// The connection's turn: each read and each batch holds it (recursive: a read inside a
+    /// write's body is the same turn).
+    let turn = NSRecursiveLock()
     private let condition = NSCondition()
     private var waiting: [Job] = []
     private var committing = false
 
-    /// Runs `body` in a transaction of `db` shared with the writes waiting beside it; the
-    /// batch runs while holding `serial` (the connection's turn).
-    func write<T>(_ db: any LedgerDatabase, serial: NSRecursiveLock, _ body: () throws -> T) throws -> T {
+    /// Runs `body` in a transaction of `db` shared with the writes waiting beside it.
+    func write<T>(_ db: any LedgerDatabase, _ body: () throws -> T) throws -> T {
         var value: T?
         try withoutActuallyEscaping(body) { body in
             let job = Job { value = try body() }
@@ -41,7 +43,7 @@ final class GroupCommit: @unchecked Sendable {
                 let batch = waiting
                 waiting = []
                 condition.unlock()
-                let failure = Self.commit(batch, db: db, serial: serial)
+                let failure = commit(batch, db: db)
                 condition.lock()
                 for member in batch {
                     if member.failure == nil { member.failure = failure }
@@ -59,9 +61,9 @@ final class GroupCommit: @unchecked Sendable {
 
     /// Runs each job of `batch` in its own savepoint of one transaction; the transaction's
     /// failure (the commit's), if any.
-    private static func commit(_ batch: [Job], db: any LedgerDatabase, serial: NSRecursiveLock) -> (any Error)? {
-        serial.lock()
-        defer { serial.unlock() }
+    private func commit(_ batch: [Job], db: any LedgerDatabase) -> (any Error)? {
+        turn.lock()
+        defer { turn.unlock() }
         do {
             try db.transaction {
                 for job in batch {

@@ -51,11 +51,9 @@ public final class Ledger {
     private let writable: Bool
     /// The run lock this ledger was opened under (told when the ledger turns out damaged).
     private weak var lock: LedgerLock?
-    /// Set when several threads share this ledger's one connection (`openIndex(shared:)`):
-    /// each read and each transaction holds it.
-    private var serial: NSRecursiveLock?
-    /// Commits the writes of a shared connection together.
-    private var group: GroupCommit?
+    /// Set when several threads share this ledger's one connection (`openIndex`): reads and
+    /// transactions take turns on it, and the writes that wait are committed together.
+    private var shared: GroupCommit?
 
     private init(path: String, db: any LedgerDatabase, isNew: Bool, migratedFrom: String?, writable: Bool) {
         self.path = path
@@ -279,8 +277,8 @@ public final class Ledger {
     }
 
     func reading<T>(_ body: () throws -> T) throws(LedgerError) -> T {
-        serial?.lock()
-        defer { serial?.unlock() }
+        shared?.turn.lock()
+        defer { shared?.turn.unlock() }
         do { return try Self.wrap(path, writing: false, body) } catch {
             distrustIfDamaged(error)
             throw error
@@ -291,7 +289,7 @@ public final class Ledger {
         guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
         do {
             return try Self.wrap(path, writing: true) {
-                if let serial, let group { return try group.write(db, serial: serial, body) }
+                if let shared { return try shared.write(db, body) }
                 return try db.transaction(body)
             }
         } catch {
@@ -302,13 +300,10 @@ public final class Ledger {
 
     /// Lets several threads share this ledger's connection: one read or transaction at a
     /// time, the writes that wait committed together (`GroupCommit`).
-    func shareConnection() {
-        serial = NSRecursiveLock()
-        group = GroupCommit()
-    }
+    func shareConnection() { shared = GroupCommit() }
 
     /// Whether threads may share this ledger (`openIndex` of a SQLite ledger).
-    public var isShared: Bool { serial != nil }
+    public var isShared: Bool { shared != nil }
 
     /// Damage found while in use: the next command checks the whole file again.
     private func distrustIfDamaged(_ error: LedgerError) {

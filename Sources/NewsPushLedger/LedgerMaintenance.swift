@@ -5,8 +5,9 @@ extension Ledger {
     // MARK: Maintenance
 
     /// Drops stories that no feed has listed for longer than `retention` (leaving a tombstone, so
-    /// a story that comes back is still old news) and tombstones older than 12 × `retention`,
-    /// and the secure pushes that expired. Stories with a push waiting or under way stay. Returns how many stories went.
+    /// a story that comes back is still old news), tombstones older than 12 × `retention`, and
+    /// the secure pushes that expired. Stories with a push waiting or under way stay. Returns
+    /// how many stories went.
     @discardableResult
     public func prune(retention: Double, now: Date) throws(LedgerError) -> Int {
         let cutoff = SQLValue(now.addingTimeInterval(-retention))

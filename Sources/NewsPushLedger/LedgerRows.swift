@@ -76,10 +76,15 @@ extension Ledger {
             error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17))
     }
 
-    static func values(_ e: OutboxEntry) -> [SQLValue] {
+    /// An outbox entry's properties as the ledger keeps them (a JSON object, keys sorted).
+    static func encoded(_ properties: [String: String]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let properties = (try? encoder.encode(e.properties)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return (try? encoder.encode(properties)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    static func values(_ e: OutboxEntry) -> [SQLValue] {
+        let properties = encoded(e.properties)
         return [
             .text(e.id), .text(e.storyKey), .text(e.kind.rawValue), .text(e.origin.rawValue),
             .text(e.category.rawValue),

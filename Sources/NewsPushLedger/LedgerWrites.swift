@@ -155,11 +155,6 @@ extension Ledger {
         }
     }
 
-    /// An outbox entry's properties as the ledger keeps them (a JSON object).
-    static func encoded(_ properties: [String: String]) -> String {
-        String(decoding: (try? JSONEncoder().encode(properties)) ?? Data("{}".utf8), as: UTF8.self)
-    }
-
     /// Ends a held entry unsent (`rejected` by an editor, or `expired`), with the decision on
     /// the record. False when the entry is not held (any more): nothing changes.
     public func endHold(_ entryID: String, as status: OutboxEntry.Status, audit: AuditRecord) throws(LedgerError)

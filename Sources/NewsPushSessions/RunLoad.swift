@@ -57,12 +57,13 @@ extension Ledger: SendJournal {
                 sealed.append(entry)
                 continue
             }
-            let deliveredAt = entry.scheduledAt ?? time
+            let texts = SecurePush.texts(of: entry)
+            let expires = (entry.scheduledAt ?? time).addingTimeInterval(entry.expiresAfter)
             while true {
                 let id = SecurePush.drawID()
                 let record = SecurePushRecord(
-                    id: id, tags: entry.tags, texts: SecurePush.texts(of: entry), sender: entry.properties["from"],
-                    created: time, expires: deliveredAt.addingTimeInterval(entry.expiresAfter))
+                    id: id, tags: entry.tags, texts: texts, sender: entry.properties["from"], created: time,
+                    expires: expires)
                 let candidate = SecurePush.sealed(entry, id: id)
                 if try sealSecurePush(record, entryID: entry.id, properties: candidate.properties) {
                     sealed.append(candidate)

@@ -294,9 +294,7 @@ public struct ConfigLoader: Sendable {
             if !unknown.isEmpty {
                 reader.report(
                     n, "\(path).message",
-                    "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: "
-                        + "{category} {title} {source} {url} {summary})"
-                )
+                    MessageTemplate.unknownProblem(unknown, known: "{category} {title} {source} {url} {summary}"))
             } else if MessageTemplate.rendersBlank(message) {
                 reader.report(n, "\(path).message", MessageTemplate.blankProblem)
             } else {
@@ -323,9 +321,8 @@ public struct ConfigLoader: Sendable {
             } else if !unknown.isEmpty {
                 reader.report(
                     n, "\(path).secure_alert",
-                    "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")) (known: "
-                        + "{category}; nothing of the story may be in it)")
-            } else if AlertText.isBlank(MessageTemplate.render(alert, ["category": "x"])) {
+                    MessageTemplate.unknownProblem(unknown, known: "{category}; nothing of the story may be in it"))
+            } else if MessageTemplate.rendersBlank(alert) {
                 reader.report(n, "\(path).secure_alert", "is blank: give the text of the generic alert")
             } else {
                 settings.secureAlert = alert
@@ -445,9 +442,7 @@ public struct ConfigLoader: Sendable {
                 } else if unknown.isEmpty {
                     settings.messages[language] = template
                 } else {
-                    reader.report(
-                        valueNode, "\(path).messages.\(language)",
-                        "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", "))")
+                    reader.report(valueNode, "\(path).messages.\(language)", MessageTemplate.unknownProblem(unknown))
                 }
             }
         }

@@ -40,6 +40,12 @@ public enum MessageTemplate {
         AlertText.isBlank(render(template, ["title": "Headline", "category": "Category"]))
     }
 
+    /// What a template with `unknown` placeholders is told (and which are known, when given).
+    public static func unknownProblem(_ unknown: Set<String>, known: String? = nil) -> String {
+        "unknown placeholder \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", "))"
+            + (known.map { " (known: \($0))" } ?? "")
+    }
+
     /// What a blank template is told.
     public static let blankProblem =
         "renders blank: a push would show an empty alert; write words or {title} into it"

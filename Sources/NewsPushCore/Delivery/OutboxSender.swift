@@ -191,16 +191,18 @@ public struct OutboxSender {
             guard let answer, Self.stopsSending(ready[item.entry].entry, answer) else { return nil }
             return SendStop.hub(status: answer.httpStatus, reason: answer.failureReason ?? "hub failure")
         }.first
+        var answered = [[(PushFormat, SendOutcome?)]](repeating: [], count: ready.count)
+        for (item, answer) in zip(flat, results) { answered[item.entry].append((item.request.format, answer)) }
         var noCredential: [(PushFormat, String)] = []
         var kept = 0
         let outcomes = ready.indices.map { entry in
-            let answered = zip(flat, results).filter { $0.0.entry == entry }.map { ($0.0.request.format, $0.1) }
             // A push waits for a credential only when none of its formats had one.
-            if !answered.isEmpty && answered.allSatisfy({ $0.1?.formatWithoutCredential != nil }) {
-                noCredential += answered.map { ($0.0, $0.1?.failureReason ?? "") }
+            let formats = answered[entry]
+            if !formats.isEmpty && formats.allSatisfy({ $0.1?.formatWithoutCredential != nil }) {
+                noCredential += formats.map { ($0.0, $0.1?.failureReason ?? "") }
                 kept += 1
             }
-            return outcome(of: ready[entry].entry, answered)
+            return outcome(of: ready[entry].entry, formats)
         }
         return (outcomes, stop, noCredential, kept)
     }
@@ -213,34 +215,34 @@ public struct OutboxSender {
     private func outcome(of entry: OutboxEntry, _ answered: [(PushFormat, SendOutcome?)]) -> OutboxOutcome {
         let each = answered.map { format, answer in
             (
-                format,
-                answer.map { outcome(of: entry, $0) }
+                format: format,
+                outcome: answer.map { outcome(of: entry, $0) }
                     ?? OutboxOutcome(
                         entryID: entry.id, storyKey: entry.storyKey, status: .pending, at: now,
                         error: "not sent: sending stopped after a hub failure"),
-                answer?.formatWithoutCredential != nil
+                noCredential: answer?.formatWithoutCredential != nil
             )
         }
-        guard entry.format == .idOnly, each.count > 0 else {
-            return each.first?.1
+        guard entry.format == .idOnly, let first = each.first else {
+            return each.first?.outcome
                 ?? OutboxOutcome(
                     entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: "no request")
         }
-        let sent = each.filter { [.sent, .scheduled].contains($0.1.status) }
-        let unknown = each.filter { $0.1.status == .unknown }
-        let owed = each.filter { $0.1.status == .pending && !$0.2 }
-        let notes = each.filter { ![.sent, .scheduled].contains($0.1.status) }.map { format, outcome, _ in
-            "\(format.rawValue): \(outcome.error ?? outcome.status.rawValue)"
+        let sent = each.filter { [.sent, .scheduled].contains($0.outcome.status) }
+        let unknown = each.filter { $0.outcome.status == .unknown }
+        let owed = each.filter { $0.outcome.status == .pending && !$0.noCredential }
+        let notes = each.filter { ![.sent, .scheduled].contains($0.outcome.status) }.map {
+            "\($0.format.rawValue): \($0.outcome.error ?? $0.outcome.status.rawValue)"
         }
-        var result = sent.first?.1 ?? unknown.first?.1 ?? owed.first?.1 ?? each[0].1
+        var result = (sent.first ?? unknown.first ?? owed.first ?? first).outcome
         result.error = notes.isEmpty ? nil : notes.joined(separator: "; ")
         if !unknown.isEmpty {
             result.status = .unknown
         } else if !owed.isEmpty {
             result.status = .pending
-            if !sent.isEmpty { result.properties = SecurePush.remaining(owed.map(\.0), of: entry.properties) }
+            if !sent.isEmpty { result.properties = SecurePush.remaining(owed.map(\.format), of: entry.properties) }
         } else if sent.isEmpty {
-            result.status = each.allSatisfy(\.2) ? .pending : .failed
+            result.status = each.allSatisfy(\.noCredential) ? .pending : .failed
         }
         return result
     }

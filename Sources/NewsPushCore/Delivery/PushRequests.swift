@@ -111,10 +111,7 @@ public enum PushRequests {
     public static func request(
         _ entry: OutboxEntry, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
-        let request = try request(
-            format: entry.format, tags: entry.tags, properties: entry.properties, expiresAfter: entry.expiresAfter,
-            deliveredAt: entry.scheduledAt ?? now, client: client, test: test, now: now)
-        return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
+        try request(entry, platform: nil, client: client, test: test, now: now)
     }
 
     /// Every request an outbox entry is sent as: one, or one per platform an id-only push has
@@ -129,31 +126,36 @@ public enum PushRequests {
         }
         var requests: [PlatformRequest] = []
         for platform in SecurePush.platforms(of: entry) {
-            let request = try SecurePush.request(
-                platform: platform, properties: entry.properties, tags: entry.tags,
-                expiry: expiry(deliveredAt: entry.scheduledAt ?? now, after: entry.expiresAfter), client: client,
-                test: test, now: now)
             requests.append(
                 PlatformRequest(
-                    format: platform, request: entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request))
+                    format: platform,
+                    request: try request(entry, platform: platform, client: client, test: test, now: now)))
         }
         return requests
     }
 
-    /// When an alert delivered at `deliveredAt` and shown for `seconds` expires, in whole
-    /// seconds, rounded up: the W3C date and apns-expiration have no fractions, and rounding
-    /// down could end an alert's life before it starts.
-    static func expiry(deliveredAt: Date, after seconds: Double) -> Date {
-        Date(timeIntervalSince1970: deliveredAt.addingTimeInterval(seconds).timeIntervalSince1970.rounded(.up))
+    /// The request of `entry` (to `platform`, for an id-only push), scheduled when it has a time.
+    private static func request(
+        _ entry: OutboxEntry, platform: PushFormat?, client: NotificationHubClient, test: Bool, now: Date
+    ) throws(HubError) -> HubRequest {
+        let request = try request(
+            format: entry.format, platform: platform, tags: entry.tags, properties: entry.properties,
+            expiresAfter: entry.expiresAfter, deliveredAt: entry.scheduledAt ?? now, client: client, test: test,
+            now: now)
+        return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
     }
 
     /// The request for a push of `format` to `tags` with `properties`, delivered at
-    /// `deliveredAt` and shown for `expiresAfter` seconds from then.
+    /// `deliveredAt` and shown for `expiresAfter` seconds from then; an id-only push's send to
+    /// `platform` (its first platform when nil).
     public static func request(
-        format: PushFormat, tags: String, properties: [String: String], expiresAfter: Double,
-        deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date
+        format: PushFormat, platform: PushFormat? = nil, tags: String, properties: [String: String],
+        expiresAfter: Double, deliveredAt: Date, client: NotificationHubClient, test: Bool = false, now: Date
     ) throws(HubError) -> HubRequest {
-        let expiry = expiry(deliveredAt: deliveredAt, after: expiresAfter)
+        // Whole seconds, rounded up: the W3C date and apns-expiration have no fractions, and
+        // rounding down could end an alert's life before it starts.
+        let expiry = Date(
+            timeIntervalSince1970: deliveredAt.addingTimeInterval(expiresAfter).timeIntervalSince1970.rounded(.up))
         let p = properties
         let major = p["importance"] != Importance.minor.rawValue
         switch format {
@@ -163,9 +165,8 @@ public enum PushRequests {
             return try client.templateRequest(properties: sent, tags: tags, test: test, now: now)
         case .idOnly:
             return try SecurePush.request(
-                platform: SecurePush.platforms[0], properties: p, tags: tags, expiry: expiry, client: client,
-                test: test,
-                now: now)
+                platform: platform ?? SecurePush.platforms[0], properties: p, tags: tags, expiry: expiry,
+                client: client, test: test, now: now)
         case .apple:
             var aps: [String: Any] = [
                 "alert": p["messageParam"] ?? p["title"] ?? "",
