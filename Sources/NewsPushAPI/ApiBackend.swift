@@ -54,15 +54,15 @@ public struct ApiBackend: Sendable {
     /// 0.53–0.56× the direct rate against 0.52–0.54× with 16; 4 and 64 were slower).
     private static let threads = BlockingThreads(count: 32)
 
-    /// Finishes the hub removals owed (a host killed between index and hub, a hub that was
-    /// down), once a minute until cancelled.
+    /// Settles what is owed to the hub (a host killed between hub and index, a hub that was
+    /// down, an answer that was lost), once a minute until cancelled.
     func sweep() async {
         while !Task.isCancelled {
             do {
-                let (finished, failed) = try await withSession { try $0.finishOwedRemovals(grace: 30) }
-                if finished > 0 { context.logger.info("api: \(finished) installation removals finished at the hub") }
+                let (finished, failed) = try await withSession { try $0.finishOwed(grace: 30) }
+                if finished > 0 { context.logger.info("api: \(finished) installations settled at the hub") }
                 if !failed.isEmpty {
-                    context.logger.warning("api: \(failed.count) installation removals still owed: \(failed[0])")
+                    context.logger.warning("api: \(failed.count) installations still owed at the hub: \(failed[0])")
                 }
             } catch {
                 context.logger.warning("api: owed removals not checked: \(error)")

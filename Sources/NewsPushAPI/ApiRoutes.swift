@@ -159,10 +159,7 @@ public struct ApiRoutes: Sendable {
             return ApiServer.error(.badRequest, error.message)
         }
         let caller = context.caller
-        let outcome = try await backend.withSession { session -> RegistrationOutcome in
-            guard try session.mayUseRegistrationId(id, caller: name) else { return .notYours }
-            return try session.register(request, caller: caller)
-        }
+        let outcome = try await backend.withSession { try $0.register(request, caller: caller, reservedFor: name) }
         switch outcome {
         case .registered: return Response(status: .ok)
         case .notYours: return gone
@@ -238,8 +235,10 @@ public struct ApiRoutes: Sendable {
     private static func failure(_ outcome: RegistrationOutcome) -> Response {
         switch outcome {
         case .invalid(let why): return ApiServer.error(.badRequest, why)
-        case .hubFailed(let why, let unreachable):
-            return ApiServer.error(unreachable ? .serviceUnavailable : .badGateway, why)
+        case .hubUnavailable(let why, let retryAfter):
+            var response = ApiServer.error(.serviceUnavailable, why)
+            response.headers[ApiServer.retryAfter] = String(retryAfter)
+            return response
         case .registered, .notYours: return ApiServer.error(.internalServerError, "unexpected outcome")
         }
     }

@@ -64,11 +64,12 @@ public enum ApiServer {
 
     // MARK: Answers
 
-    /// A JSON answer.
+    /// A JSON answer, byte for byte the document: nothing after it, not even a newline (the
+    /// tutorials' apps drop exactly one character at each end of `POST /api/register`'s body).
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// `{"error": why}` with `status`.

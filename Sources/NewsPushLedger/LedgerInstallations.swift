@@ -1,6 +1,28 @@
 import Foundation
 import NewsPushModel
 
+/// What the index holds for one registration: the id's row, the rows holding its handle, and
+/// what the hub owes the id.
+public struct InstallationState: Sendable, Equatable {
+    /// The installation of the id, if the index has it.
+    public var current: InstallationRecord?
+    /// The installations holding the handle (at most one, unless it is being replaced).
+    public var holders: [InstallationRecord]
+    /// What the hub owes the id, if anything.
+    public var owed: OwedHubState?
+}
+
+/// An id whose state at the hub is owed agreement with the index: a removal not yet made, or a
+/// write whose answer was lost (`intended`, the installation it makes: if the hub holds it,
+/// the write landed).
+public struct OwedHubState: Sendable, Equatable {
+    /// The installation id.
+    public var id: String
+    /// The installation a write whose answer was lost makes; nil when the hub is to agree with
+    /// the index as it is.
+    public var intended: InstallationRecord?
+}
+
 /// Which installations `devices list` shows: each filter applies when set.
 public struct InstallationFilter: Sendable, Equatable {
     /// Only this user's (`""`: only anonymous ones).
@@ -51,7 +73,7 @@ extension Ledger {
     // MARK: Reading the index
 
     static let installationColumns =
-        "id, owner, platform, tags, language, handle_digest, created_at, refreshed_at"
+        "id, owner, platform, tags, language, handle_digest, created_at, refreshed_at, template_digest"
 
     /// Installation `id`, if the index has it.
     public func installation(id: String) throws(LedgerError) -> InstallationRecord? {
@@ -148,7 +170,7 @@ extension Ledger {
     }
 
     /// The index in numbers: in all, signed in, by platform and by tag (tags that start with
-    /// `userTagPrefix`, one per user, are left out).
+    /// `userTagPrefix`, one per user, and the back-end's own `newspush:` tags are left out).
     public func installationCounts(userTagPrefix: String?) throws(LedgerError) -> InstallationCounts {
         try reading {
             let total = try db.query("SELECT COUNT(*), COUNT(owner) FROM installations", []).first
@@ -160,6 +182,7 @@ extension Ledger {
             for row in try db.query("SELECT tag, COUNT(*) FROM installation_tags GROUP BY tag", []) {
                 guard let tag = row.text(0) else { continue }
                 if let userTagPrefix, !userTagPrefix.isEmpty, tag.hasPrefix(userTagPrefix) { continue }
+                if tag.hasPrefix("newspush:") { continue }  // the back-end's own (signed in)
                 topics[tag] = row.int(1) ?? 0
             }
             return InstallationCounts(
@@ -167,55 +190,61 @@ extension Ledger {
         }
     }
 
-    // MARK: Writing the index
+    // MARK: Writing the index (each under the keys of what it touches: `withKeys`)
 
-    /// Records `installation` (new, or replacing the row of its id), and removes from the index
-    /// any other installation of the same handle: their ids are returned, and owed to the hub
-    /// as removals until `removedAtHub` says they are gone there.
-    ///
-    /// `mayChange` sees the row the id has now (nil when new) and the installation that holds
-    /// the handle now, inside the transaction, so two requests for one id or one handle are
-    /// judged one after the other; `false` writes nothing and returns nil.
-    public func recordInstallation(
-        _ installation: InstallationRecord,
-        mayChange: (_ current: InstallationRecord?, _ holder: InstallationRecord?) -> Bool
-    ) throws(LedgerError) -> [String]? {
-        // Two hosts writing one new handle at once: the second's insert meets the first's row
-        // (the unique digest); once more, it finds that row and replaces it.
-        do { return try recordOnce(installation, mayChange: mayChange) } catch {
-            guard case .writeFailed(_, let reason) = error, reason.lowercased().contains("unique") else { throw error }
-            return try recordOnce(installation, mayChange: mayChange)
-        }
-    }
-
-    private func recordOnce(
-        _ installation: InstallationRecord,
-        mayChange: (_ current: InstallationRecord?, _ holder: InstallationRecord?) -> Bool
-    ) throws(LedgerError) -> [String]? {
-        try writing { () throws -> [String]? in
+    /// What the index holds for a registration of `id` with the handle of `handleDigest`: the
+    /// row of the id, the rows holding the handle, and what the hub owes the id, if anything.
+    public func installationState(id: String, handleDigest: String) throws(LedgerError) -> InstallationState {
+        try reading {
             // One query finds both: the row of the id, and the rows holding the handle.
             let found = try db.query(
                 "SELECT \(Self.installationColumns) FROM installations WHERE id = ? OR handle_digest = ?",
-                [.text(installation.id), .text(installation.handleDigest)]
+                [.text(id), .text(handleDigest)]
             ).compactMap(Self.installation)
-            let current = found.first { $0.id == installation.id }
-            let holders = found.filter { $0.handleDigest == installation.handleDigest }
-            guard mayChange(current, holders.first) else { return nil }
-            let replaced = holders.map(\.id).filter { $0 != installation.id }
-            for id in replaced {
+            return InstallationState(
+                current: found.first { $0.id == id }, holders: found.filter { $0.handleDigest == handleDigest },
+                owed: try owed(id))
+        }
+    }
+
+    /// Notes, before a write of `id` goes to the hub, that the hub's state of it is uncertain
+    /// until the write's answer is recorded: `intended` is the installation the write makes.
+    /// A host that dies meanwhile leaves the note to whoever finishes what is owed.
+    public func oweHubWrite(of intended: InstallationRecord, at time: Date) throws(LedgerError) {
+        let json = String(decoding: (try? JSONEncoder().encode(intended)) ?? Data(), as: UTF8.self)
+        try writing {
+            try db.run(
+                """
+                INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET since = excluded.since, owner = excluded.owner, intended = excluded.intended
+                """, [.text(intended.id), SQLValue(time), SQLValue(intended.owner), .text(json)])
+        }
+    }
+
+    /// Records `installation` as the hub now holds it (its write answered 200): its row
+    /// replaces the id's, the rows of `replacing` (the handle's other installations) leave the
+    /// index with their removal owed, the id's reservation is spent, and the hub owes nothing
+    /// for it, unless `verify`: an earlier write of the id whose answer was lost may still
+    /// land, so the hub is checked against the index once more.
+    public func recordInstallation(_ installation: InstallationRecord, replacing: [String], verify: Bool)
+        throws(LedgerError)
+    {
+        try writing {
+            for id in replacing where id != installation.id {
                 try deleteRows(id)
-                try db.run(
-                    "INSERT INTO hub_removals (id, since) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-                    [.text(id), SQLValue(installation.refreshed)])
+                try oweRemoval(id, since: installation.refreshed)
             }
+            let current = try db.query(
+                "SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(installation.id)]
+            ).first.flatMap(Self.installation)
             var row = installation
             if let current { row.created = current.created }
             try db.run(
                 """
-                INSERT INTO installations (\(Self.installationColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO installations (\(Self.installationColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, platform = excluded.platform,
                   tags = excluded.tags, language = excluded.language, handle_digest = excluded.handle_digest,
-                  refreshed_at = excluded.refreshed_at
+                  refreshed_at = excluded.refreshed_at, template_digest = excluded.template_digest
                 """, Self.values(row))
             if current?.tags != row.tags {
                 if current != nil {
@@ -227,14 +256,21 @@ extension Ledger {
                         chunk.flatMap { [SQLValue.text($0), .text(row.id)] })
                 }
             }
-            // A new row: its id's reservation (`POST /api/register`) is spent, and a removal
-            // still owed from an earlier registration of the id (one the hub refused, or that
-            // another handle replaced) would delete what is being written.
-            if current == nil {
-                try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
-                try db.run("DELETE FROM hub_removals WHERE id = ?", [.text(row.id)])
-            }
-            return replaced
+            try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
+            try settleOwed(row.id, verify: verify)
+        }
+    }
+
+    /// The hub refused a write of `id`: the index stays as it was and the hub owes nothing for
+    /// it (unless `verify`, as in `recordInstallation`).
+    public func hubWriteRefused(id: String, verify: Bool) throws(LedgerError) {
+        try writing { try settleOwed(id, verify: verify) }
+    }
+
+    /// Writes the `refreshed` time of installation `id` (a registration that changed nothing).
+    public func touchInstallation(id: String, at time: Date) throws(LedgerError) {
+        try writing {
+            try db.run("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])
         }
     }
 
@@ -252,32 +288,70 @@ extension Ledger {
             else { return (nil, true) }
             guard mayRemove(current) else { return (nil, false) }
             try deleteRows(id)
-            try db.run(
-                "INSERT INTO hub_removals (id, since) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-                [.text(id), SQLValue(time)])
+            try oweRemoval(id, since: time)
             return (current, true)
         }
     }
 
-    /// Installation removals still owed to the hub, noted before `before`, at most `limit`.
-    public func owedHubRemovals(before: Date, limit: Int) throws(LedgerError) -> [String] {
+    /// The ids whose state at the hub is owed agreement with the index, noted before
+    /// `before`, oldest first, at most `limit`.
+    public func owedHubStates(before: Date, limit: Int) throws(LedgerError) -> [String] {
         try reading {
             try db.query(
-                "SELECT id FROM hub_removals WHERE since <= ? ORDER BY since LIMIT ?",
+                "SELECT id FROM hub_owed WHERE since <= ? ORDER BY since LIMIT ?",
                 [SQLValue(before), .integer(Int64(limit))]
             ).compactMap { $0.text(0) }
         }
     }
 
-    /// The hub confirmed these installations gone: nothing is owed for them any more (unless
-    /// one was registered again meanwhile, which its own row says).
-    public func removedAtHub(_ ids: [String]) throws(LedgerError) {
+    /// What the hub owes installation `id`, if anything.
+    public func owedHubState(id: String) throws(LedgerError) -> OwedHubState? {
+        try reading { try owed(id) }
+    }
+
+    /// The hub agrees with the index on `ids` (a removal done, an owed state settled): nothing
+    /// is owed for them any more.
+    public func hubAgrees(_ ids: [String]) throws(LedgerError) {
         guard !ids.isEmpty else { return }
         try writing {
             for chunk in ids.chunked(500) {
-                try db.run(
-                    "DELETE FROM hub_removals WHERE id IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+                try db.run("DELETE FROM hub_owed WHERE id IN (\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
             }
+        }
+    }
+
+    /// The writes owed for `owner` whose answers were lost are given up (a forgotten reader's
+    /// installation is never made after the forget): the hub is made to agree with the index
+    /// instead. Returns their ids.
+    public func dropOwedWrites(owner: String) throws(LedgerError) -> [String] {
+        try writing {
+            let ids = try db.query("SELECT id FROM hub_owed WHERE owner = ?", [.text(owner)]).compactMap { $0.text(0) }
+            try db.run("UPDATE hub_owed SET owner = NULL, intended = NULL WHERE owner = ?", [.text(owner)])
+            return ids
+        }
+    }
+
+    private func owed(_ id: String) throws -> OwedHubState? {
+        guard let row = try db.query("SELECT intended FROM hub_owed WHERE id = ?", [.text(id)]).first else {
+            return nil
+        }
+        let intended = row.text(0).flatMap { try? JSONDecoder().decode(InstallationRecord.self, from: Data($0.utf8)) }
+        return OwedHubState(id: id, intended: intended)
+    }
+
+    private func oweRemoval(_ id: String, since time: Date) throws {
+        try db.run(
+            """
+            INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, NULL, NULL)
+            ON CONFLICT (id) DO UPDATE SET owner = NULL, intended = NULL
+            """, [.text(id), SQLValue(time)])
+    }
+
+    private func settleOwed(_ id: String, verify: Bool) throws {
+        if verify {
+            try db.run("UPDATE hub_owed SET owner = NULL, intended = NULL WHERE id = ?", [.text(id)])
+        } else {
+            try db.run("DELETE FROM hub_owed WHERE id = ?", [.text(id)])
         }
     }
 
@@ -316,6 +390,7 @@ extension Ledger {
         [
             .text(row.id), SQLValue(row.owner), .text(row.platform), .text(row.tags.joined(separator: "\n")),
             SQLValue(row.language), .text(row.handleDigest), SQLValue(row.created), SQLValue(row.refreshed),
+            SQLValue(row.templateDigest),
         ]
     }
 
@@ -326,6 +401,6 @@ extension Ledger {
         let tags = (row.text(3) ?? "").split(separator: "\n").map(String.init)
         return InstallationRecord(
             id: id, owner: row.text(1), platform: platform, tags: tags, language: row.text(4), handleDigest: digest,
-            created: created, refreshed: refreshed)
+            created: created, refreshed: refreshed, templateDigest: row.text(8))
     }
 }

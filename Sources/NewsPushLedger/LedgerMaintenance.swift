@@ -29,18 +29,38 @@ extension Ledger {
                 try db.run("DELETE FROM outbox WHERE story_key = ? AND status NOT IN ('sent', 'unknown')", [.text(key)])
                 try db.run("DELETE FROM stories WHERE key = ?", [.text(key)])
             }
-            // Sent pushes are kept for the budget and history until they are older than the retention.
-            try db.run(
-                "DELETE FROM outbox WHERE status IN ('sent', 'unknown') AND last_attempt < ? AND story_key NOT IN "
-                    + "(SELECT key FROM stories)",
-                [cutoff])
             try db.run(
                 "DELETE FROM tombstones WHERE pruned_at < ?",
                 [SQLValue(now.addingTimeInterval(-retention * Self.tombstoneFactor))])
-            // A secure push's text lives only until the push expires.
-            try expireSecurePushes(now: now)
+            try pruneOneShots(retention: retention, now: now)
             return keys.count
         }
+    }
+
+    /// Bounds what the app back-end leaves in the ledger (`devices prune`; each run's prune
+    /// too): reservations of `POST /api/register` past their day, secure texts past their
+    /// expiry and every read of them, and ended pushes of no story (messages, secure pushes,
+    /// notices) older than `retention`.
+    public func pruneBackEnd(retention: Double, now: Date) throws(LedgerError) {
+        try writing { try pruneOneShots(retention: retention, now: now) }
+    }
+
+    /// A reservation of `POST /api/register` not used within this long expires.
+    public static let reservationLifetime: Double = 86400
+
+    private func pruneOneShots(retention: Double, now: Date) throws {
+        // Ended pushes are kept for the budget and history until they are older than the
+        // retention; those of a story that is still kept stay with it.
+        try db.run(
+            "DELETE FROM outbox WHERE status IN ('sent', 'unknown', 'failed', 'expired') AND created_at < ? "
+                + "AND story_key NOT IN (SELECT key FROM stories)",
+            [SQLValue(now.addingTimeInterval(-retention))])
+        try db.run(
+            "DELETE FROM registration_ids WHERE created_at < ?",
+            [SQLValue(now.addingTimeInterval(-Self.reservationLifetime))])
+        // A secure push's text lives only until the push expires; its reads go with it.
+        try expireSecurePushes(now: now)
+        try db.run("DELETE FROM secure_reads WHERE secure_id NOT IN (SELECT id FROM secure_pushes)", [])
     }
 
     /// Tombstones are kept this many times the retention period.

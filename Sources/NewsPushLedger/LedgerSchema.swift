@@ -80,6 +80,20 @@ enum LedgerMigrations {
             "CREATE INDEX secure_pushes_sender ON secure_pushes (sender, created_at)",
             "CREATE TABLE secure_reads (secure_id BIGINT NOT NULL, reader TEXT NOT NULL, PRIMARY KEY (secure_id, reader))",
         ],
+        // 5: the hub and the index kept in step (SPEC §9, "A phone stays registered"): the ids
+        // whose state at the hub is owed agreement with the index (a removal, or a write whose
+        // answer was lost, with the installation it would have made and for whom), and the
+        // digest of the template set each installation was written with (a registration that
+        // changes nothing is answered from the index).
+        [
+            "ALTER TABLE hub_removals RENAME TO hub_owed",
+            "ALTER TABLE hub_owed ADD COLUMN owner TEXT",
+            "ALTER TABLE hub_owed ADD COLUMN intended TEXT",
+            "CREATE INDEX hub_owed_owner ON hub_owed (owner)",
+            "ALTER TABLE installations ADD COLUMN template_digest TEXT",
+            "CREATE INDEX registration_ids_created ON registration_ids (created_at)",
+            "CREATE INDEX registration_ids_owner ON registration_ids (owner)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time.

@@ -17,13 +17,17 @@ public struct InstallationRecord: Sendable, Equatable, Codable {
     public var handleDigest: String
     /// When it was first registered.
     public var created: Date
-    /// When it was last registered again.
+    /// When it was last registered again (written at most once a day by a registration that
+    /// changes nothing).
     public var refreshed: Date
+    /// A digest of the template set it was written to the hub with (`api.templates` as they
+    /// were then); nil for one written before the index kept it.
+    public var templateDigest: String?
 
     /// An installation as the index keeps it.
     public init(
         id: String, owner: String?, platform: String, tags: [String], language: String?, handleDigest: String,
-        created: Date, refreshed: Date
+        created: Date, refreshed: Date, templateDigest: String? = nil
     ) {
         self.id = id
         self.owner = owner
@@ -33,6 +37,14 @@ public struct InstallationRecord: Sendable, Equatable, Codable {
         self.handleDigest = handleDigest
         self.created = created
         self.refreshed = refreshed
+        self.templateDigest = templateDigest
+    }
+
+    /// Whether `other` would put the same installation at the hub: the same handle, platform,
+    /// tags, language, owner and template set (ids and times aside).
+    public func isSameRegistration(as other: InstallationRecord) -> Bool {
+        handleDigest == other.handleDigest && platform == other.platform && Set(tags) == Set(other.tags)
+            && language == other.language && owner == other.owner && templateDigest == other.templateDigest
     }
 }
 

@@ -82,8 +82,9 @@ public enum DeviceRules {
     }
 
     /// The tags the back-end gives an installation: the topics asked for that `api.topics`
-    /// lists (never one starting with `$` or shaped like a user's tag), at most `max_topics`,
-    /// then the caller's user tag when signed in. The rest is returned as ignored.
+    /// lists (never one starting with `$` or `newspush:`, or shaped like a user's tag), at most
+    /// `max_topics`, then, when signed in, the caller's user tag and the signed-in tag (the
+    /// devices that can fetch a secure push's text). The rest is returned as ignored.
     public static func tags(asked: [String], caller: Caller, settings: ApiSettings) -> (
         tags: [String], ignored: [String]
     ) {
@@ -92,12 +93,10 @@ public enum DeviceRules {
         var ignored: [String] = []
         for topic in asked {
             if tags.contains(topic) { continue }
-            let acceptable =
-                allowed.contains(topic) && !topic.hasPrefix("$") && !settings.isUserTag(topic)
-                && ApiSettings.isTag(topic)
+            let acceptable = allowed.contains(topic) && !settings.isReserved(topic) && ApiSettings.isTag(topic)
             if acceptable && tags.count < settings.maxTopics { tags.append(topic) } else { ignored.append(topic) }
         }
-        if let name = caller.name { tags.append(settings.tag(forUser: name)) }
+        if let name = caller.name { tags += [settings.tag(forUser: name), ApiSettings.readerTag] }
         return (tags, ignored)
     }
 

@@ -50,8 +50,10 @@ public enum RegistrationOutcome: Sendable, Equatable {
     case invalid(String)
     /// The id belongs to another user or device (403; the tutorials' route answers 410).
     case notYours
-    /// The hub refused the installation (502) or could not be reached (503).
-    case hubFailed(String, unreachable: Bool)
+    /// The hub did not take it, did not answer, or this instance's writes to it are all busy
+    /// (503): the installation is exactly as it was, at the hub and in the index, and the phone
+    /// tries again in `retryAfter` seconds.
+    case hubUnavailable(String, retryAfter: Int)
 }
 
 /// What a removal came to.
@@ -84,9 +86,11 @@ public final class DeviceSession {
     /// The ledger's index (on SQLite, one connection every session of the process shares).
     public let ledger: Ledger
     let hub: NotificationHubClient
+    /// Each platform's and language's template set and its digest, made once.
+    var templateSets: [String: (templates: [String: HubInstallation.Template], digest: String)] = [:]
 
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.
-    public static let reservationLifetime: Double = 86400
+    public static let reservationLifetime = Ledger.reservationLifetime
 
     /// A session over `ledger` (opened with `Ledger.openIndex`) and the configured hub.
     public init(context: SessionContext, ledger: Ledger) throws(SessionError) {
@@ -118,80 +122,81 @@ public final class DeviceSession {
 
     // MARK: Registering
 
-    /// Registers `request` for `caller`: checks it, decides its tags, then writes the index
-    /// (judging ownership inside the transaction) and the hub. A hub that refuses leaves the
-    /// index without the installation and its removal owed.
-    public func register(_ request: DeviceRegistration, caller: Caller) throws(SessionError) -> RegistrationOutcome {
+    /// Registers `request` for `caller` (SPEC §9): checks it, decides its tags, then, holding
+    /// the keys of the id, the handle and the caller (`InstallationSync`), judges ownership
+    /// against the index and writes the hub, then the index. `reservedFor`: the tutorials'
+    /// `PUT /api/register/{id}`, whose id must be an installation's or handed out to that user.
+    public func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil)
+        throws(SessionError) -> RegistrationOutcome
+    {
+        let checked: (record: InstallationRecord, handle: String, ignored: [String])
+        switch registration(request, caller: caller) {
+        case .failure(let refusal): return .invalid(refusal.message)
+        case .success(let value): checked = value
+        }
+        return try write(checked.record, handle: checked.handle, ignored: checked.ignored, caller: caller) {
+            state throws in
+            guard let user = reservedFor, state.current == nil else { return true }
+            let since = context.clock.now().addingTimeInterval(-Self.reservationLifetime)
+            return try ledger.registrationIdOwner(request.id, notBefore: since) == user
+        }
+    }
+
+    /// The installation a request asks for, with the handle as written to the hub and the
+    /// topics dropped; or why it is refused.
+    func registration(_ request: DeviceRegistration, caller: Caller)
+        -> Result<(record: InstallationRecord, handle: String, ignored: [String]), DeviceRules.Refusal>
+    {
         guard DeviceRules.isValidId(request.id) else {
-            return .invalid("the installation id must be 1 to 64 of A-Z a-z 0-9 . _ -")
+            return .failure(.init(message: "the installation id must be 1 to 64 of A-Z a-z 0-9 . _ -"))
         }
         if caller == .anonymous && !api.anonymous {
-            return .invalid("sign in first: this back-end takes no anonymous installations")
+            return .failure(.init(message: "sign in first: this back-end takes no anonymous installations"))
         }
         let platform: String
         let handle: String
         switch DeviceRules.check(platform: request.platform, handle: request.handle) {
-        case .failure(let why): return .invalid(why.message)
+        case .failure(let why): return .failure(why)
         case .success(let checked): (platform, handle) = checked
         }
         if let language = request.language, !DeviceRules.isLanguage(language) {
-            return .invalid("language '\(language)' is not a language tag (en, fr, pt-BR)")
+            return .failure(.init(message: "language '\(language)' is not a language tag (en, fr, pt-BR)"))
         }
         let (tags, ignored) = DeviceRules.tags(asked: request.topics, caller: caller, settings: api)
         let now = context.clock.now()
+        let language = request.language?.lowercased()
         let record = InstallationRecord(
-            id: request.id, owner: caller.name, platform: platform, tags: tags,
-            language: request.language?.lowercased(), handleDigest: DeviceRules.digest(handle),
-            created: now, refreshed: now)
-        let replaced: [String]
-        do {
-            guard
-                let written = try ledger.recordInstallation(
-                    record, mayChange: { current, _ in DeviceRules.mayChange(current, by: caller, with: record) })
-            else { return .notYours }
-            replaced = written
-        } catch {
-            throw .ledger(error)
-        }
-        let outcome = hub.put(hubInstallation(record, handle: handle), now: SessionClock.signingTime())
-        guard outcome == .done else { return try undo(record, outcome: outcome) }
-        finishRemovals(replaced)
-        return .registered(record, ignored: ignored)
+            id: request.id, owner: caller.name, platform: platform, tags: tags, language: language,
+            handleDigest: DeviceRules.digest(handle), created: now, refreshed: now,
+            templateDigest: templates(platform: platform, language: language).digest)
+        return .success((record, handle, ignored))
     }
 
-    /// The hub did not take the installation: it leaves the index, and its removal from the hub
-    /// is owed (a write whose answer was lost may have landed).
-    private func undo(_ record: InstallationRecord, outcome: InstallationOutcome) throws(SessionError)
-        -> RegistrationOutcome
-    {
-        do {
-            _ = try ledger.removeInstallation(id: record.id, at: context.clock.now()) {
-                $0.handleDigest == record.handleDigest
-            }
-        } catch {
-            throw .ledger(error)
-        }
-        context.logger.warning("api: installation \(record.id) not written to the hub: \(outcome)")
-        switch outcome {
-        case .refused(let status, let detail):
-            return .hubFailed("the hub refused it (\(status)): \(detail)", unreachable: false)
-        case .unreachable(let why): return .hubFailed("the hub could not be reached: \(why)", unreachable: true)
-        case .done: return .hubFailed("", unreachable: false)
-        }
-    }
-
-    /// The installation as the hub takes it: the platform's template, in the app's language
-    /// when the categories have messages in it.
+    /// The installation as the hub takes it: the platform's template (body, headers, expiry),
+    /// its body in the app's language when the categories have messages in it.
     func hubInstallation(_ record: InstallationRecord, handle: String) -> HubInstallation {
-        var body = api.templates[record.platform] ?? ""
-        if let language = record.language.map(DeviceRules.propertySuffix),
-            context.config.languages.contains(language)
-        {
-            body = body.replacingOccurrences(of: "$(messageParam)", with: "$(messageParam_\(language))")
-        }
-        return HubInstallation(
+        HubInstallation(
             installationId: record.id, platform: record.platform, pushChannel: handle, tags: record.tags,
-            templates: ["newspush": .init(body: body)])
+            templates: templates(platform: record.platform, language: record.language).templates)
+    }
+
+    /// The template set of a platform's installations in `language`, and its digest (what the
+    /// index keeps to see that `api.templates` changed since an installation was written).
+    func templates(platform: String, language: String?) -> (
+        templates: [String: HubInstallation.Template], digest: String
+    ) {
+        let key = platform + "/" + (language ?? "")
+        if let known = templateSets[key] { return known }
+        var template = api.templates[platform] ?? HubInstallation.Template(body: "")
+        if let language = language.map(DeviceRules.propertySuffix), context.config.languages.contains(language) {
+            template.body = template.body.replacingOccurrences(
+                of: "$(messageParam)", with: "$(messageParam_\(language))")
+        }
+        let set = ["newspush": template]
+        let written = HubInstallation(installationId: "", platform: platform, pushChannel: "", tags: [], templates: set)
+        let digest = String(ApiSettings.hexDigest(Data(written.json.utf8)).prefix(32))
+        templateSets[key] = (set, digest)
+        return (set, digest)
     }
 
     // MARK: Removing
@@ -199,32 +204,39 @@ public final class DeviceSession {
     /// Removes installation `id` for `caller`, who must own it or present its handle.
     public func remove(id: String, caller: Caller, handle: String?) throws(SessionError) -> RemovalOutcome {
         let digest = handle.map(DeviceRules.digest)
-        let result: (removed: InstallationRecord?, allowed: Bool)
-        do {
-            result = try ledger.removeInstallation(id: id, at: context.clock.now()) { current in
+        return try ordered([.id(id)]) { held throws -> Keyed<RemovalOutcome> in
+            let current = try ledger.installation(id: id)
+            if let current, !held.contains(.handle(current.handleDigest)) {
+                return .needs([.handle(current.handleDigest)])
+            }
+            let result = try ledger.removeInstallation(id: id, at: context.clock.now()) { current in
                 (current.owner != nil && current.owner == caller.name)
                     || (digest != nil && current.handleDigest == digest)
             }
-        } catch {
-            throw .ledger(error)
+            guard result.allowed else { return .done(.notYours) }
+            guard result.removed != nil else { return .done(.absent) }
+            return .done(.removed(hubError: deleteAtHub([id]).first))
         }
-        guard result.allowed else { return .notYours }
-        guard result.removed != nil else { return .absent }
-        return .removed(hubError: finishRemovals([id]).first)
     }
 
-    /// Removes every installation of `user` from the index and the hub, on the record as done
-    /// by `by` (the audit keeps the first 16 hex digits of the name's SHA-256, not the name: a
-    /// forgotten reader is not named, yet the record can be matched to a name given). Returns
-    /// how many were removed and the hub deletes that failed (still owed, finished later).
+    /// Removes every installation of `user` from the index and the hub, and gives up the
+    /// writes owed for them whose answers were lost, on the record as done by `by` (the audit
+    /// keeps the first 16 hex digits of the name's SHA-256, not the name). Holding the user's
+    /// key, no registration of theirs runs meanwhile: nothing registered before the answer
+    /// survives it. Returns how many were removed and the hub deletes that failed (still owed,
+    /// finished later).
     public func forget(user: String, by: String) throws(SessionError) -> (removed: Int, failed: [String]) {
         let now = context.clock.now()
-        var removed: [String] = []
-        do {
-            for record in try ledger.installations(owner: user) {
+        let (removed, dropped) = try ordered([.user(user)]) { held throws -> Keyed<([String], [String])> in
+            let rows = try ledger.installations(owner: user)
+            let needed = Set(rows.flatMap { [InstallationKey.id($0.id), .handle($0.handleDigest)] })
+            guard needed.isSubset(of: held) else { return .needs(needed) }
+            var removed: [String] = []
+            for record in rows {
                 let result = try ledger.removeInstallation(id: record.id, at: now) { $0.owner == user }
                 if result.removed != nil { removed.append(record.id) }
             }
+            let dropped = try ledger.dropOwedWrites(owner: user)
             // The secure texts addressed to that reader alone go with them.
             try ledger.deleteSecurePushes(tags: api.tag(forUser: user))
             try ledger.recordAudit([
@@ -233,41 +245,12 @@ public final class DeviceSession {
                     detail: "\(removed.count) installations of user sha256:"
                         + ApiSettings.hexDigest(Data(user.utf8)).prefix(16) + " removed from the hub and the index")
             ])
-        } catch {
-            throw .ledger(error)
+            return .done((removed, dropped))
         }
-        return (removed.count, finishRemovals(removed))
-    }
-
-    /// Deletes `ids` from the hub and marks the removals done; returns what failed (still owed).
-    @discardableResult
-    func finishRemovals(_ ids: [String]) -> [String] {
-        var done: [String] = []
+        // Each removal, and each given-up write (which may have landed), under its own keys.
         var failed: [String] = []
-        for id in ids {
-            switch hub.deleteInstallation(id: id, now: SessionClock.signingTime()) {
-            case .done: done.append(id)
-            case .refused(let status, let detail): failed.append("\(id): the hub answered \(status): \(detail)")
-            case .unreachable(let why): failed.append("\(id): \(why)")
-            }
-        }
-        do { try ledger.removedAtHub(done) } catch {
-            context.logger.warning("api: removals done at the hub not recorded (they are repeated later): \(error)")
-        }
-        return failed
-    }
-
-    /// Finishes removals owed for more than `grace` seconds (a host killed between the index
-    /// and the hub, a hub that was down); returns how many were finished and what failed.
-    public func finishOwedRemovals(grace: Double = 30, limit: Int = 1000) throws(SessionError) -> (Int, [String]) {
-        let owed: [String]
-        do {
-            owed = try ledger.owedHubRemovals(before: context.clock.now().addingTimeInterval(-grace), limit: limit)
-        } catch {
-            throw .ledger(error)
-        }
-        let failed = finishRemovals(owed)
-        return (owed.count - failed.count, failed)
+        for id in removed + dropped { failed += try settle(owed: id) }
+        return (removed.count, failed)
     }
 
     // MARK: The tutorials' registration ids
@@ -286,19 +269,6 @@ public final class DeviceSession {
             try ledger.reserveRegistrationId(
                 id, owner: caller, at: now, expiredBefore: now.addingTimeInterval(-Self.reservationLifetime))
             return id
-        } catch {
-            throw .ledger(error)
-        }
-    }
-
-    /// Whether `PUT /api/register/{id}` may go ahead for `caller` with `handle`: the id is an
-    /// installation's (the rules of ownership then decide) or was handed out to `caller` and has
-    /// not expired. False: the app asks for a new id (410).
-    public func mayUseRegistrationId(_ id: String, caller: String) throws(SessionError) -> Bool {
-        do {
-            if try ledger.installation(id: id) != nil { return true }
-            let since = context.clock.now().addingTimeInterval(-Self.reservationLifetime)
-            return try ledger.registrationIdOwner(id, notBefore: since) == caller
         } catch {
             throw .ledger(error)
         }
@@ -341,27 +311,37 @@ public final class DeviceSession {
         do { return try ledger.installationCount(tag: tag) } catch { throw .ledger(error) }
     }
 
-    /// Deletes from hub and index what was not registered again within `api.stale_after`, and
-    /// finishes the removals still owed to the hub.
+    /// Deletes from hub and index what was not registered again within `api.stale_after` (each
+    /// under its keys, judged again there: one registered since stays), finishes what is owed
+    /// to the hub, and bounds the back-end's other rows.
     public func prune() throws(SessionError) -> DevicePruneOutcome {
         let cutoff = context.clock.now().addingTimeInterval(-api.staleAfter)
         var stale = 0
+        var seen: Set<String> = []
+        while true {
+            let batch: [InstallationRecord]
+            do { batch = try ledger.installations(refreshedBefore: cutoff, limit: 500) } catch { throw .ledger(error) }
+            let fresh = batch.filter { seen.insert($0.id).inserted }
+            if fresh.isEmpty { break }
+            for record in fresh where try remove(stale: record, cutoff: cutoff) { stale += 1 }
+        }
         do {
-            while true {
-                let batch = try ledger.installations(refreshedBefore: cutoff, limit: 500)
-                if batch.isEmpty { break }
-                for record in batch {
-                    let result = try ledger.removeInstallation(id: record.id, at: context.clock.now()) {
-                        $0.refreshed < cutoff
-                    }
-                    if result.removed != nil { stale += 1 }
-                }
-            }
+            try ledger.pruneBackEnd(retention: context.config.stateRetention, now: context.clock.now())
         } catch {
             throw .ledger(error)
         }
-        do { try ledger.deleteExpiredSecurePushes(now: context.clock.now()) } catch { throw .ledger(error) }
-        let (finished, failed) = try finishOwedRemovals(grace: 0, limit: .max)
+        let (finished, failed) = try finishOwed(grace: 0, limit: .max)
         return DevicePruneOutcome(stale: stale, finished: finished, failed: failed)
+    }
+
+    /// Removes `record` from the index, its removal owed to the hub, if it is still not
+    /// refreshed since `cutoff` once its keys are held (one registered again since stays).
+    private func remove(stale record: InstallationRecord, cutoff: Date) throws(SessionError) -> Bool {
+        try ordered([.id(record.id), .handle(record.handleDigest)]) { held throws -> Keyed<Bool> in
+            let result = try ledger.removeInstallation(id: record.id, at: context.clock.now()) {
+                $0.refreshed < cutoff && held.contains(.handle($0.handleDigest))
+            }
+            return .done(result.removed != nil)
+        }
     }
 }

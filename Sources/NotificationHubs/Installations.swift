@@ -102,14 +102,29 @@ extension HubInstallation {
     }
 }
 
-/// What the hub said to an installation's write or delete.
+/// What the hub said to an installation's write or delete, in the terms a back-end keeping the
+/// hub and its index in step needs: done, not done (nothing changed at the hub), or unknown.
 public enum InstallationOutcome: Sendable, Equatable {
     /// Written (200) or deleted (204, also when it was not there).
     case done
-    /// Refused with this status and the service's detail.
-    case refused(status: Int, detail: String)
-    /// The hub was not reached, or did not answer.
+    /// The hub answered that it did not take it (4xx; 429 or 503 until the retries ran out):
+    /// nothing changed there. `retryAfter`: the seconds it asked to wait, when it said.
+    case refused(status: Int, detail: String, retryAfter: Double? = nil)
+    /// The hub was not reached: nothing changed there.
     case unreachable(String)
+    /// No clear answer after the request went out (a timeout, 500, 502, 504 until the retries
+    /// ran out): the write may have landed.
+    case unknown(String)
+
+    /// Why it did not succeed, in a sentence; nil when it did.
+    public var failure: String? {
+        switch self {
+        case .done: return nil
+        case .refused(let status, let detail, _): return "the hub answered \(status)\(detail)"
+        case .unreachable(let why): return "the hub could not be reached: \(why)"
+        case .unknown(let why): return "no clear answer from the hub: \(why)"
+        }
+    }
 }
 
 extension NotificationHubClient {
@@ -130,38 +145,92 @@ extension NotificationHubClient {
             headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
     }
 
-    /// Writes `installation` to the hub (the write is idempotent: a repeat is harmless).
-    public func put(_ installation: HubInstallation, now: Date) -> InstallationOutcome {
-        outcome(of: installationRequest(installation, now: now))
+    /// Writes `installation` to the hub, retried as sends are (the write is idempotent, so a
+    /// request whose answer was lost is repeated too), for at most `within` seconds.
+    public func put(_ installation: HubInstallation, now: Date, within: Double = .infinity) -> InstallationOutcome {
+        outcome(of: installationRequest(installation, now: now), within: within)
     }
 
-    /// Deletes installation `id` from the hub.
-    public func deleteInstallation(id: String, now: Date) -> InstallationOutcome {
-        outcome(of: deleteInstallationRequest(id: id, now: now))
+    /// Deletes installation `id` from the hub, retried as `put` is.
+    public func deleteInstallation(id: String, now: Date, within: Double = .infinity) -> InstallationOutcome {
+        outcome(of: deleteInstallationRequest(id: id, now: now), within: within)
     }
 
     /// `GET {hub}/installations/{id}`: the status the hub answered (200 it has it, 404 not), or
     /// nil when it could not be reached. A cheap question that proves the hub and the key work.
     public func installationStatus(id: String, now: Date) -> Int? {
-        let request = HubRequest(
+        guard case .success(let response) = perform(readRequest(id: id, now: now)) else { return nil }
+        return response.status
+    }
+
+    /// The installation the hub holds under `id` (nil: none), or why it could not say.
+    public func installation(id: String, now: Date) -> Result<HubInstallation?, InstallationReadError> {
+        switch perform(readRequest(id: id, now: now)) {
+        case .failure(let error): return .failure(InstallationReadError(reason: "\(error)"))
+        case .success(let response) where response.status == 404: return .success(nil)
+        case .success(let response) where response.status == 200:
+            guard let installation = try? JSONDecoder().decode(HubInstallation.self, from: response.body) else {
+                return .failure(InstallationReadError(reason: "the hub's installation is not JSON newspush reads"))
+            }
+            return .success(installation)
+        case .success(let response):
+            return .failure(
+                InstallationReadError(reason: "the hub answered \(response.status)\(Self.errorDetail(response))"))
+        }
+    }
+
+    private func readRequest(id: String, now: Date) -> HubRequest {
+        HubRequest(
             method: "GET", url: installationURL(id),
             headers: [("Authorization", authorization(now: now)), ("x-ms-version", apiVersion)], body: Data())
-        guard case .success(let response) = perform(request) else { return nil }
-        return response.status
     }
 
     private func installationURL(_ id: String) -> String {
         "\(baseURL)\(hubName)/installations/\(Self.pathSegment(id))?api-version=\(apiVersion)"
     }
 
-    private func outcome(of request: HubRequest) -> InstallationOutcome {
-        switch perform(request) {
-        case .failure(.notSent(let why)), .failure(.outcomeUnknown(let why)):
-            return .unreachable(why)
-        case .success(let response) where (200..<300).contains(response.status):
-            return .done
-        case .success(let response):
-            return .refused(status: response.status, detail: Self.errorDetail(response))
+    /// One idempotent request, retried by `retryPolicy` (Retry-After first) while the next try
+    /// can start within `within` seconds of the first.
+    private func outcome(of request: HubRequest, within: Double) -> InstallationOutcome {
+        let started = Date()
+        var attempt = 0
+        while true {
+            let (outcome, retry, retryAfter) = classifyInstallationAnswer(perform(request))
+            guard retry, attempt < retryPolicy.maxRetries else { return outcome }
+            let delay = retryPolicy.delay(attempt: attempt, retryAfter: retryAfter)
+            if delay > retryPolicy.maxDelay || Date().timeIntervalSince(started) + delay > within { return outcome }
+            retryPolicy.sleep(delay)
+            attempt += 1
         }
     }
+
+    /// What one answer to an installation request means, and whether to try again.
+    private func classifyInstallationAnswer(_ result: Result<HubResponse, HubTransportError>)
+        -> (InstallationOutcome, retry: Bool, retryAfter: Double?)
+    {
+        let response: HubResponse
+        switch result {
+        case .failure(.notSent(let why)): return (.unreachable(why), true, nil)
+        case .failure(.outcomeUnknown(let why)): return (.unknown(why), true, nil)
+        case .success(let answer): response = answer
+        }
+        let status = response.status
+        let detail = Self.errorDetail(response)
+        let retryAfter = response.headers["retry-after"].flatMap { Self.parseRetryAfter($0) }
+        switch status {
+        case 200..<300: return (.done, false, nil)
+        case 429, 503: return (.refused(status: status, detail: detail, retryAfter: retryAfter), true, retryAfter)
+        case 403 where retryAfter != nil:
+            return (.refused(status: status, detail: detail, retryAfter: retryAfter), true, retryAfter)
+        case 408, 500, 502, 504: return (.unknown("the hub answered \(status)\(detail)"), true, retryAfter)
+        case 400..<500: return (.refused(status: status, detail: detail), false, nil)
+        default: return (.unknown("the hub answered \(status)\(detail)"), false, nil)
+        }
+    }
+}
+
+/// Why the hub could not say what it holds under an id.
+public struct InstallationReadError: Error, Sendable, Equatable {
+    /// In a sentence.
+    public var reason: String
 }

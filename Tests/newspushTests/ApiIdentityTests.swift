@@ -104,7 +104,7 @@ struct ApiIdentityTests {
         let accepted = await fixture.send(
             "PUT /api/installations/good", json: Self.register, headers: ["Authorization: Bearer \(good)"])
         #expect(accepted.status == 200, "\(accepted.body)")
-        #expect(ApiFixture.object(accepted)["tags"] as? [String] == ["World", "username:alice"])
+        #expect(ApiFixture.object(accepted)["tags"] as? [String] == ["World", "username:alice", "newspush:signed-in"])
         let late = maker.token(["exp": Int(now.timeIntervalSince1970) - 30], now: now)
         let lenient = await fixture.send(
             "PUT /api/installations/good", json: Self.register, headers: ["Authorization: Bearer \(late)"])

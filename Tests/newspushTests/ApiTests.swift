@@ -111,7 +111,7 @@ struct ApiTests {
         let windows = await fixture.send("PUT /api/register/\(windowsId)", json: windowsBody, headers: [auth])
         #expect(windows.status == 200, "\(windows.body)")
         let atHub = try #require(await fixture.atHub(windowsId))
-        #expect(atHub.tags == ["World", "username:alice"] && atHub.platform == "wns")
+        #expect(atHub.tags == ["World", "username:alice", "newspush:signed-in"] && atHub.platform == "wns")
         #expect(await fixture.atHub(androidId)?.platform == "fcmv1")
         #expect(await fixture.atHub(iosId)?.pushChannel == Self.iosToken.lowercased())
         // The registration is deleted; the app's next PUT is 410, it asks for a new id once.
@@ -146,10 +146,9 @@ struct ApiTests {
         let query = handle.map { "?handle=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) }
         let answer = await fixture.send("POST /api/register\(query ?? "")", headers: [auth])
         #expect(answer.status == 200, "\(answer.body)")
-        let body = answer.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(body.first == "\"" && body.last == "\"", "the apps strip the quotes: \(body)")
-        let id = String(body.dropFirst().dropLast())
-        #expect(id.allSatisfy { $0.isNumber || $0 == "-" } && !id.isEmpty, "\(id)")
+        let id = TutorialApp.registrationId(answer.body)
+        #expect(
+            id.allSatisfy { $0.isNumber || $0 == "-" } && !id.isEmpty, "the id the app keeps: \(id.debugDescription)")
         return id
     }
 
@@ -193,7 +192,7 @@ struct ApiTests {
             "PUT /api/installations/alice-phone",
             json: #"{"platform":"apns","pushChannel":"aa11","topics":["username:bob","World"]}"#, headers: [alice])
         #expect(aliceOwn.status == 200)
-        #expect(ApiFixture.object(aliceOwn)["tags"] as? [String] == ["World", "username:alice"])
+        #expect(ApiFixture.object(aliceOwn)["tags"] as? [String] == ["World", "username:alice", "newspush:signed-in"])
         #expect(ApiFixture.object(aliceOwn)["ignored"] as? [String] == ["username:bob"])
         // 2. alice's PUT of bob's registration id with her own handle: 410.
         let taken = await fixture.send(
@@ -226,13 +225,18 @@ struct ApiTests {
         #expect(wrong.status == 401 && wrong.headers["www-authenticate"]?.contains("Basic") == true)
         #expect(await fixture.atHub(bobId) == before, "bob's installation changed")
         let bobRow = try await fixture.index().first { $0["id"] as? String == bobId }
-        #expect(bobRow?["owner"] as? String == "bob" && bobRow?["tags"] as? [String] == ["World", "username:bob"])
+        #expect(
+            bobRow?["owner"] as? String == "bob"
+                && bobRow?["tags"] as? [String] == ["World", "username:bob", "newspush:signed-in"])
         // The device itself (same handle) may move to another user: how a phone changes hands.
         let handover = await fixture.send(
             "PUT /api/installations/\(bobId)",
             json: #"{"platform":"fcmv1","pushChannel":"bob-fcm-token","topics":["World"]}"#, headers: [alice])
         #expect(
-            handover.status == 200 && ApiFixture.object(handover)["tags"] as? [String] == ["World", "username:alice"])
+            handover.status == 200
+                && ApiFixture.object(handover)["tags"] as? [String] == [
+                    "World", "username:alice", "newspush:signed-in",
+                ])
     }
 
     // Forgetting (issue 37 §4): after DELETE /api/users/me the hub and the index hold no
@@ -507,6 +511,19 @@ struct ApiTests {
         #expect(removed.status == 204)
         #expect(await fixture.hub.emulator.allInstallations().isEmpty)
         #expect(try await fixture.index().isEmpty)
+    }
+}
+
+/// What the tutorials' apps do with an answer, exactly as their code does it (SPEC §9): no
+/// trimming, no normalising.
+enum TutorialApp {
+    /// The registration id the apps keep from `POST /api/register`'s body: one UTF-16 unit
+    /// dropped at each end (iOS `substringWithRange:NSMakeRange(1, length-2)`, Android
+    /// `substring(1, length()-1)`, Windows `Substring(1, Length-2)`).
+    static func registrationId(_ body: String) -> String {
+        let units = Array(body.utf16)
+        guard units.count >= 2 else { return "" }
+        return String(decoding: units[1..<(units.count - 1)], as: UTF16.self)
     }
 }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NotificationHubs
 import Yams
 
 /// `api:`: the app back-end's rules (SPEC §9): which tags a phone may carry, who may sign in,
@@ -17,8 +18,12 @@ public struct ApiSettings: Sendable {
     public var usersPath = ""
     /// `api.jwt`, when bearer tokens are taken.
     public var jwt: JWTSettings?
-    /// The template body each platform's installation is registered with.
-    public var templates: [String: String] = ApiSettings.defaultTemplates
+    /// The template each platform's installation is registered with: body, headers, expiry.
+    public var templates: [String: HubInstallation.Template] = ApiSettings.defaultTemplates
+    /// PostgreSQL: connections each instance keeps (one per request in flight on the ledger).
+    public var pool = 16
+    /// Installation writes to the hub in flight at once per instance; the rest wait their turn.
+    public var hubWrites = 32
     /// Installations not registered again for this long are deleted by `devices prune`.
     public var staleAfter: Double = 180 * 86400
     /// Requests allowed per client address, per `ratePeriod` seconds.
@@ -28,13 +33,34 @@ public struct ApiSettings: Sendable {
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     public var trustedProxies: [String] = []
 
-    /// The seed app's templates: `messageParam` as each platform's visible alert.
-    public static let defaultTemplates: [String: String] = [
-        "apns": #"{"aps":{"alert":"$(messageParam)"}}"#,
-        "fcmv1": #"{"message":{"notification":{"body":"$(messageParam)"}}}"#,
-        "wns":
-            #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+    /// The seed app's templates (`messageParam` as each platform's visible alert) with what
+    /// docs/alerts.md recommends beside them: the story's collapse id (a correction replaces
+    /// the first alert), its priority, and its expiry (a stale alert is never delivered).
+    public static let defaultTemplates: [String: HubInstallation.Template] = [
+        "apns": HubInstallation.Template(
+            body: #"{"aps":{"alert":"$(messageParam)"}}"#,
+            headers: ["apns-collapse-id": "$(collapseId)", "apns-priority": "$(priority)", "apns-push-type": "alert"],
+            expiry: "$(expiry)"),
+        "fcmv1": HubInstallation.Template(
+            body:
+                #"{"message":{"notification":{"body":"$(messageParam)"},"android":{"collapse_key":"$(collapseId)"}}}"#,
+            expiry: "$(expiry)"),
+        "wns": HubInstallation.Template(
+            body:
+                #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+            expiry: "$(expiry)"),
     ]
+
+    /// The tag the back-end gives every signed-in installation and no client may ask for: an
+    /// id-only push goes to the category's expression and this tag, the devices that can fetch
+    /// its text.
+    public static let readerTag = "newspush:signed-in"
+
+    /// Whether a client may never ask for `tag`: the service's (`$…`), the back-end's own
+    /// (`newspush:…`), or a user's.
+    public func isReserved(_ tag: String) -> Bool {
+        tag.hasPrefix("$") || tag.hasPrefix("newspush:") || isUserTag(tag)
+    }
 
     /// The defaults.
     public init() {}
@@ -149,30 +175,9 @@ extension ConfigLoader {
             node, path: "api",
             allowed: [
                 "topics", "max_topics", "user_tag", "anonymous", "users", "jwt", "templates", "stale_after", "rate",
-                "trusted_proxies",
+                "trusted_proxies", "pool", "hub_writes",
             ])
-        if let list = m["topics"] {
-            settings.topics = reader.elements(list, path: "api.topics").compactMap { element in
-                guard let topic = reader.string(element, path: "api.topics") else { return nil }
-                guard ApiSettings.isTag(topic), !topic.hasPrefix("$") else {
-                    reader.report(
-                        element, "api.topics", "'\(topic)' is not a tag (1 to 120 of A-Z a-z 0-9 _ @ # . : -)")
-                    return nil
-                }
-                return topic
-            }
-        }
-        if let n = m["max_topics"], let v = reader.integer(n, path: "api.max_topics", range: 1...59) {
-            settings.maxTopics = v
-        }
-        if let n = m["user_tag"], let v = reader.string(n, path: "api.user_tag") {
-            let sample = v.replacingOccurrences(of: "{user}", with: "u")
-            if v.components(separatedBy: "{user}").count != 2 || !ApiSettings.isTag(sample) || v.hasPrefix("$") {
-                reader.report(n, "api.user_tag", "'\(v)' must contain {user} once and otherwise be tag characters")
-            } else {
-                settings.userTag = v
-            }
-        }
+        readTags(m, into: &settings, reader: reader)
         if let n = m["anonymous"], let v = reader.string(n, path: "api.anonymous") {
             switch v.lowercased() {
             case "true", "yes", "on": settings.anonymous = true
@@ -184,18 +189,7 @@ extension ConfigLoader {
             settings.usersPath = v.hasPrefix("/") ? v : (folder as NSString).appendingPathComponent(v)
         }
         if let n = m["jwt"] { settings.jwt = readJWT(n, folder: folder, reader: reader) }
-        if let n = m["templates"] {
-            for (key, value) in reader.pairs(n, path: "api.templates") {
-                let platform = reader.written(key)
-                guard ApiSettings.defaultTemplates[platform] != nil else {
-                    reader.report(key, "api.templates", "'\(platform)' is not a platform (apns, fcmv1, wns)")
-                    continue
-                }
-                if let body = reader.string(value, path: "api.templates.\(platform)") {
-                    settings.templates[platform] = body
-                }
-            }
-        }
+        if let n = m["templates"] { readTemplates(n, into: &settings, reader: reader) }
         if let n = m["stale_after"], let v = reader.duration(n, path: "api.stale_after") {
             if v >= 86400 {
                 settings.staleAfter = v
@@ -203,6 +197,82 @@ extension ConfigLoader {
                 reader.report(n, "api.stale_after", "must be at least 1d")
             }
         }
+        readLimits(m, into: &settings, reader: reader)
+        return settings
+    }
+
+    /// `api.topics`, `api.max_topics`, `api.user_tag`.
+    private func readTags(_ m: NodeReader.MappingView, into settings: inout ApiSettings, reader: NodeReader) {
+        if let list = m["topics"] {
+            settings.topics = reader.elements(list, path: "api.topics").compactMap { element in
+                guard let topic = reader.string(element, path: "api.topics") else { return nil }
+                guard ApiSettings.isTag(topic), !topic.hasPrefix("$"), !topic.hasPrefix("newspush:") else {
+                    reader.report(
+                        element, "api.topics",
+                        "'\(topic)' is not a topic (1 to 120 of A-Z a-z 0-9 _ @ # . : -, not starting with $ or newspush:)"
+                    )
+                    return nil
+                }
+                return topic
+            }
+        }
+        // 58: an installation's 60 tags leave room for the user's tag and the signed-in tag.
+        if let n = m["max_topics"], let v = reader.integer(n, path: "api.max_topics", range: 1...58) {
+            settings.maxTopics = v
+        }
+        if let n = m["user_tag"], let v = reader.string(n, path: "api.user_tag") {
+            let sample = v.replacingOccurrences(of: "{user}", with: "u")
+            if v.components(separatedBy: "{user}").count != 2 || !ApiSettings.isTag(sample) || v.hasPrefix("$")
+                || v.hasPrefix("newspush:")
+            {
+                reader.report(
+                    n, "api.user_tag",
+                    "'\(v)' must contain {user} once, otherwise be tag characters, and not start with $ or newspush:")
+            } else {
+                settings.userTag = v
+            }
+        }
+    }
+
+    /// `api.templates.<platform>`: a body, or `{body, headers, expiry}` as the hub's
+    /// installation templates take them (apple headers start with `apns-`).
+    private func readTemplates(_ node: Node, into settings: inout ApiSettings, reader: NodeReader) {
+        for (key, value) in reader.pairs(node, path: "api.templates") {
+            let platform = reader.written(key)
+            let path = "api.templates.\(platform)"
+            guard ApiSettings.defaultTemplates[platform] != nil else {
+                reader.report(key, "api.templates", "'\(platform)' is not a platform (apns, fcmv1, wns)")
+                continue
+            }
+            guard case .mapping = value else {
+                if let body = reader.string(value, path: path) { settings.templates[platform]?.body = body }
+                continue
+            }
+            let m = reader.mapping(value, path: path, allowed: ["body", "headers", "expiry"])
+            guard let bodyNode = m["body"], let body = reader.string(bodyNode, path: path + ".body") else {
+                if m["body"] == nil { reader.report(value, path + ".body", "is required") }
+                continue
+            }
+            var template = HubInstallation.Template(body: body)
+            template.expiry = m["expiry"].flatMap { reader.string($0, path: path + ".expiry") }
+            if let headers = m["headers"] {
+                var read: [String: String] = [:]
+                for (name, text) in reader.pairs(headers, path: path + ".headers") {
+                    let header = reader.written(name)
+                    if platform == "apns" && !header.lowercased().hasPrefix("apns-") {
+                        reader.report(
+                            name, path + ".headers", "'\(header)': an apple template's headers start with apns-")
+                    }
+                    read[header] = reader.string(text, path: path + ".headers.\(header)")
+                }
+                template.headers = read
+            }
+            settings.templates[platform] = template
+        }
+    }
+
+    /// `api.rate`, `api.trusted_proxies`, `api.pool`, `api.hub_writes`.
+    private func readLimits(_ m: NodeReader.MappingView, into settings: inout ApiSettings, reader: NodeReader) {
         if let n = m["rate"] {
             let rate = reader.mapping(n, path: "api.rate", allowed: ["per_address", "per_user"])
             for (key, path) in [("per_address", "api.rate.per_address"), ("per_user", "api.rate.per_user")] {
@@ -224,7 +294,10 @@ extension ConfigLoader {
                 settings.trustedProxies.append(address)
             }
         }
-        return settings
+        if let n = m["pool"], let v = reader.integer(n, path: "api.pool", range: 1...1000) { settings.pool = v }
+        if let n = m["hub_writes"], let v = reader.integer(n, path: "api.hub_writes", range: 1...1000) {
+            settings.hubWrites = v
+        }
     }
 
     private func readJWT(_ node: Node, folder: String, reader: NodeReader) -> ApiSettings.JWTSettings? {

@@ -448,7 +448,7 @@ struct HubClientTests {
         var tooMany = phone
         tooMany.tags = (0..<61).map { "t\($0)" }
         let crowded = tooMany
-        guard case .refused(400, let detail) = await offThePool({ client.put(crowded, now: Date()) }) else {
+        guard case .refused(400, let detail, _) = await offThePool({ client.put(crowded, now: Date()) }) else {
             Issue.record("61 tags were not refused")
             return
         }
