@@ -16,7 +16,7 @@ extension HubEmulator {
                         ("expected {\"status\":503,\"count\":1,\"retry_after\":\"1\",\"delay_seconds\":0.5,"
                             + "\"drop\":true}").utf8))
             }
-            faults.append(fault)
+            inject(fault)
             return EmulatorResponse(status: 204, headers: [], body: Data())
         case ("DELETE", "/_emulator/faults"):
             faults.removeAll()

@@ -161,7 +161,15 @@ extension HubEmulator {
     /// The registry with its devices up to date: the file's, then every installation's.
     func upToDateRegistry() -> DeviceRegistry {
         if devicesStale {
-            registry.devices = fileDevices + installations.keys.sorted().flatMap { installations[$0]?.devices ?? [] }
+            registry.devices =
+                fileDevices
+                + installations.keys.sorted().flatMap { id in
+                    (installations[id]?.devices ?? []).map { device in
+                        var device = device
+                        device.offlineSeconds = offlineInstallations[id]
+                        return device
+                    }
+                }
             devicesStale = false
         }
         return registry

@@ -187,11 +187,16 @@ extension DeviceRegistry {
         return SendTarget(device: device, payload: payload, headers: headers, expiry: expiry)
     }
 
-    /// The push-service headers of a native send: the request's `apns-*` headers (APNs only).
+    /// The push-service headers of a native send: the request's `apns-*` headers (APNs), its
+    /// `x-wns-*` headers (WNS: a toast or a raw notification).
     static func nativeHeaders(
         _ requestHeaders: [String: String], object: [String: Any], platform: VirtualDevice.Platform
     ) -> [String: String] {
-        platform == .apple ? requestHeaders.filter { $0.key.hasPrefix("apns-") } : [:]
+        switch platform {
+        case .apple: return requestHeaders.filter { $0.key.hasPrefix("apns-") }
+        case .windows: return requestHeaders.filter { $0.key.hasPrefix("x-wns-") }
+        default: return [:]
+        }
     }
 
     /// An `Expiry` value: a W3C date-time, or `0` (none).

@@ -56,14 +56,18 @@ public struct Fault: Codable, Sendable, Equatable {
     public var drop: Bool?
     /// How many send requests the fault applies to.
     public var count: Int
-    /// Only sends of this format (`ServiceBusNotification-Format`: apple, fcmv1, template …);
-    /// nil: any request.
+    /// Only sends of this format (`ServiceBusNotification-Format`: apple, fcmv1, template …),
+    /// or `installation`: requests of the installations API; nil: any request.
     public var format: String?
+    /// Applies to this share (0…1) of the requests it could take, the rest go through.
+    public var chance: Double?
+    /// Restarts the generator `chance` is drawn from, so a run replays.
+    public var seed: UInt64?
 
     /// A fault for the next `count` send requests (of `format`, when given).
     public init(
         status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
-        drop: Bool? = nil, count: Int = 1, format: String? = nil
+        drop: Bool? = nil, count: Int = 1, format: String? = nil, chance: Double? = nil, seed: UInt64? = nil
     ) {
         self.status = status
         self.retryAfter = retryAfter
@@ -72,10 +76,12 @@ public struct Fault: Codable, Sendable, Equatable {
         self.drop = drop
         self.count = count
         self.format = format
+        self.chance = chance
+        self.seed = seed
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, drop, count, format
+        case status, drop, count, format, chance, seed
         case retryAfter = "retry_after"
         case delaySeconds = "delay_seconds"
         case delayAfterDelivery = "delay_after_delivery"
@@ -91,6 +97,8 @@ public struct Fault: Codable, Sendable, Equatable {
         drop = try c.decodeIfPresent(Bool.self, forKey: .drop)
         count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 1
         format = try c.decodeIfPresent(String.self, forKey: .format)?.lowercased()
+        chance = try c.decodeIfPresent(Double.self, forKey: .chance)
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
         if count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more")
         }
@@ -233,5 +241,23 @@ public struct NotificationRecord: Sendable {
             xml += "</\(name)OutcomeCounts>"
         }
         return xml + "</NotificationDetails>"
+    }
+}
+
+/// A generator of pseudo-random numbers from a seed (SplitMix64, written here because the
+/// standard library's generator cannot be seeded): the emulator's chance faults replay.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    /// A generator whose sequence `seed` fixes.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next number of the sequence.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -18,6 +18,10 @@ public actor HubEmulator {
     /// Installations changed since the registry's devices were last made.
     var devicesStale = false
     var faults: [Fault] = []
+    /// Draws the faults that apply by chance (seeded, so a test that fails replays).
+    var random = SeededGenerator(seed: 1)
+    /// Installations that are off the network, and for how long after each send.
+    var offlineInstallations: [String: Double] = [:]
     var deliveries: [Delivery] = []
     var notifications: [String: NotificationRecord] = [:]
     var scheduled: [String: Task<Void, Never>] = [:]
@@ -78,8 +82,19 @@ public actor HubEmulator {
     /// Tells the emulator the port it listens on.
     public func listening(on port: Int) { ownAddress = "127.0.0.1:\(port)" }
 
-    /// Queues a fault for the next send requests.
-    public func inject(_ fault: Fault) { faults.append(fault) }
+    /// Queues a fault for the next send requests (its `seed`, when given, restarts the
+    /// generator its `chance` is drawn from).
+    public func inject(_ fault: Fault) {
+        if let seed = fault.seed { random = SeededGenerator(seed: seed) }
+        faults.append(fault)
+    }
+
+    /// Takes installation `id` off the network for `seconds` from each send (as a phone that
+    /// is off): what reaches it arrives when it is back, unless it expired meanwhile.
+    public func takeOffline(installation id: String, seconds: Double) {
+        offlineInstallations[id] = seconds
+        devicesStale = true
+    }
 
     /// Drops every queued fault.
     public func clearFaults() { faults.removeAll() }
@@ -87,12 +102,18 @@ public actor HubEmulator {
     /// Takes the fault for the next send request, if one is queued (control requests take none).
     public func nextFault(for request: EmulatorRequest) -> Fault? {
         guard !request.path.hasPrefix("/_emulator/") else { return nil }
-        return nextFault(format: request.headers["servicebusnotification-format"]?.lowercased())
+        let format =
+            request.headers["servicebusnotification-format"]?.lowercased()
+            ?? (request.path.contains("/installations/") ? "installation" : nil)
+        return nextFault(format: format)
     }
 
-    /// The first queued fault for a request of `format` (a fault without a format takes any).
+    /// The first queued fault for a request of `format` (a fault without a format takes any;
+    /// `installation`: the installations API); one with a `chance` applies to that share of
+    /// the requests it could take, drawn from the emulator's seeded generator.
     func nextFault(format: String? = nil) -> Fault? {
         guard let index = faults.firstIndex(where: { $0.format == nil || $0.format == format }) else { return nil }
+        if let chance = faults[index].chance, Double(random.next() % 1_000_000) / 1_000_000 >= chance { return nil }
         let fault = faults[index]
         faults[index].count -= 1
         if faults[index].count <= 0 { faults.remove(at: index) }

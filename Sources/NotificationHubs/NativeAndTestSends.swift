@@ -80,6 +80,24 @@ extension NotificationHubClient {
         return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: body)
     }
 
+    /// A WNS raw notification (`X-WNS-Type: wns/raw`): `body` handed to the app as it is,
+    /// nothing shown (WNS takes 5 KB).
+    public func windowsRawRequest(body: String, tags: String?, test: Bool = false, now: Date = Date())
+        throws(HubError) -> HubRequest
+    {
+        if let tags { try TagExpression.validate(tags) }
+        let data = Data(body.utf8)
+        let limit = min(maxPayloadBytes, 5000)
+        if data.count > limit { throw .payloadTooLarge(bytes: data.count, limit: limit, largest: nil) }
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", authorization(now: now)), ("Content-Type", "application/octet-stream"),
+            ("ServiceBusNotification-Format", "windows"), ("X-WNS-Type", "wns/raw"),
+        ]
+        if let tags { headers.append(("ServiceBusNotification-Tags", tags)) }
+        headers.append(("x-ms-version", apiVersion))
+        return HubRequest(method: "POST", url: messagesURL(test: test), headers: headers, body: data)
+    }
+
     /// The toast `ToastText01` with `text`, escaped.
     public static func toast(_ text: String) -> String {
         #"<toast><visual><binding template="ToastText01"><text id="1">"# + MarkupText.escaped(text)

@@ -19,8 +19,8 @@ struct SecurePushTests {
         """
 
     /// A fixture whose feed lists one World story, and whose phones are registered through the
-    /// app back-end: alice's iPhone (French) and Android phone, an anonymous World phone, bob's
-    /// phone without topics.
+    /// app back-end: alice's iPhone (French), Android phone and Windows PC, an anonymous Android
+    /// phone and iPhone, bob's phone without topics.
     static func start(_ backend: LedgerBackend, devices: String? = nil) async throws -> (ApiFixture, LocalHTTPServer) {
         let feeds = try await LocalHTTPServer.serving([
             "/w.xml": CannedResponse(text: rssFeed(title: "Wire", items: [("resign", story, 2)]))
@@ -31,7 +31,9 @@ struct SecurePushTests {
         let alice = ApiFixture.basic("alice"), bob = ApiFixture.basic("bob")
         let phones = [
             ("a-ios", "apns", "aa01", #","language":"fr""#, [alice]), ("a-droid", "fcmv1", "fcm-a", "", [alice]),
-            ("anon", "fcmv1", "fcm-n", "", []), ("b-droid", "fcmv1", "fcm-b", "", [bob]),
+            ("a-win", "wns", "https://db5.notify.windows.com/?token=alice", "", [alice]),
+            ("anon", "fcmv1", "fcm-n", "", []), ("anon-ios", "apns", "cc01", "", []),
+            ("b-droid", "fcmv1", "fcm-b", "", [bob]),
         ]
         for (id, platform, handle, language, headers) in phones {
             let topics = id == "b-droid" ? "[]" : #"["World","Science"]"#
@@ -48,11 +50,14 @@ struct SecurePushTests {
         try await newspush(["run", "--config", fixture.config], environment: ApiFixture.environment)
     }
 
-    /// Each delivery's payload as JSON.
+    /// Each delivery's payload as JSON (a WNS toast's text as `{"toast": text}`).
     static func payloads(_ fixture: ApiFixture) async throws -> [(
         device: String, json: NSDictionary, headers: [String: String]
     )] {
         try await fixture.hub.emulator.allDeliveries().map { delivery in
+            if delivery.payload.hasPrefix("<") {
+                return (delivery.device, ["toast": XMLText.of(delivery.payload) ?? ""], delivery.headers ?? [:])
+            }
             let json = try #require(
                 try JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? NSDictionary,
                 "\(delivery.payload)")
@@ -66,11 +71,12 @@ struct SecurePushTests {
             as? String).flatMap(Int.init)
     }
 
-    // A run's push of an id-only category reaches every native device of its tags with only the
-    // secureId (a silent Apple push at priority 5; FCM v1 data); the seed app's template
-    // registration gets nothing; nothing of the story is at the hub or left in the outbox; alice
-    // fetches the text in her installation's language, bob (whose phone is not on World) and an
-    // unknown id get 404; the next run sends nothing again.
+    // A run's push of an id-only category reaches every signed-in device of its tags with only
+    // the secureId (a silent Apple push at priority 5; FCM v1 data; a WNS raw notification);
+    // the anonymous phones, which could never fetch the text, and the seed app's template
+    // registration get nothing (World has no secure_alert); nothing of the story is at the hub
+    // or left in the outbox; alice fetches the text in her installation's language, bob (whose
+    // phone is not on World) and an unknown id get 404; the next run sends nothing again.
     @Test(arguments: LedgerBackend.allCases)
     func aRunsIdOnlyPushCarriesOnlyTheIdAndTheReaderFetchesTheText(_ backend: LedgerBackend) async throws {
         let (fixture, feeds) = try await Self.start(backend)
@@ -81,19 +87,22 @@ struct SecurePushTests {
         let run = try await Self.run(fixture)
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let delivered = try await Self.payloads(fixture)
-        #expect(Set(delivered.map(\.device)) == ["a-ios", "a-droid", "anon"], "\(delivered.map(\.device))")
+        #expect(Set(delivered.map(\.device)) == ["a-ios", "a-droid", "a-win"], "\(delivered.map(\.device))")
         let ids = Set(delivered.compactMap { Self.secureId($0.json) })
         let id = try #require(ids.first)
         #expect(ids.count == 1 && delivered.count == 3)
         for (device, json, headers) in delivered {
             let expected: NSDictionary =
-                device == "a-ios"
-                ? ["aps": ["content-available": 1], "secureId": String(id)]
-                : ["message": ["data": ["secureId": String(id)]]]
+                switch device {
+                case "a-ios": ["aps": ["content-available": 1], "secureId": String(id)]
+                case "a-win": ["secureId": String(id)]
+                default: ["message": ["data": ["secureId": String(id)]]]
+                }
             #expect(json == expected, "\(device): \(json)")
             if device == "a-ios" {
                 #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5", "\(headers)")
             }
+            if device == "a-win" { #expect(headers["x-wns-type"] == "wns/raw", "\(headers)") }
         }
         let everything = await fixture.hub.emulator.allDeliveries().map(\.payload).joined()
         #expect(!everything.contains("Minister"))
@@ -114,10 +123,11 @@ struct SecurePushTests {
         #expect(again.status == 0 && total == 3, "never twice")
     }
 
-    // A publish to a category with `secure_alert` shows Apple devices that generic alert with
-    // mutable-content and the id, never the headline; `publish --user` to an id-only category is
-    // a secure push to that reader's phones only, which she can fetch; `--at` is refused with
-    // the reason.
+    // A publish to a category with `secure_alert` shows signed-in Apple devices that generic
+    // alert with mutable-content and the id, and the devices that cannot fetch the text
+    // (anonymous installations, the seed app's template registration) the generic alert alone,
+    // never the headline; `publish --user` to an id-only category is a secure push to that
+    // reader's devices only, which she can fetch; `--at` is refused with the reason.
     @Test func aPublishAndAPersonalAlertOfIdOnlyCategoriesAreSecure() async throws {
         let (fixture, feeds) = try await Self.start(.sqlite)
         defer {
@@ -132,7 +142,15 @@ struct SecurePushTests {
         let science = try await publish("Comet found by amateur", ["--category", "Science"])
         #expect(science.status == 0, "\(science.stderr)")
         let sent = try await Self.payloads(fixture)
-        #expect(Set(sent.map(\.device)) == ["a-ios", "a-droid", "anon"])
+        #expect(
+            Set(sent.map(\.device)) == [
+                "a-ios", "a-droid", "a-win", "anon/newspush", "anon-ios/newspush", "phone-science",
+            ],
+            "\(sent.map(\.device))")
+        let generic = sent.filter { $0.device.hasPrefix("anon") || $0.device == "phone-science" }
+        #expect(generic.allSatisfy { Self.secureId($0.json) == nil && "\($0.json)".contains("New Science alert") })
+        let anonymousIPhone = try #require(generic.first { $0.device == "anon-ios/newspush" })
+        #expect(anonymousIPhone.headers["apns-collapse-id"]?.hasPrefix("np-") == true, "\(anonymousIPhone.headers)")
         let ios = try #require(sent.first { $0.device == "a-ios" })
         let id = try #require(Self.secureId(ios.json))
         let expected: NSDictionary = [
@@ -144,8 +162,8 @@ struct SecurePushTests {
         #expect(!atHub.contains("Comet"))
         let personal = try await publish("Your subscription renews", ["--category", "World", "--user", "alice"])
         #expect(personal.status == 0, "\(personal.stderr)")
-        let toAlice = try await Self.payloads(fixture).dropFirst(3)
-        #expect(Set(toAlice.map(\.device)) == ["a-ios", "a-droid"], "\(toAlice.map(\.device))")
+        let toAlice = try await Self.payloads(fixture).dropFirst(sent.count)
+        #expect(Set(toAlice.map(\.device)) == ["a-ios", "a-droid", "a-win"], "\(toAlice.map(\.device))")
         let personalId = try #require(toAlice.first.flatMap { Self.secureId($0.json) })
         #expect(toAlice.allSatisfy { Self.secureId($0.json) == personalId })
         let fetched = await fixture.send("GET /api/notifications/\(personalId)", headers: [ApiFixture.basic("alice")])
@@ -194,8 +212,8 @@ struct SecurePushTests {
     }
 
     // A platform that took the push is never sent it again: FCM fails (503) while Apple takes
-    // the push; the run says so and keeps it pending for FCM only; the next run sends FCM alone,
-    // with the same id.
+    // the push; the run says so and keeps it pending for FCM (and WNS, if sending stopped before
+    // it); the next run sends those alone, with the same id.
     @Test func aSecurePushOwedToOnePlatformIsSentOnlyThereNextRun() async throws {
         let (fixture, feeds) = try await Self.start(.sqlite)
         defer {
@@ -209,13 +227,14 @@ struct SecurePushTests {
         #expect(try await Self.payloads(fixture).map(\.device) == ["a-ios"])
         let waiting = try await HostileOperatorTests().outbox(fixture.config)
         #expect(waiting.first?["status"] as? String == "pending", "\(waiting)")
-        #expect((waiting.first?["properties"] as? [String: String])?["platforms"] == "fcmv1", "\(waiting)")
+        let owed = (waiting.first?["properties"] as? [String: String])?["platforms"]?.split(separator: ",") ?? []
+        #expect(owed.contains("fcmv1") && !owed.contains("apple"), "\(waiting)")
         await fixture.hub.emulator.clearFaults()
         let second = try await Self.run(fixture)
         #expect(second.status == 0, "\(second.stderr)")
         let delivered = try await Self.payloads(fixture)
         #expect(delivered.filter { $0.device == "a-ios" }.count == 1, "Apple got it once")
-        #expect(Set(delivered.map(\.device)) == ["a-ios", "a-droid", "anon"])
+        #expect(Set(delivered.map(\.device)) == ["a-ios", "a-droid", "a-win"])
         #expect(Set(delivered.compactMap { Self.secureId($0.json) }).count == 1, "one id on every platform")
         #expect(try await HostileOperatorTests().outbox(fixture.config).first?["status"] as? String == "sent")
     }

@@ -328,6 +328,16 @@ public struct ConfigLoader: Sendable {
                 settings.secureAlert = alert
             }
         }
+        // An id-only push goes to the category's expression and the signed-in tag (SPEC §9):
+        // that expression too must be one the hub takes (at most 6 tags once it has an &&).
+        if settings.format == .idOnly,
+            (try? TagExpression.validate("(\(settings.tags)) && \(ApiSettings.readerTag)")) == nil
+        {
+            reader.report(
+                m["tags"] ?? m["format"] ?? valueNode, "\(path).tags",
+                "an id-only category's pushes go to its tags && \(ApiSettings.readerTag) (the devices that can "
+                    + "read them), which the hub allows with at most 5 tags here")
+        }
         return settings
     }
 

@@ -382,7 +382,7 @@ struct HubClientTests {
             connection: try HubConnectionString(parsing: testConnectionString), hubName: "breaking-news",
             transport: CurlHubTransport(userAgent: "newspush-test", timeout: 1))
         let requests = try PushRequests.requests(sealed, client: client, now: Date())
-        #expect(requests.map(\.format) == [.apple, .fcmv1])
+        #expect(requests.map(\.format) == [.apple, .fcmv1, .wns, .template])
         let bodies = try requests.map { try JSONSerialization.jsonObject(with: $0.request.body) as? NSDictionary }
         #expect(
             bodies[0]
@@ -390,6 +390,15 @@ struct HubClientTests {
                     "aps": ["alert": "New World alert", "mutable-content": 1, "sound": "default"], "secureId": "424242",
                 ])
         #expect(bodies[1] == ["message": ["data": ["secureId": "424242"]]])
+        #expect(bodies[2] == ["secureId": "424242"])
+        // The readers' platforms go to the signed-in devices; the generic alert to the others,
+        // with nothing of the story (no title, link or key).
+        let tags = requests.map { $0.request.headers.first { $0.name == "ServiceBusNotification-Tags" }?.value }
+        #expect(
+            tags == Array(repeating: "(World) && newspush:signed-in", count: 3) + ["(World) && !newspush:signed-in"])
+        let generic = try #require(bodies[3] as? [String: String])
+        #expect(generic["messageParam"] == "New World alert" && generic["title"] == "" && generic["id"] == "")
+        #expect(!generic.values.contains { $0.contains("Storm") || $0.contains("guid:1") })
     }
 
     @Test func tokensAreReusedUntilNearExpiry() throws {
