@@ -103,7 +103,8 @@ public enum SecurePush {
                 properties: genericAlert(p, expiry: expiry), tags: Self.tags(tags, readers: false), test: test,
                 now: now)
         default:
-            return try appleRequest(id: id, properties: p, tags: readers, expiry: expiry, client: client, test: test, now: now)
+            return try appleRequest(
+                id: id, properties: p, tags: readers, expiry: expiry, client: client, test: test, now: now)
         }
     }
 
