@@ -4,7 +4,6 @@ import NewsPushDesk
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
-import Synchronization
 
 /// The app back-end's work: the device sessions (one ledger connection each, on threads of the
 /// back-end's own so the event loops never wait for the ledger or the hub), who is calling, and
@@ -38,7 +37,7 @@ public struct ApiBackend: Sendable {
             } catch {
                 // A ledger error may have left the connection unusable (a server that went
                 // away): the session is dropped and the next request opens a new one.
-                if case .ledger? = error as? SessionError {} else { sessions.put(session) }
+                if case .ledger? = error as? SessionError { sessions.drop() } else { sessions.put(session) }
                 throw error
             }
         }
@@ -72,8 +71,10 @@ public struct ApiBackend: Sendable {
     }
 }
 
-/// Device sessions kept open between requests, one per thread that uses them.
-final class SessionPool: Sendable {
+/// Device sessions kept open between requests, one per thread that uses them. On PostgreSQL
+/// each holds a connection of its own, at most `api.pool` of them: a request finding them all
+/// in use waits for one (SPEC §9; docs/postgresql.md has the `max_connections` arithmetic).
+final class SessionPool: @unchecked Sendable {
     /// Carries a session between threads: only one thread holds it at a time.
     final class Box: @unchecked Sendable {
         let session: DeviceSession
@@ -81,23 +82,60 @@ final class SessionPool: Sendable {
     }
 
     private let context: SessionContext
-    private let idle: Mutex<[Box]>
+    /// Guards `idle` and `open`, and wakes a request waiting for a session.
+    private let turn = NSCondition()
+    private var idle: [Box]
+    /// Sessions open, idle or in use.
+    private var open: Int
     /// The first session's ledger when its threads share it (SQLite): every session uses it.
     private let shared: Box?
+    /// The most sessions (connections) open at once; unbounded when they share one.
+    private let limit: Int
 
     init(context: SessionContext, first: DeviceSession) {
         self.context = context
-        idle = Mutex([Box(first)])
+        idle = [Box(first)]
+        open = 1
         shared = first.ledger.isShared ? Box(first) : nil
+        limit = first.ledger.isShared ? .max : max(1, context.config.api.pool)
     }
 
+    /// An idle session, a new one while fewer than the limit are open, or the next one put back.
     func take() throws(SessionError) -> Box {
-        if let box = idle.withLock({ $0.popLast() }) { return box }
-        if let shared { return Box(try DeviceSession(context: context, ledger: shared.session.ledger)) }
-        return Box(try DeviceSession.open(context: context, verify: false))
+        turn.lock()
+        while idle.isEmpty && open >= limit { turn.wait() }
+        if let box = idle.popLast() {
+            turn.unlock()
+            return box
+        }
+        open += 1
+        turn.unlock()
+        return try opened()
     }
 
+    private func opened() throws(SessionError) -> Box {
+        do {
+            if let shared { return Box(try DeviceSession(context: context, ledger: shared.session.ledger)) }
+            return Box(try DeviceSession.open(context: context, verify: false))
+        } catch {
+            drop()
+            throw error
+        }
+    }
+
+    /// A session whose work is done, for the next request.
     func put(_ box: Box) {
-        idle.withLock { $0.append(box) }
+        turn.lock()
+        idle.append(box)
+        turn.signal()
+        turn.unlock()
+    }
+
+    /// A session let go (its connection may be broken): a new one may open in its place.
+    func drop() {
+        turn.lock()
+        open -= 1
+        turn.signal()
+        turn.unlock()
     }
 }

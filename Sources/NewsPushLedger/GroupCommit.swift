@@ -16,8 +16,13 @@ final class GroupCommit: @unchecked Sendable {
         var body: (() throws -> Void)?
         var failure: (any Error)?
         var done = false
+        /// Committed only once on the disk (the send journal's writes).
+        let durable: Bool
 
-        init(_ body: @escaping () throws -> Void) { self.body = body }
+        init(durable: Bool, _ body: @escaping () throws -> Void) {
+            self.durable = durable
+            self.body = body
+        }
     }
 
     /// The connection's turn: each read and each batch holds it (recursive: a read inside a
@@ -27,11 +32,13 @@ final class GroupCommit: @unchecked Sendable {
     private var waiting: [Job] = []
     private var committing = false
 
-    /// Runs `body` in a transaction of `db` shared with the writes waiting beside it.
-    func write<T>(_ db: any LedgerDatabase, _ body: () throws -> T) throws -> T {
+    /// Runs `body` in a transaction of `db` shared with the writes waiting beside it;
+    /// `durable`: that transaction waits for the disk (`synchronous = FULL`), as a run's send
+    /// journal does, instead of the index's `NORMAL`.
+    func write<T>(_ db: any LedgerDatabase, durable: Bool = false, _ body: () throws -> T) throws -> T {
         var value: T?
         try withoutActuallyEscaping(body) { body in
-            let job = Job { value = try body() }
+            let job = Job(durable: durable) { value = try body() }
             condition.lock()
             waiting.append(job)
             while !job.done {
@@ -64,7 +71,11 @@ final class GroupCommit: @unchecked Sendable {
     private func commit(_ batch: [Job], db: any LedgerDatabase) -> (any Error)? {
         turn.lock()
         defer { turn.unlock() }
+        let durable = batch.contains { $0.durable }
         do {
+            // The level is a connection's setting, changed outside a transaction only.
+            if durable { try db.run("PRAGMA synchronous = FULL", []) }
+            defer { if durable { _ = try? db.run("PRAGMA synchronous = NORMAL", []) } }
             try db.transaction {
                 for job in batch {
                     try db.run("SAVEPOINT one_write", [])

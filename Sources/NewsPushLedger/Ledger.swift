@@ -111,12 +111,10 @@ public final class Ledger {
         let path = address.description
         let db = try wrap(path, writing: false) { try lock?.connection ?? PostgresDatabase.connect(address) }
         let exists = try wrap(path, writing: false) { try db.tableExists("meta") }
-        guard exists else {
-            switch access {
-            case .read:
-                return try inMemory(path: path, legacy: nil)
-            case .write:
-                try wrap(path, writing: true) { try LedgerMigrations.create(db, at: Date()) }
+        if !exists {
+            guard access == .write else { return try inMemory(path: path, legacy: nil) }
+            // Another instance may create it first: then it is opened as it found it.
+            if try wrap(path, writing: true, { try LedgerMigrations.create(db, at: Date()) }) {
                 return Ledger(path: path, db: db, isNew: true, migratedFrom: nil, writable: true)
             }
         }
@@ -285,11 +283,14 @@ public final class Ledger {
         }
     }
 
-    func writing<T>(_ body: () throws -> T) throws(LedgerError) -> T {
+    /// Runs `body` in a write transaction; `durable`: one the send journal depends on (a push
+    /// recorded before it goes out), committed to the disk even on a connection the back-end
+    /// shares at `synchronous = NORMAL`.
+    func writing<T>(durable: Bool = false, _ body: () throws -> T) throws(LedgerError) -> T {
         guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
         do {
             return try Self.wrap(path, writing: true) {
-                if let shared { return try shared.write(db, body) }
+                if let shared { return try shared.write(db, durable: durable, body) }
                 return try db.transaction(body)
             }
         } catch {

@@ -13,6 +13,9 @@ protocol LedgerDatabase: AnyObject {
     /// Runs `body` in one transaction that takes the write lock at once; rolled back when
     /// `body` throws.
     func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Inside a transaction: waits until no other process creates or upgrades the ledger's
+    /// tables (PostgreSQL's transaction-level advisory lock; SQLite's write lock already does).
+    func lockForMigration() throws(DatabaseError)
     /// Whether the database holds a table of this name (a file that is not a ledger has none).
     func tableExists(_ name: String) throws(DatabaseError) -> Bool
     /// The engine's own check of its storage: nothing when healthy. `quick`: the structure of

@@ -212,7 +212,9 @@ extension Ledger {
     /// A host that dies meanwhile leaves the note to whoever finishes what is owed.
     public func oweHubWrite(of intended: InstallationRecord, at time: Date) throws(LedgerError) {
         let json = String(decoding: (try? JSONEncoder().encode(intended)) ?? Data(), as: UTF8.self)
-        try writing {
+        // On the disk before the write goes out: a power cut after the hub took it must not
+        // lose the note that says so.
+        try writing(durable: true) {
             try db.run(
                 """
                 INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, ?, ?)

@@ -96,12 +96,18 @@ enum LedgerMigrations {
         ],
     ]
 
-    /// Creates every table of a new ledger and records its version and creation time.
-    static func create(_ db: any LedgerDatabase, at time: Date) throws {
+    /// Creates every table of a new ledger and records its version and creation time; false
+    /// when another process created it first (several instances starting on an empty
+    /// PostgreSQL database take turns on the migration lock, and the later ones find it made).
+    @discardableResult
+    static func create(_ db: any LedgerDatabase, at time: Date) throws -> Bool {
         try db.transaction {
+            try db.lockForMigration()
+            if try db.tableExists("meta") { return false }
             for statement in steps.joined() { try db.run(statement, []) }
             try db.run("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", [.text(String(steps.count))])
             try db.run("INSERT INTO meta (name, value) VALUES ('created_at', ?)", [.text(Timestamp.format(time))])
+            return true
         }
     }
 
@@ -114,6 +120,7 @@ enum LedgerMigrations {
     static func upgrade(_ db: any LedgerDatabase, from version: Int) throws -> Bool {
         guard version < steps.count else { return false }
         return try db.transaction {
+            try db.lockForMigration()
             try db.run("UPDATE meta SET value = value WHERE name = 'schema_version'", [])
             let current =
                 try db.query("SELECT value FROM meta WHERE name = 'schema_version'", []).first?.int(0) ?? version

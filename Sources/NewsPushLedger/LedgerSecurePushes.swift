@@ -38,7 +38,7 @@ extension Ledger {
         throws(LedgerError) -> Bool
     {
         let texts = (try? JSONSerialization.data(withJSONObject: push.texts, options: [.sortedKeys])) ?? Data()
-        return try writing { () throws -> Bool in
+        return try writing(durable: true) { () throws -> Bool in
             let inserted = try db.run(
                 """
                 INSERT INTO secure_pushes (id, tags, texts, sender, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)

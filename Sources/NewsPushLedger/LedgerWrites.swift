@@ -142,7 +142,7 @@ extension Ledger {
     public func approve(_ entryID: String, properties: [String: String], audit: [AuditRecord])
         throws(LedgerError) -> Bool
     {
-        try writing {
+        try writing(durable: true) {
             let changed = try db.run(
                 "UPDATE outbox SET status = 'pending', properties = ? WHERE id = ? AND status = 'held'",
                 [.text(Self.encoded(properties)), .text(entryID)])
@@ -160,7 +160,7 @@ extension Ledger {
     public func endHold(_ entryID: String, as status: OutboxEntry.Status, audit: AuditRecord) throws(LedgerError)
         -> Bool
     {
-        try writing {
+        try writing(durable: true) {
             let held = try db.query("SELECT 1 FROM outbox WHERE id = ? AND status = 'held'", [.text(entryID)])
             guard !held.isEmpty else { return false }
             try setOutbox(
@@ -188,7 +188,7 @@ extension Ledger {
 
     /// Adds one outbox entry (a manual publish) and its story when new.
     public func enqueue(_ entry: OutboxEntry, story: StoryRecord?) throws(LedgerError) {
-        try writing {
+        try writing(durable: true) {
             if let story {
                 try db.run(
                     "INSERT INTO stories (\(Self.storyColumns)) VALUES (\(Self.marks(14))) ON CONFLICT (key) DO NOTHING",
@@ -202,7 +202,7 @@ extension Ledger {
     /// this cannot be written, nothing is sent.
     public func markSending(_ entries: [OutboxEntry], at time: Date) throws(LedgerError) {
         guard !entries.isEmpty else { return }
-        try writing {
+        try writing(durable: true) {
             for entry in entries {
                 try db.run(
                     "UPDATE outbox SET status = 'sending', attempts = attempts + 1, last_attempt = ? WHERE id = ?",
@@ -218,7 +218,7 @@ extension Ledger {
     /// What the hub answered for each entry (or `pending` for entries put back unsent).
     public func record(_ outcomes: [OutboxOutcome]) throws(LedgerError) {
         guard !outcomes.isEmpty else { return }
-        try writing {
+        try writing(durable: true) {
             for outcome in outcomes { try setOutbox(outcome) }
         }
     }

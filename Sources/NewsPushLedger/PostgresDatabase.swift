@@ -94,6 +94,11 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
+    /// The schema's migration lock, held until the transaction ends.
+    func lockForMigration() throws(DatabaseError) {
+        _ = try query("SELECT pg_advisory_xact_lock(1853253492, hashtext(current_schema()))", [])
+    }
+
     func tableExists(_ name: String) throws(DatabaseError) -> Bool {
         !(try query(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",

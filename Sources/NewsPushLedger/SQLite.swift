@@ -238,6 +238,9 @@ final class SQLiteDatabase {
 }
 
 extension SQLiteDatabase: LedgerDatabase {
+    /// `BEGIN IMMEDIATE` holds the write lock: nothing else migrates meanwhile.
+    func lockForMigration() throws(DatabaseError) {}
+
     func tableExists(_ name: String) throws(DatabaseError) -> Bool {
         !(try query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
     }
