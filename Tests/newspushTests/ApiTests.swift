@@ -22,9 +22,11 @@ struct ApiFixture {
 
     /// `apiSection` is the config's `api:` mapping's body (indented two spaces); a generous rate
     /// unless it says otherwise.
+    /// `hubSettings` replace the hub's retries, delay and timeout (`retries: 1, retry_delay:
+    /// 10ms, timeout: 5m`).
     static func start(
         _ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil, extra: String = "",
-        feeds: [String] = []
+        feeds: [String] = [], hubSettings: String? = nil
     ) async throws -> ApiFixture {
         let folder = try TemporaryFolder()
         let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
@@ -33,6 +35,11 @@ struct ApiFixture {
             folder, hub: hub.endpoint,
             extra: try await backend.stateLine() + "\n" + extra + "\napi:\n" + rate + apiSection,
             feeds: feeds)
+        if let hubSettings {
+            let text = try String(contentsOfFile: config, encoding: .utf8)
+            try text.replacingOccurrences(of: "retries: 1, retry_delay: 10ms, timeout: 5m", with: hubSettings)
+                .write(toFile: config, atomically: true, encoding: .utf8)
+        }
         for (name, role) in [("alice", "reader"), ("bob", "reader"), ("sam", "sender")] {
             let added = try await newspush(
                 ["api", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
