@@ -110,10 +110,15 @@ public actor HubEmulator {
 
     /// The first queued fault for a request of `format` (a fault without a format takes any;
     /// `installation`: the installations API); one with a `chance` applies to that share of
-    /// the requests it could take, drawn from the emulator's seeded generator.
+    /// the requests it could take, drawn from the emulator's seeded generator, and when it does
+    /// not, the next fault is asked.
     func nextFault(format: String? = nil) -> Fault? {
-        guard let index = faults.firstIndex(where: { $0.format == nil || $0.format == format }) else { return nil }
-        if let chance = faults[index].chance, Double(random.next() % 1_000_000) / 1_000_000 >= chance { return nil }
+        let index = faults.indices.first { index in
+            guard faults[index].format == nil || faults[index].format == format else { return false }
+            guard let chance = faults[index].chance else { return true }
+            return Double(random.next() % 1_000_000) / 1_000_000 < chance
+        }
+        guard let index else { return nil }
         let fault = faults[index]
         faults[index].count -= 1
         if faults[index].count <= 0 { faults.remove(at: index) }

@@ -263,12 +263,6 @@ extension Ledger {
         }
     }
 
-    /// The hub refused a write of `id`: the index stays as it was and the hub owes nothing for
-    /// it (unless `verify`, as in `recordInstallation`).
-    public func hubWriteRefused(id: String, verify: Bool) throws(LedgerError) {
-        try writing { try settleOwed(id, verify: verify) }
-    }
-
     /// Writes the `refreshed` time of installation `id` (a registration that changed nothing).
     public func touchInstallation(id: String, at time: Date) throws(LedgerError) {
         try writing {

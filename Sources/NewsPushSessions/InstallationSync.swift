@@ -85,9 +85,11 @@ extension DeviceSession {
     /// An unchanged installation's `refreshed` time is written again after this long.
     static let refreshInterval: Double = 86400
 
-    /// The write itself: noted as owed, sent (retried as sends are), then recorded or undone.
-    /// The index changes only once the hub took it: a hub that refuses or does not answer
-    /// leaves the installation exactly as it was.
+    /// The write itself: noted as owed, sent (retried as sends are), then recorded. The index
+    /// changes only once the hub took it: a hub that refuses or does not answer leaves the
+    /// installation exactly as it was, and the note for whoever settles what is owed (even a
+    /// refusal may follow a try that landed: libcurl sends a request again, unasked, when a
+    /// kept-alive connection closes before an answer).
     private func writeToHub(
         _ record: InstallationRecord, handle: String, ignored: [String], state: InstallationState
     ) throws -> RegistrationOutcome {
@@ -97,23 +99,16 @@ extension DeviceSession {
         let verify = state.owed != nil
         let outcome = hub.put(
             hubInstallation(record, handle: handle), now: SessionClock.signingTime(), within: Self.hubPatience)
-        switch outcome {
-        case .done:
-            let replaced = state.holders.map(\.id).filter { $0 != record.id }
-            try ledger.recordInstallation(record, replacing: replaced, verify: verify)
-            let failed = deleteAtHub(replaced)
-            if !failed.isEmpty { context.logger.warning("api: replaced installations still owed: \(failed[0])") }
-            return .registered(record, ignored: ignored)
-        case .refused(_, _, let retryAfter):
-            try ledger.hubWriteRefused(id: record.id, verify: verify)
+        guard outcome == .done else {
+            var retryAfter: Double?
+            if case .refused(_, _, let seconds) = outcome { retryAfter = seconds }
             return unavailable(record.id, outcome, retryAfter: retryAfter)
-        case .unreachable:
-            try ledger.hubWriteRefused(id: record.id, verify: verify)
-            return unavailable(record.id, outcome, retryAfter: nil)
-        case .unknown:
-            // The note stays: whoever settles what is owed sees whether the write landed.
-            return unavailable(record.id, outcome, retryAfter: nil)
         }
+        let replaced = state.holders.map(\.id).filter { $0 != record.id }
+        try ledger.recordInstallation(record, replacing: replaced, verify: verify)
+        let failed = deleteAtHub(replaced)
+        if !failed.isEmpty { context.logger.warning("api: replaced installations still owed: \(failed[0])") }
+        return .registered(record, ignored: ignored)
     }
 
     private func unavailable(_ id: String, _ outcome: InstallationOutcome, retryAfter: Double?) -> RegistrationOutcome {

@@ -27,7 +27,14 @@ final class DeskProcess: @unchecked Sendable {
         process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 }
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
+        // NEWSPUSH_TEST_LOGS=DIR keeps each server's log there (for a failure's story).
+        if let folder = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"] {
+            let path = folder + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
+            FileManager.default.createFile(atPath: path, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: path) ?? FileHandle.nullDevice
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         let text = await offThePool {
             var line = Data()
