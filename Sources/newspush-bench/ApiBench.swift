@@ -77,8 +77,14 @@ struct ApiRegistrations: AsyncParsableCommand {
             newspush, config: pgConfig, offset: 10_000_000, count: registrations,
             environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
         print(
-            "through newspush api, PostgreSQL: " + shared.timing.line
+            "through newspush api, PostgreSQL, one instance: " + shared.timing.line
                 + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
+        let two = try throughInstances(
+            newspush, config: pgConfig, offset: 30_000_000, count: registrations,
+            environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
+        print(
+            "through newspush api, PostgreSQL, two instances: " + two.line
+                + String(format: " (%.2f× direct)", two.rate / direct.rate))
         if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
         if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
         if secure > 0 { try secureFetches(newspush, folder: folder, hubPort: hub.port) }
@@ -132,8 +138,25 @@ struct ApiRegistrations: AsyncParsableCommand {
         return (timing, nil)
     }
 
+    /// Two instances on one ledger, the clients split between them (a balancer's share).
+    private func throughInstances(_ binary: String, config: String, offset: Int, count: Int, environment: [String])
+        throws -> Timing
+    {
+        let instances = try (0..<2).map { _ in
+            try BenchProcess.start(
+                binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
+                ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + environment)
+        }
+        defer { for instance in instances { instance.stop() } }
+        return try register(ports: instances.map(\.port), offset: offset, count: count)
+    }
+
     private func register(port: Int, offset: Int, count: Int) throws -> Timing {
-        try LoadClients.run(port: port, clients: clients, count: count) { n in
+        try register(ports: [port], offset: offset, count: count)
+    }
+
+    private func register(ports: [Int], offset: Int, count: Int) throws -> Timing {
+        try LoadClients.run(ports: ports, clients: clients, count: count) { n in
             let body = #"{"platform":"fcmv1","pushChannel":"api-token-\#(n + offset)","topics":["World","Sports"]}"#
             return "PUT /api/installations/i-\(n + offset) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -280,12 +303,19 @@ struct Timing {
 enum LoadClients {
     static func run(port: Int, clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws -> Timing
     {
+        try run(ports: [port], clients: clients, count: count, request: request)
+    }
+
+    /// As `run(port:…)`, client `i` talking to `ports[i % ports.count]`.
+    static func run(ports: [Int], clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws
+        -> Timing
+    {
         let next = Counter()
         let results = ResultBox()
         let started = Date()
-        let threads = (0..<clients).map { _ in
+        let threads = (0..<clients).map { client in
             Thread {
-                var connection = KeptAlive(port: port)
+                var connection = KeptAlive(port: ports[client % ports.count])
                 var latencies: [Double] = []
                 var failures = 0
                 while let n = next.take(below: count) {

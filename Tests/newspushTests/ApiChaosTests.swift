@@ -105,6 +105,8 @@ struct ApiChaosTests {
             Fault(status: 503, count: 1_000_000, format: "installation", chance: 0.04, seed: Self.seed))
         await emulator.inject(Fault(status: 500, count: 1_000_000, format: "installation", chance: 0.03))
         await emulator.inject(Fault(drop: true, count: 1_000_000, format: "installation", chance: 0.03))
+        // A hub that is slow at times: the windows in which requests can overtake each other.
+        await emulator.inject(Fault(delaySeconds: 0.05, count: 1_000_000, format: "installation", chance: 0.3))
         let clients = 64, opsPerClient = 24
         let killed = KillOnce()
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -74,6 +74,91 @@ struct ApiConsistencyTests {
         #expect(await fixture.atHub("phone-2")?.tags == ["World", "username:alice", "newspush:signed-in"])
     }
 
+    /// Two requests over one installation, the first held at the hub while the second comes.
+    enum Race: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case putAndDelete, oneHandleUnderTwoIds, putAndForget, pruneAndPut
+        var testDescription: String { rawValue }
+    }
+
+    // Races (item 3), each made certain: the first request's hub write is held at the hub while
+    // the second request comes, and gets two seconds to overtake it (the back-end makes it wait
+    // for the installation's keys instead). Afterwards the hub and the index agree: a write
+    // racing a delete or a forget never leaves an installation at the hub that the index does
+    // not have; one handle under two ids leaves one hub installation; a removal owed since
+    // before a registration never deletes it.
+    @Test(arguments: LedgerBackend.allCases, Race.allCases)
+    func racesOverOneInstallationLeaveTheHubAndTheIndexAgreeing(_ backend: LedgerBackend, _ race: Race)
+        async throws
+    {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = [ApiFixture.basic("alice")]
+        let emulator = fixture.hub.emulator
+        let hold = Fault(delaySeconds: 600, count: 1, format: "installation")
+        #expect(await Self.put(fixture, "x", handle: "aa01", topics: ["World"], auth: alice).status == 200)
+        let first: Task<RawAnswer, Never>
+        let second: @Sendable () async -> RawAnswer
+        switch race {
+        case .putAndDelete, .putAndForget:
+            await emulator.inject(hold)
+            first = Task { await Self.put(fixture, "x", handle: "aa01", topics: ["World", "Sports"], auth: alice) }
+            second = {
+                race == .putAndDelete
+                    ? await fixture.send("DELETE /api/installations/x", headers: alice)
+                    : await fixture.send("DELETE /api/users/me", headers: alice)
+            }
+        case .oneHandleUnderTwoIds:
+            await emulator.inject(hold)
+            first = Task { await Self.put(fixture, "y", handle: "bb02", topics: ["World"], auth: []) }
+            second = { await Self.put(fixture, "z", handle: "bb02", topics: ["Sports"], auth: []) }
+        case .pruneAndPut:
+            // x's removal is owed (the hub failed the delete), then prune's delete is held.
+            await emulator.inject(Fault(status: 503, count: 10, format: "installation"))
+            #expect(await fixture.send("DELETE /api/installations/x", headers: alice).status == 204)
+            await emulator.clearFaults()
+            await emulator.inject(hold)
+            first = Task {
+                let prune = try? await newspush(
+                    ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+                return RawAnswer(status: Int(prune?.status ?? -1))
+            }
+            second = { await Self.put(fixture, "x", handle: "aa01", topics: ["World"], auth: alice) }
+        }
+        await emulator.untilSomethingWaits()
+        let overtaking = Task { await second() }
+        // Two seconds for the second request to overtake the held one, then the hub goes on.
+        let finished = Finished()
+        Task {
+            _ = await overtaking.value
+            await finished.set()
+        }
+        for _ in 0..<20 where !(await finished.value) { try await Task.sleep(for: .milliseconds(100)) }
+        let overtook = await finished.value
+        _ = await emulator.advanceClock(by: 601)
+        _ = await first.value
+        _ = await overtaking.value
+        let prune = try await newspush(
+            ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(prune.status == 0, "\(prune.stdout) \(prune.stderr)")
+        let atHub = await emulator.allInstallations()
+        let index = try await fixture.index()
+        let indexTags = Dictionary(
+            uniqueKeysWithValues: index.compactMap { row in
+                (row["id"] as? String).map { ($0, Set(row["tags"] as? [String] ?? [])) }
+            })
+        #expect(
+            Dictionary(uniqueKeysWithValues: atHub.map { ($0.installationId, Set($0.tags ?? [])) }) == indexTags,
+            "\(race): hub \(atHub.map(\.installationId)) index \(index)")
+        #expect(Dictionary(grouping: atHub, by: \.pushChannel).values.allSatisfy { $0.count == 1 }, "\(race)")
+        // The back-end makes the second request wait for the first one's keys.
+        #expect(!overtook, "\(race): the second request did not wait for the first")
+        switch race {
+        case .putAndForget: #expect(atHub.isEmpty, "nothing of alice survives her forget")
+        case .pruneAndPut: #expect(atHub.map(\.installationId) == ["x"], "registered again since the removal")
+        default: break
+        }
+    }
+
     // The installations the back-end writes carry the alert's headers (docs/alerts.md): on an
     // API-registered iPhone and Android phone a correction has the first alert's collapse id
     // (it replaces it on the lock screen), and an alert that reaches a phone after its expiry
@@ -219,6 +304,11 @@ struct ApiConsistencyTests {
         // The instance's connections, and the one psql asks through.
         let seen = await most.value
         #expect(seen <= 3 + 1 && seen >= 2, "\(seen) connections")
+    }
+
+    actor Finished {
+        var value = false
+        func set() { value = true }
     }
 
     actor Most {

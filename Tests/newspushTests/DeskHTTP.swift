@@ -116,6 +116,9 @@ struct RawAnswer: Sendable {
     var headers: [String: String] = [:]
     var body = ""
 
+    /// An answer of `status` alone (what a test records for a command's exit).
+    init(status: Int) { self.status = status }
+
     init(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let split = text.range(of: "\r\n\r\n") else { return }
