@@ -63,11 +63,15 @@ public struct Fault: Codable, Sendable, Equatable {
     public var chance: Double?
     /// Restarts the generator `chance` is drawn from, so a run replays.
     public var seed: UInt64?
+    /// Applies only past this many installation writes in the last second (a hub that
+    /// throttles above a rate: `{"status": 429, "retry_after": "1", "per_second": 500}`).
+    public var perSecond: Int?
 
     /// A fault for the next `count` send requests (of `format`, when given).
     public init(
         status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
-        drop: Bool? = nil, count: Int = 1, format: String? = nil, chance: Double? = nil, seed: UInt64? = nil
+        drop: Bool? = nil, count: Int = 1, format: String? = nil, chance: Double? = nil, seed: UInt64? = nil,
+        perSecond: Int? = nil
     ) {
         self.status = status
         self.retryAfter = retryAfter
@@ -78,6 +82,7 @@ public struct Fault: Codable, Sendable, Equatable {
         self.format = format
         self.chance = chance
         self.seed = seed
+        self.perSecond = perSecond
     }
 
     enum CodingKeys: String, CodingKey {
@@ -85,6 +90,7 @@ public struct Fault: Codable, Sendable, Equatable {
         case retryAfter = "retry_after"
         case delaySeconds = "delay_seconds"
         case delayAfterDelivery = "delay_after_delivery"
+        case perSecond = "per_second"
     }
 
     /// Reads a fault as the control API takes it (`count` defaults to 1, and must be 1 or more).
@@ -99,6 +105,7 @@ public struct Fault: Codable, Sendable, Equatable {
         format = try c.decodeIfPresent(String.self, forKey: .format)?.lowercased()
         chance = try c.decodeIfPresent(Double.self, forKey: .chance)
         seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
+        perSecond = try c.decodeIfPresent(Int.self, forKey: .perSecond)
         if count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .count, in: c, debugDescription: "count must be 1 or more")
         }

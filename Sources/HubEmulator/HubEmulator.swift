@@ -22,6 +22,10 @@ public actor HubEmulator {
     var random = SeededGenerator(seed: 1)
     /// Installations that are off the network, and for how long after each send.
     var offlineInstallations: [String: Double] = [:]
+    /// Requests come in, by format (`installation` for the installations API).
+    var requestCounts: [String: Int] = [:]
+    /// When each installation write of the last second came in (a `per_second` fault's rate).
+    var recentWrites: [Date] = []
     var deliveries: [Delivery] = []
     var notifications: [String: NotificationRecord] = [:]
     var scheduled: [String: Task<Void, Never>] = [:]
@@ -105,7 +109,27 @@ public actor HubEmulator {
         let format =
             request.headers["servicebusnotification-format"]?.lowercased()
             ?? (request.path.contains("/installations/") ? "installation" : nil)
+        if let format {
+            requestCounts[format, default: 0] += 1
+            // Kept only while a fault limits the rate (the emulator is the benchmarks' reference).
+            if format == "installation" && request.method != "GET" && faults.contains(where: { $0.perSecond != nil }) {
+                recentWrites.append(now())
+                _ = writesInLastSecond()  // keeps the list to the last second
+            }
+        }
         return nextFault(format: format)
+    }
+
+    /// How many requests of `format` (`installation`: the installations API) have come in.
+    public func requestCount(_ format: String) -> Int { requestCounts[format, default: 0] }
+
+    /// Installation writes (PUT, PATCH, DELETE) in the second before `now`.
+    func writesInLastSecond() -> Int {
+        let since = now().addingTimeInterval(-1)
+        // In order of arrival: the old ones are at the front.
+        let old = recentWrites.prefix { $0 < since }.count
+        if old > 0 { recentWrites.removeFirst(old) }
+        return recentWrites.count
     }
 
     /// The first queued fault for a request of `format` (a fault without a format takes any;
@@ -115,6 +139,7 @@ public actor HubEmulator {
     func nextFault(format: String? = nil) -> Fault? {
         let index = faults.indices.first { index in
             guard faults[index].format == nil || faults[index].format == format else { return false }
+            if let rate = faults[index].perSecond, writesInLastSecond() <= rate { return false }
             guard let chance = faults[index].chance else { return true }
             return Double(random.next() % 1_000_000) / 1_000_000 < chance
         }

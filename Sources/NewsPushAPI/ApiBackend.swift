@@ -92,8 +92,13 @@ final class SessionPool: @unchecked Sendable {
     /// The most sessions (connections) open at once; unbounded when they share one.
     private let limit: Int
 
+    /// The instance's turns at the hub, shared by its sessions (`api.hub_writes`).
+    private let gate: HubWriteGate
+
     init(context: SessionContext, first: DeviceSession) {
         self.context = context
+        gate = HubWriteGate(writes: context.config.api.hubWrites, patience: DeviceSession.hubPatience)
+        first.gate = gate
         idle = [Box(first)]
         open = 1
         shared = first.ledger.isShared ? Box(first) : nil
@@ -114,9 +119,15 @@ final class SessionPool: @unchecked Sendable {
     }
 
     private func opened() throws(SessionError) -> Box {
-        do {
-            if let shared { return Box(try DeviceSession(context: context, ledger: shared.session.ledger)) }
-            return Box(try DeviceSession.open(context: context, verify: false))
+        do throws(SessionError) {
+            let session: DeviceSession
+            if let shared {
+                session = try DeviceSession(context: context, ledger: shared.session.ledger)
+            } else {
+                session = try DeviceSession.open(context: context, verify: false)
+            }
+            session.gate = gate
+            return Box(session)
         } catch {
             drop()
             throw error

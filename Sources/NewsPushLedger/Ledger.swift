@@ -286,12 +286,19 @@ public final class Ledger {
     /// Runs `body` in a write transaction; `durable`: one the send journal depends on (a push
     /// recorded before it goes out), committed to the disk even on a connection the back-end
     /// shares at `synchronous = NORMAL`.
-    func writing<T>(durable: Bool = false, _ body: () throws -> T) throws(LedgerError) -> T {
+    ///
+    /// `redone`: a write that a crash may lose because what is owed redoes it (an
+    /// installation recorded after its hub write, whose note of that write is on the disk
+    /// already): PostgreSQL commits it without waiting for its log to reach the disk.
+    func writing<T>(durable: Bool = false, redone: Bool = false, _ body: () throws -> T) throws(LedgerError) -> T {
         guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
         do {
             return try Self.wrap(path, writing: true) {
                 if let shared { return try shared.write(db, durable: durable, body) }
-                return try db.transaction(body)
+                return try db.transaction {
+                    if redone { try db.commitWithoutWaiting() }
+                    return try body()
+                }
             }
         } catch {
             distrustIfDamaged(error)

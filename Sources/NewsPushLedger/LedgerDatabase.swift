@@ -13,6 +13,9 @@ protocol LedgerDatabase: AnyObject {
     /// Runs `body` in one transaction that takes the write lock at once; rolled back when
     /// `body` throws.
     func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Inside a transaction: its commit need not wait for the disk (PostgreSQL's
+    /// `synchronous_commit = off` for this transaction alone; SQLite decides per connection).
+    func commitWithoutWaiting() throws(DatabaseError)
     /// Inside a transaction: waits until no other process creates or upgrades the ledger's
     /// tables (PostgreSQL's transaction-level advisory lock; SQLite's write lock already does).
     func lockForMigration() throws(DatabaseError)

@@ -190,6 +190,21 @@ extension Ledger {
         }
     }
 
+    /// How many installations of each platform and language carry each template set (by its
+    /// digest; nil for those written before the index kept it).
+    public func templateSetCounts() throws(LedgerError) -> [(
+        platform: String, language: String?, digest: String?, count: Int
+    )] {
+        try reading {
+            try db.query(
+                "SELECT platform, language, template_digest, COUNT(*) FROM installations "
+                    + "GROUP BY platform, language, template_digest", []
+            ).compactMap { row in
+                row.text(0).map { ($0, row.text(1), row.text(2), row.int(3) ?? 0) }
+            }
+        }
+    }
+
     // MARK: Writing the index (each under the keys of what it touches: `withKeys`)
 
     /// What the index holds for a registration of `id` with the handle of `handleDigest`: the

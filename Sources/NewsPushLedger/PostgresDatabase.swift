@@ -94,6 +94,12 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
+    /// This transaction's commit returns before its log reaches the disk (a crash may lose it
+    /// and nothing else; the server's data stays whole).
+    func commitWithoutWaiting() throws(DatabaseError) {
+        try run("SET LOCAL synchronous_commit = off", [])
+    }
+
     /// The schema's migration lock, held until the transaction ends.
     func lockForMigration() throws(DatabaseError) {
         _ = try query("SELECT pg_advisory_xact_lock(1853253492, hashtext(current_schema()))", [])

@@ -238,6 +238,9 @@ final class SQLiteDatabase {
 }
 
 extension SQLiteDatabase: LedgerDatabase {
+    /// The connection's `synchronous` level decides (the app back-end's index: `NORMAL`).
+    func commitWithoutWaiting() throws(DatabaseError) {}
+
     /// `BEGIN IMMEDIATE` holds the write lock: nothing else migrates meanwhile.
     func lockForMigration() throws(DatabaseError) {}
 

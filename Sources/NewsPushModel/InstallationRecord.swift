@@ -58,6 +58,9 @@ public struct InstallationCounts: Sendable, Equatable, Codable {
     public var platforms: [String: Int]
     /// By tag, user tags left out (one per user says nothing about a topic).
     public var topics: [String: Int]
+    /// Those still written with another template set than `api.templates` makes now (each is
+    /// written again at its next registration, so a change reaches phones as they open).
+    public var oldTemplates = 0
 
     /// Counts as read from the index.
     public init(total: Int, signedIn: Int, platforms: [String: Int], topics: [String: Int]) {

@@ -86,8 +86,13 @@ public final class DeviceSession {
     /// The ledger's index (on SQLite, one connection every session of the process shares).
     public let ledger: Ledger
     let hub: NotificationHubClient
+    /// The hub's answer to this session's last installation write (for the gate).
+    var lastHubAnswer: InstallationOutcome?
     /// Each platform's and language's template set and its digest, made once.
     var templateSets: [String: (templates: [String: HubInstallation.Template], digest: String)] = [:]
+    /// The instance's turns at the hub (`api.hub_writes`), when the back-end shares one among
+    /// its sessions; nil: this session's writes go at once (the command line).
+    public var gate: HubWriteGate?
 
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.
     public static let reservationLifetime = Ledger.reservationLifetime
@@ -134,12 +139,33 @@ public final class DeviceSession {
         case .failure(let refusal): return .invalid(refusal.message)
         case .success(let value): checked = value
         }
+        if let current = try unchanged(checked.record) { return .registered(current, ignored: checked.ignored) }
+        do { try gate?.enter() } catch {
+            return .hubUnavailable(
+                "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
+        }
+        defer { gate?.leave(lastHubAnswer) }
+        lastHubAnswer = nil
         return try write(checked.record, handle: checked.handle, ignored: checked.ignored, caller: caller) {
             state throws in
             guard let user = reservedFor, state.current == nil else { return true }
             let since = context.clock.now().addingTimeInterval(-Self.reservationLifetime)
             return try ledger.registrationIdOwner(request.id, notBefore: since) == user
         }
+    }
+
+    /// The installation as the index holds it when `record` changes nothing of it and its
+    /// `refreshed` time is less than a day old: the answer, from one read, with no key taken
+    /// and no hub request (the app-open surge after an alert costs the hub nothing).
+    private func unchanged(_ record: InstallationRecord) throws(SessionError) -> InstallationRecord? {
+        let state: InstallationState
+        do { state = try ledger.installationState(id: record.id, handleDigest: record.handleDigest) } catch {
+            throw .ledger(error)
+        }
+        guard let current = state.current, state.owed == nil, current.isSameRegistration(as: record),
+            context.clock.now().timeIntervalSince(current.refreshed) < Self.refreshInterval
+        else { return nil }
+        return current
     }
 
     /// The installation a request asks for, with the handle as written to the hub and the
@@ -293,7 +319,16 @@ public final class DeviceSession {
 
     /// The index in numbers.
     public func counts() throws(SessionError) -> InstallationCounts {
-        do { return try ledger.installationCounts(userTagPrefix: api.userTagPrefix) } catch { throw .ledger(error) }
+        do {
+            var counts = try ledger.installationCounts(userTagPrefix: api.userTagPrefix)
+            counts.oldTemplates = try ledger.templateSetCounts().reduce(0) { old, group in
+                group.digest == templates(platform: group.platform, language: group.language).digest
+                    ? old : old + group.count
+            }
+            return counts
+        } catch {
+            throw .ledger(error)
+        }
     }
 
     /// How many installations of the index tag expression `expression` reaches (SPEC §9: those

@@ -20,7 +20,7 @@ enum Keyed<T> {
 /// finishes: the write landed (it is recorded) or the hub is made to hold what the index holds.
 extension DeviceSession {
     /// How long a phone's request waits on the hub's retries before it is answered 503.
-    static let hubPatience: Double = 20
+    public static let hubPatience: Double = 20
 
     /// Runs `step` holding `keys` and whatever more it says it needs: all are let go and taken
     /// again, in their one order, with the new ones. `step` reads the index again each time.
@@ -99,6 +99,7 @@ extension DeviceSession {
         let verify = state.owed != nil
         let outcome = hub.put(
             hubInstallation(record, handle: handle), now: SessionClock.signingTime(), within: Self.hubPatience)
+        lastHubAnswer = outcome
         guard outcome == .done else {
             var retryAfter: Double?
             if case .refused(_, _, let seconds) = outcome { retryAfter = seconds }

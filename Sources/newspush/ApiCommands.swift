@@ -173,6 +173,11 @@ struct DevicesCommand: ParsableCommand {
                 "\(counts.total) installations (\(note)): \(counts.signedIn) signed in, "
                     + "\(counts.total - counts.signedIn) anonymous"
             ]
+            if counts.oldTemplates > 0 {
+                lines.append(
+                    "  \(counts.oldTemplates) still carry an older template set (each is written again at its next "
+                        + "registration)")
+            }
             for (platform, n) in counts.platforms.sorted(by: { $0.key < $1.key }) {
                 lines.append("  \(platform): \(n)")
             }
@@ -242,6 +247,7 @@ struct DevicesCounts: Encodable {
     var anonymous: Int
     var platforms: [String: Int]
     var topics: [String: Int]
+    var oldTemplates: Int
     var counted: String
 
     init(_ counts: InstallationCounts, note: String) {
@@ -250,12 +256,14 @@ struct DevicesCounts: Encodable {
         anonymous = counts.total - counts.signedIn
         platforms = counts.platforms
         topics = counts.topics
+        oldTemplates = counts.oldTemplates
         counted = note
     }
 
     enum CodingKeys: String, CodingKey {
         case total, anonymous, platforms, topics, counted
         case signedIn = "signed_in"
+        case oldTemplates = "old_templates"
     }
 }
 

@@ -1,0 +1,159 @@
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Testing
+
+/// The app-open surge after a breaking alert costs the hub nothing (SPEC §9): a registration
+/// that changes nothing is answered from the index, a change of `api.templates` reaches each
+/// phone at its next start, and under a throttling hub the changed ones are answered 200 or 503
+/// with `Retry-After`, never lost. Built binaries, the emulator, both ledgers.
+@Suite("The app-open surge")
+struct ApiSurgeTests {
+    /// `count` registrations from 32 clients at once; each body from `body(n)`.
+    static func register(
+        _ api: DeskProcess, _ range: Range<Int>, body: @escaping @Sendable (Int) -> String
+    ) async -> [Int: RawAnswer] {
+        await withTaskGroup(of: [(Int, RawAnswer)].self) { group in
+            for client in 0..<32 {
+                group.addTask {
+                    var answers: [(Int, RawAnswer)] = []
+                    for n in stride(from: range.lowerBound + client, to: range.upperBound, by: 32) {
+                        let answer = await api.send(
+                            "PUT /api/installations/p-\(n) HTTP/1.1", body: body(n),
+                            headers: ["Content-Type: application/json"])
+                        answers.append((n, answer))
+                    }
+                    return answers
+                }
+            }
+            return await group.reduce(into: [:]) { all, answers in for (n, a) in answers { all[n] = a } }
+        }
+    }
+
+    static func body(_ n: Int, topics: String = #"["World"]"#) -> String {
+        #"{"platform":"fcmv1","pushChannel":"surge-\#(n)","topics":\#(topics)}"#
+    }
+
+    // 1,000 phones registered, then opened again with nothing changed: the hub gets no
+    // request; one phone that adds a topic: exactly one hub write. A phone opened a day later
+    // writes its `refreshed` time (still without the hub), one opened the same day does not.
+    @Test(arguments: LedgerBackend.allCases)
+    func unchangedRefreshesNeverReachTheHub(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let emulator = fixture.hub.emulator
+        let first = await Self.register(fixture.api, 0..<1000) { Self.body($0) }
+        #expect(first.values.allSatisfy { $0.status == 200 })
+        #expect(await emulator.requestCount("installation") == 1000)
+        let again = await Self.register(fixture.api, 0..<1000) { Self.body($0) }
+        #expect(again.values.allSatisfy { $0.status == 200 })
+        #expect(
+            again.values.allSatisfy { ApiFixture.object($0)["tags"] as? [String] == ["World"] },
+            "the answer is the registration's, from the index")
+        #expect(await emulator.requestCount("installation") == 1000, "no request for an unchanged refresh")
+        let changed = await fixture.send(
+            "PUT /api/installations/p-7", json: Self.body(7, topics: #"["World","Sports"]"#))
+        #expect(changed.status == 200)
+        #expect(await emulator.requestCount("installation") == 1001, "exactly one write for one change")
+        #expect(await fixture.atHub("p-7")?.tags == ["World", "Sports"])
+        func refreshed(_ id: String) async throws -> String? {
+            try await fixture.index().first { $0["id"] as? String == id }?["refreshed"] as? String
+        }
+        let before = try await refreshed("p-8")
+        let nextDay = try await DeskProcess.start(
+            ["api", "--listen", "127.0.0.1:0", "--config", fixture.config],
+            environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(86400 + 60))) { $1 })
+        defer { nextDay.stop() }
+        let opened = await nextDay.send(
+            "PUT /api/installations/p-8 HTTP/1.1", body: Self.body(8), headers: ["Content-Type: application/json"])
+        #expect(opened.status == 200)
+        let after = try await refreshed("p-8")
+        #expect(
+            after != nil && after != before,
+            "a day later the refreshed time is written: \(before ?? "-") → \(after ?? "-")")
+        _ = await nextDay.send(
+            "PUT /api/installations/p-8 HTTP/1.1", body: Self.body(8), headers: ["Content-Type: application/json"])
+        #expect(try await refreshed("p-8") == after, "and not again that day")
+        #expect(await emulator.requestCount("installation") == 1001)
+    }
+
+    // A new template set (api.templates edited, the API restarted) is written to each
+    // installation at its own next start, once: `devices count` says how many still carry the
+    // old one.
+    @Test(arguments: LedgerBackend.allCases)
+    func aNewTemplateSetReachesEachPhoneAtItsNextStart(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let emulator = fixture.hub.emulator
+        #expect(await Self.register(fixture.api, 0..<50) { Self.body($0) }.values.allSatisfy { $0.status == 200 })
+        fixture.api.stop()
+        let config = try String(contentsOfFile: fixture.config, encoding: .utf8)
+        try config.replacingOccurrences(
+            of: "api:\n",
+            with:
+                #"api:\#n  templates: {fcmv1: '{"message":{"notification":{"title":"$(category)","body":"$(messageParam)"}}}'}\#n"#
+        ).write(toFile: fixture.config, atomically: true, encoding: .utf8)
+        let api = try await DeskProcess.start(
+            ["api", "--listen", "127.0.0.1:0", "--config", fixture.config], environment: ApiFixture.environment)
+        defer { api.stop() }
+        func old() async throws -> Int? {
+            let count = try await newspush(
+                ["devices", "count", "--format", "json", "--config", fixture.config],
+                environment: ApiFixture.environment)
+            return (try JSONSerialization.jsonObject(with: Data(count.stdout.utf8)) as? [String: Any])?["old_templates"]
+                as? Int
+        }
+        #expect(try await old() == 50)
+        let writes = await emulator.requestCount("installation")
+        #expect(await Self.register(api, 0..<10) { Self.body($0) }.values.allSatisfy { $0.status == 200 })
+        #expect(await emulator.requestCount("installation") == writes + 10, "each of the ten written once")
+        #expect(await emulator.installation("p-3")?.templates?["newspush"]?.body.contains("$(category)") == true)
+        #expect(await emulator.installation("p-30")?.templates?["newspush"]?.body.contains("$(category)") == false)
+        #expect(try await old() == 40)
+        #expect(await Self.register(api, 0..<10) { Self.body($0) }.values.allSatisfy { $0.status == 200 })
+        #expect(await emulator.requestCount("installation") == writes + 10, "and not again")
+    }
+
+    // A hub answering 429 past 50 writes a second: every changed registration is answered 200
+    // or 503 with Retry-After; a phone that waits and tries again gets in; unchanged ones are
+    // answered 200 throughout; in the end every phone is at the hub and in the index as it
+    // last asked.
+    @Test(arguments: LedgerBackend.allCases)
+    func aThrottlingHubNeverLosesARegistration(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend, api: "  hub_writes: 8\n")
+        defer { fixture.stop() }
+        let emulator = fixture.hub.emulator
+        #expect(await Self.register(fixture.api, 0..<200) { Self.body($0) }.values.allSatisfy { $0.status == 200 })
+        await emulator.inject(
+            Fault(status: 429, retryAfter: "1", count: 1_000_000, format: "installation", perSecond: 50))
+        // 300 new phones and the 200 known ones opening, at once.
+        let answers = await Self.register(fixture.api, 0..<500) { Self.body($0) }
+        let unchanged = answers.filter { $0.key < 200 }.values
+        #expect(unchanged.allSatisfy { $0.status == 200 }, "an unchanged registration never waits for the hub")
+        var waiting = answers.filter { $0.key >= 200 && $0.value.status != 200 }
+        #expect(waiting.values.allSatisfy { $0.status == 503 && Int($0.headers["retry-after"] ?? "") != nil })
+        let requests = await emulator.requestCount("installation")
+        #expect(requests > 500, "the hub throttled: \(requests) requests for 500 writes")
+        // The phones told to wait come back after their Retry-After, until each is in.
+        for _ in 0..<30 where !waiting.isEmpty {
+            let wait = waiting.values.compactMap { Int($0.headers["retry-after"] ?? "") }.max() ?? 1
+            try await Task.sleep(for: .seconds(wait))
+            var next: [Int: RawAnswer] = [:]
+            for n in waiting.keys.sorted() {
+                let answer = await fixture.send("PUT /api/installations/p-\(n)", json: Self.body(n))
+                #expect(answer.status == 200 || answer.status == 503, "\(answer.status) \(answer.body)")
+                if answer.status != 200 { next[n] = answer }
+            }
+            waiting = next
+        }
+        #expect(waiting.isEmpty, "\(waiting.count) phones never got in")
+        await emulator.clearFaults()
+        let prune = try await newspush(
+            ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(prune.status == 0, "\(prune.stdout) \(prune.stderr)")
+        let ids = Set(try await fixture.index().compactMap { $0["id"] as? String })
+        let atHub = Set(await emulator.allInstallations().map(\.installationId))
+        let all = Set((0..<500).map { "p-\($0)" })
+        #expect(ids == all && atHub == all, "index \(ids.count), hub \(atHub.count) of 500")
+    }
+}
