@@ -4,7 +4,8 @@ import NotificationHubs
 
 /// The control API for tests and demos: `POST /_emulator/faults` queues a fault,
 /// `DELETE /_emulator/faults` clears them, `GET /_emulator/deliveries` lists every delivery,
-/// `GET|POST /_emulator/clock` reads or moves on the emulator's clock.
+/// `GET|POST /_emulator/clock` reads or moves on the emulator's clock, `GET /_emulator/requests`
+/// counts the requests come in by format (`installation` for the installations API).
 extension HubEmulator {
     func control(_ request: EmulatorRequest) -> EmulatorResponse {
         switch (request.method, request.path) {
@@ -26,6 +27,9 @@ extension HubEmulator {
             return EmulatorResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
         case ("GET", "/_emulator/clock"), ("POST", "/_emulator/clock"):
             return clockControl(request)
+        case ("GET", "/_emulator/requests"):
+            let data = (try? encoder.encode(requestCounts)) ?? Data("{}".utf8)
+            return EmulatorResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
         case ("GET", "/_emulator/health"):
             return EmulatorResponse(status: 200, headers: [], body: Data("ok".utf8))
         default:

@@ -222,6 +222,17 @@ extension Ledger {
         }
     }
 
+    /// Installation `id` and whether the hub owes it anything, in one query (the question of
+    /// every app start: is this registration the one the index holds?).
+    public func installationAndOwed(id: String) throws(LedgerError) -> (InstallationRecord, owed: Bool)? {
+        try reading {
+            try db.query(
+                "SELECT \(Self.installationColumns), (SELECT COUNT(*) FROM hub_owed o WHERE o.id = i.id) "
+                    + "FROM installations i WHERE i.id = ?", [.text(id)]
+            ).first.flatMap { row in Self.installation(row).map { ($0, (row.int(9) ?? 0) > 0) } }
+        }
+    }
+
     /// Notes, before a write of `id` goes to the hub, that the hub's state of it is uncertain
     /// until the write's answer is recorded: `intended` is the installation the write makes.
     /// A host that dies meanwhile leaves the note to whoever finishes what is owed.

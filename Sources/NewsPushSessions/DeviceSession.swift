@@ -158,11 +158,9 @@ public final class DeviceSession {
     /// `refreshed` time is less than a day old: the answer, from one read, with no key taken
     /// and no hub request (the app-open surge after an alert costs the hub nothing).
     private func unchanged(_ record: InstallationRecord) throws(SessionError) -> InstallationRecord? {
-        let state: InstallationState
-        do { state = try ledger.installationState(id: record.id, handleDigest: record.handleDigest) } catch {
-            throw .ledger(error)
-        }
-        guard let current = state.current, state.owed == nil, current.isSameRegistration(as: record),
+        let found: (InstallationRecord, owed: Bool)?
+        do { found = try ledger.installationAndOwed(id: record.id) } catch { throw .ledger(error) }
+        guard let (current, owed) = found, !owed, current.isSameRegistration(as: record),
             context.clock.now().timeIntervalSince(current.refreshed) < Self.refreshInterval
         else { return nil }
         return current

@@ -386,17 +386,21 @@ struct KeptAlive {
     }
 
     /// Sends `bytes` and reads one answer; its status (0: no answer).
-    mutating func exchange(_ bytes: [UInt8]) -> Int {
+    mutating func exchange(_ bytes: [UInt8]) -> Int { answer(bytes).status }
+
+    /// Sends `bytes` and reads one answer: its status (0: no answer) and whether it said
+    /// `Retry-After`.
+    mutating func answer(_ bytes: [UInt8]) -> (status: Int, retryAfter: Bool) {
         for _ in 0..<2 {
             if fd < 0 { fd = Self.connect(port) }
-            guard fd >= 0 else { return 0 }
-            if let status = attempt(bytes) { return status }
+            guard fd >= 0 else { return (0, false) }
+            if let answer = attempt(bytes) { return answer }
             close()
         }
-        return 0
+        return (0, false)
     }
 
-    private func attempt(_ bytes: [UInt8]) -> Int? {
+    private func attempt(_ bytes: [UInt8]) -> (status: Int, retryAfter: Bool)? {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -415,7 +419,10 @@ struct KeptAlive {
                 head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             if data.count >= end + 4 + length {
-                return Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+                return (
+                    Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0,
+                    head.lowercased().contains("\r\nretry-after:")
+                )
             }
         }
     }
