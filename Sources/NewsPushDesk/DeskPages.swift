@@ -88,7 +88,9 @@ enum DeskPages {
         let names = Dictionary(config.feeds.map { ($0.url, $0.name ?? $0.url) }, uniquingKeysWith: { a, _ in a })
         let cards: [HTML] = held.map { push in
             heldCard(
-                push, feeds: push.listedBy.map { names[$0] ?? $0 }, reach: reach[push.entry.tags], user: user, now: now)
+                push, feeds: push.listedBy.map { names[$0] ?? $0 }, reach: reach[push.entry.tags],
+                unreadable: push.entry.format == .idOnly
+                    ? reach[SecurePush.tags(push.entry.tags, readers: false)] : nil, user: user, now: now)
         }
         let body: HTML = """
             <h1>Waiting for an editor (\(held.count))</h1>
@@ -99,12 +101,17 @@ enum DeskPages {
 
     /// "reaches N installations" of the app back-end's index (devices registered straight with
     /// the hub are not counted, and the words say so).
-    static func reachLine(_ count: Int?) -> HTML {
+    /// `unreadable`: of those, how many cannot read a secure push (not signed in).
+    static func reachLine(_ count: Int?, unreadable: Int? = nil) -> HTML {
         guard let count else { return "" }
-        return "<p class=\"reach\">reaches \(text: String(count)) installations registered through newspush api</p>"
+        let cannot = unreadable.map { "; \($0) of them cannot read it (not signed in)" } ?? ""
+        return
+            "<p class=\"reach\">reaches \(text: String(count)) installations registered through newspush api\(text: cannot)</p>"
     }
 
-    private static func heldCard(_ push: HeldPush, feeds: [String], reach: Int?, user: SignedIn, now: Date) -> HTML {
+    private static func heldCard(
+        _ push: HeldPush, feeds: [String], reach: Int?, unreadable: Int?, user: SignedIn, now: Date
+    ) -> HTML {
         let entry = push.entry
         let id = entry.id
         let left = entry.freshUntil.timeIntervalSince(now)
@@ -114,8 +121,8 @@ enum DeskPages {
             : "<span class=\"fresh\">fresh for \(text: duration(left))</span>"
         let also: HTML =
             feeds.isEmpty
-            ? reachLine(reach)
-            : "<p class=\"also\">Listed by: \(text: feeds.joined(separator: " · "))</p>\(reachLine(reach))"
+            ? reachLine(reach, unreadable: unreadable)
+            : "<p class=\"also\">Listed by: \(text: feeds.joined(separator: " · "))</p>\(reachLine(reach, unreadable: unreadable))"
         let link = entry.properties["url"]
         let decide: HTML
         if user.role == .editor && !push.stale {

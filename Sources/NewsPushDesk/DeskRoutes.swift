@@ -76,7 +76,10 @@ struct DeskRoutes {
             let user = try signedIn(context)
             let flash = await desk.signIns.takeFlash(context.token)
             let held = try await desk.waiting()
-            let reach = await desk.reach(held.map(\.entry.tags))
+            // For an id-only push, also how many of those cannot read it (not signed in).
+            let reach = await desk.reach(
+                held.map(\.entry.tags)
+                    + held.filter { $0.entry.format == .idOnly }.map { SecurePush.tags($0.entry.tags, readers: false) })
             return DeskServer.html(
                 DeskPages.waiting(held, reach: reach, config: config, user: user, now: desk.now(), flash: flash))
         }

@@ -310,6 +310,21 @@ public final class Ledger {
     /// time, the writes that wait committed together (`GroupCommit`).
     func shareConnection() { shared = GroupCommit() }
 
+    /// One statement written on its own: in the shared connection's next group commit, else
+    /// committed by itself (no `BEGIN`/`COMMIT` round trips on PostgreSQL).
+    func writingOne(_ sql: String, _ arguments: [SQLValue], durable: Bool) throws(LedgerError) {
+        guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
+        do {
+            _ = try Self.wrap(path, writing: true) { () throws -> Int in
+                if let shared { return try shared.write(db, durable: durable) { try db.run(sql, arguments) } }
+                return try db.run(sql, arguments)
+            }
+        } catch {
+            distrustIfDamaged(error)
+            throw error
+        }
+    }
+
     /// Whether threads may share this ledger (`openIndex` of a SQLite ledger).
     public var isShared: Bool { shared != nil }
 

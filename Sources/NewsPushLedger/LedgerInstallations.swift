@@ -211,14 +211,21 @@ extension Ledger {
     /// row of the id, the rows holding the handle, and what the hub owes the id, if anything.
     public func installationState(id: String, handleDigest: String) throws(LedgerError) -> InstallationState {
         try reading {
-            // One query finds both: the row of the id, and the rows holding the handle.
-            let found = try db.query(
-                "SELECT \(Self.installationColumns) FROM installations WHERE id = ? OR handle_digest = ?",
-                [.text(id), .text(handleDigest)]
-            ).compactMap(Self.installation)
+            // One query finds all three: the row of the id, the rows holding the handle, and
+            // (last, its own columns empty) what the hub owes the id.
+            let rows = try db.query(
+                """
+                SELECT \(Self.installationColumns), NULL FROM installations WHERE id = ? OR handle_digest = ?
+                UNION ALL
+                SELECT id, NULL, '', '', NULL, '', 0, 0, NULL, COALESCE(intended, '') FROM hub_owed WHERE id = ?
+                """, [.text(id), .text(handleDigest), .text(id)])
+            let found = rows.filter { $0.text(9) == nil }.compactMap(Self.installation)
+            let owed = rows.first { $0.text(9) != nil }.map { row in
+                OwedHubState(id: id, intended: Self.intended(row.text(9) ?? ""))
+            }
             return InstallationState(
                 current: found.first { $0.id == id }, holders: found.filter { $0.handleDigest == handleDigest },
-                owed: try owed(id))
+                owed: owed)
         }
     }
 
@@ -240,13 +247,11 @@ extension Ledger {
         let json = String(decoding: (try? JSONEncoder().encode(intended)) ?? Data(), as: UTF8.self)
         // On the disk before the write goes out: a power cut after the hub took it must not
         // lose the note that says so.
-        try writing(durable: true) {
-            try db.run(
-                """
-                INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET since = excluded.since, owner = excluded.owner, intended = excluded.intended
-                """, [.text(intended.id), SQLValue(time), SQLValue(intended.owner), .text(json)])
-        }
+        try writingOne(
+            """
+            INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET since = excluded.since, owner = excluded.owner, intended = excluded.intended
+            """, [.text(intended.id), SQLValue(time), SQLValue(intended.owner), .text(json)], durable: true)
     }
 
     /// Records `installation` as the hub now holds it (its write answered 200): its row
@@ -254,19 +259,18 @@ extension Ledger {
     /// index with their removal owed, the id's reservation is spent, and the hub owes nothing
     /// for it, unless `verify`: an earlier write of the id whose answer was lost may still
     /// land, so the hub is checked against the index once more.
-    public func recordInstallation(_ installation: InstallationRecord, replacing: [String], verify: Bool)
-        throws(LedgerError)
-    {
-        try writing {
+    /// `previous` is the row the id has now, as the caller read it under the id's key.
+    public func recordInstallation(
+        _ installation: InstallationRecord, previous: InstallationRecord?, replacing: [String], verify: Bool
+    ) throws(LedgerError) {
+        // A crash may lose it: the note of its hub write, on the disk, makes the settling redo it.
+        try writing(redone: true) {
             for id in replacing where id != installation.id {
                 try deleteRows(id)
                 try oweRemoval(id, since: installation.refreshed)
             }
-            let current = try db.query(
-                "SELECT \(Self.installationColumns) FROM installations WHERE id = ?", [.text(installation.id)]
-            ).first.flatMap(Self.installation)
-            var row = installation
-            if let current { row.created = current.created }
+            let current = previous
+            let row = installation  // an existing row keeps its created time: the update leaves it
             try db.run(
                 """
                 INSERT INTO installations (\(Self.installationColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -291,7 +295,8 @@ extension Ledger {
 
     /// Writes the `refreshed` time of installation `id` (a registration that changed nothing).
     public func touchInstallation(id: String, at time: Date) throws(LedgerError) {
-        try writing {
+        // The phone's next start writes it again if a crash loses it.
+        try writing(redone: true) {
             try db.run("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])
         }
     }
@@ -357,8 +362,12 @@ extension Ledger {
         guard let row = try db.query("SELECT intended FROM hub_owed WHERE id = ?", [.text(id)]).first else {
             return nil
         }
-        let intended = row.text(0).flatMap { try? JSONDecoder().decode(InstallationRecord.self, from: Data($0.utf8)) }
-        return OwedHubState(id: id, intended: intended)
+        return OwedHubState(id: id, intended: Self.intended(row.text(0) ?? ""))
+    }
+
+    /// The installation an owed write makes, from its JSON (empty: none).
+    private static func intended(_ json: String) -> InstallationRecord? {
+        json.isEmpty ? nil : try? JSONDecoder().decode(InstallationRecord.self, from: Data(json.utf8))
     }
 
     private func oweRemoval(_ id: String, since time: Date) throws {

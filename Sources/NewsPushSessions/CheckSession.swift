@@ -56,7 +56,9 @@ public struct CheckSession: Sendable {
     /// With `hub`, the go-live check: one test push per format the config sends (`GoLiveCheck`).
     public func check(fetch: Bool, hub: Bool = false) -> CheckOutcome {
         let config = context.config
-        var checks = ConfigCheck.run(config) + Self.ledgerChecks(config.statePath, firstRun: Self.firstRun(config))
+        var checks =
+            ConfigCheck.run(config) + Self.ledgerChecks(config.statePath, firstRun: Self.firstRun(config))
+            + secureReach()
         if hub {
             do {
                 checks += GoLiveCheck(config: config, client: try context.hubClient()).run(now: context.clock.now())
@@ -76,6 +78,31 @@ public struct CheckSession: Sendable {
                 problems: read.feed?.problems ?? [])
         }
         return CheckOutcome(checks: checks, feeds: feeds)
+    }
+
+    /// For each id-only category, how many installations of the app back-end's index it
+    /// reaches that cannot read its secure pushes (not signed in): they get its `secure_alert`,
+    /// or nothing (a warning). Nothing when the index cannot be read or is empty.
+    func secureReach() -> [ConfigCheck] {
+        let idOnly = context.config.categories.filter { $0.value.format == .idOnly }
+        guard !idOnly.isEmpty, let session = try? DeviceSession.open(context: context, reading: true),
+            (try? session.counts().total) ?? 0 > 0
+        else { return [] }
+        return idOnly.sorted { $0.key.rawValue < $1.key.rawValue }.compactMap { category, settings in
+            guard let count = try? session.count(expression: SecurePush.tags(settings.tags, readers: false)) else {
+                return nil
+            }
+            let path = "categories.\(category.rawValue)"
+            let detail = "\(count) installations of the app back-end's index reach \(category.rawValue) but cannot "
+                + "read its secure pushes (not signed in)"
+            guard count > 0 else { return ConfigCheck(check: path, severity: .ok, detail: detail) }
+            if let alert = settings.secureAlert {
+                return ConfigCheck(check: path, severity: .ok, detail: detail + ": they get its secure_alert, '\(alert)'")
+            }
+            return ConfigCheck(
+                check: path, severity: .warning,
+                detail: detail + ": they get nothing (set secure_alert to show them a generic alert)")
+        }
     }
 
     /// What the first run does with the feeds' items: a baseline, a push of what is fresh, or

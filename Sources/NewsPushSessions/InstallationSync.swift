@@ -106,7 +106,7 @@ extension DeviceSession {
             return unavailable(record.id, outcome, retryAfter: retryAfter)
         }
         let replaced = state.holders.map(\.id).filter { $0 != record.id }
-        try ledger.recordInstallation(record, replacing: replaced, verify: verify)
+        try ledger.recordInstallation(record, previous: state.current, replacing: replaced, verify: verify)
         let failed = deleteAtHub(replaced)
         if !failed.isEmpty { context.logger.warning("api: replaced installations still owed: \(failed[0])") }
         return .registered(record, ignored: ignored)
@@ -180,7 +180,7 @@ extension DeviceSession {
             }
             if let intended = owed.intended, let atHub, landed(intended, at: atHub) {
                 let replaced = holders.filter { $0 != id }
-                try ledger.recordInstallation(intended, replacing: replaced, verify: false)
+                try ledger.recordInstallation(intended, previous: row, replacing: replaced, verify: false)
                 return .done(deleteAtHub(replaced))
             }
             return .done(try agree(id, row: row, atHub: atHub))

@@ -24,8 +24,6 @@ struct ApiConsistencyTests {
         }
     }
 
-    static let hubSettings = "retries: 1, retry_delay: 10ms, timeout: 1s"
-
     static func put(_ fixture: ApiFixture, _ id: String, handle: String, topics: [String], auth: [String])
         async -> RawAnswer
     {
@@ -42,7 +40,9 @@ struct ApiConsistencyTests {
     // retry succeeds.
     @Test(arguments: LedgerBackend.allCases, HubFault.allCases)
     func aHubFaultNeverUnsubscribesAPhone(_ backend: LedgerBackend, _ kind: HubFault) async throws {
-        let fixture = try await ApiFixture.start(backend, hubSettings: Self.hubSettings)
+        // A short timeout only where the hub's silence is the fault (a loaded machine is slow).
+        let fixture = try await ApiFixture.start(
+            backend, hubSettings: "retries: 1, retry_delay: 10ms, timeout: \(kind == .timeout ? "3s" : "60s")")
         defer { fixture.stop() }
         let alice = [ApiFixture.basic("alice")]
         #expect(await Self.put(fixture, "phone-1", handle: "aa01", topics: ["World"], auth: alice).status == 200)
@@ -271,7 +271,7 @@ struct ApiConsistencyTests {
         #expect(show.status == 0 && show.stdout.hasPrefix("0 installations"), "\(show.stdout) \(show.stderr)")
     }
 
-    // `api.pool` bounds an instance's PostgreSQL connections: 64 clients registering at once
+    // `api.pool` bounds an instance's PostgreSQL connections: 32 clients registering at once
     // through an instance with a pool of 3 never see it hold more than 3.
     @Test(.enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))
     func anInstanceOpensAtMostItsPoolOfConnections() async throws {
@@ -289,9 +289,9 @@ struct ApiConsistencyTests {
                     try await Task.sleep(for: .milliseconds(25))
                 }
             }
-            for client in 0..<64 {
+            for client in 0..<32 {
                 group.addTask {
-                    for n in 0..<10 {
+                    for n in 0..<5 {
                         let answer = await Self.put(
                             fixture, "c\(client)-\(n)", handle: String(format: "%04x%04x", client, n),
                             topics: ["World"], auth: [])

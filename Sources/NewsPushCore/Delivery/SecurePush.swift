@@ -76,7 +76,7 @@ public enum SecurePush {
     public static func drawID() -> Int { Int.random(in: 1...Int(Int32.max)) }
 
     /// The devices of `tags` that can fetch the text (signed in), or that cannot.
-    static func tags(_ tags: String, readers: Bool) -> String {
+    public static func tags(_ tags: String, readers: Bool) -> String {
         "(\(tags)) && \(readers ? "" : "!")\(ApiSettings.readerTag)"
     }
 
