@@ -93,11 +93,13 @@ public struct CheckSession: Sendable {
                 return nil
             }
             let path = "categories.\(category.rawValue)"
-            let detail = "\(count) installations of the app back-end's index reach \(category.rawValue) but cannot "
+            let detail =
+                "\(count) installations of the app back-end's index reach \(category.rawValue) but cannot "
                 + "read its secure pushes (not signed in)"
             guard count > 0 else { return ConfigCheck(check: path, severity: .ok, detail: detail) }
             if let alert = settings.secureAlert {
-                return ConfigCheck(check: path, severity: .ok, detail: detail + ": they get its secure_alert, '\(alert)'")
+                return ConfigCheck(
+                    check: path, severity: .ok, detail: detail + ": they get its secure_alert, '\(alert)'")
             }
             return ConfigCheck(
                 check: path, severity: .warning,
