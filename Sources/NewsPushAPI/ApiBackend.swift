@@ -4,6 +4,7 @@ import NewsPushDesk
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
+import NotificationHubs
 
 /// The app back-end's work: the device sessions (one ledger connection each, on threads of the
 /// back-end's own so the event loops never wait for the ledger or the hub), who is calling, and
@@ -15,12 +16,21 @@ public struct ApiBackend: Sendable {
     let sessions: SessionPool
     let credentials: ApiCredentials
     let limits: RateLimits
+    /// The instance's turns at the hub (`api.hub_writes`): on PostgreSQL at most three
+    /// quarters of `api.pool`, so writes waiting for the hub never hold every connection the
+    /// quick answers need.
+    let gate: HubWriteGate
 
     /// The back-end of `context`'s newsroom; opens (and checks) the ledger once, so a ledger
     /// that cannot be used stops `newspush api` before it listens.
     public init(context: SessionContext) throws(SessionError) {
         self.context = context
-        sessions = SessionPool(context: context, first: try DeviceSession.open(context: context, verify: true))
+        let first = try DeviceSession.open(context: context, verify: true)
+        let api = context.config.api
+        gate = HubWriteGate(
+            writes: first.ledger.isShared ? api.hubWrites : min(api.hubWrites, max(1, api.pool * 3 / 4)),
+            patience: DeviceSession.hubPatience)
+        sessions = SessionPool(context: context, first: first)
         credentials = ApiCredentials(settings: context.config.api, logger: context.logger)
         limits = RateLimits()
     }
@@ -28,17 +38,26 @@ public struct ApiBackend: Sendable {
     /// Runs `body` with a device session on one of the back-end's threads.
     func withSession<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
         let sessions = sessions
-        return try await Self.threads.run { () throws -> T in
-            let session = try sessions.take()
-            do {
-                let value = try body(session.session)
-                sessions.put(session)
-                return value
-            } catch {
-                // A ledger error may have left the connection unusable (a server that went
-                // away): the session is dropped and the next request opens a new one.
-                if case .ledger? = error as? SessionError { sessions.drop() } else { sessions.put(session) }
-                throw error
+        return try await Self.threads.run { () throws -> T in try sessions.using(body) }
+    }
+
+    /// A registration (SPEC §9): answered from the index when it changes nothing; else the
+    /// write waits for its turn at the hub first, and only then takes a session.
+    func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil) async throws
+        -> RegistrationOutcome
+    {
+        if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) { return answer }
+        let (sessions, gate) = (sessions, gate)
+        return try await Self.threads.run { () throws -> RegistrationOutcome in
+            do throws(HubWriteGate.Busy) { try gate.enter() } catch {
+                return .hubUnavailable(
+                    "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
+            }
+            var answer: InstallationOutcome?
+            defer { gate.leave(answer) }
+            return try sessions.using { session in
+                defer { answer = session.lastHubAnswer }
+                return try session.registerChange(request, caller: caller, reservedFor: reservedFor)
             }
         }
     }
@@ -92,13 +111,8 @@ final class SessionPool: @unchecked Sendable {
     /// The most sessions (connections) open at once; unbounded when they share one.
     private let limit: Int
 
-    /// The instance's turns at the hub, shared by its sessions (`api.hub_writes`).
-    private let gate: HubWriteGate
-
     init(context: SessionContext, first: DeviceSession) {
         self.context = context
-        gate = HubWriteGate(writes: context.config.api.hubWrites, patience: DeviceSession.hubPatience)
-        first.gate = gate
         idle = [Box(first)]
         open = 1
         shared = first.ledger.isShared ? Box(first) : nil
@@ -126,10 +140,23 @@ final class SessionPool: @unchecked Sendable {
             } else {
                 session = try DeviceSession.open(context: context, verify: false)
             }
-            session.gate = gate
             return Box(session)
         } catch {
             drop()
+            throw error
+        }
+    }
+
+    /// Runs `body` with a session taken for it and put back after (dropped after a ledger
+    /// error, which may have left its connection unusable: the next request opens a new one).
+    func using<T>(_ body: (DeviceSession) throws -> T) throws -> T {
+        let box = try take()
+        do {
+            let value = try body(box.session)
+            put(box)
+            return value
+        } catch {
+            if case .ledger? = error as? SessionError { drop() } else { put(box) }
             throw error
         }
     }

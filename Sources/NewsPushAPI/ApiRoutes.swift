@@ -104,7 +104,7 @@ public struct ApiRoutes: Sendable {
             return ApiServer.error(.badRequest, error.message)
         }
         let caller = context.caller
-        let outcome = try await backend.withSession { try $0.register(request, caller: caller) }
+        let outcome = try await backend.register(request, caller: caller)
         switch outcome {
         case .registered(let record, let ignored):
             // Written as the installation's JSON is (JSONEncoder was a twelfth of the answer's cost).
@@ -159,7 +159,7 @@ public struct ApiRoutes: Sendable {
             return ApiServer.error(.badRequest, error.message)
         }
         let caller = context.caller
-        let outcome = try await backend.withSession { try $0.register(request, caller: caller, reservedFor: name) }
+        let outcome = try await backend.register(request, caller: caller, reservedFor: name)
         switch outcome {
         case .registered: return Response(status: .ok)
         case .notYours: return gone

@@ -87,7 +87,7 @@ public final class DeviceSession {
     public let ledger: Ledger
     let hub: NotificationHubClient
     /// The hub's answer to this session's last installation write (for the gate).
-    var lastHubAnswer: InstallationOutcome?
+    public internal(set) var lastHubAnswer: InstallationOutcome?
     /// Each platform's and language's template set and its digest, made once.
     var templateSets: [String: (templates: [String: HubInstallation.Template], digest: String)] = [:]
     /// The instance's turns at the hub (`api.hub_writes`), when the back-end shares one among
@@ -127,11 +127,47 @@ public final class DeviceSession {
 
     // MARK: Registering
 
-    /// Registers `request` for `caller` (SPEC §9): checks it, decides its tags, then, holding
-    /// the keys of the id, the handle and the caller (`InstallationSync`), judges ownership
-    /// against the index and writes the hub, then the index. `reservedFor`: the tutorials'
-    /// `PUT /api/register/{id}`, whose id must be an installation's or handed out to that user.
+    /// Registers `request` for `caller` (SPEC §9): checks it, decides its tags; answers from
+    /// the index when it changes nothing (`answerUnchanged`); else, in its turn at the hub
+    /// (`gate`), writes it (`registerChange`).
     public func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil)
+        throws(SessionError) -> RegistrationOutcome
+    {
+        if let answer = try answerUnchanged(request, caller: caller) { return answer }
+        do { try gate?.enter() } catch {
+            return .hubUnavailable(
+                "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
+        }
+        lastHubAnswer = nil
+        defer { gate?.leave(lastHubAnswer) }
+        return try registerChange(request, caller: caller, reservedFor: reservedFor)
+    }
+
+    /// The answer to `request` when it needs no hub request: refused (`invalid`), or the
+    /// installation as the index holds it when the request changes nothing of it and its
+    /// `refreshed` time is less than a day old (one read, no key taken: the app-open surge
+    /// after an alert costs the hub nothing). Nil: it changes something.
+    public func answerUnchanged(_ request: DeviceRegistration, caller: Caller) throws(SessionError)
+        -> RegistrationOutcome?
+    {
+        let checked: (record: InstallationRecord, handle: String, ignored: [String])
+        switch registration(request, caller: caller) {
+        case .failure(let refusal): return .invalid(refusal.message)
+        case .success(let value): checked = value
+        }
+        let found: (InstallationRecord, owed: Bool)?
+        do { found = try ledger.installationAndOwed(id: checked.record.id) } catch { throw .ledger(error) }
+        guard let (current, owed) = found, !owed, current.isSameRegistration(as: checked.record),
+            context.clock.now().timeIntervalSince(current.refreshed) < Self.refreshInterval
+        else { return nil }
+        return .registered(current, ignored: checked.ignored)
+    }
+
+    /// Writes `request` to the hub and the index, holding the keys of the id, the handle and
+    /// the caller (`InstallationSync`), judging ownership against the index; the hub's answer
+    /// is left in `lastHubAnswer`. `reservedFor`: the tutorials' `PUT /api/register/{id}`,
+    /// whose id must be an installation's or handed out to that user.
+    public func registerChange(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil)
         throws(SessionError) -> RegistrationOutcome
     {
         let checked: (record: InstallationRecord, handle: String, ignored: [String])
@@ -139,31 +175,12 @@ public final class DeviceSession {
         case .failure(let refusal): return .invalid(refusal.message)
         case .success(let value): checked = value
         }
-        if let current = try unchanged(checked.record) { return .registered(current, ignored: checked.ignored) }
-        do { try gate?.enter() } catch {
-            return .hubUnavailable(
-                "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
-        }
-        defer { gate?.leave(lastHubAnswer) }
-        lastHubAnswer = nil
         return try write(checked.record, handle: checked.handle, ignored: checked.ignored, caller: caller) {
             state throws in
             guard let user = reservedFor, state.current == nil else { return true }
             let since = context.clock.now().addingTimeInterval(-Self.reservationLifetime)
             return try ledger.registrationIdOwner(request.id, notBefore: since) == user
         }
-    }
-
-    /// The installation as the index holds it when `record` changes nothing of it and its
-    /// `refreshed` time is less than a day old: the answer, from one read, with no key taken
-    /// and no hub request (the app-open surge after an alert costs the hub nothing).
-    private func unchanged(_ record: InstallationRecord) throws(SessionError) -> InstallationRecord? {
-        let found: (InstallationRecord, owed: Bool)?
-        do { found = try ledger.installationAndOwed(id: record.id) } catch { throw .ledger(error) }
-        guard let (current, owed) = found, !owed, current.isSameRegistration(as: record),
-            context.clock.now().timeIntervalSince(current.refreshed) < Self.refreshInterval
-        else { return nil }
-        return current
     }
 
     /// The installation a request asks for, with the handle as written to the hub and the

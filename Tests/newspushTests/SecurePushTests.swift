@@ -256,6 +256,23 @@ struct SecurePushTests {
         #expect((entry["error"] as? String)?.contains("fcmv1") == true, "\(entry)")
     }
 
+    // `check` and the desk say how many installations of an id-only category cannot read its
+    // secure pushes: World (no secure_alert) leaves its two anonymous phones with nothing, a
+    // warning; Science shows them its generic alert.
+    @Test func checkSaysHowManyInstallationsCannotReadASecurePush() async throws {
+        let (fixture, feeds) = try await Self.start(.sqlite)
+        defer {
+            fixture.stop()
+            feeds.stop()
+        }
+        let check = try await newspush(["check", "--config", fixture.config], environment: ApiFixture.environment)
+        let all = check.stdout + check.stderr
+        #expect(
+            all.contains("categories.World: 2 installations of the app back-end's index reach World but cannot read")
+                && all.contains("they get nothing"), "\(all)")
+        #expect(all.contains("categories.Science: 2 installations") && all.contains("New {category} alert"), "\(all)")
+    }
+
     // `secure_alert` belongs to id-only categories and names nothing of the story.
     @Test func aSecureAlertOutsideIdOnlyOrNamingTheStoryIsAConfigError() async throws {
         let folder = try TemporaryFolder()
