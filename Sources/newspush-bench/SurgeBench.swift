@@ -56,6 +56,20 @@ struct SurgeRegistrations: AsyncParsableCommand {
         }
     }
 
+    /// CPU seconds of every `postgres` process on the machine (the test server's).
+    static func postgresCPU() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
+        return pids.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                stat.contains("(postgres)")
+            else { return total }
+            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / ticks
+        }
+    }
+
     /// A ledger to measure on.
     enum Engine {
         case sqlite(String)
@@ -96,9 +110,13 @@ struct SurgeRegistrations: AsyncParsableCommand {
         print("\(engine.name), \(instances) instance\(instances == 1 ? "" : "s"), index of \(size):")
         try Emulator.throttle(hub.port, perSecond: throttle)
         let before = try Emulator.installationRequests(hub.port)
+        let cpu = (apis.map { $0.cpuSeconds() }.reduce(0, +), hub.cpuSeconds(), Self.postgresCPU())
         let surge = SurgeLoad.run(
             ports: ports, clients: clients, count: memoryOnly ? 20_000 : starts, changed: changed, index: size)
         let requests = try Emulator.installationRequests(hub.port) - before
+        let spent = (
+            apis.map { $0.cpuSeconds() }.reduce(0, +) - cpu.0, hub.cpuSeconds() - cpu.1, Self.postgresCPU() - cpu.2
+        )
         try Emulator.clearFaults(hub.port)
         let memory = apis.map { Double($0.residentKilobytes()) / 1024 }
         if memoryOnly {
@@ -110,6 +128,11 @@ struct SurgeRegistrations: AsyncParsableCommand {
         print(
             "  hub: \(requests) installation requests for \(surge.changedCount) changed starts (the 429s' retries "
                 + "included); 5xx without Retry-After: \(surge.bare5xx)")
+        let per = 1000 / Double(starts)
+        print(
+            String(
+                format: "  CPU per 1,000 starts: newspush api %.2f s, emulator %.2f s, PostgreSQL server %.2f s",
+                spent.0 * per, spent.1 * per, spent.2 * per))
         let writes = ReferenceLoad.run(ports: ports, clients: clients, count: reference, offset: 50_000_000)
         print("  reference, every start a hub write (no throttling): " + writes.line)
         print(
