@@ -20,6 +20,11 @@ public struct ApiBackend: Sendable {
     /// quarters of `api.pool`, so writes waiting for the hub never hold every connection the
     /// quick answers need.
     let gate: HubWriteGate
+    /// PostgreSQL: the unchanged question asked on the event loop (`IndexReader`); nil on
+    /// SQLite, whose shared connection answers in place.
+    let reader: IndexReader?
+    /// What a registration asks for, worked out without the ledger.
+    let planner: RegistrationPlanner
 
     /// The back-end of `context`'s newsroom; opens (and checks) the ledger once, so a ledger
     /// that cannot be used stops `newspush api` before it listens.
@@ -27,10 +32,18 @@ public struct ApiBackend: Sendable {
         self.context = context
         let first = try DeviceSession.open(context: context, verify: true)
         let api = context.config.api
+        // PostgreSQL: a quarter of api.pool reads for the unchanged registrations, the rest are
+        // the sessions, at most three quarters of which wait on the hub at once.
+        let readers = first.ledger.isShared ? 0 : max(1, api.pool / 4)
+        let sessionCount = max(1, api.pool - readers)
+        do { reader = try IndexReader.make(configured: context.config.statePath, connections: readers) } catch {
+            throw .ledger(error)
+        }
         gate = HubWriteGate(
-            writes: first.ledger.isShared ? api.hubWrites : min(api.hubWrites, max(1, api.pool * 3 / 4)),
+            writes: first.ledger.isShared ? api.hubWrites : min(api.hubWrites, max(1, sessionCount * 3 / 4)),
             patience: DeviceSession.hubPatience)
-        sessions = SessionPool(context: context, first: first)
+        planner = RegistrationPlanner(context: context)
+        sessions = SessionPool(context: context, first: first, limit: sessionCount)
         credentials = ApiCredentials(settings: context.config.api, logger: context.logger)
         limits = RateLimits()
     }
@@ -46,7 +59,24 @@ public struct ApiBackend: Sendable {
     func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil) async throws
         -> RegistrationOutcome
     {
-        if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) { return answer }
+        if let reader {
+            switch planner.registration(request, caller: caller, now: context.clock.now()) {
+            case .failure(let refusal): return .invalid(refusal.message)
+            case .success(let checked):
+                let found: (InstallationRecord, owed: Bool)?
+                do { found = try await reader.installationAndOwed(id: checked.record.id) } catch {
+                    throw SessionError.ledger(error)
+                }
+                let now = context.clock.now()
+                if let answer = RegistrationPlanner.unchanged(
+                    checked.record, ignored: checked.ignored, found: found, now: now)
+                {
+                    return answer
+                }
+            }
+        } else if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) {
+            return answer
+        }
         let (sessions, gate) = (sessions, gate)
         return try await Self.threads.run { () throws -> RegistrationOutcome in
             do throws(HubWriteGate.Busy) { try gate.enter() } catch {
@@ -111,12 +141,12 @@ final class SessionPool: @unchecked Sendable {
     /// The most sessions (connections) open at once; unbounded when they share one.
     private let limit: Int
 
-    init(context: SessionContext, first: DeviceSession) {
+    init(context: SessionContext, first: DeviceSession, limit: Int) {
         self.context = context
         idle = [Box(first)]
         open = 1
         shared = first.ledger.isShared ? Box(first) : nil
-        limit = first.ledger.isShared ? .max : max(1, context.config.api.pool)
+        self.limit = first.ledger.isShared ? .max : max(1, limit)
     }
 
     /// An idle session, a new one while fewer than the limit are open, or the next one put back.

@@ -50,7 +50,11 @@ public enum ApiServer {
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
             logger: logger)
         let sweeper = Task { await backend.sweep() }
-        defer { sweeper.cancel() }
+        let reader = Task { await backend.reader?.run() }
+        defer {
+            sweeper.cancel()
+            reader.cancel()
+        }
         try await app.runService()
     }
 

@@ -233,12 +233,16 @@ extension Ledger {
     /// every app start: is this registration the one the index holds?).
     public func installationAndOwed(id: String) throws(LedgerError) -> (InstallationRecord, owed: Bool)? {
         try reading {
-            try db.query(
-                "SELECT \(Self.installationColumns), (SELECT COUNT(*) FROM hub_owed o WHERE o.id = i.id) "
-                    + "FROM installations i WHERE i.id = ?", [.text(id)]
-            ).first.flatMap { row in Self.installation(row).map { ($0, (row.int(9) ?? 0) > 0) } }
+            try db.query(Self.installationAndOwedQuery, [.text(id)]).first.flatMap { row in
+                Self.installation(row).map { ($0, (row.int(9) ?? 0) > 0) }
+            }
         }
     }
+
+    /// The query of `installationAndOwed` (also `IndexReader`'s).
+    static let installationAndOwedQuery =
+        "SELECT \(installationColumns), (SELECT COUNT(*) FROM hub_owed o WHERE o.id = i.id) "
+        + "FROM installations i WHERE i.id = ?"
 
     /// Notes, before a write of `id` goes to the hub, that the hub's state of it is uncertain
     /// until the write's answer is recorded: `intended` is the installation the write makes.
@@ -425,7 +429,7 @@ extension Ledger {
         ]
     }
 
-    private static func installation(_ row: SQLRow) -> InstallationRecord? {
+    static func installation(_ row: SQLRow) -> InstallationRecord? {
         guard let id = row.text(0), let platform = row.text(2), let digest = row.text(5),
             let created = row.date(6), let refreshed = row.date(7)
         else { return nil }

@@ -195,7 +195,7 @@ final class PostgresDatabase: LedgerDatabase {
     }
 
     /// A cell as the ledger's values: numbers, text, or null (booleans as 0/1).
-    private static func value(_ cell: PostgresCell) -> SQLValue {
+    static func value(_ cell: PostgresCell) -> SQLValue {
         guard cell.bytes != nil else { return .null }
         switch cell.dataType {
         case .int2, .int4, .int8:

@@ -88,8 +88,8 @@ public final class DeviceSession {
     let hub: NotificationHubClient
     /// The hub's answer to this session's last installation write (for the gate).
     public internal(set) var lastHubAnswer: InstallationOutcome?
-    /// Each platform's and language's template set and its digest, made once.
-    var templateSets: [String: (templates: [String: HubInstallation.Template], digest: String)] = [:]
+    /// What a registration asks for, worked out without the ledger.
+    let planner: RegistrationPlanner
     /// The instance's turns at the hub (`api.hub_writes`), when the back-end shares one among
     /// its sessions; nil: this session's writes go at once (the command line).
     public var gate: HubWriteGate?
@@ -102,6 +102,7 @@ public final class DeviceSession {
         self.context = context
         self.ledger = ledger
         self.hub = try context.hubClient()
+        planner = RegistrationPlanner(context: context)
     }
 
     /// Opens the ledger's index for `context` (`verify`: check the file first); `reading`: to
@@ -157,10 +158,8 @@ public final class DeviceSession {
         }
         let found: (InstallationRecord, owed: Bool)?
         do { found = try ledger.installationAndOwed(id: checked.record.id) } catch { throw .ledger(error) }
-        guard let (current, owed) = found, !owed, current.isSameRegistration(as: checked.record),
-            context.clock.now().timeIntervalSince(current.refreshed) < Self.refreshInterval
-        else { return nil }
-        return .registered(current, ignored: checked.ignored)
+        return RegistrationPlanner.unchanged(
+            checked.record, ignored: checked.ignored, found: found, now: context.clock.now())
     }
 
     /// Writes `request` to the hub and the index, holding the keys of the id, the handle and
@@ -183,34 +182,11 @@ public final class DeviceSession {
         }
     }
 
-    /// The installation a request asks for, with the handle as written to the hub and the
-    /// topics dropped; or why it is refused.
+    /// The installation a request asks for (`RegistrationPlanner`).
     func registration(_ request: DeviceRegistration, caller: Caller)
         -> Result<(record: InstallationRecord, handle: String, ignored: [String]), DeviceRules.Refusal>
     {
-        guard DeviceRules.isValidId(request.id) else {
-            return .failure(.init(message: "the installation id must be 1 to 64 of A-Z a-z 0-9 . _ -"))
-        }
-        if caller == .anonymous && !api.anonymous {
-            return .failure(.init(message: "sign in first: this back-end takes no anonymous installations"))
-        }
-        let platform: String
-        let handle: String
-        switch DeviceRules.check(platform: request.platform, handle: request.handle) {
-        case .failure(let why): return .failure(why)
-        case .success(let checked): (platform, handle) = checked
-        }
-        if let language = request.language, !DeviceRules.isLanguage(language) {
-            return .failure(.init(message: "language '\(language)' is not a language tag (en, fr, pt-BR)"))
-        }
-        let (tags, ignored) = DeviceRules.tags(asked: request.topics, caller: caller, settings: api)
-        let now = context.clock.now()
-        let language = request.language?.lowercased()
-        let record = InstallationRecord(
-            id: request.id, owner: caller.name, platform: platform, tags: tags, language: language,
-            handleDigest: DeviceRules.digest(handle), created: now, refreshed: now,
-            templateDigest: templates(platform: platform, language: language).digest)
-        return .success((record, handle, ignored))
+        planner.registration(request, caller: caller, now: context.clock.now())
     }
 
     /// The installation as the hub takes it: the platform's template (body, headers, expiry),
@@ -221,23 +197,11 @@ public final class DeviceSession {
             templates: templates(platform: record.platform, language: record.language).templates)
     }
 
-    /// The template set of a platform's installations in `language`, and its digest (what the
-    /// index keeps to see that `api.templates` changed since an installation was written).
+    /// The template set of a platform's installations in `language`, and its digest.
     func templates(platform: String, language: String?) -> (
         templates: [String: HubInstallation.Template], digest: String
     ) {
-        let key = platform + "/" + (language ?? "")
-        if let known = templateSets[key] { return known }
-        var template = api.templates[platform] ?? HubInstallation.Template(body: "")
-        if let language = language.map(DeviceRules.propertySuffix), context.config.languages.contains(language) {
-            template.body = template.body.replacingOccurrences(
-                of: "$(messageParam)", with: "$(messageParam_\(language))")
-        }
-        let set = ["newspush": template]
-        let written = HubInstallation(installationId: "", platform: platform, pushChannel: "", tags: [], templates: set)
-        let digest = String(ApiSettings.hexDigest(Data(written.json.utf8)).prefix(32))
-        templateSets[key] = (set, digest)
-        return (set, digest)
+        planner.templates(platform: platform, language: language)
     }
 
     // MARK: Removing

@@ -65,7 +65,9 @@ struct SurgeRegistrations: AsyncParsableCommand {
                 stat.contains("(postgres)")
             else { return total }
             let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
-            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
+                return total
+            }
             return total + (user + system) / ticks
         }
     }
