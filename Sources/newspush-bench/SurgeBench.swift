@@ -286,8 +286,8 @@ extension Optional {
     }
 }
 
-/// The surge's clients: start `n` is unchanged (`s-K`, its handle and topic) or, one in
-/// `1/changed`, a new installation (`c-n`); each kind timed on its own.
+/// The surge's clients: an unchanged start registers `s-K` (a random installation of the
+/// index, its handle and topic) as it is; a changed one a new installation (`c-n`).
 enum SurgeLoad {
     struct Result {
         var unchanged: Timing
@@ -297,54 +297,57 @@ enum SurgeLoad {
         var bare5xx: Int
     }
 
+    /// `clients` clients send the unchanged starts, a quarter as many more the changed ones,
+    /// all at once: a phone whose change waits for its turn at a throttling hub does not hold
+    /// back the other phones' starts (as one client sending both kinds in turn would). Each kind
+    /// is timed from the start to its last answer.
     static func run(ports: [Int], clients: Int, count: Int, changed: Double, index: Int) -> Result {
-        let every = max(1, Int((1 / changed).rounded()))
-        let next = LoadClients.Counter()
+        let changedCount = Int((Double(count) * changed).rounded())
+        let counters = (unchanged: LoadClients.Counter(), changed: LoadClients.Counter())
         let collected = Mutexed<[(Bool, Double, Int, Bool)]>([])
+        let ends = Mutexed<(unchanged: Date, changed: Date)>((.distantPast, .distantPast))
         let started = Date()
         let group = DispatchGroup()
-        for client in 0..<clients {
+        let changers = max(1, clients / 4)
+        for client in 0..<(clients + changers) {
+            let isChanger = client >= clients
             let thread = Thread {
                 var connection = KeptAlive(port: ports[client % ports.count])
                 var mine: [(Bool, Double, Int, Bool)] = []
                 var random = SystemRandomNumberGenerator()
-                while let n = next.take(below: count) {
-                    let isChanged = n % every == every - 1
-                    let request: String
-                    if isChanged {
-                        request = Self.put("c-\(n)", handle: "changed-\(n)")
-                    } else {
-                        let k = Int.random(in: 0..<index, using: &random)
-                        request = Self.put("s-\(k)", handle: "surge-\(k)")
-                    }
+                let counter = isChanger ? counters.changed : counters.unchanged
+                while let n = counter.take(below: isChanger ? changedCount : count - changedCount) {
+                    let k = Int.random(in: 0..<index, using: &random)
+                    let request =
+                        isChanger
+                        ? Self.put("c-\(n)", handle: "changed-\(n)") : Self.put("s-\(k)", handle: "surge-\(k)")
                     let begin = DispatchTime.now().uptimeNanoseconds
                     let answer = connection.answer(Array(request.utf8))
-                    mine.append(
-                        (
-                            isChanged, Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9, answer.status,
-                            answer.retryAfter
-                        ))
+                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+                    mine.append((isChanger, seconds, answer.status, answer.retryAfter))
                 }
                 connection.close()
                 collected.modify { $0 += mine }
+                ends.modify { if isChanger { $0.changed = Date() } else { $0.unchanged = Date() } }
                 group.leave()
             }
             group.enter()
             thread.start()
         }
         group.wait()
-        let seconds = Date().timeIntervalSince(started)
         let all = collected.get()
-        let unchanged = all.filter { !$0.0 }
-        let changedOnes = all.filter { $0.0 }
-        func timing(_ rows: [(Bool, Double, Int, Bool)]) -> Timing {
+        let (unchangedEnd, changedEnd) = ends.get()
+        func timing(_ rows: [(Bool, Double, Int, Bool)], until end: Date) -> Timing {
             Timing(
-                count: rows.count, seconds: seconds, latencies: rows.map(\.1),
+                count: rows.count, seconds: end.timeIntervalSince(started), latencies: rows.map(\.1),
                 failures: rows.filter { $0.2 != 200 }.count)
         }
+        let changedOnes = all.filter { $0.0 }
         return Result(
-            unchanged: timing(unchanged), changed: timing(changedOnes), changedCount: changedOnes.count,
-            busy: all.filter { $0.2 == 503 && $0.3 }.count, bare5xx: all.filter { $0.2 >= 500 && !$0.3 }.count)
+            unchanged: timing(all.filter { !$0.0 }, until: unchangedEnd),
+            changed: timing(changedOnes, until: changedEnd),
+            changedCount: changedOnes.count, busy: all.filter { $0.2 == 503 && $0.3 }.count,
+            bare5xx: all.filter { $0.2 >= 500 && !$0.3 }.count)
     }
 
     static func put(_ id: String, handle: String) -> String {
