@@ -66,6 +66,8 @@ public struct Fault: Codable, Sendable, Equatable {
     /// Applies only past this many installation writes in the last second (a hub that
     /// throttles above a rate: `{"status": 429, "retry_after": "1", "per_second": 500}`).
     public var perSecond: Int?
+    /// The error body's `Detail` instead of "Injected fault N" (a hub quoting what it was sent).
+    public var detail: String?
 
     /// A fault for the next `count` send requests (of `format`, when given).
     public init(
@@ -86,7 +88,7 @@ public struct Fault: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, drop, count, format, chance, seed
+        case status, drop, count, format, chance, seed, detail
         case retryAfter = "retry_after"
         case delaySeconds = "delay_seconds"
         case delayAfterDelivery = "delay_after_delivery"

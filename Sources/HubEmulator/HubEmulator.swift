@@ -160,7 +160,7 @@ public actor HubEmulator {
         guard let fault else { return route(request, trackingId: trackingId, now: now) }
         var response: EmulatorResponse
         if let status = fault.status {
-            response = .xmlError(status, "Injected fault \(status)", trackingId: trackingId)
+            response = .xmlError(status, fault.detail ?? "Injected fault \(status)", trackingId: trackingId)
         } else {
             response = route(request, trackingId: trackingId, now: now)
         }

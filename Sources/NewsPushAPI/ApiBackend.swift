@@ -25,6 +25,10 @@ public struct ApiBackend: Sendable {
     let reader: IndexReader?
     /// What a registration asks for, worked out without the ledger.
     let planner: RegistrationPlanner
+    /// `GET /healthz`'s cached check.
+    let health = HealthCheck()
+    /// The caps on new installations.
+    let quotas: RegistrationQuotas
 
     /// The back-end of `context`'s newsroom; opens (and checks) the ledger once, so a ledger
     /// that cannot be used stops `newspush api` before it listens.
@@ -46,6 +50,7 @@ public struct ApiBackend: Sendable {
         sessions = SessionPool(context: context, first: first, limit: sessionCount)
         credentials = ApiCredentials(settings: context.config.api, logger: context.logger)
         limits = RateLimits()
+        quotas = RegistrationQuotas(settings: api)
     }
 
     /// Runs `body` with a device session on one of the back-end's threads.
@@ -77,7 +82,7 @@ public struct ApiBackend: Sendable {
         } else if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) {
             return answer
         }
-        let (sessions, gate) = (sessions, gate)
+        let (sessions, gate, quotas) = (sessions, gate, quotas)
         return try await Self.threads.run { () throws -> RegistrationOutcome in
             do throws(HubWriteGate.Busy) { try gate.enter() } catch {
                 return .hubUnavailable(
@@ -87,7 +92,7 @@ public struct ApiBackend: Sendable {
             defer { gate.leave(answer) }
             return try sessions.using { session in
                 defer { answer = session.lastHubAnswer }
-                return try session.registerChange(request, caller: caller, reservedFor: reservedFor)
+                return try session.registerChange(request, caller: caller, reservedFor: reservedFor, quotas: quotas)
             }
         }
     }

@@ -7,9 +7,11 @@ import NewsPushDesk
 import NewsPushSessions
 import Synchronization
 
-/// Why a credential was not taken (always 401, never anonymous).
+/// Why a credential was not taken: 401, never anonymous; 429 with `retryAfter` when the name
+/// had too many failed sign-ins (or this instance's password checks are all busy).
 struct CredentialRefusal: Error, Sendable {
     var reason: String
+    var retryAfter: Int? = nil
 }
 
 /// Who a request's `Authorization` header says is calling (SPEC §9): HTTP Basic against
@@ -23,11 +25,22 @@ final class ApiCredentials: Sendable {
     /// HMAC with a key of this process, so the cache holds no password.
     private let checked = Mutex<[String: (role: ApiRole, stamp: [Int])]>([:])
     private let cacheKey = SymmetricKey(size: .bits256)
+    /// Failed sign-ins per user name of the file, from any address (SPEC §9: past
+    /// `api.sign_in_failures` in 15 minutes, 429). Only names the file holds are counted, so
+    /// made-up names fill nothing and cannot push a real user's count out.
+    private let failures = Mutex(Generations<[Date]>(capacity: 50_000))
+    static let failureWindow: Double = 15 * 60
+    /// Password checks waiting for `bcryptThreads` (past `maxWaiting`, 429: a flood of wrong
+    /// passwords queues here, never on the threads that do ledger and hub work).
+    private let waiting = Atomic<Int>(0)
+    static let maxWaiting = 64
+    /// bcrypt's own threads: a wrong password costs 0.1 s of one of them, never a registration's.
+    private static let bcryptThreads = BlockingThreads(count: 2)
 
     init(settings: ApiSettings, logger: Logger) {
         self.settings = settings
         users = CurrentUsersFile(path: settings.usersPath)
-        keys = settings.jwt.map { JWTKeys(settings: $0, logger: logger) }
+        keys = settings.jwt.map { _ in JWTKeys(settings: settings, logger: logger) }
     }
 
     /// The caller, or why the credential is refused.
@@ -57,19 +70,68 @@ final class ApiCredentials: Sendable {
         else { return .failure(CredentialRefusal(reason: "the Basic credential is not base64 of name:password")) }
         let name = String(text[..<colon])
         let password = String(text[text.index(after: colon)...])
+        let wrong = CredentialRefusal(reason: "wrong user name or password")
         let (file, stamp) = await users.current(stamped: ())
-        guard let file else { return .failure(CredentialRefusal(reason: "wrong user name or password")) }
+        guard let file, !ApiSettings.isReservedName(name) else { return .failure(wrong) }
         let key = ApiSettings.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
+        // A credential already found good is taken whatever the name's failures: a guesser
+        // locks out further guesses, never the user's own phones.
         if let known = checked.withLock({ $0[key] }), known.stamp == stamp {
-            return .success(.user(name: name, sender: known.role == .sender))
+            return .success(.user(name: settings.basicUser(name), sender: known.role == .sender))
         }
-        let role = try? await ApiBackend.blocking { file.check(name, password: password) }
-        guard let role = role ?? nil else { return .failure(CredentialRefusal(reason: "wrong user name or password")) }
-        checked.withLock {
-            if $0.count > 100_000 { $0.removeAll() }
-            $0[key] = (role, stamp)
+        let now = Date()
+        let counted = file.users[name] != nil
+        if counted, let wait = retryAfter(name, now: now) {
+            return .failure(CredentialRefusal(reason: "too many failed sign-ins for \(name)", retryAfter: wait))
         }
-        return .success(.user(name: name, sender: role == .sender))
+        // bcrypt reads a password up to a NUL and its first 72 bytes only: a longer one, or one
+        // holding NUL, would be matched by its start. `add-user` never stores such a password.
+        let verdict: Verdict =
+            password.utf8.contains(0) || password.utf8.count > 72 ? .wrong : await check(file, name, password)
+        switch verdict {
+        case .wrong:
+            if counted { failed(name, now: now) }
+            return .failure(wrong)
+        case .busy:
+            return .failure(CredentialRefusal(reason: "too many sign-ins being checked", retryAfter: 1))
+        case .right(let role):
+            checked.withLock {
+                if $0.count > 100_000 { $0.removeAll() }
+                $0[key] = (role, stamp)
+            }
+            return .success(.user(name: settings.basicUser(name), sender: role == .sender))
+        }
+    }
+
+    /// What a password check came to.
+    private enum Verdict {
+        case right(ApiRole), wrong, busy
+    }
+
+    /// `password` checked against `name`'s hash on bcrypt's threads, unless too many wait.
+    private func check(_ file: UsersFile<ApiRole>, _ name: String, _ password: String) async -> Verdict {
+        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            return .busy
+        }
+        defer { waiting.subtract(1, ordering: .relaxed) }
+        let role = try? await Self.bcryptThreads.run { file.check(name, password: password) }
+        return (role ?? nil).map(Verdict.right) ?? .wrong
+    }
+
+    /// Seconds until `name` may be tried again; nil when a try is allowed now.
+    private func retryAfter(_ name: String, now: Date) -> Int? {
+        let recent = failures.withLock { $0.peek(name) ?? [] }.filter { now.timeIntervalSince($0) < Self.failureWindow }
+        guard recent.count >= settings.signInFailures, let oldest = recent.first else { return nil }
+        return max(1, Int((Self.failureWindow - now.timeIntervalSince(oldest)).rounded(.up)))
+    }
+
+    private func failed(_ name: String, now: Date) {
+        failures.withLock { failures in
+            var recent = (failures.take(name) ?? []).filter { now.timeIntervalSince($0) < Self.failureWindow }
+            recent.append(now)
+            failures.put(name, Array(recent.suffix(settings.signInFailures)))
+        }
     }
 
     /// The `WWW-Authenticate` challenge of a 401: the schemes this back-end takes.
@@ -90,17 +152,28 @@ final class ApiCredentials: Sendable {
 /// does not name one, and neither is what SPEC §9 allows.
 actor JWTKeys {
     let settings: ApiSettings.JWTSettings
+    /// The back-end's settings: how a token's `sub` becomes a user's name.
+    let names: ApiSettings
     let logger: Logger
     /// Each key's verifier (a collection of that one key) and pinned algorithm, by `kid`.
     private var keys: [String: (collection: JWTKeyCollection, algorithm: String)] = [:]
-    /// When the set was last read (an unknown `kid` reads it again at most once a minute, by
-    /// the machine's monotonic clock: it protects the identity provider in real time).
+    /// When the set was last read, and until when it is fresh (its `Cache-Control` max-age,
+    /// 10 minutes by default): past that it is read again before a token is checked, so a key
+    /// removed from the set stops working. By the machine's monotonic clock: it protects the
+    /// identity provider in real time.
     private var lastRead: ContinuousClock.Instant?
+    private var freshUntil: ContinuousClock.Instant?
+    /// The read in flight: every token that needs the set waits for this one read.
+    private var reading: Task<Void, Never>?
     static let leeway: Double = 60
+    /// An unknown `kid` reads the set again at most this often.
     static let refetchInterval: Double = 60
+    /// How long a set is fresh when its answer does not say (and for a file).
+    static let defaultMaxAge: Double = 600
 
-    init(settings: ApiSettings.JWTSettings, logger: Logger) {
-        self.settings = settings
+    init(settings: ApiSettings, logger: Logger) {
+        self.settings = settings.jwt ?? ApiSettings.JWTSettings(issuer: "", audience: "", jwks: "")
+        names = settings
         self.logger = logger
     }
 
@@ -116,9 +189,7 @@ actor JWTKeys {
         guard let kid = header.kid else {
             return .failure(CredentialRefusal(reason: "the token names no key (kid)"))
         }
-        if keys[kid] == nil, lastRead.map({ ContinuousClock.now - $0 >= .seconds(Self.refetchInterval) }) ?? true {
-            await read()
-        }
+        if needsRead(kid) { await refresh() }
         guard let key = keys[kid] else { return .failure(CredentialRefusal(reason: "the token's key is unknown")) }
         guard key.algorithm == alg else {
             return .failure(CredentialRefusal(reason: "the token's algorithm is not its key's"))
@@ -128,6 +199,25 @@ actor JWTKeys {
             return .failure(CredentialRefusal(reason: "the token's signature or claims cannot be verified"))
         }
         return check(claims, now: now)
+    }
+
+    /// Whether the set must be read before `kid` is looked up: never read, no longer fresh, a
+    /// read already under way for a key not known, or an unknown key a minute after the last read.
+    private func needsRead(_ kid: String) -> Bool {
+        let now = ContinuousClock.now
+        guard let lastRead, let freshUntil, now < freshUntil else { return true }
+        guard keys[kid] == nil else { return false }
+        return reading != nil || now - lastRead >= .seconds(Self.refetchInterval)
+    }
+
+    /// Reads the set once however many tokens ask at the same time: the first starts the read,
+    /// the others wait for it (none is refused for a key the read is about to bring).
+    private func refresh() async {
+        if let reading { return await reading.value }
+        let task = Task { await self.read() }
+        reading = task
+        await task.value
+        reading = nil
     }
 
     private func check(_ claims: BearerClaims, now: Date) -> Result<Caller, CredentialRefusal> {
@@ -147,22 +237,27 @@ actor JWTKeys {
             return .failure(CredentialRefusal(reason: "the token names no user (sub)"))
         }
         let scopes = (claims.scope ?? "").split(separator: " ")
-        return .success(.user(name: subject, sender: scopes.contains("newspush:send")))
+        return .success(.user(name: names.tokenUser(subject), sender: scopes.contains("newspush:send")))
     }
 
     /// Reads the key set (a file, or a URL over libcurl) and pins each usable key's algorithm:
     /// RSA keys RS256, P-256 keys ES256; a key whose `alg` says otherwise, a symmetric key or
     /// another curve is left out. A set that cannot be read keeps the keys already known.
     private func read() async {
-        lastRead = ContinuousClock.now
+        let started = ContinuousClock.now
+        lastRead = started
+        // A set that cannot be read keeps the keys known, and is tried again a minute later.
+        freshUntil = started + .seconds(Self.refetchInterval)
         let source = settings.jwks
         let data: Data
+        let maxAge: Double
         do {
-            data = try await ApiBackend.blocking { try Self.load(source) }
+            (data, maxAge) = try await ApiBackend.blocking { try Self.load(source) }
         } catch {
             logger.warning("api: the key set \(source) cannot be read: \(error)")
             return
         }
+        freshUntil = started + .milliseconds(Int64(maxAge * 1000))
         guard let set = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
             let list = set["keys"] as? [[String: Any]]
         else {
@@ -198,15 +293,30 @@ actor JWTKeys {
         }
     }
 
-    private static func load(_ source: String) throws -> Data {
+    /// The set's bytes and how long they are fresh (seconds).
+    private static func load(_ source: String) throws -> (Data, Double) {
         guard source.lowercased().hasPrefix("http") else {
-            return try Data(contentsOf: URL(fileURLWithPath: source))
+            return (try Data(contentsOf: URL(fileURLWithPath: source)), defaultMaxAge)
         }
         switch DocumentFetch.get(source, timeout: 10) {
-        case .success(let answer) where answer.status == 200: return answer.body
+        case .success(let answer) where answer.status == 200:
+            return (answer.body, maxAge(answer.headers["cache-control"]))
         case .success(let answer): throw CredentialRefusal(reason: "the key set's server answered \(answer.status)")
         case .failure(let failure): throw failure
         }
+    }
+
+    /// `Cache-Control`'s `max-age` (1 s to a day), a minute for `no-cache`/`no-store`, else
+    /// the default ten minutes.
+    static func maxAge(_ header: String?) -> Double {
+        let directives = (header ?? "").lowercased().split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        if let age = directives.first(where: { $0.hasPrefix("max-age=") }).flatMap({ Double($0.dropFirst(8)) }) {
+            return min(86400, max(1, age))
+        }
+        if directives.contains("no-cache") || directives.contains("no-store") { return refetchInterval }
+        return defaultMaxAge
     }
 }
 

@@ -12,7 +12,7 @@ public struct ApiRoutes: Sendable {
     let backend: ApiBackend
 
     func register(on router: Router<ApiContext>) {
-        router.get("/healthz") { _, _ in try await health() }
+        router.get("/healthz") { _, context in try await health(context) }
         router.get("/openapi.json") { _, _ in ApiDocument.response() }
         router.put("/api/installations/:id") { request, context in
             try await putInstallation(id: context.parameters.get("id") ?? "", context: context)
@@ -79,14 +79,20 @@ public struct ApiRoutes: Sendable {
 
     // MARK: Health
 
-    /// 200 when the ledger answers and the hub takes the key; 503 otherwise.
-    private func health() async throws -> Response {
-        let problem = try await backend.withSession { session -> String? in
-            try session.probe()
+    /// 200 when the ledger answers and the hub takes the key; 503 otherwise. From a check at
+    /// most 30 s old (one hub request per 30 s, however often it is asked); what is wrong is
+    /// told only to this machine and to senders, anyone else hears `ok` or `unavailable`.
+    private func health(_ context: ApiContext) async throws -> Response {
+        let backend = backend
+        let problem = await backend.health.problem {
+            do { return try await backend.withSession { try $0.probe() } } catch {
+                return ApiRoutes.describe(error)
+            }
         }
         guard let problem else { return ApiServer.json(#"{"status":"ok"}"#) }
-        return ApiServer.json(
-            JSONText.encode(["status": "unavailable", "error": problem], pretty: false), status: .serviceUnavailable)
+        var answer = ["status": "unavailable"]
+        if context.caller.isSender || ClientNetwork.isLoopback(context.address) { answer["error"] = problem }
+        return ApiServer.json(JSONText.encode(answer, pretty: false), status: .serviceUnavailable)
     }
 
     // MARK: Installations
@@ -99,7 +105,8 @@ public struct ApiRoutes: Sendable {
         do {
             request = DeviceRegistration(
                 id: id, platform: try fields.string("platform"), handle: try fields.string("pushChannel"),
-                topics: try fields.strings("topics") ?? [], language: try fields.optionalString("language"))
+                topics: try fields.strings("topics") ?? [], language: try fields.optionalString("language"),
+                network: context.network)
         } catch {
             return ApiServer.error(.badRequest, error.message)
         }
@@ -154,7 +161,7 @@ public struct ApiRoutes: Sendable {
         do {
             request = DeviceRegistration(
                 id: id, platform: try fields.string("Platform"), handle: try fields.optionalString("Handle") ?? "",
-                topics: try fields.strings("Tags") ?? [])
+                topics: try fields.strings("Tags") ?? [], network: context.network)
         } catch {
             return ApiServer.error(.badRequest, error.message)
         }
@@ -239,6 +246,10 @@ public struct ApiRoutes: Sendable {
             var response = ApiServer.error(.serviceUnavailable, why)
             response.headers[ApiServer.retryAfter] = String(retryAfter)
             return response
+        case .tooMany(let why, let retryAfter):
+            var response = ApiServer.error(.tooManyRequests, why)
+            response.headers[ApiServer.retryAfter] = String(retryAfter)
+            return response
         case .registered, .notYours: return ApiServer.error(.internalServerError, "unexpected outcome")
         }
     }
@@ -269,7 +280,55 @@ struct JSONFields {
             throw Problem(message: "the body is not valid JSON")
         }
         guard let object = value as? [String: Any] else { throw Problem(message: "the body must be a JSON object") }
+        // Names are found whatever their case, so two that differ only in case (or one given
+        // twice, which JSONSerialization keeps one of) would leave the winner to chance.
+        var seen: [String: String] = [:]
+        for name in Self.topLevelNames(body) {
+            if let first = seen[name.lowercased()] {
+                throw Problem(
+                    message: first == name
+                        ? "field '\(name)' is given twice" : "fields '\(first)' and '\(name)' differ only in case")
+            }
+            seen[name.lowercased()] = name
+        }
         fields = Dictionary(object.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The member names of a JSON object's top level, in order, repeats included, read from
+    /// `body` already known to be a valid JSON object. Hand-written: neither JSONSerialization
+    /// nor JSONDecoder reports a repeated name, and this is a walk over strings and depth.
+    static func topLevelNames(_ body: Data) -> [String] {
+        var names: [String] = []
+        var depth = 0
+        var index = body.startIndex
+        var expectingName = false
+        while index < body.endIndex {
+            let byte = body[index]
+            switch byte {
+            case UInt8(ascii: "{"):
+                depth += 1
+                expectingName = depth == 1
+            case UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            case UInt8(ascii: ","): expectingName = depth == 1
+            case UInt8(ascii: "\""):
+                var end = body.index(after: index)
+                while end < body.endIndex && body[end] != UInt8(ascii: "\"") {
+                    end = body.index(end, offsetBy: body[end] == UInt8(ascii: "\\") ? 2 : 1)
+                }
+                if expectingName, end <= body.endIndex,
+                    let name = try? JSONSerialization.jsonObject(
+                        with: Data(body[index..<min(body.endIndex, end + 1)]), options: .fragmentsAllowed) as? String
+                {
+                    names.append(name)
+                }
+                expectingName = false
+                index = end
+            default: break
+            }
+            index = body.index(after: index)
+        }
+        return names
     }
 
     func string(_ name: String) throws(Problem) -> String {

@@ -15,6 +15,8 @@ public struct ApiContext: RequestContext {
     let peer: String
     /// The client's address: the peer's, or behind a trusted proxy its `X-Forwarded-For`'s.
     var address: String
+    /// The client's network (`ClientNetwork`): what rate limits and the anonymous cap count.
+    var network = ""
     /// Who is calling (set by `ApiGuard`).
     var caller: Caller = .anonymous
     /// The body (read once by `ApiGuard`, at most `maxUploadSize`).
@@ -129,16 +131,23 @@ struct ApiGuard: RouterMiddleware {
         let api = backend.context.config.api
         let now = backend.context.clock.now()
         context.address = DeskServer.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
-        if let wait = backend.limits.take("a:" + context.address, limit: api.ratePerAddress, now: now) {
+        context.network = ClientNetwork.key(context.address, ipv4Prefix: api.ipv4Prefix, ipv6Prefix: api.ipv6Prefix)
+        if let wait = backend.limits.take("a:" + context.network, limit: api.ratePerAddress, now: now) {
             return tooMany(wait)
         }
-        if request.method != .get && request.method != .head {
+        if request.method == .head {
+            // HEAD is GET without the body (RFC 9110): the GET route answers, the body is dropped.
+            var head = request.head
+            head.method = .get
+            request = Request(head: head, body: request.body)
+        } else if request.method != .get {
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             context.body = Data(buffer.readableBytesView)
         }
-        let path = request.uri.path
-        if path == "/healthz" || path == "/openapi.json" { return try await next(request, context) }
+        if request.uri.path == "/openapi.json" { return try await next(request, context) }
         switch await backend.credentials.caller(authorization: request.headers[.authorization], now: now) {
+        case .failure(let refusal) where refusal.retryAfter != nil:
+            return tooMany(refusal.retryAfter ?? 1, why: refusal.reason)
         case .failure(let refusal):
             var response = ApiServer.error(.unauthorized, refusal.reason)
             response.headers[ApiServer.wwwAuthenticate] = backend.credentials.challenge
@@ -154,8 +163,8 @@ struct ApiGuard: RouterMiddleware {
         return try await next(request, context)
     }
 
-    private func tooMany(_ seconds: Int) -> Response {
-        var response = ApiServer.error(.tooManyRequests, "too many requests: try again in \(seconds) s")
+    private func tooMany(_ seconds: Int, why: String = "too many requests") -> Response {
+        var response = ApiServer.error(.tooManyRequests, "\(why): try again in \(seconds) s")
         response.headers[ApiServer.retryAfter] = String(seconds)
         return response
     }

@@ -108,6 +108,8 @@ public struct UsersFile<Role: UserRole>: Sendable {
         guard password.count >= 8 else { throw .badPassword("the password needs at least 8 characters") }
         // bcrypt reads at most 72 bytes: a longer password would be checked by its start only.
         guard password.utf8.count <= 72 else { throw .badPassword("the password may have at most 72 bytes") }
+        // bcrypt stops at a NUL: the rest would never be checked.
+        guard !password.utf8.contains(0) else { throw .badPassword("the password may not hold a NUL byte") }
         users[name] = User(role: role, password: Bcrypt.hash(password, cost: Self.cost))
         try write()
     }

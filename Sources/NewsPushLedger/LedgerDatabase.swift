@@ -24,6 +24,10 @@ protocol LedgerDatabase: AnyObject {
     /// The engine's own check of its storage: nothing when healthy. `quick`: the structure of
     /// every page, not whether indexes match their tables (several times faster).
     func integrityProblems(quick: Bool) throws(DatabaseError) -> [String]
+    /// After an erasure, outside any transaction: leaves no copy of erased rows in the
+    /// engine's own files where it can (SQLite's write-ahead log is emptied into the file,
+    /// whose deleted content `secure_delete` has zeroed); PostgreSQL keeps none readable.
+    func forgetErased() throws(DatabaseError)
 }
 
 /// A value bound to, or read from, a statement.

@@ -169,6 +169,11 @@ extension Ledger {
         }
     }
 
+    /// How many installations the index holds.
+    public func installationTotal() throws(LedgerError) -> Int {
+        try reading { try db.query("SELECT COUNT(*) FROM installations", []).first?.int(0) ?? 0 }
+    }
+
     /// The index in numbers: in all, signed in, by platform and by tag (tags that start with
     /// `userTagPrefix`, one per user, and the back-end's own `newspush:` tags are left out).
     public func installationCounts(userTagPrefix: String?) throws(LedgerError) -> InstallationCounts {

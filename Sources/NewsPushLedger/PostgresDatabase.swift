@@ -115,6 +115,8 @@ final class PostgresDatabase: LedgerDatabase {
     /// The server keeps its own storage whole (checksums, WAL replay): nothing to check here.
     func integrityProblems(quick: Bool) throws(DatabaseError) -> [String] { [] }
 
+    func forgetErased() throws(DatabaseError) {}
+
     /// Takes the ledger's advisory lock on this connection, waiting up to `wait` seconds; false
     /// when another host holds it. Keyed by the schema, so two ledgers in one database do not
     /// share a lock.

@@ -83,6 +83,9 @@ final class SQLiteDatabase {
         // SQLite's own scratch files (sorts, statement journals) in memory, not in TMPDIR: a full
         // temporary folder must not stop a run whose ledger's disk has room.
         sqlite3_exec(db, "PRAGMA temp_store = MEMORY", nil, nil, nil)
+        // Deleted rows are overwritten with zeros, not left in free space: a forgotten reader
+        // (SPEC §9, "Forgetting erases") is gone from the file itself.
+        sqlite3_exec(db, "PRAGMA secure_delete = ON", nil, nil, nil)
     }
 
     /// `path` as a `file:` URI with `query` (`?`, `#` and `%` in the path escaped).
@@ -246,6 +249,10 @@ extension SQLiteDatabase: LedgerDatabase {
 
     func tableExists(_ name: String) throws(DatabaseError) -> Bool {
         !(try query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
+    }
+
+    func forgetErased() throws(DatabaseError) {
+        _ = try query("PRAGMA wal_checkpoint(TRUNCATE)", [])
     }
 
     func integrityProblems(quick: Bool) throws(DatabaseError) -> [String] {

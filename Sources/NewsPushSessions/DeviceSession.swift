@@ -16,6 +16,12 @@ public enum Caller: Sendable, Equatable {
         if case .user(let name, _) = self { return name }
         return nil
     }
+
+    /// Whether the caller may send to users.
+    public var isSender: Bool {
+        if case .user(_, let sender) = self { return sender }
+        return false
+    }
 }
 
 /// A device's registration as a phone sends it (`PUT /api/installations/{id}` or the
@@ -31,14 +37,20 @@ public struct DeviceRegistration: Sendable, Equatable {
     public var topics: [String]
     /// The language of the app, if it said.
     public var language: String?
+    /// The network it came from (what the cap on new anonymous installations counts).
+    public var network: String?
 
     /// A registration as received.
-    public init(id: String, platform: String, handle: String, topics: [String], language: String? = nil) {
+    public init(
+        id: String, platform: String, handle: String, topics: [String], language: String? = nil,
+        network: String? = nil
+    ) {
         self.id = id
         self.platform = platform
         self.handle = handle
         self.topics = topics
         self.language = language
+        self.network = network
     }
 }
 
@@ -54,6 +66,8 @@ public enum RegistrationOutcome: Sendable, Equatable {
     /// (503): the installation is exactly as it was, at the hub and in the index, and the phone
     /// tries again in `retryAfter` seconds.
     case hubUnavailable(String, retryAfter: Int)
+    /// Past a cap of this caller or network (429 with `Retry-After`).
+    case tooMany(String, retryAfter: Int)
 }
 
 /// What a removal came to.
@@ -166,16 +180,18 @@ public final class DeviceSession {
     /// the caller (`InstallationSync`), judging ownership against the index; the hub's answer
     /// is left in `lastHubAnswer`. `reservedFor`: the tutorials' `PUT /api/register/{id}`,
     /// whose id must be an installation's or handed out to that user.
-    public func registerChange(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil)
-        throws(SessionError) -> RegistrationOutcome
-    {
+    public func registerChange(
+        _ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil, quotas: RegistrationQuotas? = nil
+    ) throws(SessionError) -> RegistrationOutcome {
         let checked: (record: InstallationRecord, handle: String, ignored: [String])
         switch registration(request, caller: caller) {
         case .failure(let refusal): return .invalid(refusal.message)
         case .success(let value): checked = value
         }
-        return try write(checked.record, handle: checked.handle, ignored: checked.ignored, caller: caller) {
-            state throws in
+        return try write(
+            checked.record, handle: checked.handle, ignored: checked.ignored, caller: caller, quotas: quotas,
+            network: request.network
+        ) { state throws in
             guard let user = reservedFor, state.current == nil else { return true }
             let since = context.clock.now().addingTimeInterval(-Self.reservationLifetime)
             return try ledger.registrationIdOwner(request.id, notBefore: since) == user
@@ -224,9 +240,10 @@ public final class DeviceSession {
         }
     }
 
-    /// Removes every installation of `user` from the index and the hub, and gives up the
-    /// writes owed for them whose answers were lost, on the record as done by `by` (the audit
-    /// keeps the first 16 hex digits of the name's SHA-256, not the name). Holding the user's
+    /// Removes every installation of `user` from the index and the hub, gives up the writes
+    /// owed for them whose answers were lost, and erases every row of the ledger that names
+    /// them, on the record as done by `by` ("the reader" when they asked themselves; the
+    /// audit keeps the keyed pseudonym of the name, `api.pseudonym`, never the name). Holding the user's
     /// key, no registration of theirs runs meanwhile: nothing registered before the answer
     /// survives it. Returns how many were removed and the hub deletes that failed (still owed,
     /// finished later).
@@ -242,13 +259,15 @@ public final class DeviceSession {
                 if result.removed != nil { removed.append(record.id) }
             }
             let dropped = try ledger.dropOwedWrites(owner: user)
-            // The secure texts addressed to that reader alone go with them.
-            try ledger.deleteSecurePushes(tags: api.tag(forUser: user))
+            // Everything else that names them goes with them (SPEC §9, "Forgetting erases").
+            try ledger.eraseReader(
+                user, tag: api.tag(forUser: user),
+                digest: "sha256:" + ApiSettings.hexDigest(Data(user.utf8)).prefix(16))
             try ledger.recordAudit([
                 AuditRecord(
-                    at: now, editor: by, action: .forgotten,
-                    detail: "\(removed.count) installations of user sha256:"
-                        + ApiSettings.hexDigest(Data(user.utf8)).prefix(16) + " removed from the hub and the index")
+                    at: now, editor: by == user ? "the reader" : by, action: .forgotten,
+                    detail: "\(removed.count) installations of \(api.pseudonym(of: user)) removed from the hub and "
+                        + "the index, and every row naming them erased")
             ])
             return .done((removed, dropped))
         }

@@ -53,7 +53,7 @@ extension DeviceSession {
     /// nothing is answered from the index.
     func write(
         _ record: InstallationRecord, handle: String, ignored: [String], caller: Caller,
-        mayUse: (InstallationState) throws -> Bool
+        quotas: RegistrationQuotas? = nil, network: String? = nil, mayUse: (InstallationState) throws -> Bool
     ) throws(SessionError) -> RegistrationOutcome {
         var keys: Set<InstallationKey> = [.id(record.id), .handle(record.handleDigest)]
         if let name = caller.name { keys.insert(.user(name)) }
@@ -68,8 +68,32 @@ extension DeviceSession {
             if let current = state.current, state.owed == nil, current.isSameRegistration(as: record) {
                 return .done(.registered(try refresh(current), ignored: ignored))
             }
-            return .done(try writeToHub(record, handle: handle, ignored: ignored, state: state))
+            let isNewDevice = state.current == nil && state.holders.isEmpty
+            if isNewDevice, caller == .anonymous, let quotas,
+                let refusal = try quotas.admitAnonymous(
+                    network: network, now: context.clock.now(), count: { try ledger.installationTotal() })
+            {
+                return .done(refusal)
+            }
+            let evicted = try overTheDeviceCap(record, caller: caller, state: state)
+            let evictionKeys = Set(evicted.flatMap { [InstallationKey.id($0.id), .handle($0.handleDigest)] })
+            guard evictionKeys.isSubset(of: held) else { return .needs(evictionKeys) }
+            return .done(
+                try writeToHub(record, handle: handle, ignored: ignored, state: state, evicting: evicted.map(\.id)))
         }
+    }
+
+    /// The caller's oldest installations that `record` pushes past `api.max_devices_per_user`
+    /// (those the write replaces anyway, of the same handle or id, are not counted twice).
+    private func overTheDeviceCap(_ record: InstallationRecord, caller: Caller, state: InstallationState) throws
+        -> [InstallationRecord]
+    {
+        guard let name = caller.name else { return [] }
+        let going = Set(state.holders.map(\.id) + [record.id])
+        let others = try ledger.installations(owner: name).filter { !going.contains($0.id) }
+        let over = others.count + 1 - api.maxDevicesPerUser
+        guard over > 0 else { return [] }
+        return Array(others.sorted { ($0.refreshed, $0.id) < ($1.refreshed, $1.id) }.prefix(over))
     }
 
     /// An unchanged registration: the `refreshed` time written at most once a day.
@@ -91,7 +115,8 @@ extension DeviceSession {
     /// refusal may follow a try that landed: libcurl sends a request again, unasked, when a
     /// kept-alive connection closes before an answer).
     private func writeToHub(
-        _ record: InstallationRecord, handle: String, ignored: [String], state: InstallationState
+        _ record: InstallationRecord, handle: String, ignored: [String], state: InstallationState,
+        evicting: [String] = []
     ) throws -> RegistrationOutcome {
         try ledger.oweHubWrite(of: record, at: context.clock.now())
         // An earlier write of the id whose answer was lost may still land after this one: the
@@ -105,7 +130,7 @@ extension DeviceSession {
             if case .refused(_, _, let seconds) = outcome { retryAfter = seconds }
             return unavailable(record.id, outcome, retryAfter: retryAfter)
         }
-        let replaced = state.holders.map(\.id).filter { $0 != record.id }
+        let replaced = state.holders.map(\.id).filter { $0 != record.id } + evicting
         try ledger.recordInstallation(record, previous: state.current, replacing: replaced, verify: verify)
         let failed = deleteAtHub(replaced)
         if !failed.isEmpty { context.logger.warning("api: replaced installations still owed: \(failed[0])") }

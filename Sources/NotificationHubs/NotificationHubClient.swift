@@ -304,11 +304,37 @@ public struct NotificationHubClient: Sendable {
         if let start = text.range(of: "<Detail>"),
             let end = text.range(of: "</Detail>", range: start.upperBound..<text.endIndex)
         {
-            return ": " + text[start.upperBound..<end.lowerBound]
+            return ": " + redactingHandles(String(text[start.upperBound..<end.lowerBound]))
         }
         let reason = response.reason.trimmingWhitespace()
         guard !reason.isEmpty, !standardReasons.contains(reason.lowercased()) else { return "" }
-        return ": " + reason
+        return ": " + redactingHandles(reason)
+    }
+
+    /// `text` with anything shaped like a push handle replaced by `[handle]`: URLs (a WNS
+    /// channel), and runs of 32 or more token characters (an APNs token's hex, an FCM
+    /// registration token), except the service's own TrackingId (a GUID). A hub's detail may
+    /// quote what it was sent, and a handle is never logged nor told to a caller (SPEC §9).
+    public static func redactingHandles(_ text: String) -> String {
+        var out = ""
+        var run = ""
+        func flush() {
+            let tracking = run.hasPrefix("TrackingId:") ? String(run.dropFirst(11)) : run
+            let isGuid = tracking.count >= 36 && UUID(uuidString: String(tracking.prefix(36))) != nil
+            let isURL = run.contains("://")
+            out += (run.count >= 32 && !isGuid) || isURL ? "[handle]" : run
+            run = ""
+        }
+        for character in text {
+            if character.isASCII && (character.isLetter || character.isNumber || "_-:.~+/=%?&".contains(character)) {
+                run.append(character)
+            } else {
+                flush()
+                out.append(character)
+            }
+        }
+        flush()
+        return out
     }
 
     /// The standard reason phrases (RFC 9110) of the statuses the service answers, lower-cased:

@@ -78,6 +78,10 @@ struct ApiCommand: ParsableCommand {
         var role: ApiRole = .reader
 
         func run() throws {
+            guard !ApiSettings.isReservedName(name) else {
+                throw ValidationError(
+                    "'\(name)' has a reserved form (h., basic:, jwt: are the back-end's own): choose another name")
+            }
             try UsersFile<ApiRole>.addUser(
                 name, role: role, path: try global.loadConfig(requireHub: false).api.usersPath)
         }

@@ -32,6 +32,24 @@ public struct ApiSettings: Sendable {
     public var ratePerUser = RateLimit(count: 30, period: 60)
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     public var trustedProxies: [String] = []
+    /// Rate limits are kept per network: an IPv4 address's first `ipv4Prefix` bits, an IPv6
+    /// address's first `ipv6Prefix` (a /64 is one subscriber's: its addresses are theirs to pick).
+    public var ipv4Prefix = 32
+    /// (See `ipv4Prefix`.)
+    public var ipv6Prefix = 64
+    /// New anonymous installations one network may create.
+    public var newAnonymousPerNetwork = RateLimit(count: 500, period: 86400)
+    /// Failed sign-ins of one user name (from any address) within 15 minutes before the
+    /// back-end answers 429 for that name.
+    public var signInFailures = 5
+    /// Installations one signed-in user may have; a new one past it replaces their oldest.
+    public var maxDevicesPerUser = 10
+    /// Past this many installations in the index, anonymous registrations get 503 (signed-in
+    /// readers still register). Default: nine tenths of the Standard tier's 10 million devices.
+    public var maxInstallations = 9_000_000
+    /// The key of the pseudonym a forget's audit row keeps (`HMAC-SHA256(key, name)`); without
+    /// it the row names no one.
+    public var pseudonymKey: String?
 
     /// The seed app's templates (`messageParam` as each platform's visible alert) with what
     /// docs/alerts.md recommends beside them: the story's collapse id (a correction replaces
@@ -73,13 +91,52 @@ public struct ApiSettings: Sendable {
         public var audience: String
         /// A JWKS file, or an https URL.
         public var jwks: String
+        /// Which source owns plain user names (`api.jwt.names`).
+        public var names: Names = .own
+
+        /// `own`: a token's `sub` is the user's name and Basic users are `basic:NAME`;
+        /// `prefixed`: tokens' users are `jwt:SUB` and Basic users keep their plain names.
+        public enum Names: String, Sendable, Equatable {
+            case own, prefixed
+        }
 
         /// Settings as written.
-        public init(issuer: String, audience: String, jwks: String) {
+        public init(issuer: String, audience: String, jwks: String, names: Names = .own) {
             self.issuer = issuer
             self.audience = audience
             self.jwks = jwks
+            self.names = names
         }
+    }
+
+    /// Name forms no source may give a user as they are: the hashed tag form (`h.`) and the
+    /// namespaces' prefixes. A token's `sub` of such a form is always prefixed `jwt:`; a Basic
+    /// user of such a name is refused (`api add-user`, and at sign-in).
+    public static func isReservedName(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower.hasPrefix("h.") || lower.hasPrefix("basic:") || lower.hasPrefix("jwt:")
+    }
+
+    /// The user a Basic credential names: plain, or `basic:NAME` when token subjects own the
+    /// plain names. JWT subjects and Basic users never share a name (SPEC §9, "Abuse").
+    public func basicUser(_ name: String) -> String {
+        jwt?.names == .own ? "basic:" + name : name
+    }
+
+    /// How the audit names a forgotten reader: `reader hmac:` and the HMAC-SHA256 of the name
+    /// under `api.pseudonym_key` (16 bytes, hex; not reversible without the key), or "a
+    /// reader" when no key is set.
+    public func pseudonym(of user: String) -> String {
+        guard let pseudonymKey else { return "a reader" }
+        let code = HMAC<SHA256>.authenticationCode(
+            for: Data(user.utf8), using: SymmetricKey(data: Data(pseudonymKey.utf8)))
+        return "reader hmac:" + Self.hex(Data(code).prefix(16))
+    }
+
+    /// The user a token's `sub` names: itself when tokens own plain names and it has no
+    /// reserved form, else `jwt:SUB`.
+    public func tokenUser(_ subject: String) -> String {
+        jwt?.names == .own && !Self.isReservedName(subject) ? subject : "jwt:" + subject
     }
 
     /// `60/min`: `count` requests per `period` seconds.
@@ -101,7 +158,8 @@ public struct ApiSettings: Sendable {
                 separator: "/", omittingEmptySubsequences: false)
             guard parts.count == 2, let count = Int(parts[0]), count > 0 else { return nil }
             let units: [String: Double] = [
-                "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
+                "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "day": 86400,
+                "d": 86400,
             ]
             let period = units[parts[1].lowercased()] ?? NodeReader.parseDuration(String(parts[1]))
             guard let period, period > 0 else { return nil }
@@ -175,7 +233,8 @@ extension ConfigLoader {
             node, path: "api",
             allowed: [
                 "topics", "max_topics", "user_tag", "anonymous", "users", "jwt", "templates", "stale_after", "rate",
-                "trusted_proxies", "pool", "hub_writes",
+                "trusted_proxies", "pool", "hub_writes", "sign_in_failures", "max_devices_per_user",
+                "max_installations", "pseudonym_key",
             ])
         readTags(m, into: &settings, reader: reader)
         if let n = m["anonymous"], let v = reader.string(n, path: "api.anonymous") {
@@ -198,7 +257,38 @@ extension ConfigLoader {
             }
         }
         readLimits(m, into: &settings, reader: reader)
+        readAbuse(m, into: &settings, reader: reader)
         return settings
+    }
+
+    /// `api.sign_in_failures`, `api.max_devices_per_user`, `api.max_installations` (a number,
+    /// or a hub tier: nine tenths of its device quota), `api.pseudonym_key`.
+    private func readAbuse(_ m: NodeReader.MappingView, into settings: inout ApiSettings, reader: NodeReader) {
+        if let n = m["sign_in_failures"], let v = reader.integer(n, path: "api.sign_in_failures", range: 1...1000) {
+            settings.signInFailures = v
+        }
+        if let n = m["max_devices_per_user"],
+            let v = reader.integer(n, path: "api.max_devices_per_user", range: 1...1000)
+        {
+            settings.maxDevicesPerUser = v
+        }
+        if let n = m["max_installations"], let v = reader.string(n, path: "api.max_installations") {
+            let tiers = ["free": 500, "basic": 200_000, "standard": 10_000_000]
+            if let quota = tiers[v.lowercased()] {
+                settings.maxInstallations = quota * 9 / 10
+            } else if let count = Int(v.replacingOccurrences(of: "_", with: "")), count > 0 {
+                settings.maxInstallations = count
+            } else {
+                reader.report(n, "api.max_installations", "'\(v)' is not a number or a tier (free, basic, standard)")
+            }
+        }
+        if let n = m["pseudonym_key"], let v = reader.string(n, path: "api.pseudonym_key") {
+            if v.utf8.count >= 16 {
+                settings.pseudonymKey = v
+            } else {
+                reader.report(n, "api.pseudonym_key", "must have at least 16 characters")
+            }
+        }
     }
 
     /// `api.topics`, `api.max_topics`, `api.user_tag`.
@@ -274,14 +364,30 @@ extension ConfigLoader {
     /// `api.rate`, `api.trusted_proxies`, `api.pool`, `api.hub_writes`.
     private func readLimits(_ m: NodeReader.MappingView, into settings: inout ApiSettings, reader: NodeReader) {
         if let n = m["rate"] {
-            let rate = reader.mapping(n, path: "api.rate", allowed: ["per_address", "per_user"])
-            for (key, path) in [("per_address", "api.rate.per_address"), ("per_user", "api.rate.per_user")] {
+            let rate = reader.mapping(
+                n, path: "api.rate",
+                allowed: ["per_address", "per_user", "new_anonymous_per_network", "ipv4_prefix", "ipv6_prefix"])
+            for key in ["per_address", "per_user", "new_anonymous_per_network"] {
+                let path = "api.rate." + key
                 guard let node = rate[key], let text = reader.string(node, path: path) else { continue }
                 guard let limit = ApiSettings.RateLimit.parse(text) else {
-                    reader.report(node, path, "'\(text)' is not a rate (examples: 60/min, 5/s, 1000/h)")
+                    reader.report(node, path, "'\(text)' is not a rate (examples: 60/min, 5/s, 1000/h, 500/day)")
                     continue
                 }
-                if key == "per_address" { settings.ratePerAddress = limit } else { settings.ratePerUser = limit }
+                switch key {
+                case "per_address": settings.ratePerAddress = limit
+                case "per_user": settings.ratePerUser = limit
+                default: settings.newAnonymousPerNetwork = limit
+                }
+            }
+            if let node = rate["ipv4_prefix"], let v = reader.integer(node, path: "api.rate.ipv4_prefix", range: 8...32)
+            {
+                settings.ipv4Prefix = v
+            }
+            if let node = rate["ipv6_prefix"],
+                let v = reader.integer(node, path: "api.rate.ipv6_prefix", range: 32...128)
+            {
+                settings.ipv6Prefix = v
             }
         }
         if let list = m["trusted_proxies"] {
@@ -301,7 +407,15 @@ extension ConfigLoader {
     }
 
     private func readJWT(_ node: Node, folder: String, reader: NodeReader) -> ApiSettings.JWTSettings? {
-        let m = reader.mapping(node, path: "api.jwt", allowed: ["issuer", "audience", "jwks"])
+        let m = reader.mapping(node, path: "api.jwt", allowed: ["issuer", "audience", "jwks", "names"])
+        var names = ApiSettings.JWTSettings.Names.own
+        if let n = m["names"], let v = reader.string(n, path: "api.jwt.names") {
+            if let value = ApiSettings.JWTSettings.Names(rawValue: v.lowercased()) {
+                names = value
+            } else {
+                reader.report(n, "api.jwt.names", "must be own or prefixed, not '\(v)'")
+            }
+        }
         let issuer = m["issuer"].flatMap { reader.string($0, path: "api.jwt.issuer") }
         let audience = m["audience"].flatMap { reader.string($0, path: "api.jwt.audience") }
         var jwks = m["jwks"].flatMap { reader.string($0, path: "api.jwt.jwks") }
@@ -321,6 +435,6 @@ extension ConfigLoader {
             }
         }
         guard let issuer, let audience, let jwks else { return nil }
-        return ApiSettings.JWTSettings(issuer: issuer, audience: audience, jwks: jwks)
+        return ApiSettings.JWTSettings(issuer: issuer, audience: audience, jwks: jwks, names: names)
     }
 }

@@ -56,25 +56,28 @@ final class CurlEasyHandleBox: @unchecked Sendable {
     }
 }
 
-/// A document fetched by URL over libcurl (the API's key set): a GET with redirects followed,
-/// at most 1 MB.
+/// A document fetched by URL over libcurl (the API's key set): a GET, at most 1 MB, following
+/// redirects to https only (a key set is never read over a redirect that drops TLS).
 public enum DocumentFetch {
-    /// The answer's status and body, or why there was none.
-    public static func get(_ url: String, timeout: Double) -> Result<(status: Int, body: Data), TransferFailure> {
+    /// The answer's status, headers (names lower-cased) and body, or why there was none.
+    public static func get(_ url: String, timeout: Double) -> Result<
+        (status: Int, headers: [String: String], body: Data), TransferFailure
+    > {
         let handle: CurlEasyHandle
         do throws(TransferFailure) {
             handle = try CurlEasyHandle()
-            try handle.prepare(
-                HTTPTransfer(
-                    url: url, method: "GET", headers: [("Accept", "application/json")], body: Data(),
-                    userAgent: "newspush/\(NewsPushVersion.current)", timeout: timeout,
-                    connectTimeout: min(10, timeout), maxBytes: 1 << 20, followRedirects: true,
-                    lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+            var transfer = HTTPTransfer(
+                url: url, method: "GET", headers: [("Accept", "application/json")], body: Data(),
+                userAgent: "newspush/\(NewsPushVersion.current)", timeout: timeout,
+                connectTimeout: min(10, timeout), maxBytes: 1 << 20, followRedirects: true,
+                lowSpeedTime: max(1, Int(timeout.rounded(.up))))
+            transfer.redirectProtocols = "https"
+            try handle.prepare(transfer)
         } catch {
             return .failure(error)
         }
         let result = handle.performBlocking()
         if let failure = result.failure { return .failure(failure) }
-        return .success((result.status, result.body))
+        return .success((result.status, result.headers, result.body))
     }
 }

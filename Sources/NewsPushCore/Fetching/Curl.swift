@@ -17,6 +17,8 @@ struct HTTPTransfer: Sendable {
     /// Most bytes accepted after decompression; more aborts the transfer.
     var maxBytes: Int
     var followRedirects: Bool = true
+    /// The schemes a redirect may lead to.
+    var redirectProtocols = "http,https"
     /// Abort when slower than 1 byte/s for this many seconds (slowloris); default: half the
     /// timeout, at most 10 s.
     var lowSpeedTime: Int?
@@ -118,7 +120,7 @@ final class CurlEasyHandle {
         try check(np_easy_setopt_string(handle, CURLOPT_URL, transfer.url))
         try check(np_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         try check(np_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
-        try check(np_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        try check(np_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, transfer.redirectProtocols))
         try check(np_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, transfer.followRedirects ? 1 : 0))
         try check(np_easy_setopt_long(handle, CURLOPT_MAXREDIRS, 5))
         try check(np_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(transfer.timeout * 1000)))
