@@ -161,6 +161,27 @@ extension Ledger {
         }
     }
 
+    /// The tags of the readers each story of `keys` went to by name (`publish --user`), if it
+    /// went out or may have.
+    public func personalRecipients(of keys: [String]) throws(LedgerError) -> [String: [String]] {
+        guard !keys.isEmpty else { return [:] }
+        return try reading {
+            var found: [String: [String]] = [:]
+            for chunk in Array(Set(keys)).sorted().chunked(200) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                for row in try db.query(
+                    """
+                    SELECT story_key, tags FROM outbox WHERE kind = 'personal'
+                      AND status IN ('sent', 'unknown', 'scheduled', 'sending') AND story_key IN (\(marks))
+                    """, chunk.map { SQLValue.text($0) })
+                {
+                    if let key = row.text(0), let tags = row.text(1) { found[key, default: []].append(tags) }
+                }
+            }
+            return found
+        }
+    }
+
     /// The story's last alert to its readers that went out, may have, or is scheduled (tests and
     /// trials aside), and a scheduled send of it still waiting at the hub.
     public func lastPush(of key: String) throws(LedgerError) -> (last: OutboxEntry?, scheduled: OutboxEntry?) {

@@ -266,6 +266,7 @@ public struct PublishSession: Sendable {
         knowledge.tombstoned = try !ledger.tombstoned([key]).isEmpty
         knowledge.scheduled = try ledger.lastPush(of: (knowledge.byKey ?? knowledge.byLink)?.key ?? key).scheduled
         knowledge.recentPushes = try ledger.recentPushes(since: now.addingTimeInterval(-TitleFingerprint.window))
+        if !push.isPersonal { knowledge.personalRecipients = try ledger.personalRecipients(of: [key])[key] ?? [] }
         return knowledge
     }
 

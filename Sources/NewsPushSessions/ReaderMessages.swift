@@ -54,7 +54,12 @@ extension DeviceSession {
         }
         guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
         let now = context.clock.now()
-        let alert = AlertText.fit("From \(caller): \(text)", limit: 1000)
+        let alert = "From \(caller): \(text)"
+        guard alert.count <= Self.messageLimit else {
+            return .invalid(
+                "the message is \(text.count) characters; with \"From \(caller): \" at most \(Self.messageLimit) are "
+                    + "sent, and nothing is cut: shorten it")
+        }
         let tags = api.tag(forUser: user)
         let format: PushFormat = platform == "apns" ? .apple : platform == "wns" ? .wns : .fcmv1
         let entry = OutboxEntry(
@@ -84,6 +89,9 @@ extension DeviceSession {
         }
     }
 
+    /// The longest message to a reader, `From {caller}: ` included (characters).
+    public static let messageLimit = 1000
+
     /// The native request of a message: apple `{"aps":{"alert":…}}`, FCM v1 with the text as
     /// the notification's body and as `data.message` (what the tutorials' Android app reads), a
     /// WNS toast.
@@ -107,6 +115,9 @@ extension DeviceSession {
 
     /// How long the text of a secure push sent through the app back-end stays fetchable.
     public static let secureLifetime: Double = 86400
+    /// The longest secure push text (characters).
+    public static let secureLimit = 4000
+
     /// Secure pushes a user may send to their own devices in an hour.
     public static let secureHourlyLimit = 10
 
@@ -115,6 +126,11 @@ extension DeviceSession {
     /// (`SecurePush`), each device given only the `secureId`.
     public func securePush(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
         guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
+        guard text.count <= Self.secureLimit else {
+            return .invalid(
+                "the message is \(text.count) characters; at most \(Self.secureLimit) are kept, and nothing is cut: "
+                    + "shorten it")
+        }
         let now = context.clock.now()
         do {
             let recent = try ledger.securePushTimes(sender: caller, since: now.addingTimeInterval(-3600))
@@ -128,7 +144,7 @@ extension DeviceSession {
         let entry = OutboxEntry(
             storyKey: "secure:" + OutboxEntry.newID(), kind: .personal, origin: .publish, category: .world,
             format: .idOnly, tags: api.tag(forUser: caller),
-            properties: ["messageParam": AlertText.fit(text, limit: 4000), "from": caller], createdAt: now,
+            properties: ["messageParam": text, "from": caller], createdAt: now,
             freshUntil: now.addingTimeInterval(Self.secureLifetime), expiresAfter: Self.secureLifetime)
         let sender = OutboxSender(client: hub, concurrency: 1, logger: context.logger, now: now)
         let hub = self.hub

@@ -93,6 +93,26 @@ public struct RunSession: Sendable {
         logger.warning("\(problem) (a preview: shown as judged by this clock)")
     }
 
+    /// The plan with each new story's push to everyone excluding the readers it already went
+    /// to by name (`PersonalExclusions`); those it cannot exclude are logged.
+    private func excludingPersonalRecipients(_ plan: RunPlan, recipients: [String: [String]]) -> RunPlan {
+        guard !recipients.isEmpty else { return plan }
+        var plan = plan
+        for index in plan.newEntries.indices {
+            let twice = PersonalExclusions.apply(
+                to: &plan.newEntries[index], readers: recipients[plan.newEntries[index].storyKey] ?? [])
+            if !twice.isEmpty {
+                logger.warning("\(plan.newEntries[index].storyKey): \(PersonalExclusions.note(twice))")
+            }
+        }
+        for index in plan.newHolds.indices {
+            let twice = PersonalExclusions.apply(
+                to: &plan.newHolds[index], readers: recipients[plan.newHolds[index].storyKey] ?? [])
+            if !twice.isEmpty { logger.warning("\(plan.newHolds[index].storyKey): \(PersonalExclusions.note(twice))") }
+        }
+        return plan
+    }
+
     /// The stages in order, with the ledger open (and locked, unless a preview). Each feed is
     /// read, identified, classified and settled as it arrives (`list`); what the plan needs
     /// stays in memory, the rest goes to the run's item log.
@@ -118,9 +138,11 @@ public struct RunSession: Sendable {
         if let failure = listing.log.readFailure { throw SessionError.unreadable(path: "item log", reason: failure) }
         let decided = (open + pulled).sorted { $0.position < $1.position }
         let matches = StoryMatcher.match(decided, recentPushes: history.recentPushes)
-        let plan = RunPlanner.plan(
+        var plan = RunPlanner.plan(
             decided, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
             sendInitial: request.sendInitial, config: config, now: now)
+        let recipients = try ledger.personalRecipients(of: (plan.newEntries + plan.newHolds).map(\.storyKey))
+        plan = excludingPersonalRecipients(plan, recipients: recipients)
         let requests =
             request.keepRequests
             ? plan.toSend.map { entry in

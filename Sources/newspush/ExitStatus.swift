@@ -148,7 +148,11 @@ enum ExitStatus {
             if status == 0 || !wantsJSON { NewsPush.exit(withError: error) }
             message = NewsPush.message(for: error)
         }
-        if wantsJSON { Terminal.output(JSONText.encode(ErrorDocument(error: message, exitStatus: status))) }
+        // A `devices` command that printed its document already says what failed in it: one
+        // document per command, never two.
+        if wantsJSON && !(error is DevicesCommand.DevicesIncomplete) {
+            Terminal.output(JSONText.encode(ErrorDocument(error: message, exitStatus: status)))
+        }
         if status != 0 { Terminal.error(message) }
         Foundation.exit(status)
     }

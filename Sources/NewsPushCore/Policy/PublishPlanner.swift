@@ -195,6 +195,8 @@ public struct PublishKnowledge: Sendable {
     public var recentPushes: [StoryRecord]
     /// `publish --user`: the story's last alert to that reader, if one went out.
     public var toUser: OutboxEntry?
+    /// The user tags of the readers the story went to by name (excluded from its push to everyone).
+    public var personalRecipients: [String] = []
 
     /// What a ledger knows about one manual push.
     public init(
@@ -246,13 +248,14 @@ public enum PublishPlanner {
             key: key, feed: "publish", title: title, link: push.url, category: push.category.rawValue,
             firstSeen: now, lastSeen: now, published: push.at ?? now, status: .seen, origin: .publish)
         let (tags, tagsNote) = correctedTags(push, kind: kind, settings: settings, knowledge: knowledge)
-        let entry = OutboxEntry(
+        var entry = OutboxEntry(
             storyKey: key, kind: kind, origin: .publish, category: push.category, format: settings.format,
             tags: tags,
             properties: PushRequests.properties(
                 content, settings: settings, languages: config.languages, linkParams: config.linkParams),
             createdAt: now, freshUntil: (push.at ?? now).addingTimeInterval(config.policy.maxAge),
             expiresAfter: settings.expiry, scheduledAt: push.at)
+        let twice = push.tags == nil ? PersonalExclusions.apply(to: &entry, readers: knowledge.personalRecipients) : []
         let request: HubRequest
         do { request = try PushRequests.request(entry, client: client, test: push.test, now: requestTime) } catch {
             throw .request(error)
@@ -265,7 +268,8 @@ public enum PublishPlanner {
         }
         var plan = PublishPlan(
             push: push, story: story, entry: entry, request: request, refusal: finalRefusal,
-            notes: notes(push, knowledge: knowledge, config: config) + (tagsNote.map { [$0] } ?? []))
+            notes: notes(push, knowledge: knowledge, config: config) + (tagsNote.map { [$0] } ?? [])
+                + (twice.isEmpty ? [] : [PersonalExclusions.note(twice)]))
         if kind == .correction, let scheduled = knowledge.scheduled, let at = scheduled.scheduledAt, at > now {
             plan.replacedSchedule = scheduled
             plan.notes.append(
@@ -360,9 +364,10 @@ public enum PublishPlanner {
         }
         let key = Self.key(for: push)
         if push.isPersonal, let user = push.user {
-            // To one reader: a repeat only when the story went to everyone or to them.
+            // To one reader: a repeat only when the story went to everyone or to them; a story
+            // an editor rejected goes to no one without --force (a held one may: it is undecided).
             var refusal = repeatOf(key: key, title: title, url: push.url, knowledge: knowledge, now: now)
-            if case .known(let record) = refusal, [.held, .rejected].contains(record.status) { refusal = nil }
+            if case .known(let record) = refusal, record.status == .held { refusal = nil }
             if refusal == nil, let sent = knowledge.toUser { refusal = .alreadyToUser(user: user, entry: sent) }
             return (key, .personal, refusal, nil)
         }
