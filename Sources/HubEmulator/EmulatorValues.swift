@@ -73,7 +73,7 @@ public struct Fault: Codable, Sendable, Equatable {
     public init(
         status: Int? = nil, retryAfter: String? = nil, delaySeconds: Double? = nil, delayAfterDelivery: Bool? = nil,
         drop: Bool? = nil, count: Int = 1, format: String? = nil, chance: Double? = nil, seed: UInt64? = nil,
-        perSecond: Int? = nil
+        perSecond: Int? = nil, detail: String? = nil
     ) {
         self.status = status
         self.retryAfter = retryAfter
@@ -85,6 +85,7 @@ public struct Fault: Codable, Sendable, Equatable {
         self.chance = chance
         self.seed = seed
         self.perSecond = perSecond
+        self.detail = detail
     }
 
     enum CodingKeys: String, CodingKey {

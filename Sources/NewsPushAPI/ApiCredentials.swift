@@ -23,7 +23,15 @@ final class ApiCredentials: Sendable {
     /// Basic credentials already checked against the users file as it was (its stamp): bcrypt
     /// costs 0.1 s a check, so each credential is checked once per file version. Keyed by an
     /// HMAC with a key of this process, so the cache holds no password.
-    private let checked = Mutex<[String: (role: ApiRole, stamp: [Int])]>([:])
+    private let checked = Mutex<[String: Checked]>([:])
+
+    /// A credential found good: the role it gives, the file version it was checked against,
+    /// and the networks it was used from (at most 8: a reader's phones).
+    private struct Checked {
+        var role: ApiRole
+        var stamp: [Int]
+        var networks: [String]
+    }
     private let cacheKey = SymmetricKey(size: .bits256)
     /// Failed sign-ins per user name of the file, from any address (SPEC §9: past
     /// `api.sign_in_failures` in 15 minutes, 429). Only names the file holds are counted, so
@@ -44,7 +52,7 @@ final class ApiCredentials: Sendable {
     }
 
     /// The caller, or why the credential is refused.
-    func caller(authorization: String?, now: Date) async -> Result<Caller, CredentialRefusal> {
+    func caller(authorization: String?, network: String = "", now: Date) async -> Result<Caller, CredentialRefusal> {
         guard let authorization, !authorization.isEmpty else { return .success(.anonymous) }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2 else {
@@ -53,7 +61,7 @@ final class ApiCredentials: Sendable {
         let scheme = parts[0].lowercased()
         let value = String(parts[1]).trimmingCharacters(in: .whitespaces)
         switch scheme {
-        case "basic": return await basic(value)
+        case "basic": return await basic(value, network: network)
         case "bearer":
             guard let keys else {
                 return .failure(CredentialRefusal(reason: "bearer tokens are not taken here (no api.jwt)"))
@@ -64,7 +72,7 @@ final class ApiCredentials: Sendable {
         }
     }
 
-    private func basic(_ value: String) async -> Result<Caller, CredentialRefusal> {
+    private func basic(_ value: String, network: String) async -> Result<Caller, CredentialRefusal> {
         guard let data = Data(base64Encoded: value), let text = String(data: data, encoding: .utf8),
             let colon = text.firstIndex(of: ":")
         else { return .failure(CredentialRefusal(reason: "the Basic credential is not base64 of name:password")) }
@@ -74,15 +82,20 @@ final class ApiCredentials: Sendable {
         let (file, stamp) = await users.current(stamped: ())
         guard let file, !ApiSettings.isReservedName(name) else { return .failure(wrong) }
         let key = ApiSettings.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
-        // A credential already found good is taken whatever the name's failures: a guesser
-        // locks out further guesses, never the user's own phones.
-        if let known = checked.withLock({ $0[key] }), known.stamp == stamp {
-            return .success(.user(name: settings.basicUser(name), sender: known.role == .sender))
-        }
         let now = Date()
         let counted = file.users[name] != nil
-        if counted, let wait = retryAfter(name, now: now) {
-            return .failure(CredentialRefusal(reason: "too many failed sign-ins for \(name)", retryAfter: wait))
+        let locked = counted ? retryAfter(name, now: now) : nil
+        // A credential already found good is taken without bcrypt; while the name is locked
+        // out, only from a network it was used from before: the guesser is stopped, the
+        // reader's own phones are not (and a right guess from elsewhere is not let in).
+        if let known = checked.withLock({ $0[key] }), known.stamp == stamp,
+            locked == nil || known.networks.contains(network)
+        {
+            if locked == nil && !known.networks.contains(network) { remember(key, network: network) }
+            return .success(.user(name: settings.basicUser(name), sender: known.role == .sender))
+        }
+        if let locked {
+            return .failure(CredentialRefusal(reason: "too many failed sign-ins for \(name)", retryAfter: locked))
         }
         // bcrypt reads a password up to a NUL and its first 72 bytes only: a longer one, or one
         // holding NUL, would be matched by its start. `add-user` never stores such a password.
@@ -97,9 +110,18 @@ final class ApiCredentials: Sendable {
         case .right(let role):
             checked.withLock {
                 if $0.count > 100_000 { $0.removeAll() }
-                $0[key] = (role, stamp)
+                $0[key] = Checked(role: role, stamp: stamp, networks: [network])
             }
             return .success(.user(name: settings.basicUser(name), sender: role == .sender))
+        }
+    }
+
+    /// Adds `network` to the networks a good credential was used from (the last 8).
+    private func remember(_ key: String, network: String) {
+        checked.withLock { checked in
+            guard var known = checked[key] else { return }
+            known.networks = Array((known.networks + [network]).suffix(8))
+            checked[key] = known
         }
     }
 

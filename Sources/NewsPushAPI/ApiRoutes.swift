@@ -12,8 +12,12 @@ public struct ApiRoutes: Sendable {
     let backend: ApiBackend
 
     func register(on router: Router<ApiContext>) {
-        router.get("/healthz") { _, context in try await health(context) }
-        router.get("/openapi.json") { _, _ in ApiDocument.response() }
+        // HEAD is GET without the body (RFC 9110): each GET route answers it, the guard drops the body.
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/healthz", method: method) { _, context in try await health(context) }
+            router.on("/openapi.json", method: method) { _, _ in ApiDocument.response() }
+            router.on("/api/notifications/:id", method: method) { _, context in try await secureText(context) }
+        }
         router.put("/api/installations/:id") { request, context in
             try await putInstallation(id: context.parameters.get("id") ?? "", context: context)
         }
@@ -30,17 +34,6 @@ public struct ApiRoutes: Sendable {
         }
         router.post("/api/notifications") { request, context in
             try await notify(request, context: context)
-        }
-        router.get("/api/notifications/:id") { _, context in
-            guard let name = context.caller.name else { return signIn() }
-            let notFound = ApiServer.error(.notFound, "no such notification")
-            guard let text = context.parameters.get("id"), let id = Int(text), (1...Int(Int32.max)).contains(id) else {
-                return notFound
-            }
-            guard let found = try await backend.withSession({ try $0.secureText(id: id, caller: name) }) else {
-                return notFound
-            }
-            return ApiServer.json(JSONText.encode(found, pretty: false))
         }
         router.delete("/api/users/me") { _, context in
             guard let name = context.caller.name else { return signIn() }
@@ -75,6 +68,19 @@ public struct ApiRoutes: Sendable {
         }.map(\.method)
         guard !methods.isEmpty else { return nil }
         return (methods.contains("GET") ? methods + ["HEAD"] : methods).joined(separator: ", ")
+    }
+
+    /// `GET /api/notifications/{secureId}`: the text of a secure push, for its reader.
+    private func secureText(_ context: ApiContext) async throws -> Response {
+        guard let name = context.caller.name else { return signIn() }
+        let notFound = ApiServer.error(.notFound, "no such notification")
+        guard let text = context.parameters.get("id"), let id = Int(text), (1...Int(Int32.max)).contains(id) else {
+            return notFound
+        }
+        guard let found = try await backend.withSession({ try $0.secureText(id: id, caller: name) }) else {
+            return notFound
+        }
+        return ApiServer.json(JSONText.encode(found, pretty: false))
     }
 
     // MARK: Health

@@ -135,17 +135,14 @@ struct ApiGuard: RouterMiddleware {
         if let wait = backend.limits.take("a:" + context.network, limit: api.ratePerAddress, now: now) {
             return tooMany(wait)
         }
-        if request.method == .head {
-            // HEAD is GET without the body (RFC 9110): the GET route answers, the body is dropped.
-            var head = request.head
-            head.method = .get
-            request = Request(head: head, body: request.body)
-        } else if request.method != .get {
+        if request.method != .get && request.method != .head {
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             context.body = Data(buffer.readableBytesView)
         }
         if request.uri.path == "/openapi.json" { return try await next(request, context) }
-        switch await backend.credentials.caller(authorization: request.headers[.authorization], now: now) {
+        switch await backend.credentials.caller(
+            authorization: request.headers[.authorization], network: context.network, now: now)
+        {
         case .failure(let refusal) where refusal.retryAfter != nil:
             return tooMany(refusal.retryAfter ?? 1, why: refusal.reason)
         case .failure(let refusal):

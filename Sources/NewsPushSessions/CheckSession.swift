@@ -62,6 +62,7 @@ public struct CheckSession: Sendable {
         if hub {
             do {
                 checks += GoLiveCheck(config: config, client: try context.hubClient()).run(now: context.clock.now())
+                checks += deviceQuota()
             } catch {
                 checks.append(ConfigCheck(check: "hub", severity: .config, detail: error.description))
             }
@@ -105,6 +106,20 @@ public struct CheckSession: Sendable {
                 check: path, severity: .warning,
                 detail: detail + ": they get nothing (set secure_alert to show them a generic alert)")
         }
+    }
+
+    /// How near the index is to `api.max_installations` (past it, new anonymous installations
+    /// are refused): a warning from 90 %. Nothing when the index cannot be read or is empty.
+    func deviceQuota() -> [ConfigCheck] {
+        guard let session = try? DeviceSession.open(context: context, reading: true),
+            let total = try? session.counts().total, total > 0
+        else { return [] }
+        let cap = context.config.api.maxInstallations
+        let share = Double(total) / Double(max(1, cap))
+        let detail =
+            "\(total) installations in the app back-end's index, \(Int((share * 100).rounded()))% of "
+            + "api.max_installations (\(cap)); past it, new anonymous installations get 503"
+        return [ConfigCheck(check: "api.max_installations", severity: share >= 0.9 ? .warning : .ok, detail: detail)]
     }
 
     /// What the first run does with the feeds' items: a baseline, a push of what is fresh, or

@@ -98,19 +98,21 @@ public struct RunSession: Sendable {
     private func excludingPersonalRecipients(_ plan: RunPlan, recipients: [String: [String]]) -> RunPlan {
         guard !recipients.isEmpty else { return plan }
         var plan = plan
-        for index in plan.newEntries.indices {
-            let twice = PersonalExclusions.apply(
-                to: &plan.newEntries[index], readers: recipients[plan.newEntries[index].storyKey] ?? [])
-            if !twice.isEmpty {
-                logger.warning("\(plan.newEntries[index].storyKey): \(PersonalExclusions.note(twice))")
-            }
+        func exclude(_ entry: inout OutboxEntry) {
+            let readers = Self.personalKeys(of: entry).flatMap { recipients[$0] ?? [] }
+            let twice = PersonalExclusions.apply(to: &entry, readers: readers)
+            if !twice.isEmpty { logger.warning("\(entry.storyKey): \(PersonalExclusions.note(twice))") }
         }
-        for index in plan.newHolds.indices {
-            let twice = PersonalExclusions.apply(
-                to: &plan.newHolds[index], readers: recipients[plan.newHolds[index].storyKey] ?? [])
-            if !twice.isEmpty { logger.warning("\(plan.newHolds[index].storyKey): \(PersonalExclusions.note(twice))") }
-        }
+        for index in plan.newEntries.indices { exclude(&plan.newEntries[index]) }
+        for index in plan.newHolds.indices { exclude(&plan.newHolds[index]) }
         return plan
+    }
+
+    /// The keys a personal push of `entry`'s story was recorded under: its own, and the key
+    /// `publish --user --url` gives the story's link.
+    static func personalKeys(of entry: OutboxEntry) -> [String] {
+        let link = entry.properties["url"].flatMap(StoryKey.canonicalLink).map { "link:" + $0 }
+        return [entry.storyKey] + (link.map { [$0] } ?? [])
     }
 
     /// The stages in order, with the ledger open (and locked, unless a preview). Each feed is
@@ -141,7 +143,8 @@ public struct RunSession: Sendable {
         var plan = RunPlanner.plan(
             decided, matches: matches, waiting: history.waiting, sentInWindow: history.sentInWindow,
             sendInitial: request.sendInitial, config: config, now: now)
-        let recipients = try ledger.personalRecipients(of: (plan.newEntries + plan.newHolds).map(\.storyKey))
+        let recipients = try ledger.personalRecipients(
+            of: (plan.newEntries + plan.newHolds).flatMap { Self.personalKeys(of: $0) })
         plan = excludingPersonalRecipients(plan, recipients: recipients)
         let requests =
             request.keepRequests

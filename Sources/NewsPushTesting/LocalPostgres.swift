@@ -139,13 +139,21 @@ public final class LocalPostgres: @unchecked Sendable {
     }
 
     private func psqlNow(_ sql: String, database: String = "postgres") throws -> String {
+        try client("psql", ["-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
+    }
+
+    /// `pg_dump` of `database`: every row as SQL text (what a test greps for what must be gone).
+    public func dump(_ database: String) async throws -> String {
+        try await Self.blocking { try self.client("pg_dump", ["--data-only", "--inserts", database]) }
+    }
+
+    /// Runs one of the server's client programs against it; its standard output.
+    private func client(_ program: String, _ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(
-            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "\(bin)/psql")
-                ? "\(bin)/psql" : "/usr/bin/psql")
-        process.arguments = [
-            "-h", "127.0.0.1", "-p", String(port), "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql,
-        ]
+            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "\(bin)/\(program)")
+                ? "\(bin)/\(program)" : "/usr/bin/\(program)")
+        process.arguments = ["-h", "127.0.0.1", "-p", String(port), "-U", user] + arguments
         process.environment = ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"]
         let out = Pipe()
         let err = Pipe()
@@ -156,7 +164,7 @@ public final class LocalPostgres: @unchecked Sendable {
         let errors = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw SpawnError(description: "psql: \(String(decoding: errors, as: UTF8.self))")
+            throw SpawnError(description: "\(program): \(String(decoding: errors, as: UTF8.self))")
         }
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -172,10 +172,15 @@ struct DevicesCommand: ParsableCommand {
                 return Terminal.output("\(line) installations (\(note))")
             }
             let counts = try session.counts()
-            guard format == .text else { return Terminal.output(JSONText.encode(DevicesCounts(counts, note: note))) }
+            let cap = session.context.config.api.maxInstallations
+            guard format == .text else {
+                return Terminal.output(JSONText.encode(DevicesCounts(counts, note: note, maxInstallations: cap)))
+            }
             var lines = [
                 "\(counts.total) installations (\(note)): \(counts.signedIn) signed in, "
-                    + "\(counts.total - counts.signedIn) anonymous"
+                    + "\(counts.total - counts.signedIn) anonymous",
+                "  \(Int((Double(counts.total) / Double(max(1, cap)) * 100).rounded()))% of api.max_installations "
+                    + "(\(cap)): past it, new anonymous installations are refused (503)",
             ]
             if counts.oldTemplates > 0 {
                 lines.append(
@@ -253,8 +258,13 @@ struct DevicesCounts: Encodable {
     var topics: [String: Int]
     var oldTemplates: Int
     var counted: String
+    /// `api.max_installations`, and the share of it in use (past it, anonymous phones get 503).
+    var maxInstallations: Int
+    var quotaUsed: Double
 
-    init(_ counts: InstallationCounts, note: String) {
+    init(_ counts: InstallationCounts, note: String, maxInstallations: Int) {
+        self.maxInstallations = maxInstallations
+        quotaUsed = (Double(counts.total) / Double(max(1, maxInstallations)) * 1000).rounded() / 1000
         total = counts.total
         signedIn = counts.signedIn
         anonymous = counts.total - counts.signedIn
@@ -268,6 +278,8 @@ struct DevicesCounts: Encodable {
         case total, anonymous, platforms, topics, counted
         case signedIn = "signed_in"
         case oldTemplates = "old_templates"
+        case maxInstallations = "max_installations"
+        case quotaUsed = "quota_used"
     }
 }
 

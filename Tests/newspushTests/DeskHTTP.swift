@@ -18,9 +18,9 @@ final class DeskProcess: @unchecked Sendable {
 
     /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
     /// its first line, off the concurrency pool (the feed servers of other tests run on it).
-    static func start(_ arguments: [String], environment: [String: String] = hubEnvironment) async throws
-        -> DeskProcess
-    {
+    static func start(
+        _ arguments: [String], environment: [String: String] = hubEnvironment, logFile: String? = nil
+    ) async throws -> DeskProcess {
         let process = Process()
         process.executableURL = try binaryURL()
         process.arguments = arguments
@@ -28,7 +28,10 @@ final class DeskProcess: @unchecked Sendable {
         let out = Pipe()
         process.standardOutput = out
         // NEWSPUSH_TEST_LOGS=DIR keeps each server's log there (for a failure's story).
-        if let folder = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"] {
+        if let logFile {
+            FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logFile) ?? FileHandle.nullDevice
+        } else if let folder = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"] {
             let path = folder + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
             FileManager.default.createFile(atPath: path, contents: nil)
             process.standardError = FileHandle(forWritingAtPath: path) ?? FileHandle.nullDevice
