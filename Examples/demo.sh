@@ -44,15 +44,15 @@ api_url=$(sed -n 's|.*listening on \(http://127.0.0.1:[0-9]*\)/.*|\1|p' "$work/a
 echo "== newspush api on $api_url/"
 echo "-- an anonymous phone (iOS) asks for World, Technology and someone else's tag:"
 curl -sS -X PUT "$api_url/api/installations/demo-iphone" -H 'Content-Type: application/json' \
-    -d '{"platform":"apns","pushChannel":"9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C","topics":["World","Technology","username:bob"]}'
+    -d '{"platform":"apns","pushChannel":"9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C","topics":["World","Technology","username:bob"]}'
 echo "-- alice signs in on her Android phone (the tutorials' flow: POST for an id, then PUT):"
 # The body exactly as the app reads it (the trailing x keeps any newline the answer ends with),
 # then what the tutorials' apps do with it: drop one character at each end, nothing more.
-body=$(curl -sS -u alice:reader-password -X POST "$api_url/api/register?handle=demo-fcm-token"; printf x)
+body=$(curl -sS -u alice:reader-password -X POST "$api_url/api/register?handle=dG9rZW4tb2YtYS1waG9uZQ:APA91bHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLm"; printf x)
 body=${body%x}
 id=${body:1:${#body}-2}
 status=$(curl -sS -u alice:reader-password -X PUT "$api_url/api/register/$id" -H 'Content-Type: application/json' \
-    -d '{"Platform":"gcm","Handle":"demo-fcm-token","Tags":["World"]}' -o /dev/null -w "%{http_code}")
+    -d '{"Platform":"gcm","Handle":"dG9rZW4tb2YtYS1waG9uZQ:APA91bHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLmHq3xZ9kLm","Tags":["World"]}' -o /dev/null -w "%{http_code}")
 echo "PUT /api/register/$id: $status"
 [ "$status" = 200 ] || { echo "demo: the tutorials' registration failed ($status)" >&2; exit 1; }
 "$bin/newspush" devices list --config "$work/feeds.yaml"

@@ -154,31 +154,52 @@ final class SessionPool: @unchecked Sendable {
         self.limit = first.ledger.isShared ? .max : max(1, limit)
     }
 
-    /// An idle session, a new one while fewer than the limit are open, or the next one put back.
+    /// An idle session whose connection is open, a new one while fewer than the limit are
+    /// open, or the next one put back. A session the server closed (a PostgreSQL restart) is
+    /// let go and replaced here, before any request uses it.
     func take() throws(SessionError) -> Box {
         turn.lock()
-        while idle.isEmpty && open >= limit { turn.wait() }
-        if let box = idle.popLast() {
-            turn.unlock()
-            return box
+        while true {
+            while idle.isEmpty && open >= limit { turn.wait() }
+            guard let box = idle.popLast() else { break }
+            if box.session.ledger.isConnected {
+                turn.unlock()
+                return box
+            }
+            open -= 1
         }
         open += 1
         turn.unlock()
         return try opened()
     }
 
+    /// How long a request waits for the ledger's server to take a new connection (a restart
+    /// of PostgreSQL takes seconds) before it is answered 503.
+    static let reconnectPatience: Double = 20
+
     private func opened() throws(SessionError) -> Box {
-        do throws(SessionError) {
-            let session: DeviceSession
-            if let shared {
-                session = try DeviceSession(context: context, ledger: shared.session.ledger)
-            } else {
-                session = try DeviceSession.open(context: context, verify: false)
+        let started = Date()
+        var pause = 0.1
+        while true {
+            do throws(SessionError) {
+                let session: DeviceSession
+                if let shared {
+                    session = try DeviceSession(context: context, ledger: shared.session.ledger)
+                } else {
+                    session = try DeviceSession.open(context: context, verify: false)
+                }
+                return Box(session)
+            } catch {
+                // The server not answering (not a wrong password, not a damaged ledger): wait for it.
+                guard shared == nil, case .ledger(.unreadable) = error,
+                    Date().timeIntervalSince(started) < Self.reconnectPatience
+                else {
+                    drop()
+                    throw error
+                }
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(1, pause * 2)
             }
-            return Box(session)
-        } catch {
-            drop()
-            throw error
         }
     }
 

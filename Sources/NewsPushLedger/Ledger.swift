@@ -328,6 +328,9 @@ public final class Ledger {
     /// Whether threads may share this ledger (`openIndex` of a SQLite ledger).
     public var isShared: Bool { shared != nil }
 
+    /// Whether its connection is still open (a PostgreSQL restart closes it).
+    public var isConnected: Bool { db.isConnected }
+
     /// Damage found while in use: the next command checks the whole file again.
     private func distrustIfDamaged(_ error: LedgerError) {
         if case .corrupt = error { lock?.distrust() }

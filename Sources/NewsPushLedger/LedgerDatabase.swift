@@ -28,6 +28,9 @@ protocol LedgerDatabase: AnyObject {
     /// engine's own files where it can (SQLite's write-ahead log is emptied into the file,
     /// whose deleted content `secure_delete` has zeroed); PostgreSQL keeps none readable.
     func forgetErased() throws(DatabaseError)
+    /// Whether the connection is still open (PostgreSQL: the server has not closed it, as a
+    /// restart does); a file is always open.
+    var isConnected: Bool { get }
 }
 
 /// A value bound to, or read from, a statement.

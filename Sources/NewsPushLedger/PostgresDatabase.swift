@@ -117,6 +117,8 @@ final class PostgresDatabase: LedgerDatabase {
 
     func forgetErased() throws(DatabaseError) {}
 
+    var isConnected: Bool { !connection.isClosed }
+
     /// Takes the ledger's advisory lock on this connection, waiting up to `wait` seconds; false
     /// when another host holds it. Keyed by the schema, so two ledgers in one database do not
     /// share a lock.

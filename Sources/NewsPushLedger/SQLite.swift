@@ -251,6 +251,8 @@ extension SQLiteDatabase: LedgerDatabase {
         !(try query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
     }
 
+    var isConnected: Bool { true }
+
     func forgetErased() throws(DatabaseError) {
         _ = try query("PRAGMA wal_checkpoint(TRUNCATE)", [])
     }

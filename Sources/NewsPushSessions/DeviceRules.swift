@@ -24,7 +24,48 @@ public enum DeviceRules {
     /// is hex of any even length (upper case taken, written lower case); the description of an
     /// `NSData` that newer iOS SDKs print (`{length = 32, bytes = 0x…}`) is truncated and
     /// cannot be repaired; an FCM token is opaque; a WNS handle is an https URI.
-    public static func check(platform name: String, handle: String) -> Result<(String, String), Refusal> {
+    ///
+    /// `strict` (`api.handle_shapes: strict`, the default) also checks each platform's shape, so
+    /// that strings no push service issues cannot fill the hub's device quota: an APNs token of
+    /// 32 to 100 bytes, an FCM registration token of 64 to 4096 of `A-Z a-z 0-9 _ : . -`, a WNS
+    /// channel on a `notify.windows.com` host.
+    public static func check(platform name: String, handle: String, strict: Bool = true) -> Result<
+        (String, String), Refusal
+    > {
+        let checked = checkForm(platform: name, handle: handle)
+        guard strict, case .success(let (platform, written)) = checked else { return checked }
+        if let problem = shapeProblem(platform: platform, handle: written) {
+            return .failure(Refusal(message: problem))
+        }
+        return checked
+    }
+
+    /// What is wrong with the shape of a handle of `platform` (nil: nothing).
+    static func shapeProblem(platform: String, handle: String) -> String? {
+        switch platform {
+        case "apns":
+            guard (64...200).contains(handle.utf8.count) else {
+                return "an APNs device token is 32 to 100 bytes (64 to 200 hex digits); this one has "
+                    + "\(handle.utf8.count) digits"
+            }
+        case "wns":
+            let host = URLComponents(string: handle)?.host?.lowercased() ?? ""
+            guard host == "notify.windows.com" || host.hasSuffix(".notify.windows.com") else {
+                return "a WNS channel URI is on a notify.windows.com host (as the channel's Uri gives it)"
+            }
+        default:
+            let allowed = handle.utf8.allSatisfy {
+                isASCIIAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ":")
+                    || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+            }
+            guard allowed, (64...4096).contains(handle.utf8.count) else {
+                return "an FCM registration token is 64 to 4096 of A-Z a-z 0-9 _ : . - (as Firebase gives it)"
+            }
+        }
+        return nil
+    }
+
+    private static func checkForm(platform name: String, handle: String) -> Result<(String, String), Refusal> {
         if name.lowercased() == "mpns" {
             return .failure(Refusal(message: "mpns (Windows Phone) is retired: register as wns"))
         }

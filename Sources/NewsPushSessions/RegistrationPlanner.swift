@@ -42,7 +42,7 @@ public struct RegistrationPlanner: Sendable {
         }
         let platform: String
         let handle: String
-        switch DeviceRules.check(platform: request.platform, handle: request.handle) {
+        switch DeviceRules.check(platform: request.platform, handle: request.handle, strict: api.strictHandles) {
         case .failure(let why): return .failure(why)
         case .success(let checked): (platform, handle) = checked
         }

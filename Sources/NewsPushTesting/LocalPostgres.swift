@@ -72,10 +72,13 @@ public final class LocalPostgres: @unchecked Sendable {
         return Int(count) ?? 0
     }
 
-    /// Stops the server (fast shutdown: connections are ended) and starts it again.
-    public func restart() async throws {
+    /// Stops the server (fast shutdown: connections are ended; `immediate`: as `pg_ctl stop -m
+    /// immediate`, every process ended at once and the next start recovers) and starts it again
+    /// after `down` seconds.
+    public func restart(immediate: Bool = false, down: Double = 0) async throws {
         try await Self.blocking {
-            self.stopServer()
+            self.stopServer(immediate: immediate)
+            Thread.sleep(forTimeInterval: down)
             try self.start(fsync: false)
         }
     }
@@ -184,6 +187,7 @@ public final class LocalPostgres: @unchecked Sendable {
               -c max_connections=200 $6 >>"$2/server.log" 2>&1 &
             server=$!
             trap 'kill -INT $server 2>/dev/null; wait $server; exit 0' TERM
+            trap 'kill -QUIT $server 2>/dev/null; wait $server; exit 0' USR1
             while kill -0 "$4" 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
             kill -INT $server 2>/dev/null
             wait $server
@@ -231,9 +235,9 @@ public final class LocalPostgres: @unchecked Sendable {
         try tlsOnly.joined(separator: "\n").write(toFile: rules, atomically: false, encoding: .utf8)
     }
 
-    private func stopServer() {
+    private func stopServer(immediate: Bool = false) {
         guard let server, server.isRunning else { return }
-        server.terminate()
+        if immediate { kill(server.processIdentifier, SIGUSR1) } else { server.terminate() }
         server.waitUntilExit()
         // The watchdog waits for the server's own end: the port is free once this returns.
         self.server = nil

@@ -95,7 +95,7 @@ struct ApiRegistrations: AsyncParsableCommand {
         hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
             endpoint: "http://127.0.0.1:\(hubPort)/", timeout: 60s}
         state: "\(state)"
-        api: {rate: {per_address: 100000000/min, per_user: 100000000/min, new_anonymous_per_network: 100000000/day}}
+        api: {handle_shapes: loose, rate: {per_address: 100000000/min, per_user: 100000000/min, new_anonymous_per_network: 100000000/day}}
         feeds: []
         """
     }

@@ -337,6 +337,28 @@ struct ApiAbuseTests {
         #expect(limits.count <= 20_000, "\(limits.count) buckets for a million networks")
     }
 
+    // 1: with api.handle_shapes: strict (the default), a handle no push service would issue is
+    // refused with the shape it should have: the quota cannot be filled with made-up strings.
+    @Test func handlesOfNoPushServiceAreRefused() async throws {
+        let fixture = try await ApiFixture.start(api: "  handle_shapes: strict\n")
+        defer { fixture.stop() }
+        let fcm = "dGhpcyBpcyBub3Qg:APA91b" + String(repeating: "Hq3xZ-9_kLm", count: 13)
+        let cases: [(String, String, Int, String)] = [
+            ("apns", "aa01", 400, "32 to 100 bytes"), ("apns", String(repeating: "a1", count: 32), 200, ""),
+            ("fcmv1", "token-of-a-phone", 400, "FCM registration token"), ("fcmv1", fcm, 200, ""),
+            ("fcmv1", String(repeating: "x", count: 70) + "/evil", 400, "FCM registration token"),
+            ("wns", "https://wns.example/n1", 400, "notify.windows.com"),
+            ("wns", "https://db5.notify.windows.com/?token=AwYAAAB", 200, ""),
+        ]
+        for (n, (platform, handle, status, reason)) in cases.enumerated() {
+            let answer = await fixture.send(
+                "PUT /api/installations/s\(n)", json: Self.registration(handle, platform: platform))
+            #expect(
+                answer.status == status && (reason.isEmpty || answer.body.contains(reason)),
+                "\(platform) \(handle): \(answer.body)")
+        }
+    }
+
     // 1: a user has at most api.max_devices_per_user installations (the oldest replaced, at the
     // hub and in the index); a network makes at most api.rate.new_anonymous_per_network new
     // anonymous ones; past api.max_installations anonymous registrations get 503 and signed-in
@@ -527,5 +549,76 @@ struct ApiAbuseTests {
         let markets = await fixture.hub.emulator.allDeliveries().filter { $0.payload.contains("Markets close higher") }
         #expect(markets.filter { $0.device.hasPrefix("b-1") }.count == 1, "\(markets.map(\.device))")
         #expect(markets.filter { $0.device.hasPrefix("a-1") }.count == 1)
+    }
+
+    /// A flag several tasks read.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func raise() { value.store(true, ordering: .relaxed) }
+        var isRaised: Bool { value.load(ordering: .relaxed) }
+    }
+
+    // 8: PostgreSQL stopped at once (`-m immediate`) and started again under load: a request in
+    // flight at the stop may fail, those that arrive while it is down wait for it, and after
+    // it is back none fails (a connection the server closed is replaced before it is used).
+    @Test(.enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))
+    func aPostgresRestartCostsAtMostTheRequestsInFlight() async throws {
+        let server = try await LocalPostgres.start()
+        defer { server.stop() }
+        let state = try await server.createDatabase()
+        let environment = hubEnvironment.merging(server.environment) { $1 }
+        let fixture = try await ApiFixture.start(extra: "state: \"\(state)\"", environment: environment)
+        defer { fixture.stop() }
+        // A burst opens more pooled connections than the 4 clients after it keep busy: at the
+        // stop, most of them are idle, and the server closes them all.
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<24 {
+                group.addTask {
+                    for n in 0..<6 {
+                        _ = await fixture.send(
+                            "PUT /api/installations/w\(client)",
+                            json: Self.registration("warm-\(client)-token", topics: n % 2 == 0 ? #"["World"]"# : "[]"))
+                    }
+                }
+            }
+        }
+        let clients = 4
+        let stop = Flag()
+        let failures = FailureLog(), requests = Tally()
+        async let traffic: Void = withTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                group.addTask {
+                    var n = 0
+                    while !stop.isRaised {
+                        let topics = n % 3 == 0 ? #"["World","Sports"]"# : #"["World"]"#
+                        let answer = await fixture.send(
+                            "PUT /api/installations/c\(client)",
+                            json: Self.registration("client-\(client)-token", topics: topics))
+                        requests.add(answer.status)
+                        if answer.status != 200 { failures.add(client: client, status: answer.status) }
+                        n += 1
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .seconds(1.5))
+        try await server.restart(immediate: true, down: 1)
+        let back = ContinuousClock.now
+        try await Task.sleep(for: .seconds(3))
+        stop.raise()
+        await traffic
+        let failed = failures.all
+        print("PostgreSQL restart: \(failures.count) failed of \(requests.all.count) requests: \(failed.map(\.status))")
+        #expect(failed.count <= clients, "\(failed.count) failed requests for \(clients) in flight: \(failed)")
+        let late = failed.filter { $0.at > back + .milliseconds(500) }
+        #expect(late.isEmpty, "failed after the server was back: \(late)")
+    }
+
+    /// Failed requests, by client, with when.
+    final class FailureLog: Sendable {
+        private let entries = Mutex<[(client: Int, status: Int, at: ContinuousClock.Instant)]>([])
+        func add(client: Int, status: Int) { entries.withLock { $0.append((client, status, ContinuousClock.now)) } }
+        var all: [(client: Int, status: Int, at: ContinuousClock.Instant)] { entries.withLock { $0 } }
+        var count: Int { entries.withLock { $0.count } }
     }
 }

@@ -26,13 +26,17 @@ struct ApiFixture {
     /// 10ms, timeout: 5m`).
     static func start(
         _ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil, extra: String = "",
-        feeds: [String] = [], hubSettings: String? = nil, logFile: String? = nil
+        feeds: [String] = [], hubSettings: String? = nil, logFile: String? = nil,
+        environment given: [String: String]? = nil
     ) async throws -> ApiFixture {
+        let environment = given ?? environment
         let folder = try TemporaryFolder()
         let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
-        let rate =
+        var rate =
             apiSection.contains("rate:")
             ? "" : "  rate: {per_address: 100000/min, per_user: 100000/min, new_anonymous_per_network: 100000/day}\n"
+        // The tests' handles are short labels the emulator takes (a staging hub's setting).
+        if !apiSection.contains("handle_shapes") { rate += "  handle_shapes: loose\n" }
         let config = try HostileOperatorTests().config(
             folder, hub: hub.endpoint,
             extra: try await backend.stateLine() + "\n" + extra + "\napi:\n" + rate + apiSection,
@@ -44,7 +48,8 @@ struct ApiFixture {
         }
         for (name, role) in [("alice", "reader"), ("bob", "reader"), ("sam", "sender")] {
             let added = try await newspush(
-                ["api", "add-user", name, "--role", role, "--config", config], input: "\(name)-password\n")
+                ["api", "add-user", name, "--role", role, "--config", config], environment: environment,
+                input: "\(name)-password\n")
             #expect(added.status == 0, "\(added.stderr)")
         }
         let api = try await DeskProcess.start(

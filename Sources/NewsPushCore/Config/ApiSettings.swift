@@ -42,6 +42,9 @@ public struct ApiSettings: Sendable {
     /// Failed sign-ins of one user name (from any address) within 15 minutes before the
     /// back-end answers 429 for that name.
     public var signInFailures = 5
+    /// `api.handle_shapes: strict` (the default): each platform's handle must have the shape
+    /// its push service gives (`loose`: any printable handle, for an emulator or a staging hub).
+    public var strictHandles = true
     /// Installations one signed-in user may have; a new one past it replaces their oldest.
     public var maxDevicesPerUser = 10
     /// Past this many installations in the index, anonymous registrations get 503 (signed-in
@@ -234,7 +237,7 @@ extension ConfigLoader {
             allowed: [
                 "topics", "max_topics", "user_tag", "anonymous", "users", "jwt", "templates", "stale_after", "rate",
                 "trusted_proxies", "pool", "hub_writes", "sign_in_failures", "max_devices_per_user",
-                "max_installations", "pseudonym_key",
+                "max_installations", "pseudonym_key", "handle_shapes",
             ])
         readTags(m, into: &settings, reader: reader)
         if let n = m["anonymous"], let v = reader.string(n, path: "api.anonymous") {
@@ -262,7 +265,7 @@ extension ConfigLoader {
     }
 
     /// `api.sign_in_failures`, `api.max_devices_per_user`, `api.max_installations` (a number,
-    /// or a hub tier: nine tenths of its device quota), `api.pseudonym_key`.
+    /// or a hub tier: nine tenths of its device quota), `api.handle_shapes`, `api.pseudonym_key`.
     private func readAbuse(_ m: NodeReader.MappingView, into settings: inout ApiSettings, reader: NodeReader) {
         if let n = m["sign_in_failures"], let v = reader.integer(n, path: "api.sign_in_failures", range: 1...1000) {
             settings.signInFailures = v
@@ -280,6 +283,13 @@ extension ConfigLoader {
                 settings.maxInstallations = count
             } else {
                 reader.report(n, "api.max_installations", "'\(v)' is not a number or a tier (free, basic, standard)")
+            }
+        }
+        if let n = m["handle_shapes"], let v = reader.string(n, path: "api.handle_shapes") {
+            switch v.lowercased() {
+            case "strict": settings.strictHandles = true
+            case "loose": settings.strictHandles = false
+            default: reader.report(n, "api.handle_shapes", "must be strict or loose, not '\(v)'")
             }
         }
         if let n = m["pseudonym_key"], let v = reader.string(n, path: "api.pseudonym_key") {
