@@ -91,9 +91,13 @@ public final class LocalPostgres: @unchecked Sendable {
 
     private static func sharedNow() throws -> LocalPostgres {
         let server = try sharedServer.get()
-        startedLock.withLock { sharedStarted = true }
-        // In-process ledgers (the core's tests) read the password from this process's environment.
-        setenv(passwordVariable, server.password, 1)
+        // In-process ledgers (the core's tests) read the password from this process's
+        // environment. Set once: `setenv` may move the environment while another thread's
+        // `Process.run` copies it (a crash seen in CI when many tests started servers at once).
+        startedLock.withLock {
+            if !sharedStarted { setenv(passwordVariable, server.password, 1) }
+            sharedStarted = true
+        }
         return server
     }
 

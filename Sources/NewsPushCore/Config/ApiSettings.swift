@@ -127,13 +127,13 @@ public struct ApiSettings: Sendable {
     }
 
     /// How the audit names a forgotten reader: `reader hmac:` and the HMAC-SHA256 of the name
-    /// under `api.pseudonym_key` (16 bytes, hex; not reversible without the key), or "a
+    /// under `api.pseudonym_key` (hex; not reversible without the key), or "a
     /// reader" when no key is set.
     public func pseudonym(of user: String) -> String {
         guard let pseudonymKey else { return "a reader" }
         let code = HMAC<SHA256>.authenticationCode(
             for: Data(user.utf8), using: SymmetricKey(data: Data(pseudonymKey.utf8)))
-        return "reader hmac:" + Self.hex(Data(code).prefix(16))
+        return "reader hmac:" + Self.hex(Data(code))
     }
 
     /// The user a token's `sub` names: itself when tokens own plain names and it has no
