@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 swift format lint --strict --recursive Sources Tests Package.swift
 # The PostgreSQL suites (servers of their own, a minute of two hosts under kills, ledgers opened
 # in the test process, whose waits on the server hold the test process's threads) run after the
-# rest, so they neither starve the timed tests nor are starved by them.
-postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests"
+# rest, so they neither starve the timed tests nor are starved by them; so do the back-end's
+# attack tests (floods of connections): Foundation's Process.run reads /proc/self/fd past its
+# buffer once the test process holds about 1,300 descriptors (swift-corelibs-foundation #5472),
+# and the first phase alone comes near that.
+postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|ApiAbuseTests"
 swift test --skip "$postgres_suites" "$@"
 swift test --skip-build --filter "$postgres_suites" "$@"
 # The desk in a real browser (Chromium through WebDriver), against the debug build just tested.

@@ -38,10 +38,11 @@ final class ApiCredentials: Sendable {
     /// made-up names fill nothing and cannot push a real user's count out.
     private let failures = Mutex(Generations<[Date]>(capacity: 50_000))
     static let failureWindow: Double = 15 * 60
-    /// Password checks waiting for `bcryptThreads` (past `maxWaiting`, 429: a flood of wrong
-    /// passwords queues here, never on the threads that do ledger and hub work).
+    /// Password checks waiting for `bcryptThreads` (past `maxWaiting`, 429 at once: a flood of
+    /// wrong passwords queues here, never on the threads that do ledger and hub work, and no
+    /// check waits more than a few bcrypt times).
     private let waiting = Atomic<Int>(0)
-    static let maxWaiting = 64
+    static let maxWaiting = 8
     /// bcrypt's own threads: a wrong password costs 0.1 s of one of them, never a registration's.
     private static let bcryptThreads = BlockingThreads(count: 2)
 

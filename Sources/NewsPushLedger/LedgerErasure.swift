@@ -32,9 +32,9 @@ extension Ledger {
             count += try rewriteAudit(naming: user, tag: tag, digest: digest)
             return count
         }
-        do { try db.forgetErased() } catch {
-            // Best effort: the rows are gone either way; the next checkpoint empties the log.
-        }
+        // Best effort, on the connection's turn like every other use of it (a back-end's
+        // threads share it): the rows are gone either way; the next checkpoint empties the log.
+        _ = try? reading { try db.forgetErased() }
         return erased
     }
 

@@ -311,30 +311,49 @@ public struct NotificationHubClient: Sendable {
         return ": " + redactingHandles(reason)
     }
 
-    /// `text` with anything shaped like a push handle replaced by `[handle]`: URLs (a WNS
-    /// channel), and runs of 32 or more token characters (an APNs token's hex, an FCM
-    /// registration token), except the service's own TrackingId (a GUID). A hub's detail may
-    /// quote what it was sent, and a handle is never logged nor told to a caller (SPEC §9).
+    /// `text` with anything shaped like a push handle replaced by `[handle]`: a WNS channel URI
+    /// (a URL on a `notify.windows.com` host), and a run of 32 or more of `A-Z a-z 0-9 _ : -`
+    /// holding at least 4 digits (an APNs token's hex, an FCM registration token), except the
+    /// service's own TrackingId (a GUID). A hub's detail may quote what it was sent, and a
+    /// handle is never logged nor told to a caller (SPEC §9). Hand-written: a scan of one
+    /// short string, where a regular expression per shape would cost more than the rule.
     public static func redactingHandles(_ text: String) -> String {
         var out = ""
         var run = ""
         func flush() {
             let tracking = run.hasPrefix("TrackingId:") ? String(run.dropFirst(11)) : run
             let isGuid = tracking.count >= 36 && UUID(uuidString: String(tracking.prefix(36))) != nil
-            let isURL = run.contains("://")
-            out += (run.count >= 32 && !isGuid) || isURL ? "[handle]" : run
+            let digits = run.filter(\.isNumber).count
+            out += run.count >= 32 && digits >= 4 && !isGuid ? "[handle]" : run
             run = ""
         }
-        for character in text {
-            if character.isASCII && (character.isLetter || character.isNumber || "_-:.~+/=%?&".contains(character)) {
+        var rest = Substring(text)
+        while let character = rest.first {
+            if let url = channelURI(at: rest) {
+                flush()
+                out += "[handle]"
+                rest = rest.dropFirst(url)
+                continue
+            }
+            if character.isASCII && (character.isLetter || character.isNumber || "_-:".contains(character)) {
                 run.append(character)
             } else {
                 flush()
                 out.append(character)
             }
+            rest = rest.dropFirst()
         }
         flush()
         return out
+    }
+
+    /// The length of a WNS channel URI starting `text` (to the next space, quote or angle
+    /// bracket), if it is one.
+    private static func channelURI(at text: Substring) -> Int? {
+        guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return nil }
+        let url = text.prefix { !$0.isWhitespace && !"\"'<>".contains($0) }
+        let host = url.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != ":" }
+        return host.lowercased().hasSuffix("notify.windows.com") ? url.count : nil
     }
 
     /// The standard reason phrases (RFC 9110) of the statuses the service answers, lower-cased:

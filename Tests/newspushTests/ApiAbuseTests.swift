@@ -12,7 +12,7 @@ import Testing
 /// The back-end under attack (issue 48), through the built binary against the emulator: quota
 /// exhaustion, password guessing, borrowed identities, a forgotten reader left behind, and the
 /// contract's defects.
-@Suite("The app back-end under attack")
+@Suite("The app back-end under attack", .serialized)
 struct ApiAbuseTests {
     static func registration(_ handle: String, platform: String = "fcmv1", topics: String = #"["World"]"#) -> String {
         #"{"platform":"\#(platform)","pushChannel":"\#(handle)","topics":\#(topics)}"#

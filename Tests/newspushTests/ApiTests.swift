@@ -29,7 +29,6 @@ struct ApiFixture {
         feeds: [String] = [], hubSettings: String? = nil, logFile: String? = nil,
         environment given: [String: String]? = nil
     ) async throws -> ApiFixture {
-        let environment = given ?? environment
         let folder = try TemporaryFolder()
         let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
         var rate =
@@ -41,6 +40,9 @@ struct ApiFixture {
             folder, hub: hub.endpoint,
             extra: try await backend.stateLine() + "\n" + extra + "\napi:\n" + rate + apiSection,
             feeds: feeds)
+        // Read after the ledger's line: a PostgreSQL ledger starts the tests' server, whose
+        // password the environment then carries.
+        let environment = given ?? environment
         if let hubSettings {
             let text = try String(contentsOfFile: config, encoding: .utf8)
             try text.replacingOccurrences(of: "retries: 1, retry_delay: 10ms, timeout: 5m", with: hubSettings)
