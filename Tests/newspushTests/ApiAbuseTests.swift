@@ -550,7 +550,7 @@ struct ApiAbuseTests {
         ])
         defer { feed.stop() }
         let fixture = try await ApiFixture.start(
-            extra: #"review: {rules: [{title: "(?i)rumour", mode: review}]}"#,
+            extra: #"review: {rules: [{title: "(?i)rumour", mode: review}]}"# + "\ndesk: {users: desk-users.yaml}",
             feeds: ["{url: \"\(feed.baseURL)/world.xml\", category: World}"])
         defer { fixture.stop() }
         let phones = [
@@ -604,6 +604,20 @@ struct ApiAbuseTests {
         let preview = try await publish("Seven readers first", "seven-1", ["--dry-run"])
         #expect(preview.stderr.contains("2 readers already got this story by name"), "\(preview.stderr)")
         #expect(preview.stderr.contains("username:r6") && preview.stderr.contains("username:r7"), "\(preview.stderr)")
+        // The desk's Publish preview says so too.
+        let added = try await newspush(
+            ["desk", "add-user", "eve", "--role", "editor", "--config", fixture.config], input: "eve-password\n")
+        #expect(added.status == 0)
+        let desk = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", fixture.config])
+        defer { desk.stop() }
+        let (cookie, csrf) = try await HostileDeskTests().signIn(desk, "eve")
+        let form =
+            "csrf=\(csrf)&category=World&title=Seven+readers+first"
+            + "&url=https%3A%2F%2Fnews.example.org%2Fseven-1&action=preview"
+        let onDesk = await desk.send(
+            "POST /publish HTTP/1.1", body: form,
+            headers: ["Cookie: \(cookie)", "Content-Type: application/x-www-form-urlencoded"])
+        #expect(onDesk.body.contains("2 readers already got this story by name"), "\(onDesk.status)")
     }
 
     /// A flag several tasks read.
