@@ -29,31 +29,22 @@ func newspushRaw(
     _ path: String, _ arguments: [String], environment: [String: String] = [:], in folder: String? = nil,
     input: String? = nil
 ) async throws -> CommandResult {
-    let binary = URL(fileURLWithPath: path)
-    return await offThePool {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
+    await offThePool {
         var env = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
         env.merge(LocalPostgres.sharedEnvironment) { $1 }
         env.merge(environment) { $1 }
-        process.environment = env
-        if let folder { process.currentDirectoryURL = URL(fileURLWithPath: folder) }
-        let out = Pipe(), err = Pipe(), inp = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inp
         let started = Date()
-        do { try process.run() } catch { return CommandResult(status: -1, stdout: "", stderr: "\(error)") }
-        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inp.fileHandleForWriting.close()
-        // Read both pipes before waiting so a large output cannot block the child.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self), seconds: Date().timeIntervalSince(started))
+        // Not Foundation's Process: its run() crashes a test process holding many descriptors
+        // (ChildProcess says why).
+        do {
+            let finished = try ChildProcess.run(
+                path, arguments, environment: env, directory: folder, input: input.map { Data($0.utf8) })
+            return CommandResult(
+                status: finished.status, stdout: String(decoding: finished.stdout, as: UTF8.self),
+                stderr: String(decoding: finished.stderr, as: UTF8.self), seconds: Date().timeIntervalSince(started))
+        } catch {
+            return CommandResult(status: -1, stdout: "", stderr: "\(error)")
+        }
     }
 }
 
