@@ -605,12 +605,8 @@ struct ApiAbuseTests {
         #expect(preview.stderr.contains("2 readers already got this story by name"), "\(preview.stderr)")
         #expect(preview.stderr.contains("username:r6") && preview.stderr.contains("username:r7"), "\(preview.stderr)")
         // The desk's Publish preview says so too.
-        let added = try await newspush(
-            ["desk", "add-user", "eve", "--role", "editor", "--config", fixture.config], input: "eve-password\n")
-        #expect(added.status == 0)
-        let desk = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", fixture.config])
+        let (desk, cookie, csrf) = try await fixture.editorsDesk()
         defer { desk.stop() }
-        let (cookie, csrf) = try await HostileDeskTests().signIn(desk, "eve")
         let form =
             "csrf=\(csrf)&category=World&title=Seven+readers+first"
             + "&url=https%3A%2F%2Fnews.example.org%2Fseven-1&action=preview"

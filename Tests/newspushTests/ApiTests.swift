@@ -88,6 +88,16 @@ struct ApiFixture {
         return try #require(document?["installations"] as? [[String: Any]], "\(listed.stdout)")
     }
 
+    /// The newsroom's desk, started on this config, with editor eve signed in (stop it after).
+    func editorsDesk() async throws -> (desk: DeskProcess, cookie: String, csrf: String) {
+        let added = try await newspush(
+            ["desk", "add-user", "eve", "--role", "editor", "--config", config], input: "eve-password\n")
+        #expect(added.status == 0, "\(added.stderr)")
+        let desk = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", config])
+        let (cookie, csrf) = try await HostileDeskTests().signIn(desk, "eve")
+        return (desk, cookie, csrf)
+    }
+
     static func object(_ answer: RawAnswer) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] ?? [:]
     }
@@ -321,12 +331,8 @@ struct ApiTests {
         }
         let run = try await newspush(["run", "--config", fixture.config], environment: ApiFixture.environment)
         #expect(run.stdout.contains("held") || run.status == 0, "\(run.stdout) \(run.stderr)")
-        let added = try await newspush(
-            ["desk", "add-user", "eve", "--role", "editor", "--config", fixture.config], input: "eve-password\n")
-        #expect(added.status == 0)
-        let desk = try await DeskProcess.start(["desk", "--listen", "127.0.0.1:0", "--config", fixture.config])
+        let (desk, cookie, csrf) = try await fixture.editorsDesk()
         defer { desk.stop() }
-        let (cookie, csrf) = try await HostileDeskTests().signIn(desk, "eve")
         let waiting = await desk.send("GET / HTTP/1.1", headers: ["Cookie: \(cookie)"])
         #expect(waiting.body.contains("Summit ends with a deal"), "\(waiting.body.prefix(2000))")
         #expect(waiting.body.contains("reaches 2 installations registered through newspush api"))
