@@ -52,31 +52,43 @@ let package = Package(
         // The domain's values (stories, feeds' records, outbox entries, decisions): they depend on
         // nothing, and every other part of newspush speaks in them.
         .target(name: "NewsPushModel"),
-        // The stages of a run (config, fetch, parse, classify, dedupe, plan, send, report): values
-        // in, values out. They never see the ledger: the compiler keeps it that way.
+        // The feed parser (libxml2, the dialects, dates, text): bytes in, a `ParsedFeed` out. A
+        // library of its own that knows nothing of newspush but the model's values.
         .target(
-            name: "NewsPushCore",
-            dependencies: [
-                "NewsPushModel", "CCurl", "CLibXML2", "CByteScan", "NotificationHubs",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
-            exclude: ["Classification/Resources/MODELS-NOTICE.md"],
-            resources: [
-                .copy("Classification/Resources/text-model.bin"),
-                // all-MiniLM-L6-v2 distilled (tools/classifier; licence and attribution beside it)
-                .copy("Classification/Resources/token-table.bin"),
-                .copy("Classification/Resources/encoder-head.bin"),
-                // all-MiniLM-L6-v2 itself, eight-bit (tools/classifier/export_encoder.py)
-                .copy("Classification/Resources/encoder.bin"),
-                .copy("Classification/Resources/transformer-head.bin"),
-            ],
+            name: "FeedParsing",
+            dependencies: ["NewsPushModel", "CLibXML2", "CByteScan"],
             // The feed parser appends to buffers held by classes on every libxml2 callback; the
             // run-time exclusivity checks on those accesses were 5 % of a release parse. Debug
             // builds (the tests) keep the checks, so a violation would still be caught there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+        ),
+        // The classifier (the encoders, the text model, section evidence, training): an item in,
+        // a category and a confidence out. A library of its own, as the parser is.
+        .target(
+            name: "NewsClassifier",
+            dependencies: ["NewsPushModel"],
+            exclude: ["Resources/MODELS-NOTICE.md"],
+            resources: [
+                .copy("Resources/text-model.bin"),
+                // all-MiniLM-L6-v2 distilled (tools/classifier; licence and attribution beside it)
+                .copy("Resources/token-table.bin"),
+                .copy("Resources/encoder-head.bin"),
+                // all-MiniLM-L6-v2 itself, eight-bit (tools/classifier/export_encoder.py)
+                .copy("Resources/encoder.bin"),
+                .copy("Resources/transformer-head.bin"),
+            ]
+        ),
+        // The stages of a run (config, fetch, read, identify, dedupe, plan, send, report): values
+        // in, values out. They never see the ledger: the compiler keeps it that way.
+        .target(
+            name: "NewsPushCore",
+            dependencies: [
+                "NewsPushModel", "FeedParsing", "NewsClassifier", "CCurl", "CByteScan", "NotificationHubs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         // The ledger: stores the model's values behind the `LedgerDatabase` seam, in SQLite (one
         // host) or PostgreSQL (a ledger shared by several hosts).
@@ -96,7 +108,21 @@ let package = Package(
         .target(
             name: "NewsPushSessions",
             dependencies: [
-                "NewsPushModel", "NewsPushCore", "NewsPushLedger", "NotificationHubs",
+                "NewsPushModel", "NewsPushCore", "FeedParsing", "NewsClassifier", "NewsPushLedger", "NotificationHubs",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // What both front ends (the desk and the app back-end) do alike, owned by neither: the
+        // listen address, the client's address behind proxies, blocking threads, users files,
+        // security headers, JSON answers and the guard's shell.
+        .target(
+            name: "NewsPushHTTP",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -104,9 +130,9 @@ let package = Package(
         .target(
             name: "NewsPushDesk",
             dependencies: [
-                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NotificationHubs",
+                "NewsPushSessions", "NewsPushCore", "FeedParsing", "NewsClassifier", "NewsPushModel",
+                "NewsPushLedger", "NotificationHubs", "NewsPushHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -119,9 +145,8 @@ let package = Package(
         .target(
             name: "NewsPushAPI",
             dependencies: [
-                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushDesk", "NotificationHubs",
+                "NewsPushSessions", "NewsPushCore", "NewsPushModel", "NewsPushHTTP", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -133,8 +158,9 @@ let package = Package(
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushCore", "NewsPushModel", "NewsPushLedger",
-                "NotificationHubs",
+                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushHTTP", "NewsPushCore", "FeedParsing",
+                "NewsClassifier", "NewsPushModel",
+                "NewsPushLedger", "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -164,7 +190,7 @@ let package = Package(
         .executableTarget(
             name: "newspush-bench",
             dependencies: [
-                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NewsPushDesk",
+                "NewsPushCore", "FeedParsing", "NewsClassifier", "NewsPushModel", "NewsPushLedger", "NewsPushSessions",
                 "NotificationHubs", "NewsPushTesting", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -174,7 +200,7 @@ let package = Package(
         // scripts/fuzz.sh); the tests replay their seeds and every crashing input found.
         .target(
             name: "NewsPushFuzzing",
-            dependencies: ["NewsPushCore", "NewsPushModel", "NotificationHubs"]
+            dependencies: ["NewsPushCore", "FeedParsing", "NewsPushHTTP", "NewsPushModel", "NotificationHubs"]
         ),
         .executableTarget(
             name: "newspush-fuzz",
@@ -193,7 +219,8 @@ let package = Package(
         .testTarget(
             name: "NewsPushCoreTests",
             dependencies: [
-                "NewsPushCore", "NewsPushModel", "NewsPushLedger", "NewsPushSessions", "NotificationHubs",
+                "NewsPushCore", "FeedParsing", "NewsClassifier", "NewsPushModel", "NewsPushLedger",
+                "NewsPushSessions", "NotificationHubs",
                 "NewsPushTesting",
                 "HubEmulator", "NewsPushFuzzing",
             ],
@@ -204,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "NewsPushDeskTests",
             dependencies: [
-                "NewsPushDesk", "NewsPushSessions", "NewsPushCore", "NewsPushTesting",
+                "NewsPushDesk", "NewsPushHTTP", "NewsPushSessions", "NewsPushCore", "NewsPushTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -212,7 +239,8 @@ let package = Package(
         .testTarget(
             name: "newspushTests",
             dependencies: [
-                "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "NewsPushModel",
+                "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "FeedParsing",
+                "NewsClassifier", "NewsPushModel",
                 "NewsPushLedger", "NewsPushAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -1,6 +1,6 @@
 import Foundation
 import NewsPushCore
-import NewsPushDesk
+import NewsPushHTTP
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions

@@ -3,7 +3,7 @@ import Foundation
 import JWTKit
 import Logging
 import NewsPushCore
-import NewsPushDesk
+import NewsPushHTTP
 import NewsPushSessions
 import Synchronization
 

@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NewsPushCore
-import NewsPushDesk
+import NewsPushHTTP
 import NewsPushSessions
 
 /// The request context of `newspush api`: the client's address, who is calling, the body.
@@ -35,29 +35,22 @@ public struct ApiContext: RequestContext {
 
 /// Serves the app back-end over HTTP (behind a TLS reverse proxy in production).
 public enum ApiServer {
-    static let wwwAuthenticate = HTTPField.Name("WWW-Authenticate") ?? .contentType
-    static let retryAfter = HTTPField.Name("Retry-After") ?? .contentType
-    static let forwardedFor = HTTPField.Name("X-Forwarded-For") ?? .contentType
-    static let pushChannel = HTTPField.Name("X-Push-Channel") ?? .contentType
+    static let wwwAuthenticate = FrontEnd.field("WWW-Authenticate")
+    static let retryAfter = FrontEnd.retryAfter
+    static let pushChannel = FrontEnd.field("X-Push-Channel")
 
     /// Runs until SIGTERM or SIGINT, then stops taking requests and lets those in flight finish;
     /// `onReady` receives the bound port.
     public static func run(
-        _ backend: ApiBackend, address: DeskAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
+        _ backend: ApiBackend, address: ListenAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
-        let app = Application(
-            router: router(backend),
-            configuration: ApplicationConfiguration(
-                address: .hostname(address.host, port: address.port), serverName: nil),
-            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
-            logger: logger)
         let sweeper = Task { await backend.sweep() }
         let reader = Task { await backend.reader?.run() }
         defer {
             sweeper.cancel()
             reader.cancel()
         }
-        try await app.runService()
+        try await FrontEnd.serve(router(backend), address: address, logger: logger, onReady: onReady)
     }
 
     /// The routes behind the guard: what `run` serves.
@@ -73,9 +66,7 @@ public enum ApiServer {
     /// A JSON answer, byte for byte the document: nothing after it, not even a newline (the
     /// tutorials' apps drop exactly one character at each end of `POST /api/register`'s body).
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        FrontEnd.answer(text, type: "application/json", status: status)
     }
 
     /// `{"error": why}` with `status`.
@@ -85,11 +76,7 @@ public enum ApiServer {
 
     /// Every answer's headers: JSON only, never cached, never framed, nothing sniffed.
     static func secured(_ response: Response) -> Response {
-        var response = response
-        response.headers[.contentSecurityPolicy] = "default-src 'none'; frame-ancestors 'none'"
-        response.headers[.xContentTypeOptions] = "nosniff"
-        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
-        return response
+        FrontEnd.secured(response, policy: "default-src 'none'; frame-ancestors 'none'")
     }
 }
 
@@ -102,25 +89,33 @@ struct ApiGuard: RouterMiddleware {
     func handle(_ request: Request, context: ApiContext, next: (Request, ApiContext) async throws -> Response)
         async throws -> Response
     {
-        do {
-            var response = try await guarded(request, context: context, next: next)
-            if request.method == .head { response = Response(status: response.status, headers: response.headers) }
-            return ApiServer.secured(response)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            return ApiServer.secured(ApiServer.error(.contentTooLarge, "the body is over 64 KB"))
-        } catch let error as HTTPError where error.status == .notFound {
+        try await FrontEnd.shell(
+            request, context: context, secure: ApiServer.secured, own: { routeless($0, request) }, unexpected: failed
+        ) {
+            try await guarded(request, context: context, next: next)
+        }
+    }
+
+    /// 413 and 404 in the API's words; a route asked with a method it does not have is 405 with
+    /// the methods it has.
+    private func routeless(_ error: HTTPError, _ request: Request) -> Response? {
+        switch error.status {
+        case .contentTooLarge: return ApiServer.error(.contentTooLarge, "the body is over 64 KB")
+        case .notFound:
             guard let allowed = ApiRoutes.methods(of: request.uri.path) else {
-                return ApiServer.secured(ApiServer.error(.notFound, "no such route (GET /openapi.json lists them)"))
+                return ApiServer.error(.notFound, "no such route (GET /openapi.json lists them)")
             }
             var response = ApiServer.error(.methodNotAllowed, "\(request.method) is not a method of this route")
             response.headers[.allow] = allowed
-            return ApiServer.secured(response)
-        } catch let error as HTTPResponseError {
-            return ApiServer.secured(try error.response(from: request, context: context))
-        } catch {
-            backend.context.logger.error("api: \(request.method) \(request.uri.path): \(error)")
-            return ApiServer.secured(ApiServer.error(.serviceUnavailable, ApiRoutes.describe(error)))
+            return response
+        default: return nil
         }
+    }
+
+    /// A ledger or hub that cannot be reached: logged, and 503 with what the command line would say.
+    private func failed(_ error: any Error, _ request: Request, _ context: ApiContext) -> Response {
+        backend.context.logger.error("api: \(request.method) \(request.uri.path): \(error)")
+        return ApiServer.error(.serviceUnavailable, ApiRoutes.describe(error))
     }
 
     private func guarded(
@@ -130,7 +125,7 @@ struct ApiGuard: RouterMiddleware {
         var context = context
         let api = backend.context.config.api
         let now = backend.context.clock.now()
-        context.address = DeskServer.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
+        context.address = FrontEnd.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
         context.network = ClientNetwork.key(context.address, ipv4Prefix: api.ipv4Prefix, ipv6Prefix: api.ipv6Prefix)
         if let wait = backend.limits.take("a:" + context.network, limit: api.ratePerAddress, now: now) {
             return tooMany(wait)

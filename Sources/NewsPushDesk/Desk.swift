@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOPosix
 import NewsPushCore
+import NewsPushHTTP
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
@@ -227,23 +228,6 @@ public struct Desk: Sendable {
             }
             return DeskAnswer(status: outcome.status == .pending ? .accepted : .badGateway, message: reason, json: json)
         }
-    }
-}
-
-/// Threads of a server's own for blocking session work (a ledger transaction, a hub request,
-/// bcrypt), so its event loops and the shared concurrency pool never wait for it.
-public final class BlockingThreads: Sendable {
-    private let pool: NIOThreadPool
-
-    /// `count` threads, started now; they live as long as the process.
-    public init(count: Int) {
-        pool = NIOThreadPool(numberOfThreads: count)
-        pool.start()
-    }
-
-    /// Runs `body` on one of the threads and returns its result.
-    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(body)
     }
 }
 

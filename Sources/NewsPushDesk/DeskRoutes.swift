@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NewsPushCore
+import NewsPushHTTP
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
@@ -15,7 +16,7 @@ struct DeskRoutes {
 
     func register(on router: Router<DeskContext>) {
         router.getAndHead("/desk.js") { _, _ in
-            var response = DeskServer.answer(DeskAssets.script, type: "text/javascript")
+            var response = FrontEnd.answer(DeskAssets.script, type: "text/javascript")
             response.headers[.cacheControl] = "max-age=3600"
             return response
         }

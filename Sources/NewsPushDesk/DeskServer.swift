@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NewsPushCore
+import NewsPushHTTP
 import NewsPushModel
 import NewsPushSessions
 
@@ -38,56 +39,18 @@ public struct DeskContext: RequestContext {
     public var maxUploadSize: Int { 256 << 10 }
 }
 
-/// Where the desk listens.
-public struct DeskAddress: Sendable, Equatable {
-    /// The address (or host name) to bind.
-    public var host: String
-    /// The port (0: any free one).
-    public var port: Int
-
-    /// `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:80`; nil when it is none of these.
-    public init?(_ text: String) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (0...65535).contains(port)
-        else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { return nil }
-        self.host = host
-        self.port = port
-    }
-
-    /// Whether only this machine can reach it.
-    public var isLoopback: Bool { host == "127.0.0.1" || host == "::1" || host == "localhost" }
-}
-
 /// Serves the desk over HTTP (behind a TLS reverse proxy in production).
 public enum DeskServer {
     static let cookie = "newspush_desk"
-    // Header names HTTPTypes does not define (each is a valid token, so the names are made).
-    static let referrerPolicy = field("Referrer-Policy")
-    static let frameOptions = field("X-Frame-Options")
-    static let forwardedProto = field("X-Forwarded-Proto")
-    static let forwardedFor = field("X-Forwarded-For")
-    static let csrfToken = field("X-CSRF-Token")
-
-    private static func field(_ name: String) -> HTTPField.Name {
-        HTTPField.Name(name) ?? .contentType
-    }
+    static let csrfToken = FrontEnd.field("X-CSRF-Token")
 
     /// Runs until SIGTERM or SIGINT, then shuts down gracefully; `onReady` receives the bound port.
+    /// On SIGTERM the requests in flight finish (an approval that is sending gets its outcome
+    /// recorded) before it returns (SPEC §8).
     public static func run(
-        _ desk: Desk, address: DeskAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
+        _ desk: Desk, address: ListenAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
-        let app = Application(
-            router: router(desk),
-            configuration: ApplicationConfiguration(
-                address: .hostname(address.host, port: address.port), serverName: nil),
-            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
-            logger: logger)
-        // SIGTERM (and SIGINT): stop taking connections, let the requests in flight finish (an
-        // approval that is sending gets its outcome recorded), then return (SPEC §8).
-        try await app.runService()
+        try await FrontEnd.serve(router(desk), address: address, logger: logger, onReady: onReady)
     }
 
     /// The desk's routes behind its guard: what `run` serves, and what the tests drive in process.
@@ -102,27 +65,17 @@ public enum DeskServer {
 
     /// Every answer's security headers (SPEC §8).
     static func secured(_ response: Response) -> Response {
-        var response = response
-        response.headers[.contentSecurityPolicy] = DeskAssets.contentSecurityPolicy
-        response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[DeskServer.referrerPolicy] = "same-origin"
-        response.headers[DeskServer.frameOptions] = "DENY"
-        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
-        return response
+        FrontEnd.secured(
+            response, policy: DeskAssets.contentSecurityPolicy,
+            extra: [FrontEnd.field("Referrer-Policy"): "same-origin", FrontEnd.field("X-Frame-Options"): "DENY"])
     }
 
     static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        answer(text, type: "text/html", status: status)
+        FrontEnd.answer(text, type: "text/html", status: status)
     }
 
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        answer(text + "\n", type: "application/json", status: status)
-    }
-
-    static func answer(_ text: String, type: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "\(type); charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        FrontEnd.answer(text + "\n", type: "application/json", status: status)
     }
 
     static func redirect(_ location: String, cookie: String? = nil) -> Response {
@@ -135,22 +88,6 @@ public enum DeskServer {
     static func sessionCookie(_ token: String, maxAge: Int, secure: Bool) -> String {
         "\(cookie)=\(token); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
     }
-
-    /// Whether the request came over TLS: the desk itself speaks plain HTTP, so only a trusted
-    /// reverse proxy's `X-Forwarded-Proto: https` says so.
-    static func overTLS(_ request: Request, peer: String, trusted: [String]) -> Bool {
-        trusted.contains(peer) && request.headers[DeskServer.forwardedProto]?.lowercased().hasPrefix("https") == true
-    }
-
-    /// The client's address: the peer's, unless the peer is a trusted proxy; then the nearest
-    /// address in `X-Forwarded-For` (read from the right) that is not itself a trusted proxy
-    /// (what a client writes into the header before the proxies is not believed).
-    public static func clientAddress(_ request: Request, peer: String, trusted: [String]) -> String {
-        guard trusted.contains(peer) else { return peer }
-        let forwarded = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        return forwarded.reversed().first { !trusted.contains($0) } ?? peer
-    }
 }
 
 /// Sign-in, CSRF and roles before any route, and the security headers on every answer.
@@ -161,24 +98,19 @@ struct DeskGuard: RouterMiddleware {
     func handle(_ request: Request, context: DeskContext, next: (Request, DeskContext) async throws -> Response)
         async throws -> Response
     {
-        do {
-            var response = try await guarded(request, context: context, next: next)
-            // HEAD is GET without the body (RFC 9110; the routes answer both).
-            if request.method == .head { response = Response(status: response.status, headers: response.headers) }
-            return DeskServer.secured(response)
-        } catch let error as HTTPResponseError {
-            return DeskServer.secured(try error.response(from: request, context: context))
-        } catch {
-            // Anything else (a ledger that cannot be read, a hub that cannot be asked) is said
-            // as the command line says it, logged, and answered with the security headers.
-            desk.context.logger.error("desk: \(request.method) \(request.uri.path): \(error)")
-            let why = "\(error)"
-            let page =
-                request.uri.path.hasPrefix("/api/")
-                ? DeskServer.json(JSONText.encode(["error": why]), status: .internalServerError)
-                : DeskServer.html(DeskPages.failure(why, user: context.user), status: .internalServerError)
-            return DeskServer.secured(page)
+        try await FrontEnd.shell(request, context: context, secure: DeskServer.secured, unexpected: failed) {
+            try await guarded(request, context: context, next: next)
         }
+    }
+
+    /// Anything but an HTTP error (a ledger that cannot be read, a hub that cannot be asked) is
+    /// said as the command line says it, logged, and answered.
+    private func failed(_ error: any Error, _ request: Request, _ context: DeskContext) -> Response {
+        desk.context.logger.error("desk: \(request.method) \(request.uri.path): \(error)")
+        let why = "\(error)"
+        return request.uri.path.hasPrefix("/api/")
+            ? DeskServer.json(JSONText.encode(["error": why]), status: .internalServerError)
+            : DeskServer.html(DeskPages.failure(why, user: context.user), status: .internalServerError)
     }
 
     private func guarded(
@@ -187,8 +119,8 @@ struct DeskGuard: RouterMiddleware {
         var request = request
         var context = context
         let trusted = desk.context.config.deskTrustedProxies
-        context.address = DeskServer.clientAddress(request, peer: context.peer, trusted: trusted)
-        context.overTLS = DeskServer.overTLS(request, peer: context.peer, trusted: trusted)
+        context.address = FrontEnd.clientAddress(request, peer: context.peer, trusted: trusted)
+        context.overTLS = FrontEnd.overTLS(request, peer: context.peer, trusted: trusted)
         let path = request.uri.path
         let isAPI = path.hasPrefix("/api/")
         if request.method == .post {

@@ -1,5 +1,7 @@
+import FeedParsing
 import Foundation
 import NewsPushCore
+import NewsPushHTTP
 import NewsPushModel
 import NotificationHubs
 

@@ -1,4 +1,6 @@
+import FeedParsing
 import Foundation
+import NewsClassifier
 import NewsPushCore
 import NewsPushModel
 

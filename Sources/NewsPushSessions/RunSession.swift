@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NewsClassifier
 import NewsPushCore
 import NewsPushLedger
 import NewsPushModel

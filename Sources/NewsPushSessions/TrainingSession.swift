@@ -1,4 +1,5 @@
 import Foundation
+import NewsClassifier
 import NewsPushCore
 import NewsPushModel
 

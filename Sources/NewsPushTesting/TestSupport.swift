@@ -119,6 +119,8 @@ public struct MeasuredRun: Sendable {
     public var seconds: Double
     /// Peak RSS in KB (wait4's `ru_maxrss`).
     public var peakKilobytes: Int
+    /// The last 4 KB the command wrote to standard error (what a failure under load said).
+    public var errorTail = ""
 }
 
 /// Why `measuredRun` could not start a process.
@@ -140,7 +142,11 @@ public let gnuTime = "/usr/bin/time"
 /// (an upper bound).
 public func measuredRun(_ path: String, _ arguments: [String], environment: [String]) async throws -> MeasuredRun {
     let report = NSTemporaryDirectory() + "newspush-rss-\(UUID().uuidString)"
-    defer { unlink(report) }
+    let errors = report + ".stderr"
+    defer {
+        unlink(report)
+        unlink(errors)
+    }
     let timed = FileManager.default.isExecutableFile(atPath: gnuTime)
     let command = timed ? [gnuTime, "-f", "%M", "-o", report, path] + arguments : [path] + arguments
     var run = try await offThePool { () -> Result<MeasuredRun, SpawnError> in
@@ -151,6 +157,7 @@ public func measuredRun(_ path: String, _ arguments: [String], environment: [Str
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var status: Int32 = 0
         var usage = rusage()
@@ -163,6 +170,7 @@ public func measuredRun(_ path: String, _ arguments: [String], environment: [Str
         return .success(
             MeasuredRun(status: (status >> 8) & 0xFF, seconds: seconds, peakKilobytes: Int(usage.ru_maxrss)))
     }.get()
+    run.errorTail = String((try? String(contentsOfFile: errors, encoding: .utf8))?.suffix(4096) ?? "")
     if timed {
         // GNU time writes "Command exited with non-zero status N" before the figure then.
         let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""

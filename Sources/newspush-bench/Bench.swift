@@ -1,6 +1,8 @@
 import ArgumentParser
+import FeedParsing
 import Foundation
 import Logging
+import NewsClassifier
 import NewsPushCore
 import NewsPushLedger
 import NewsPushModel

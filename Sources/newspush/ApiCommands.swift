@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 import NewsPushAPI
 import NewsPushCore
-import NewsPushDesk
+import NewsPushHTTP
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
@@ -32,12 +32,12 @@ struct ApiCommand: ParsableCommand {
         var listen = "127.0.0.1:8081"
 
         func validate() throws {
-            guard DeskAddress(listen) != nil else { throw ValidationError("--listen '\(listen)' is not ADDRESS:PORT") }
+            _ = try Serving.address(listen)
         }
 
         func run() async throws {
             let context = global.context(try global.loadConfig())
-            guard let address = DeskAddress(listen) else { return }
+            let address = try Serving.address(listen)
             let backend = try ApiBackend(context: context)
             let api = context.config.api
             Terminal.note(
@@ -46,17 +46,8 @@ struct ApiCommand: ParsableCommand {
                     + (api.jwt.map { "; bearer tokens of \($0.issuer)" } ?? "") + "; Basic users from \(api.usersPath)")
             var logger = Logger(label: "newspush-api")
             logger.logLevel = .warning
-            do {
-                try await ApiServer.run(backend, address: address, logger: logger) { port in
-                    // Written straight to the descriptor: scripts wait for this line to learn the port.
-                    FileHandle.standardOutput.write(
-                        Data("newspush api listening on http://\(address.host):\(port)/\n".utf8))
-                }
-            } catch let error as IOError {
-                throw DeskCommand.CannotServe(
-                    reason: "cannot listen on \(listen): \(error.description) (--listen picks another)")
-            } catch {
-                throw DeskCommand.CannotServe(reason: "the api stopped: \(error)")
+            try await Serving.serve("api", listen: listen, address: address) { onReady in
+                try await ApiServer.run(backend, address: address, logger: logger, onReady: onReady)
             }
         }
     }

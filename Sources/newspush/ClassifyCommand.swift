@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NewsClassifier
 import NewsPushCore
 import NewsPushModel
 import NewsPushSessions

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NewsPushCore
 import NewsPushDesk
+import NewsPushHTTP
 import NewsPushSessions
 
 struct DeskCommand: ParsableCommand {
@@ -18,11 +19,6 @@ struct DeskCommand: ParsableCommand {
         subcommands: [Serve.self, AddUser.self],
         defaultSubcommand: Serve.self)
 
-    /// The desk could not be served (its address is taken or cannot be bound).
-    struct CannotServe: Error {
-        var reason: String
-    }
-
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "serve", abstract: "Serve the desk (the default: `newspush desk --listen …`).")
@@ -36,7 +32,7 @@ struct DeskCommand: ParsableCommand {
         var previewAge = "1m"
 
         func validate() throws {
-            guard DeskAddress(listen) != nil else { throw ValidationError("--listen '\(listen)' is not ADDRESS:PORT") }
+            _ = try Serving.address(listen)
             guard Durations.parse(previewAge) != nil else {
                 throw ValidationError("--preview-age '\(previewAge)' is not a duration")
             }
@@ -51,23 +47,15 @@ struct DeskCommand: ParsableCommand {
                     "\(context.config.deskUsersPath) has no users yet: add one with newspush desk add-user NAME "
                         + "--role editor (nobody can sign in until then)")
             }
-            guard let address = DeskAddress(listen) else { return }
+            let address = try Serving.address(listen)
             if !address.isLoopback {
                 Terminal.note("the desk listens on \(listen): serve it to others only behind a TLS reverse proxy")
             }
             let desk = Desk(context: context, previewAge: Durations.parse(previewAge) ?? 60)
             var logger = Logger(label: "newspush-desk")
             logger.logLevel = .warning
-            do {
-                try await DeskServer.run(desk, address: address, logger: logger) { port in
-                    // Written straight to the descriptor: scripts wait for this line to learn the port.
-                    FileHandle.standardOutput.write(
-                        Data("newspush desk listening on http://\(address.host):\(port)/\n".utf8))
-                }
-            } catch let error as IOError {
-                throw CannotServe(reason: "cannot listen on \(listen): \(error.description) (--listen picks another)")
-            } catch {
-                throw CannotServe(reason: "the desk stopped: \(error)")
+            try await Serving.serve("desk", listen: listen, address: address) { onReady in
+                try await DeskServer.run(desk, address: address, logger: logger, onReady: onReady)
             }
         }
     }
@@ -96,18 +84,6 @@ struct DeskCommand: ParsableCommand {
 }
 
 extension DeskRole: ExpressibleByArgument {}
-
-extension UsersFile {
-    /// `desk add-user` and `api add-user`: asks for `name`'s password, sets their role and
-    /// password in the users file at `path`, and says so.
-    static func addUser(_ name: String, role: Role, path: String) throws {
-        let password = try Terminal.newPassword(for: name)
-        var users = try load(path: path)
-        let existed = users.users[name] != nil
-        try users.set(name, role: role, password: password)
-        Terminal.output("\(existed ? "updated" : "added") \(name) (\(role.rawValue)) in \(path)")
-    }
-}
 
 extension Terminal {
     /// A new password for `name`: one line from a pipe, or asked twice on a terminal without echo.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import NewsPushCore
-import NewsPushDesk
+import NewsPushHTTP
 import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
@@ -118,12 +118,12 @@ enum ExitStatus {
             case .usage, .request, .unknownStory: return 64
             case .unreadable, .cannotWrite, .clockSkew: return 1
             }
-        case let error as DeskUsersError:
+        case let error as UsersFileError:
             switch error {
             case .badName, .badPassword: return 64
             case .unreadable, .cannotWrite: return 1
             }
-        case is DeskCommand.CannotServe: return 1
+        case is CannotServe: return 1
         case is DevicesCommand.DevicesIncomplete: return 2
         default: return NewsPush.exitCode(for: error).rawValue
         }
@@ -140,8 +140,8 @@ enum ExitStatus {
         case let error as SessionError: message = error.description
         case let error as LedgerError: message = error.description
         case let error as ConfigError: message = error.description
-        case let error as DeskUsersError: message = error.description
-        case let error as DeskCommand.CannotServe: message = error.reason
+        case let error as UsersFileError: message = error.description
+        case let error as CannotServe: message = error.reason
         case let error as DevicesCommand.DevicesIncomplete:
             message = "\(error.count) hub deletes could not be made; they stay owed (run devices prune again)"
         default:

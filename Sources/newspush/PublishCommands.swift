@@ -1,4 +1,5 @@
 import ArgumentParser
+import FeedParsing
 import Foundation
 import NewsPushCore
 import NewsPushModel

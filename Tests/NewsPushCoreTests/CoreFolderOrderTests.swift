@@ -8,8 +8,7 @@ import Testing
 struct CoreFolderOrderTests {
     /// The allowed order, as docs/architecture.md writes it.
     static let order = [
-        "Parsing", "Text", "Config", "Fetching", "Reading", "Delivery", "Items", "Classification", "Dedupe", "Policy",
-        "Report",
+        "Text", "Config", "Fetching", "Reading", "Delivery", "Items", "Dedupe", "Policy", "Report",
     ]
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NewsPushCore
 import NewsPushDesk
+import NewsPushHTTP
 import NewsPushSessions
 import NewsPushTesting
 import Testing
@@ -28,14 +29,14 @@ struct DeskGuardTests {
         // bcrypt is slow on purpose: off the concurrency pool, which the feed servers of the
         // other tests in this process run on.
         let path = config.deskUsersPath
-        let written = await offThePool { () -> DeskUsersError? in
+        let written = await offThePool { () -> UsersFileError? in
             do {
                 var users = try DeskUsers.load(path: path)
                 try users.set("alice", role: .editor, password: "alice-password")
                 try users.set("vera", role: .viewer, password: "vera-password")
                 return nil
             } catch {
-                return error as? DeskUsersError
+                return error as? UsersFileError
             }
         }
         if let written { throw written }

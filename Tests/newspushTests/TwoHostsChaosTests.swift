@@ -3,6 +3,7 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
+@testable import NewsClassifier
 @testable import NewsPushCore
 
 #if canImport(Glibc)

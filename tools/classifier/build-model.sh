@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 train=${1:-../shared/classify/train.jsonl}
-resources=Sources/NewsPushCore/Classification/Resources
+resources=Sources/NewsClassifier/Resources
 fixtures=Tests/NewsPushCoreTests/Fixtures/classifier
 python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q numpy
 python3 tools/classifier/distil.py --train "$train" --work .build/minilm \

@@ -53,7 +53,7 @@ def full_vectors(texts, work):
 
 
 def static_vectors(texts):
-    b = open(os.path.join(ROOT, 'Sources/NewsPushCore/Classification/Resources/token-table.bin'), 'rb').read()
+    b = open(os.path.join(ROOT, 'Sources/NewsClassifier/Resources/token-table.bin'), 'rb').read()
     n, d = struct.unpack('<II', b[8:16]); bl = struct.unpack('<I', b[16:20])[0]
     vocab_list = b[20:20+bl].decode().split('\n'); off = 20 + bl + ((-bl) % 4)
     w = np.frombuffer(b[off:off+4*n], '<f4'); off += 4*n

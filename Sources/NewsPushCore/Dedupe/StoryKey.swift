@@ -1,4 +1,5 @@
 import Crypto
+import FeedParsing
 import Foundation
 import NewsPushModel
 

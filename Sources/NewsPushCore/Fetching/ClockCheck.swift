@@ -1,3 +1,4 @@
+import FeedParsing
 import Foundation
 
 /// What one server's clock said when its answer came: its `Date` header (plus its `Age`, for an

@@ -2,6 +2,7 @@ import Foundation
 import NewsPushModel
 import Testing
 
+@testable import FeedParsing
 @testable import NewsPushCore
 @testable import NewsPushLedger
 @testable import NewsPushSessions

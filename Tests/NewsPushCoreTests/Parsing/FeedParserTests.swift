@@ -2,6 +2,8 @@ import Foundation
 import NewsPushModel
 import Testing
 
+@testable import FeedParsing
+@testable import NewsClassifier
 @testable import NewsPushCore
 @testable import NewsPushLedger
 @testable import NewsPushSessions

@@ -2,6 +2,7 @@ import Foundation
 import NotificationHubs
 import Testing
 
+@testable import NewsClassifier
 @testable import NewsPushCore
 
 /// Whether a `--tags` expression can reach the category's readers (the story's push) or only

@@ -76,10 +76,10 @@ public struct ItemClassifier: Sendable {
     }()
 
     /// The category the item's own terms and link sections name, when they agree on one.
-    static func sectionEvidence(_ item: FeedItem) -> NewsCategory? {
+    static func sectionEvidence(_ item: some ClassifiableItem) -> NewsCategory? {
         var votes: [NewsCategory: Int] = [:]
         for term in item.categories {
-            let key = term.lowercased().trimmedASCIIWhitespace()
+            let key = term.lowercased().trimmingCharacters(in: .whitespacesAndNewlines)
             if let category = synonyms[key] ?? synonyms[key.replacingOccurrences(of: " ", with: "-")] {
                 votes[category, default: 0] += 2
             }
@@ -95,15 +95,17 @@ public struct ItemClassifier: Sendable {
     }
 
     /// `withEncoder: false` leaves the sentence encoder out (items that will not be pushed).
-    public func classify(_ item: FeedItem, feedCategory: NewsCategory?, withEncoder: Bool = true) -> Classification {
+    public func classify(_ item: some ClassifiableItem, feedCategory: NewsCategory?, withEncoder: Bool = true)
+        -> Classification
+    {
         classify([(item, feedCategory)], withEncoder: [withEncoder])[0]
     }
 
     /// `classify` for several items: the text model's work for those without evidence is done
     /// at once (the sentence encoder is faster on several texts together). `evidence`: each
     /// item's `evidence`, when the caller has it already.
-    public func classify(
-        _ items: [(item: FeedItem, feedCategory: NewsCategory?)], evidence: [Classification?]? = nil,
+    public func classify<Item: ClassifiableItem>(
+        _ items: [(item: Item, feedCategory: NewsCategory?)], evidence: [Classification?]? = nil,
         withEncoder: [Bool]
     ) -> [Classification] {
         var results = evidence ?? items.map { Self.evidence($0.item, feedCategory: $0.feedCategory) }
@@ -122,34 +124,28 @@ public struct ItemClassifier: Sendable {
     }
 
     /// The feed's category, else the item's sections; nil when neither says.
-    public static func evidence(_ item: FeedItem, feedCategory: NewsCategory?) -> Classification? {
+    public static func evidence(_ item: some ClassifiableItem, feedCategory: NewsCategory?) -> Classification? {
         if let feedCategory { return Classification(category: feedCategory, confidence: 1.0) }
         if let section = sectionEvidence(item) { return Classification(category: section, confidence: 0.9) }
         return nil
     }
 
-    private static func hasText(_ item: FeedItem) -> Bool {
+    private static func hasText(_ item: some ClassifiableItem) -> Bool {
         item.title?.isEmpty == false || item.summary?.isEmpty == false
     }
 
 }
 
-extension Candidate {
-    /// Only a new item outside a baseline may be pushed: the sentence encoder runs for no other.
-    public var wantsEncoder: Bool { isNew && !inBaselineFeed }
-}
-
-extension ItemClassifier {
-    /// The classify stage: every candidate with its category and confidence (`evidence`: each
-    /// one's `ItemClassifier.evidence`, when already known).
-    public func classified(_ candidates: [Candidate], evidence: [Classification?]? = nil) -> [Candidate] {
-        let classifications = classify(
-            candidates.map { ($0.item, $0.sectionCategory) }, evidence: evidence,
-            withEncoder: candidates.map(\.wantsEncoder))
-        return zip(candidates, classifications).map { candidate, classification in
-            var candidate = candidate
-            candidate.classification = classification
-            return candidate
-        }
-    }
+/// What the classifier reads of an item: its headline and summary as plain text, its own
+/// category terms, and its link (whose first path sections may name a section). A feed
+/// parser's item is one (`FeedItem`, in the run's stages).
+public protocol ClassifiableItem {
+    /// The headline.
+    var title: String? { get }
+    /// The summary.
+    var summary: String? { get }
+    /// The item's category terms, as the feed wrote them.
+    var categories: [String] { get }
+    /// The item's link.
+    var link: String? { get }
 }

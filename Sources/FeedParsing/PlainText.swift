@@ -20,7 +20,7 @@ struct FeedText: Sendable, Equatable, Codable {
 
 /// Feed text made plain: markup removed (the simple-HTML fast path, else libxml2's HTML
 /// parser), references decoded, white space collapsed.
-enum PlainText {
+public enum PlainText {
     /// `bytes` written as `kind`, as plain text.
     static func of(_ bytes: UnsafeBufferPointer<UInt8>, kind: TextKind) -> String {
         switch kind {
@@ -89,12 +89,14 @@ enum PlainText {
         return out
     }
 
-    static func fromHTML(_ html: String) -> String {
+    /// An HTML text as plain text (libxml2's HTML parser, references decoded, white space
+    /// collapsed).
+    public static func fromHTML(_ html: String) -> String {
         Array(html.utf8).withUnsafeBufferPointer { fromHTML($0) }
     }
 
     /// Collapses runs of ASCII white space into one space and trims the ends.
-    static func collapse(_ text: String) -> String {
+    public static func collapse(_ text: String) -> String {
         var text = text
         return text.withUTF8 { collapse($0) }
     }
@@ -133,7 +135,7 @@ enum PlainText {
 
     /// A real tag (`<b>`, `</p>`, `<br/>`) or entity (`&amp;`, `&#8217;`): RSS titles are
     /// nominally plain text but publishers often escape HTML into them.
-    static func looksLikeHTML(_ text: String) -> Bool {
+    public static func looksLikeHTML(_ text: String) -> Bool {
         Array(text.utf8).withUnsafeBufferPointer { looksLikeHTML($0) }
     }
 

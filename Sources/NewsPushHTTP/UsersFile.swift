@@ -2,34 +2,14 @@ import Foundation
 import HummingbirdBcrypt
 import Yams
 
-/// What a desk user may do: look, or also decide and publish.
-public enum DeskRole: String, Sendable, Codable, CaseIterable, UserRole {
-    case viewer, editor
-    /// `newspush desk add-user` writes the file.
-    public static let fileKind = "desk"
-}
-
-/// What an app user (`newspush api`, HTTP Basic) may do: register their devices, or also send
-/// to users.
-public enum ApiRole: String, Sendable, Codable, CaseIterable, UserRole {
-    case reader, sender
-    /// `newspush api add-user` writes the file.
-    public static let fileKind = "api"
-}
-
 /// A role of a users file: its values, and which command's file it is (`desk`, `api`).
 public protocol UserRole: RawRepresentable<String>, Sendable, Codable, Equatable, CaseIterable {
     /// The command that manages the file (`newspush <kind> add-user`).
     static var fileKind: String { get }
 }
 
-/// The desk's users file.
-public typealias DeskUsers = UsersFile<DeskRole>
-/// The app back-end's users file (`api.users`).
-public typealias ApiUsers = UsersFile<ApiRole>
-
 /// Why the users file cannot be used or changed.
-public enum DeskUsersError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum UsersFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file exists but is not a users file.
     case unreadable(path: String, reason: String)
     /// The file cannot be written.
@@ -74,12 +54,12 @@ public struct UsersFile<Role: UserRole>: Sendable {
 
     /// bcrypt's work factor: about 0.1 s a check on a server core; the desk checks only at
     /// sign-in, the API once per credential and users file (`ApiCredentials`).
-    static var cost: UInt8 { 11 }
+    public static var cost: UInt8 { 11 }
     /// Checked against when the name is unknown, so a wrong name takes as long as a wrong password.
     private static var decoy: String { decoyHash }
 
     /// The users in the file at `path`; none when there is no file yet.
-    public static func load(path: String) throws(DeskUsersError) -> UsersFile {
+    public static func load(path: String) throws(UsersFileError) -> UsersFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw .unreadable(path: path, reason: "cannot be read (permissions?)")
@@ -90,12 +70,12 @@ public struct UsersFile<Role: UserRole>: Sendable {
             let file = try YAMLDecoder().decode(Contents.self, from: data)
             let users = file.users ?? [:]
             for (name, user) in users where !user.password.hasPrefix("$2") {
-                throw DeskUsersError.unreadable(
+                throw UsersFileError.unreadable(
                     path: path,
                     reason: "user \(name)'s password is not a bcrypt hash (use newspush \(Role.fileKind) add-user)")
             }
             return UsersFile(path: path, users: users)
-        } catch let error as DeskUsersError {
+        } catch let error as UsersFileError {
             throw error
         } catch {
             throw .unreadable(path: path, reason: "not a \(Role.fileKind) users file (\(error))")
@@ -103,7 +83,7 @@ public struct UsersFile<Role: UserRole>: Sendable {
     }
 
     /// Adds `name` (or replaces its role and password) and writes the file, mode 0600.
-    public mutating func set(_ name: String, role: Role, password: String) throws(DeskUsersError) {
+    public mutating func set(_ name: String, role: Role, password: String) throws(UsersFileError) {
         guard Self.isValidName(name) else { throw .badName(name) }
         guard password.count >= 8 else { throw .badPassword("the password needs at least 8 characters") }
         // bcrypt reads at most 72 bytes: a longer password would be checked by its start only.
@@ -124,18 +104,18 @@ public struct UsersFile<Role: UserRole>: Sendable {
     }
 
     /// What a sign-in came to.
-    enum SignIn: Sendable {
+    public enum SignIn: Sendable {
         case signedIn(User)
         /// A wrong password, or no such user (`knownName` says which: only a known name may be
         /// logged, as a password typed into the name field must never be).
         case refused(knownName: Bool)
         /// The users file cannot be read: nobody can sign in.
-        case unreadable(DeskUsersError)
+        case unreadable(UsersFileError)
     }
 
     /// Checks `name` and `password` against the file at `path`, read anew so `add-user` needs
     /// no restart.
-    static func signIn(path: String, name: String, password: String) -> SignIn {
+    public static func signIn(path: String, name: String, password: String) -> SignIn {
         do {
             let users = try load(path: path)
             guard users.check(name, password: password) != nil, let user = users.users[name] else {
@@ -147,6 +127,7 @@ public struct UsersFile<Role: UserRole>: Sendable {
         }
     }
 
+    /// 1 to 64 letters, digits, `.`, `_`, `-` or `@`.
     static func isValidName(_ name: String) -> Bool {
         (1...64).contains(name.count)
             && name.unicodeScalars.allSatisfy {
@@ -155,7 +136,7 @@ public struct UsersFile<Role: UserRole>: Sendable {
     }
 
     /// Writes the file through a new file renamed over it: created 0600, never half written.
-    private func write() throws(DeskUsersError) {
+    private func write() throws(UsersFileError) {
         let kind = Role.fileKind
         var text =
             "# newspush \(kind) users: roles and bcrypt hashes (newspush \(kind) add-user NAME --role ROLE)\nusers:\n"

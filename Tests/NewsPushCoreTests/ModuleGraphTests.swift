@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// Who may import whom, over the sources (the compiler only refuses what Package.swift leaves
+/// out, and a dependency is one line there): the libraries import nothing of newspush but the
+/// model, the front ends share `NewsPushHTTP` and never import each other, and
+/// docs/architecture.md draws this graph.
+struct ModuleGraphTests {
+    /// Each of newspush's own modules and the newspush modules it may import.
+    static let allowed: [String: Set<String>] = [
+        "NewsPushModel": [],
+        "NotificationHubs": [],
+        "FeedParsing": ["NewsPushModel"],
+        "NewsClassifier": ["NewsPushModel"],
+        "NewsPushCore": ["NewsPushModel", "NotificationHubs", "FeedParsing", "NewsClassifier"],
+        "NewsPushLedger": ["NewsPushModel"],
+        "NewsPushSessions": [
+            "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsClassifier", "NewsPushCore", "NewsPushLedger",
+        ],
+        "NewsPushHTTP": [],
+        "NewsPushDesk": [
+            "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsPushCore", "NewsPushLedger", "NewsPushSessions",
+            "NewsPushHTTP",
+        ],
+        "NewsPushAPI": [
+            "NewsPushModel", "NotificationHubs", "NewsPushCore", "NewsPushLedger", "NewsPushSessions", "NewsPushHTTP",
+        ],
+    ]
+
+    /// The front ends: none may import another.
+    static let frontEnds: Set<String> = ["NewsPushDesk", "NewsPushAPI"]
+
+    /// The newspush modules each module's sources import.
+    static func imports(of module: String) throws -> Set<String> {
+        let folder = CoreFolderOrderTests.root.appendingPathComponent("Sources/\(module)")
+        guard let files = FileManager.default.enumerator(atPath: folder.path) else { return [] }
+        var found: Set<String> = []
+        for case let file as String in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.hasPrefix("import ") {
+                let name = String(line.dropFirst("import ".count))
+                if allowed[name] != nil { found.insert(name) }
+            }
+        }
+        return found
+    }
+
+    @Test(arguments: allowed.keys.sorted())
+    func importsOnlyWhatTheGraphAllows(_ module: String) throws {
+        let extra = try Self.imports(of: module).subtracting(Self.allowed[module] ?? [])
+        #expect(extra.isEmpty, "\(module) imports \(extra.sorted()), which docs/architecture.md does not allow")
+        if Self.frontEnds.contains(module) {
+            let others = try Self.imports(of: module).intersection(Self.frontEnds.subtracting([module]))
+            #expect(others.isEmpty, "the front end \(module) imports the front end \(others.sorted())")
+        }
+    }
+
+    @Test func everyModuleIsInTheGraph() throws {
+        let sources = CoreFolderOrderTests.root.appendingPathComponent("Sources")
+        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
+            $0.hasPrefix("NewsPush") || $0 == "FeedParsing" || $0 == "NewsClassifier" || $0 == "NotificationHubs"
+        }
+        let tools: Set = ["NewsPushTesting", "NewsPushFuzzing"]
+        #expect(Set(modules).subtracting(tools) == Set(Self.allowed.keys), "a module to place in the graph")
+    }
+
+    @Test func theDocumentDrawsTheCheckedGraph() throws {
+        let doc = try String(
+            contentsOf: CoreFolderOrderTests.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        for (module, imports) in Self.allowed where !imports.isEmpty {
+            let line = "\(module) ← " + imports.sorted().joined(separator: ", ")
+            #expect(doc.contains(line), "docs/architecture.md should draw: \(line)")
+        }
+    }
+}
