@@ -86,30 +86,7 @@ public struct WordPieceTokenizer: Sendable {
         var ascii = true
         func flush() {
             guard !current.isEmpty else { return }
-            var word: [UInt8] = []
-            func emitPunctuation(_ bytes: [UInt8]) {
-                if !word.isEmpty { body(word) }
-                body(bytes)
-                word = []
-            }
-            if ascii {
-                for scalar in current {
-                    var byte = UInt8(scalar.value)
-                    if byte >= 0x41 && byte <= 0x5A { byte += 0x20 }
-                    if isPunctuation(scalar) { emitPunctuation([byte]) } else { word.append(byte) }
-                }
-            } else {
-                let lowered = String(String.UnicodeScalarView(current)).lowercased()
-                    .decomposedStringWithCanonicalMapping
-                for scalar in lowered.unicodeScalars where scalar.properties.generalCategory != .nonspacingMark {
-                    if isPunctuation(scalar) {
-                        emitPunctuation(Array(String(scalar).utf8))
-                    } else {
-                        word.append(contentsOf: String(scalar).utf8)
-                    }
-                }
-            }
-            if !word.isEmpty { body(word) }
+            emitWords(current, ascii: ascii, body)
             current.removeAll(keepingCapacity: true)
             ascii = true
         }
@@ -141,6 +118,35 @@ public struct WordPieceTokenizer: Sendable {
             }
         }
         flush()
+    }
+
+    /// One run of non-space characters as its words and punctuation marks, lower-cased and
+    /// (unless ASCII) without accents.
+    private static func emitWords(_ current: [Unicode.Scalar], ascii: Bool, _ body: ([UInt8]) -> Void) {
+        var word: [UInt8] = []
+        func emitPunctuation(_ bytes: [UInt8]) {
+            if !word.isEmpty { body(word) }
+            body(bytes)
+            word = []
+        }
+        if ascii {
+            for scalar in current {
+                var byte = UInt8(scalar.value)
+                if byte >= 0x41 && byte <= 0x5A { byte += 0x20 }
+                if isPunctuation(scalar) { emitPunctuation([byte]) } else { word.append(byte) }
+            }
+        } else {
+            let lowered = String(String.UnicodeScalarView(current)).lowercased()
+                .decomposedStringWithCanonicalMapping
+            for scalar in lowered.unicodeScalars where scalar.properties.generalCategory != .nonspacingMark {
+                if isPunctuation(scalar) {
+                    emitPunctuation(Array(String(scalar).utf8))
+                } else {
+                    word.append(contentsOf: String(scalar).utf8)
+                }
+            }
+        }
+        if !word.isEmpty { body(word) }
     }
 
     static func isPunctuation(_ scalar: Unicode.Scalar) -> Bool {

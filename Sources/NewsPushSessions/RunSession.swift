@@ -147,26 +147,15 @@ public struct RunSession: Sendable {
         let recipients = try ledger.personalRecipients(
             of: (plan.newEntries + plan.newHolds).flatMap { Self.personalKeys(of: $0) })
         plan = excludingPersonalRecipients(plan, recipients: recipients)
-        let requests =
-            request.keepRequests
-            ? plan.toSend.map { entry in
-                Result { () throws(HubError) -> HubRequest in
-                    try PushRequests.request(entry, client: client, now: SessionClock.signingTime())
-                }
-            } : []
-        var sent: SendResult?
-        if !request.dryRun {
-            try ledger.record(
+        let requests = request.keepRequests ? Self.requests(plan.toSend, client: client) : []
+        let sent =
+            request.dryRun
+            ? nil
+            : try recordAndSend(
                 RunRecord.make(
                     feeds: listing.feeds, records: records, log: listing.log,
                     open: Dictionary(open.map { ($0.position, $0) }, uniquingKeysWith: { a, _ in a }), plan: plan,
-                    at: now))
-            var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
-            sender.progress = { progress?(.sending(done: $0, total: $1)) }
-            sent = sender.send(plan.toSend, journal: ledger)
-            if sent?.stop == nil { try tellEditors(plan.newHolds, sender: sender, ledger: ledger, now: now) }
-            try ledger.prune(retention: config.stateRetention, now: now)
-        }
+                    at: now), plan: plan, ledger: ledger, client: client, now: now)
         let handled: [OutboxEntry] = plan.due + plan.held + plan.expired
         let outboxStories = try ledger.stories(keys: Set(handled.map(\.storyKey)).subtracting(listing.listedOutboxKeys))
         let facts = RunFacts(
@@ -182,6 +171,31 @@ public struct RunSession: Sendable {
         var report = RunReport.make(facts, finishedAt: context.clock.now())
         report.interruptedSends = interrupted.isEmpty ? nil : interrupted.map(PushReport.interrupted)
         return RunResult(report: report, requests: requests)
+    }
+
+    /// The hub requests the plan's pushes would make (`--show-requests`), signed now.
+    private static func requests(_ entries: [OutboxEntry], client: NotificationHubClient) -> [Result<
+        HubRequest, HubError
+    >] {
+        entries.map { entry in
+            Result { () throws(HubError) -> HubRequest in
+                try PushRequests.request(entry, client: client, now: SessionClock.signingTime())
+            }
+        }
+    }
+
+    /// The record stage in one transaction, then the send, the editors' notices of new holds,
+    /// and the prune.
+    private func recordAndSend(
+        _ record: RunRecord, plan: RunPlan, ledger: Ledger, client: NotificationHubClient, now: Date
+    ) throws -> SendResult {
+        try ledger.record(record)
+        var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
+        sender.progress = { progress?(.sending(done: $0, total: $1)) }
+        let sent = sender.send(plan.toSend, journal: ledger)
+        if sent.stop == nil { try tellEditors(plan.newHolds, sender: sender, ledger: ledger, now: now) }
+        try ledger.prune(retention: config.stateRetention, now: now)
+        return sent
     }
 
     /// What reading every feed left: each feed's tally, its items in the log, the candidates the

@@ -60,59 +60,13 @@ struct HubPushes: AsyncParsableCommand {
         var sequentialTimes: [Double] = []
         for round in 0..<repeats * (postgres ? 2 : 1) {
             let ledger = round >= repeats ? try await server?.createDatabase() : nil
-            let items = (0..<pushes).map {
-                (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120))
-            }
-            let feeds = try await LocalHTTPServer.serving([
-                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
-            ])
-            let folder = try TemporaryFolder()
-            let configPath = try folder.write(
-                "feeds.yaml",
-                """
-                hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                    endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
-                policy: {first_run: send, budget: {per_category: \(pushes), per: 1h}}
-                \(ledger.map { "state: \"\($0)\"" } ?? "")
-                feeds:
-                  - {url: "\(feeds.baseURL)/world.xml", category: World}
-                """)
-            var environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
-            if let server { environment[LocalPostgres.passwordVariable] = server.password }
-            let config = try ConfigLoader(environment: environment).load(path: configPath)
-            var logger = Logger(label: "bench")
-            logger.logLevel = .critical
-            let session = RunSession(context: SessionContext(config: config, logger: logger))
-            let (elapsed, sent) = await offThePool { () -> (Double, Int) in
-                var result: RunResult?
-                let elapsed = seconds { result = try? session.run(RunRequest()) }
-                return (elapsed, result?.report.summary.pushesSent ?? 0)
-            }
-            guard sent == pushes else { throw ValidationError("only \(sent) of \(pushes) pushes were sent") }
+            let (elapsed, session) = try await timedRun(round: round, ledger: ledger, server: server, hub: hub)
             if ledger != nil {
                 postgresTimes.append(elapsed)
-                feeds.stop()
-                folder.cleanup()
-                continue
+            } else {
+                pipelineTimes.append(elapsed)
+                sequentialTimes.append(try await bareClient(session))
             }
-            pipelineTimes.append(elapsed)
-
-            // The bare client, one request after another on one kept-alive connection.
-            let client = try session.context.hubClient()
-            let sequential = await offThePool { () -> Double in
-                seconds {
-                    for i in 0..<pushes {
-                        guard
-                            let request = try? client.templateRequest(
-                                properties: ["messageParam": "bare \(i)"], tags: "World")
-                        else { continue }
-                        _ = client.send(request)
-                    }
-                }
-            }
-            sequentialTimes.append(sequential)
-            feeds.stop()
-            folder.cleanup()
         }
         func summary(_ times: [Double]) -> String {
             let sorted = times.sorted()
@@ -134,6 +88,64 @@ struct HubPushes: AsyncParsableCommand {
     }
 }
 
+extension HubPushes {
+    /// One round: a feed of `pushes` new stories, and the seconds a full run takes to push them
+    /// (journalled into `ledger`, else a SQLite file).
+    func timedRun(round: Int, ledger: String?, server: LocalPostgres?, hub: LocalHub) async throws -> (
+        Double, RunSession
+    ) {
+        let items = (0..<pushes).map {
+            (guid: "r\(round)-\($0)", title: "Story \($0) of round \(round)", minutesAgo: Double($0 % 120))
+        }
+        let feeds = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+        ])
+        defer { feeds.stop() }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let configPath = try folder.write(
+            "feeds.yaml",
+            """
+            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                endpoint: "\(hub.endpoint)", concurrency: \(concurrency)}
+            policy: {first_run: send, budget: {per_category: \(pushes), per: 1h}}
+            \(ledger.map { "state: \"\($0)\"" } ?? "")
+            feeds:
+              - {url: "\(feeds.baseURL)/world.xml", category: World}
+            """)
+        var environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
+        if let server { environment[LocalPostgres.passwordVariable] = server.password }
+        let config = try ConfigLoader(environment: environment).load(path: configPath)
+        var logger = Logger(label: "bench")
+        logger.logLevel = .critical
+        let session = RunSession(context: SessionContext(config: config, logger: logger))
+        let (elapsed, sent) = await offThePool { () -> (Double, Int) in
+            var result: RunResult?
+            let elapsed = seconds { result = try? session.run(RunRequest()) }
+            return (elapsed, result?.report.summary.pushesSent ?? 0)
+        }
+        guard sent == pushes else { throw ValidationError("only \(sent) of \(pushes) pushes were sent") }
+        return (elapsed, session)
+    }
+
+    /// The bare client, one request after another on one kept-alive connection.
+    func bareClient(_ session: RunSession) async throws -> Double {
+        let client = try session.context.hubClient()
+        let pushes = self.pushes
+        return await offThePool { () -> Double in
+            seconds {
+                for i in 0..<pushes {
+                    guard
+                        let request = try? client.templateRequest(
+                            properties: ["messageParam": "bare \(i)"], tags: "World")
+                    else { continue }
+                    _ = client.send(request)
+                }
+            }
+        }
+    }
+}
+
 /// `newspush-bench fetch`: a full dry run of the real `newspush` binary over N feeds on a local
 /// server that answers each after a delay, then again with every feed answering 304.
 struct FetchFeeds: AsyncParsableCommand {
@@ -150,30 +162,10 @@ struct FetchFeeds: AsyncParsableCommand {
     var binary: String?
 
     func run() async throws {
-        let (delay, count, now) = (self.delay, self.items, Date())
         // After the first real run every feed lists one more item, dated now (a new ETag): the
         // next real run has a new story per feed for the plan and pushes to the emulator.
         let generation = Mutex(1)
-        let server = try await LocalHTTPServer.start { request in
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            let current = generation.withLock { $0 }
-            if request.header("If-None-Match") == "\"v\(current)\"" { return CannedResponse(status: 304) }
-            let feed = String(request.uri.split(separator: "/").last?.prefix { $0 != "." } ?? "")
-            var items = (0..<count).map {
-                (
-                    guid: "\(feed)-g\($0)", title: "Story \($0) of feed \(feed) on the local desk",
-                    published: now.addingTimeInterval(Double(-420 * ($0 + 1)))
-                )
-            }
-            if current > 1 {
-                items.insert(
-                    (guid: "\(feed)-new", title: "Breaking story of feed \(feed) on the local desk", published: now),
-                    at: 0)
-            }
-            return CannedResponse(
-                headers: [("ETag", "\"v\(current)\""), ("Content-Type", "application/rss+xml")],
-                text: rssFeed(title: "Desk \(feed)", dated: items))
-        }
+        let server = try await feedServer { generation.withLock { $0 } }
         defer { server.stop() }
         let hub = try await startWorldHub()
         defer { hub.stop() }
@@ -212,13 +204,7 @@ struct FetchFeeds: AsyncParsableCommand {
         for _ in 0..<repeats {
             notModified.append(try await spawn(binary, ["run", "--dry-run", "-q", "--config", config], environment))
         }
-        func describe(_ runs: [(Double, Int)]) -> String {
-            let times = runs.map(\.0).sorted()
-            let rss = runs.map(\.1).max() ?? 0
-            return String(
-                format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
-                Double(rss) / 1024)
-        }
+        let describe = Self.describe
         let floor = Double(feeds) * delay / Double(concurrency)
         print(
             "\(feeds) feeds of \(items) items answering 200 after \(Int(delay * 1000)) ms, dry run, concurrency \(concurrency): "
@@ -232,6 +218,43 @@ struct FetchFeeds: AsyncParsableCommand {
             "\(feeds) feeds answering 304 after \(Int(delay * 1000)) ms, dry run:                  "
                 + "\(describe(notModified))"
         )
+    }
+}
+
+extension FetchFeeds {
+    /// The feeds, each answering after `delay` with its items and an ETag of the generation
+    /// (304 when the client has it); from generation 2 each lists one more story, dated now.
+    func feedServer(generation: @escaping @Sendable () -> Int) async throws -> LocalHTTPServer {
+        let (delay, count, now) = (self.delay, self.items, Date())
+        return try await LocalHTTPServer.start { request in
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            let current = generation()
+            if request.header("If-None-Match") == "\"v\(current)\"" { return CannedResponse(status: 304) }
+            let feed = String(request.uri.split(separator: "/").last?.prefix { $0 != "." } ?? "")
+            var items = (0..<count).map {
+                (
+                    guid: "\(feed)-g\($0)", title: "Story \($0) of feed \(feed) on the local desk",
+                    published: now.addingTimeInterval(Double(-420 * ($0 + 1)))
+                )
+            }
+            if current > 1 {
+                items.insert(
+                    (guid: "\(feed)-new", title: "Breaking story of feed \(feed) on the local desk", published: now),
+                    at: 0)
+            }
+            return CannedResponse(
+                headers: [("ETag", "\"v\(current)\""), ("Content-Type", "application/rss+xml")],
+                text: rssFeed(title: "Desk \(feed)", dated: items))
+        }
+    }
+
+    /// Best and median time and the peak RSS of `runs`.
+    static func describe(_ runs: [(Double, Int)]) -> String {
+        let times = runs.map(\.0).sorted()
+        let rss = runs.map(\.1).max() ?? 0
+        return String(
+            format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
+            Double(rss) / 1024)
     }
 }
 
@@ -273,19 +296,7 @@ struct ParseFeeds: ParsableCommand {
                 if !feedOnly { saxTimes[index] = min(saxTimes[index], seconds { elements += BareSAXPass.run(file) }) }
             }
         }
-        if worst > 0, !feedOnly {
-            print("files where FeedParser spends most beyond the bare pass:")
-            let rows = files.indices.map { (named[$0].0, files[$0].count, feedTimes[$0], saxTimes[$0]) }.sorted {
-                ($0.2 - $0.3) > ($1.2 - $1.3)
-            }
-            for row in rows.prefix(worst) {
-                print(
-                    "  \(row.0), \(row.1) bytes: "
-                        + String(
-                            format: "FeedParser %.2f ms, bare %.2f ms, ratio %.2f", row.2 * 1000, row.3 * 1000,
-                            row.3 / row.2))
-            }
-        }
+        if worst > 0, !feedOnly { printWorst(named.map(\.0), files, feedTimes, saxTimes) }
         let feed = megabytes / feedTimes.reduce(0, +), sax = megabytes / saxTimes.reduce(0, +)
         print(
             String(
@@ -303,19 +314,37 @@ struct ParseFeeds: ParsableCommand {
             print(String(format: "  bare libxml2 SAX pass over the same bytes:             %.1f MB/s", sax))
             print(String(format: "  ratio: %.3f of the bare pass; %d items per pass", feed / sax, items / passes))
         }
-        if hugeNodeMB > 0 {
-            for size in [hugeNodeMB / 5, hugeNodeMB] where size > 0 {
-                var document = Data(
-                    "<rss version=\"2.0\"><channel><title>Big</title><item><title>One item</title><description>".utf8)
-                let line = Data("A long article body, with words &amp; entities, repeated to fill one text node. ".utf8)
-                while document.count < size * 1_048_576 { document.append(line) }
-                document.append(Data("</description></item></channel></rss>".utf8))
-                let elapsed = seconds { _ = try? FeedParser.parse(document, url: nil) }
-                print(
-                    String(
-                        format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed,
-                        Double(document.count) / 1_048_576 / elapsed))
-            }
+        if hugeNodeMB > 0 { timeHugeNodes() }
+    }
+
+    /// The files where FeedParser spends most beyond the bare pass.
+    private func printWorst(_ names: [String], _ files: [Data], _ feedTimes: [Double], _ saxTimes: [Double]) {
+        print("files where FeedParser spends most beyond the bare pass:")
+        let rows = files.indices.map { (names[$0], files[$0].count, feedTimes[$0], saxTimes[$0]) }.sorted {
+            ($0.2 - $0.3) > ($1.2 - $1.3)
+        }
+        for row in rows.prefix(worst) {
+            print(
+                "  \(row.0), \(row.1) bytes: "
+                    + String(
+                        format: "FeedParser %.2f ms, bare %.2f ms, ratio %.2f", row.2 * 1000, row.3 * 1000,
+                        row.3 / row.2))
+        }
+    }
+
+    /// One feed whose single text node is a fifth of `hugeNodeMB`, then all of it: linear?
+    private func timeHugeNodes() {
+        for size in [hugeNodeMB / 5, hugeNodeMB] where size > 0 {
+            var document = Data(
+                "<rss version=\"2.0\"><channel><title>Big</title><item><title>One item</title><description>".utf8)
+            let line = Data("A long article body, with words &amp; entities, repeated to fill one text node. ".utf8)
+            while document.count < size * 1_048_576 { document.append(line) }
+            document.append(Data("</description></item></channel></rss>".utf8))
+            let elapsed = seconds { _ = try? FeedParser.parse(document, url: nil) }
+            print(
+                String(
+                    format: "  one %d MB text node: %.2f s (%.1f MB/s)", size, elapsed,
+                    Double(document.count) / 1_048_576 / elapsed))
         }
     }
 }
@@ -413,6 +442,11 @@ struct ClassifyItems: ParsableCommand {
                         })
             ),
         ]
+        Self.printRows(rows)
+    }
+
+    /// Each classifier's load times and rate.
+    private static func printRows(_ rows: [(String, [Double], String, Double)]) {
         for (name, times, how, rate) in rows {
             let sorted = times.sorted()
             print(

@@ -52,35 +52,13 @@ struct DeskPages: AsyncParsableCommand {
         let binary = here.appendingPathComponent("newspush").path
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
         _ = try await spawn(binary, ["run", "-q", "--config", config], environment)
-        let input = Pipe()
-        let add = Process()
-        add.executableURL = URL(fileURLWithPath: binary)
-        add.arguments = ["desk", "add-user", "bench", "--role", "editor", "--config", config]
-        add.standardInput = input
-        add.standardOutput = FileHandle.nullDevice
-        try add.run()
-        input.fileHandleForWriting.write(Data("bench-password\n".utf8))
-        try input.fileHandleForWriting.close()
-        add.waitUntilExit()
+        try Self.addEditor(binary, config: config)
 
         var show: [Double] = []
         for _ in 0..<3 { show.append(try await spawn(binary, ["state", "show", "--config", config], environment).0) }
 
-        let desk = Process()
-        desk.executableURL = URL(fileURLWithPath: binary)
-        desk.arguments = ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"]
-        desk.environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "PATH": "/usr/bin:/bin"]
-        let output = Pipe()
-        desk.standardOutput = output
-        desk.standardError = FileHandle.nullDevice
-        try desk.run()
+        let (desk, base) = try Self.startDesk(binary, config: config)
         defer { desk.terminate() }
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        guard
-            let base = line.split(separator: " ").last.map({
-                String($0).trimmingCharacters(in: .whitespacesAndNewlines)
-            })
-        else { throw ValidationError("the desk did not start: \(line)") }
         let client = DeskClient(base: base.hasSuffix("/") ? String(base.dropLast()) : base)
         try await client.signIn(user: "bench", password: "bench-password")
         let firstPreview = try await client.time("/next")
@@ -98,6 +76,44 @@ struct DeskPages: AsyncParsableCommand {
                     path.padding(toLength: 13, withPad: " ", startingAt: 0), times[times.count / 2] * 1000,
                     times[min(times.count - 1, times.count * 95 / 100)] * 1000))
         }
+    }
+}
+
+extension DeskPages {
+    /// `desk add-user bench --role editor`, the password on standard input.
+    static func addEditor(_ binary: String, config: String) throws {
+        let input = Pipe()
+        let add = Process()
+        add.executableURL = URL(fileURLWithPath: binary)
+        add.arguments = ["desk", "add-user", "bench", "--role", "editor", "--config", config]
+        add.standardInput = input
+        add.standardOutput = FileHandle.nullDevice
+        try add.run()
+        input.fileHandleForWriting.write(Data("bench-password\n".utf8))
+        try input.fileHandleForWriting.close()
+        add.waitUntilExit()
+    }
+
+    /// The desk on a free port, and its address from the line it prints.
+    static func startDesk(_ binary: String, config: String) throws -> (Process, String) {
+        let desk = Process()
+        desk.executableURL = URL(fileURLWithPath: binary)
+        desk.arguments = ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"]
+        desk.environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "PATH": "/usr/bin:/bin"]
+        let output = Pipe()
+        desk.standardOutput = output
+        desk.standardError = FileHandle.nullDevice
+        try desk.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard
+            let base = line.split(separator: " ").last.map({
+                String($0).trimmingCharacters(in: .whitespacesAndNewlines)
+            })
+        else {
+            desk.terminate()
+            throw ValidationError("the desk did not start: \(line)")
+        }
+        return (desk, base)
     }
 }
 

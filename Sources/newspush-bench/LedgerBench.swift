@@ -50,22 +50,7 @@ struct LedgerIdleRun: AsyncParsableCommand {
         let size = (try? FileManager.default.attributesOfItem(atPath: ledger)[.size] as? Int) ?? 0
         var idle: [(Double, Int)] = []
         for _ in 0..<repeats { idle.append(try await spawn(binary, ["run", "-q", "--config", config], environment)) }
-        if postgres {
-            let server = try await LocalPostgres.start(fsync: true)
-            defer { server.stop() }
-            let state = try await server.createDatabase()
-            let shared = environment + ["\(LocalPostgres.passwordVariable)=\(server.password)"]
-            let arguments = ["run", "-q", "--config", config, "--state", state]
-            let first = try await spawn(binary, arguments, shared)
-            var runs: [(Double, Int)] = []
-            for _ in 0..<repeats { runs.append(try await spawn(binary, arguments, shared)) }
-            let times = runs.map(\.0).sorted()
-            print(
-                String(
-                    format:
-                        "PostgreSQL ledger: first run %.3f s; idle run best %.3f s, median %.3f s, peak RSS %.1f MB",
-                    first.0, times[0], times[times.count / 2], Double(runs.map(\.1).max() ?? 0) / 1024))
-        }
+        if postgres { try await postgresRuns(binary, config: config, environment: environment) }
 
         // The JSON store with the same stories and feeds, loaded and saved as every run did.
         let json = folder.file("state.json")
@@ -77,12 +62,7 @@ struct LedgerIdleRun: AsyncParsableCommand {
                 try await spawn(here.appendingPathComponent("newspush-bench").path, ["json-idle", json], environment))
         }
 
-        func describe(_ runs: [(Double, Int)]) -> String {
-            let times = runs.map(\.0).sorted()
-            return String(
-                format: "best %.3f s, median %.3f s, peak RSS %.1f MB", times[0], times[times.count / 2],
-                Double(runs.map(\.1).max() ?? 0) / 1024)
-        }
+        let describe = FetchFeeds.describe
         print(
             String(
                 format: "first run (baseline of %d stories from %d feeds): %.3f s; ledger %.1f MB", feeds * perFeed,
@@ -92,6 +72,23 @@ struct LedgerIdleRun: AsyncParsableCommand {
             String(
                 format: "JSON store of the same stories (%.1f MB), load + save only (no fetching): ",
                 Double(jsonSize) / 1_048_576) + describe(store))
+    }
+
+    /// The same first and idle runs over a PostgreSQL ledger (a local server, fsync on).
+    private func postgresRuns(_ binary: String, config: String, environment: [String]) async throws {
+        let server = try await LocalPostgres.start(fsync: true)
+        defer { server.stop() }
+        let state = try await server.createDatabase()
+        let shared = environment + ["\(LocalPostgres.passwordVariable)=\(server.password)"]
+        let arguments = ["run", "-q", "--config", config, "--state", state]
+        let first = try await spawn(binary, arguments, shared)
+        var runs: [(Double, Int)] = []
+        for _ in 0..<repeats { runs.append(try await spawn(binary, arguments, shared)) }
+        let times = runs.map(\.0).sorted()
+        print(
+            String(
+                format: "PostgreSQL ledger: first run %.3f s; idle run best %.3f s, median %.3f s, peak RSS %.1f MB",
+                first.0, times[0], times[times.count / 2], Double(runs.map(\.1).max() ?? 0) / 1024))
     }
 
     /// `/feed/N.xml` of the local wire: `stories` items three minutes apart, then 304 to a

@@ -312,22 +312,7 @@ public struct ConfigLoader: Sendable {
             }
         }
         readAlertSettings(m, path: path, into: &settings, reader: reader)
-        if let n = m["secure_alert"], let alert = reader.string(n, path: "\(path).secure_alert") {
-            let unknown = MessageTemplate.placeholders(in: alert).subtracting(["category"])
-            if settings.format != .idOnly {
-                reader.report(
-                    n, "\(path).secure_alert",
-                    "is for categories with format: id-only (it replaces their silent Apple push)")
-            } else if !unknown.isEmpty {
-                reader.report(
-                    n, "\(path).secure_alert",
-                    MessageTemplate.unknownProblem(unknown, known: "{category}; nothing of the story may be in it"))
-            } else if MessageTemplate.rendersBlank(alert) {
-                reader.report(n, "\(path).secure_alert", "is blank: give the text of the generic alert")
-            } else {
-                settings.secureAlert = alert
-            }
-        }
+        readSecureAlert(m, path: path, into: &settings, reader: reader)
         // An id-only push goes to the category's expression and the signed-in tag (SPEC §9):
         // that expression too must be one the hub takes (at most 6 tags once it has an &&).
         if settings.format == .idOnly,
@@ -339,6 +324,27 @@ public struct ConfigLoader: Sendable {
                     + "read them), which the hub allows with at most 5 tags here")
         }
         return settings
+    }
+
+    /// A category's `secure_alert`: the generic alert of an id-only category's anonymous readers.
+    private func readSecureAlert(
+        _ m: NodeReader.MappingView, path: String, into settings: inout CategorySettings, reader: NodeReader
+    ) {
+        guard let n = m["secure_alert"], let alert = reader.string(n, path: "\(path).secure_alert") else { return }
+        let unknown = MessageTemplate.placeholders(in: alert).subtracting(["category"])
+        if settings.format != .idOnly {
+            reader.report(
+                n, "\(path).secure_alert",
+                "is for categories with format: id-only (it replaces their silent Apple push)")
+        } else if !unknown.isEmpty {
+            reader.report(
+                n, "\(path).secure_alert",
+                MessageTemplate.unknownProblem(unknown, known: "{category}; nothing of the story may be in it"))
+        } else if MessageTemplate.rendersBlank(alert) {
+            reader.report(n, "\(path).secure_alert", "is blank: give the text of the generic alert")
+        } else {
+            settings.secureAlert = alert
+        }
     }
 
     /// `feeds:`: each feed's URL (each once), name (each once), section, first run, language.

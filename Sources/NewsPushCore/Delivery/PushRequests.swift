@@ -169,48 +169,69 @@ public enum PushRequests {
                 platform: platform ?? SecurePush.platforms[0], properties: p, tags: tags, expiry: expiry,
                 client: client, test: test, now: now)
         case .apple:
-            var aps: [String: Any] = [
-                "alert": p["messageParam"] ?? p["title"] ?? "",
-                "interruption-level": p["interruptionLevel"] ?? Importance.major.interruptionLevel,
-            ]
-            if major { aps["sound"] = "default" }  // minor alerts arrive silently
-            var payload: [String: Any] = ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? ""]
-            if let image = p["image"], !image.isEmpty {
-                aps["mutable-content"] = 1  // a notification service extension attaches the image
-                payload["image"] = image
-            }
-            payload["aps"] = aps
-            var headers: [(name: String, value: String)] = [
-                ("apns-push-type", "alert"), ("apns-priority", p["priority"] ?? Importance.major.priority),
-                ("apns-expiration", String(Int(expiry.timeIntervalSince1970))),
-            ]
-            if let collapse = p["collapseId"], !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
             return try client.nativeRequest(
-                .apple, payload: payload, tags: tags, headers: headers, test: test, now: now)
+                .apple, payload: applePayload(p, major: major), tags: tags,
+                headers: appleHeaders(p, expiry: expiry), test: test, now: now)
         case .fcmv1:
-            var notification: [String: Any] = [
-                "title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? "",
-            ]
-            if let image = p["image"], !image.isEmpty { notification["image"] = image }
-            var android: [String: Any] = [
-                "ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal",
-            ]
-            if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
-            let payload: [String: Any] = [
-                "message": [
-                    "notification": notification, "android": android,
-                    "data": [
-                        "id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "",
-                        "source": p["source"] ?? "",
-                    ],
-                ] as [String: Any]
-            ]
-            return try client.nativeRequest(.fcmv1, payload: payload, tags: tags, test: test, now: now)
+            return try client.nativeRequest(
+                .fcmv1, payload: fcmPayload(p, major: major, expiresAfter: expiresAfter), tags: tags, test: test,
+                now: now)
         case .wns:
             return try client.windowsToastRequest(
                 xml: NotificationHubClient.toast(p["messageParam"] ?? p["title"] ?? ""), tags: tags, test: test,
                 now: now)
         }
+    }
+}
+
+extension PushRequests {
+    /// An Apple native push's body: the alert, its interruption level and sound, the story's id,
+    /// link and category, and its picture for a service extension.
+    static func applePayload(_ p: [String: String], major: Bool) -> [String: Any] {
+        var aps: [String: Any] = [
+            "alert": p["messageParam"] ?? p["title"] ?? "",
+            "interruption-level": p["interruptionLevel"] ?? Importance.major.interruptionLevel,
+        ]
+        if major { aps["sound"] = "default" }  // minor alerts arrive silently
+        var payload: [String: Any] = ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? ""]
+        if let image = p["image"], !image.isEmpty {
+            aps["mutable-content"] = 1  // a notification service extension attaches the image
+            payload["image"] = image
+        }
+        payload["aps"] = aps
+        return payload
+    }
+
+    /// An Apple native push's headers: an alert, its priority, its expiry and collapse id.
+    static func appleHeaders(_ p: [String: String], expiry: Date) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [
+            ("apns-push-type", "alert"), ("apns-priority", p["priority"] ?? Importance.major.priority),
+            ("apns-expiration", String(Int(expiry.timeIntervalSince1970))),
+        ]
+        if let collapse = p["collapseId"], !collapse.isEmpty { headers.append(("apns-collapse-id", collapse)) }
+        return headers
+    }
+
+    /// An FCM v1 push's body: the notification, Android's time to live, priority and collapse
+    /// key, and the story's fields as data.
+    static func fcmPayload(_ p: [String: String], major: Bool, expiresAfter: Double) -> [String: Any] {
+        var notification: [String: Any] = [
+            "title": p["category"] ?? "", "body": p["messageParam"] ?? p["title"] ?? "",
+        ]
+        if let image = p["image"], !image.isEmpty { notification["image"] = image }
+        var android: [String: Any] = [
+            "ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal",
+        ]
+        if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
+        return [
+            "message": [
+                "notification": notification, "android": android,
+                "data": [
+                    "id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "",
+                    "source": p["source"] ?? "",
+                ],
+            ] as [String: Any]
+        ]
     }
 }
 

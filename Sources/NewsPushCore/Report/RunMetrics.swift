@@ -31,13 +31,7 @@ public enum RunMetrics {
         report: RunReport?, failure: Bool, duration: Double, now: Date, previousFile: String?,
         ledger: LedgerFacts = LedgerFacts(state: "")
     ) -> String {
-        let registry = PrometheusCollectorRegistry()
-        func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
-            registry.makeGauge(
-                descriptor: MetricNameDescriptor(
-                    namespace: "newspush", metricName: name, unitName: unit, helpText: help),
-                labels: labels)
-        }
+        let gauges = Gauges()
         let outcome: String =
             report.map { report in
                 switch report.outcome {
@@ -47,38 +41,55 @@ public enum RunMetrics {
                 }
             } ?? "error"
         for name in ["complete", "partial", "stopped", "error"] {
-            gauge(
+            gauges.make(
                 "run_outcome", "1 for how the last run ended (error: it stopped before reporting)", [("outcome", name)]
             )
             .set(name == outcome ? 1.0 : 0.0)
         }
-        gauge("run_duration", unit: "seconds", "How long the last run took").set(duration)
+        gauges.make("run_duration", unit: "seconds", "How long the last run took").set(duration)
         for backend in ["sqlite", "postgres"] {
-            gauge(
+            gauges.make(
                 "ledger_backend", "1 for the ledger's engine (postgres: shared by several hosts)",
                 [("backend", backend)]
             )
             .set(backend == ledger.backend ? 1.0 : 0.0)
         }
         if let wait = ledger.lockWait {
-            gauge("lock_wait", unit: "seconds", "How long the last run waited for the ledger's lock").set(wait)
+            gauges.make("lock_wait", unit: "seconds", "How long the last run waited for the ledger's lock").set(wait)
         }
-        gauge("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(
+        gauges.make("last_run_timestamp", unit: "seconds", "When the last run ended (Unix time)").set(
             now.timeIntervalSince1970)
         let lastSuccess =
             outcome == "complete" ? now.timeIntervalSince1970 : previousFile.flatMap(Self.lastSuccess(in:))
         if let lastSuccess {
-            gauge(
+            gauges.make(
                 "last_success_timestamp", unit: "seconds",
                 "When a run last fetched every feed and sent every push (Unix time)"
             ).set(lastSuccess)
         }
-        guard let report else { return registry.emitToString() }
+        if let report { reportGauges(report, gauges) }
+        return gauges.registry.emitToString()
+    }
+
+    /// The metrics' gauges, all in the `newspush` namespace.
+    private struct Gauges {
+        let registry = PrometheusCollectorRegistry()
+
+        func make(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(
+                    namespace: "newspush", metricName: name, unitName: unit, helpText: help),
+                labels: labels)
+        }
+    }
+
+    /// What the report says: feeds, new items, waiting reviews and pushes by category and outcome.
+    private static func reportGauges(_ report: RunReport, _ gauges: Gauges) {
         let s = report.summary
-        gauge("feeds", "Feeds of the last run by outcome", [("status", "ok")]).set(Double(s.feedsOk))
-        gauge("feeds", "Feeds of the last run by outcome", [("status", "failed")]).set(Double(s.feedsFailed))
-        gauge("items_new", "Items of the last run that no earlier run had seen").set(Double(s.itemsNew))
-        gauge("review_waiting", "Pushes held for an editor after the last run (review.rules)").set(
+        gauges.make("feeds", "Feeds of the last run by outcome", [("status", "ok")]).set(Double(s.feedsOk))
+        gauges.make("feeds", "Feeds of the last run by outcome", [("status", "failed")]).set(Double(s.feedsFailed))
+        gauges.make("items_new", "Items of the last run that no earlier run had seen").set(Double(s.itemsNew))
+        gauges.make("review_waiting", "Pushes held for an editor after the last run (review.rules)").set(
             Double(s.reviewWaiting))
         for category in NewsCategory.allCases {
             let pushes = report.pushes.filter { $0.category == category }
@@ -91,13 +102,12 @@ public enum RunMetrics {
                 ),
             ]
             for (status, count) in counts {
-                gauge(
+                gauges.make(
                     "pushes", "Pushes of the last run by category and outcome (pending: waiting in the outbox)",
                     [("category", category.rawValue), ("status", status)]
                 ).set(Double(count))
             }
         }
-        return registry.emitToString()
     }
 
     /// Why a metrics file cannot be written at `path` (its temporary file beside it cannot be
