@@ -4,6 +4,7 @@ import JWTKit
 import Logging
 import NewsPushCore
 import NewsPushHTTP
+import NewsPushModel
 import NewsPushSessions
 import Synchronization
 
@@ -82,7 +83,7 @@ final class ApiCredentials: Sendable {
         let wrong = CredentialRefusal(reason: "wrong user name or password")
         let (file, stamp) = await users.current(stamped: ())
         guard let file, !ApiSettings.isReservedName(name) else { return .failure(wrong) }
-        let key = ApiSettings.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
+        let key = Hex.string(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
         let now = Date()
         let counted = file.users[name] != nil
         let locked = counted ? retryAfter(name, now: now) : nil

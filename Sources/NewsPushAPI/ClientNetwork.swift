@@ -1,5 +1,6 @@
 import Foundation
 import NewsPushCore
+import NewsPushModel
 
 #if canImport(Glibc)
     import Glibc
@@ -40,7 +41,7 @@ enum ClientNetwork {
                 kept[index] &= UInt8(0xff << (8 - bits) & 0xff)
             }
         }
-        return ApiSettings.hex(kept) + "/" + String(prefix)
+        return Hex.string(kept) + "/" + String(prefix)
     }
 }
 

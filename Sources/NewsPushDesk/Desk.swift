@@ -128,7 +128,7 @@ public struct Desk: Sendable {
         request.editor = editor
         request.wait = lockWait
         if let problem = request.problem(now: context.clock.now()) {
-            return (.error(.badRequest, problem.replacingOccurrences(of: "--", with: "")), nil)
+            return (.error(.badRequest, problem.formDescription), nil)
         }
         let (context, asked) = (context, request)
         var document: PublishOutput?

@@ -109,7 +109,7 @@ public enum DeviceRules {
 
     /// SHA-256 of the normalized handle, hex: what the index keeps instead of the handle.
     public static func digest(_ handle: String) -> String {
-        ApiSettings.hexDigest(Data(normalized(handle).utf8))
+        Hex.sha256(Data(normalized(handle).utf8))
     }
 
     /// `en`, `fr`, `pt-BR`.

@@ -262,7 +262,7 @@ public final class DeviceSession {
             // Everything else that names them goes with them (SPEC §9, "Forgetting erases").
             try ledger.eraseReader(
                 user, tag: api.tag(forUser: user),
-                digest: "sha256:" + ApiSettings.hexDigest(Data(user.utf8)).prefix(16))
+                digest: "sha256:" + Hex.sha256(Data(user.utf8)).prefix(16))
             try ledger.recordAudit([
                 AuditRecord(
                     at: now, editor: by == user ? "the reader" : by, action: .forgotten,

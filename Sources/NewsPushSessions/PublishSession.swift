@@ -5,39 +5,24 @@ import NewsPushLedger
 import NewsPushModel
 import NotificationHubs
 
-/// What an editor asks `publish` (or `hub test-send`, or the desk's publish form) to do.
+/// What an editor asks `publish` (or `hub test-send`, or the desk's publish form) to do: the
+/// push's content as asked (its fields read as the request's own: `request.title`), and what
+/// only the asking has.
+@dynamicMemberLookup
 public struct PublishRequest: Sendable {
     /// The push; its category may be left to the corrected story's (`replacing`).
     public var category: NewsCategory?
-    /// The headline; the message is the category's template with it.
-    public var title: String?
-    /// The exact message text (`messageParam`).
-    public var message: String?
-    /// The story's URL.
-    public var url: String?
-    /// A tag expression instead of the category's: the story's push when it can reach the
+    /// What the push says and to whom; `tags` is the story's push when it can reach the
     /// category's readers, else a trial (recorded as one, never the story's push).
-    public var tags: String?
-    /// Send with the hub's test flag (recorded as a test, never the story's push).
-    public var test = false
-    /// Push the story even if it was pushed before.
-    public var force = false
-    /// major or minor instead of the category's or a rule's.
-    public var importance: Importance?
+    public var content: EditorsPush
     /// `--at`: an RFC 3339 time or `+DURATION` (checked against the session's clock).
     public var at: String?
-    /// The key of the story this corrects.
-    public var replacing: String?
-    /// The language of the text (picks the category's template).
-    public var language = "en"
     /// Say what would happen, refusal included; send and record nothing.
     public var dryRun = false
     /// Seconds to wait for a running job's lock instead of giving up at once.
     public var wait: Double?
     /// Who publishes, for the audit trail (nil: the login name).
     public var editor: String?
-    /// `--user NAME`: the alert goes to that reader's tag only (`api.user_tag`), a real push.
-    public var user: String?
 
     /// A request for a push to `category` (or to the corrected story's when nil).
     public init(
@@ -46,41 +31,40 @@ public struct PublishRequest: Sendable {
         replacing: String? = nil, language: String = "en", dryRun: Bool = false, wait: Double? = nil
     ) {
         self.category = category
-        self.title = title
-        self.message = message
-        self.url = url
-        self.tags = tags
-        self.test = test
-        self.force = force
-        self.importance = importance
+        content = EditorsPush(
+            title: title, message: message, url: url, tags: tags, test: test, force: force, importance: importance,
+            replacing: replacing, language: language)
         self.at = at
-        self.replacing = replacing
-        self.language = language
         self.dryRun = dryRun
         self.wait = wait
     }
 
+    /// A field of the content.
+    public subscript<T>(dynamicMember path: WritableKeyPath<EditorsPush, T>) -> T {
+        get { content[keyPath: path] }
+        set { content[keyPath: path] = newValue }
+    }
+
     /// What is wrong with the request before anything is planned (every front end asks the
-    /// same): nil when nothing is.
-    public func problem(now: Date) -> String? {
-        if (title == nil) == (message == nil) { return "give exactly one of --title and --message" }
-        if let text = title ?? message, AlertText.isBlank(text) {
-            return PublishPlanError.blank(title != nil ? "title" : "message").description
+    /// same, and says it in its own words): nil when nothing is.
+    public func problem(now: Date) -> PublishProblem? {
+        let c = content
+        if (c.title == nil) == (c.message == nil) { return .titleOrMessage }
+        if let text = c.title ?? c.message, AlertText.isBlank(text) {
+            return .blank(c.title != nil ? "title" : "message")
         }
-        if test && at != nil { return PublishPlanError.scheduledTest.description }
-        if let url, !FeedURL.isHTTP(url) { return "--url must be an http(s) URL" }
-        if !Languages.isWellFormed(language) {
-            return "--language '\(language)' is not a language tag (en, fr, pt-BR …)"
-        }
-        if category == nil && replacing == nil { return "give --category (or --replace KEY to correct a story)" }
-        if let user {
-            if user.isEmpty { return "--user needs the reader's name" }
-            if tags != nil { return "give --user or --tags, not both (--user sends to that reader's tag)" }
-            if replacing != nil { return "--user cannot correct a story (--replace corrects it for everyone)" }
-            if test { return "--user is a real push to one reader; --test is a trial: give one of them" }
+        if c.test && at != nil { return .scheduledTest }
+        if let url = c.url, !FeedURL.isHTTP(url) { return .notHTTP }
+        if !Languages.isWellFormed(c.language) { return .language(c.language) }
+        if category == nil && c.replacing == nil { return .noCategory }
+        if let user = c.user {
+            if user.isEmpty { return .noUser }
+            if c.tags != nil { return .userAndTags }
+            if c.replacing != nil { return .userCorrection }
+            if c.test { return .userTest }
         }
         if let at {
-            do { _ = try ScheduleTime.parse(at, now: now) } catch { return error.description }
+            do { _ = try ScheduleTime.parse(at, now: now) } catch { return .time(error) }
         }
         return nil
     }
@@ -210,10 +194,8 @@ public struct PublishSession: Sendable {
         } catch {
             throw .usage(error.description)
         }
-        var push = ManualPush(
-            category: category, title: request.title, message: request.message, url: request.url, tags: request.tags,
-            test: request.test, force: request.force, importance: request.importance, at: at,
-            replacing: request.replacing, language: Languages.normalized(request.language))
+        var push = ManualPush(category: category, content: request.content, at: at)
+        push.language = Languages.normalized(request.language)
         push.tagsReachReaders =
             request.tags.map { PublishPlanner.reachesReaders(tags: $0, category: category, config: context.config) }
             ?? false
@@ -376,54 +358,5 @@ public struct PublishSession: Sendable {
 
     private func sender(_ client: NotificationHubClient, now: Date) -> OutboxSender {
         OutboxSender(client: client, concurrency: 1, logger: context.logger, now: now)
-    }
-}
-
-/// A push sent once and never retried by a run (a trial, a test, a personal alert, a message
-/// through the app back-end), journalled like any push: the intent before the request, the
-/// outcome after.
-enum OneShotSend {
-    /// What a one-shot send came to.
-    struct Sent {
-        /// The outcome as recorded.
-        var outcome: OutboxOutcome
-        /// The entry as sent (an id-only push sealed: its `secureId`).
-        var entry: OutboxEntry
-        /// The hub's answer to each request.
-        var answers: [SendOutcome]
-        /// Why sending had to stop, if it did.
-        var stop: SendStop?
-    }
-
-    /// Records `entry`, seals it when it is id-only, sends the requests `requests` builds from
-    /// it as sealed, and records the outcome (a pending one as failed: a run would not send it).
-    static func send(
-        _ entry: OutboxEntry, ledger: Ledger, sender: OutboxSender, now: Date,
-        requests: (OutboxEntry) throws(HubError) -> [PlatformRequest]
-    ) throws(SessionError) -> Sent {
-        let sealed: OutboxEntry
-        do {
-            try ledger.enqueue(entry, story: nil)
-            sealed = try ledger.seal([entry], at: now).first ?? entry
-        } catch {
-            throw .ledger(error)
-        }
-        let built: [PlatformRequest]
-        do { built = try requests(sealed) } catch {
-            let refused = OutboxOutcome(
-                entryID: entry.id, storyKey: entry.storyKey, status: .failed, at: now, error: error.description)
-            do { try ledger.record([refused]) } catch { throw .ledger(error) }
-            return Sent(outcome: refused, entry: sealed, answers: [], stop: nil)
-        }
-        do { try ledger.markSending([sealed], at: now) } catch { throw .ledger(error) }
-        var (outcome, answers) = sender.sendOnce(sealed, requests: built)
-        if outcome.status == .pending { outcome.status = .failed }
-        let stop = answers.first(where: \.concernsHub).map {
-            SendStop.hub(status: $0.httpStatus, reason: $0.failureReason ?? "")
-        }
-        do { try ledger.record([outcome]) } catch {
-            return Sent(outcome: outcome, entry: sealed, answers: answers, stop: .ledger(error))
-        }
-        return Sent(outcome: outcome, entry: sealed, answers: answers, stop: stop)
     }
 }

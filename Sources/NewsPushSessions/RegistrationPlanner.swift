@@ -94,6 +94,6 @@ public struct RegistrationPlanner: Sendable {
         }
         let set = ["newspush": template]
         let written = HubInstallation(installationId: "", platform: platform, pushChannel: "", tags: [], templates: set)
-        return (set, String(ApiSettings.hexDigest(Data(written.json.utf8)).prefix(32)))
+        return (set, String(Hex.sha256(Data(written.json.utf8)).prefix(32)))
     }
 }

@@ -105,29 +105,6 @@ extension NotificationHubClient {
     }
 }
 
-/// Text in XML or HTML markup: the one escaper of newspush (WNS toasts, the desk's pages).
-public enum MarkupText {
-    /// `&`, `<`, `>`, `"` and `'` as character references (safe in text and in quoted attributes).
-    public static func escaped(_ value: String) -> String {
-        guard value.utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else {
-            return value
-        }
-        var escaped = ""
-        escaped.reserveCapacity(value.utf8.count + 16)
-        for character in value.unicodeScalars {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.unicodeScalars.append(character)
-            }
-        }
-        return escaped
-    }
-}
-
 /// What the hub says about each device reached by a test send (`&test`).
 public struct TestSendOutcome: Sendable, Equatable {
     /// One device's outcome of a test send.
@@ -151,51 +128,13 @@ public struct TestSendOutcome: Sendable, Equatable {
 
     /// Parses the `NotificationOutcome` XML of a test send's answer.
     public init?(xml: Data) {
-        let delegate = OutcomeParser()
-        let parser = XMLParser(data: xml)
-        parser.delegate = delegate
-        guard parser.parse(), delegate.sawOutcome else { return nil }
-        success = delegate.success
-        failure = delegate.failure
-        results = delegate.results
-    }
-
-    private final class OutcomeParser: NSObject, XMLParserDelegate {
-        var sawOutcome = false
-        var success = 0
-        var failure = 0
-        var results: [Registration] = []
-        private var current: Registration?
-        private var text = ""
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            text = ""
-            if name == "NotificationOutcome" { sawOutcome = true }
-            if name == "RegistrationResult" {
-                current = Registration(platform: "", pnsHandle: "", registrationId: "", outcome: "")
-            }
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            switch name {
-            case "Success": success = Int(value) ?? 0
-            case "Failure": failure = Int(value) ?? 0
-            case "ApplicationPlatform": current?.platform = value
-            case "PnsHandle": current?.pnsHandle = value
-            case "RegistrationId": current?.registrationId = value
-            case "Outcome": current?.outcome = value
-            case "RegistrationResult":
-                if let current { results.append(current) }
-                current = nil
-            default: break
-            }
-            text = ""
+        guard let outcome = XMLAnswer.parse(xml)?.all("NotificationOutcome").first else { return nil }
+        success = outcome.value("Success").flatMap { Int($0) } ?? 0
+        failure = outcome.value("Failure").flatMap { Int($0) } ?? 0
+        results = outcome.all("RegistrationResult").map { result in
+            Registration(
+                platform: result.value("ApplicationPlatform") ?? "", pnsHandle: result.value("PnsHandle") ?? "",
+                registrationId: result.value("RegistrationId") ?? "", outcome: result.value("Outcome") ?? "")
         }
     }
 }
@@ -404,53 +343,25 @@ public struct NotificationDetails: Sendable, Equatable, Codable {
 
     /// Parses the XML body of a telemetry answer.
     public init?(xml: Data) {
-        let delegate = DetailsParser()
-        let parser = XMLParser(data: xml)
-        parser.delegate = delegate
-        guard parser.parse(), delegate.sawDetails else { return nil }
-        notificationId = delegate.fields["NotificationId"]
-        state = delegate.fields["State"]
-        enqueueTime = delegate.fields["EnqueueTime"]
-        startTime = delegate.fields["StartTime"]
-        endTime = delegate.fields["EndTime"]
-        targetPlatforms = delegate.fields["TargetPlatforms"]
-        outcomeCounts = delegate.counts
-    }
-
-    private final class DetailsParser: NSObject, XMLParserDelegate {
-        var sawDetails = false
-        var fields: [String: String] = [:]
+        guard let details = XMLAnswer.parse(xml)?.all("NotificationDetails").first else { return nil }
+        // The fields are the details' own, outside the per-platform outcome counts.
+        let own = details.children.filter { !$0.name.hasSuffix("OutcomeCounts") }
+        func field(_ name: String) -> String? { own.first { $0.name == name }?.text }
+        notificationId = field("NotificationId")
+        state = field("State")
+        enqueueTime = field("EnqueueTime")
+        startTime = field("StartTime")
+        endTime = field("EndTime")
+        targetPlatforms = field("TargetPlatforms")
         var counts: [String: [String: Int]] = [:]
-        private var platform: String?
-        private var outcomeName: String?
-        private var outcomeCount: Int?
-        private var text = ""
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            text = ""
-            if name == "NotificationDetails" { sawDetails = true }
-            if name.hasSuffix("OutcomeCounts") { platform = String(name.dropLast("OutcomeCounts".count)) }
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            text = ""
-            switch name {
-            case "Name": outcomeName = value
-            case "Count": outcomeCount = Int(value)
-            case "Outcome":
-                if let platform, let outcomeName { counts[platform, default: [:]][outcomeName] = outcomeCount ?? 0 }
-                outcomeName = nil
-                outcomeCount = nil
-            default:
-                if name.hasSuffix("OutcomeCounts") { platform = nil } else if platform == nil { fields[name] = value }
+        for platform in details.children where platform.name.hasSuffix("OutcomeCounts") {
+            let name = String(platform.name.dropLast("OutcomeCounts".count))
+            for outcome in platform.all("Outcome") {
+                guard let outcomeName = outcome.value("Name") else { continue }
+                counts[name, default: [:]][outcomeName] = outcome.value("Count").flatMap { Int($0) } ?? 0
             }
         }
+        outcomeCounts = counts
     }
 }
 

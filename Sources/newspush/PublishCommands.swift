@@ -87,7 +87,7 @@ struct Publish: ParsableCommand {
     var format: OutputFormat = .text
 
     func validate() throws {
-        if let problem = request.problem(now: GlobalOptions.clock.now()) { throw ValidationError(problem) }
+        if let problem = request.problem(now: GlobalOptions.clock.now()) { throw ValidationError(problem.description) }
     }
 
     /// The request the options describe.

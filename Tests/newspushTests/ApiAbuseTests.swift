@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HubEmulator
 import NewsPushCore
+import NewsPushModel
 import NewsPushTesting
 import Synchronization
 import Testing
@@ -130,7 +131,7 @@ struct ApiAbuseTests {
         defer { fixture.stop() }
         let subject = "Zoë Ünïcode"
         let hashed =
-            "h." + String(ApiSettings.hexDigest(Data((names == "own" ? subject : "jwt:" + subject).utf8)).prefix(32))
+            "h." + String(Hex.sha256(Data((names == "own" ? subject : "jwt:" + subject).utf8)).prefix(32))
         let zoe = await fixture.send(
             "PUT /api/installations/zoe", json: Self.registration("zoe-token"),
             headers: ["Authorization: Bearer \(maker.token(["sub": subject]))"])
@@ -516,7 +517,7 @@ struct ApiAbuseTests {
             let database = String(config[range].dropFirst().dropLast(8))
             stored = try await LocalPostgres.shared().dump(database)
         }
-        let digest = ApiSettings.hexDigest(Data("zelda".utf8))
+        let digest = Hex.sha256(Data("zelda".utf8))
         for trace in [
             "zelda", digest, String(digest.prefix(16)), "zelda's secret text", "for zelda only", "a word from a friend",
         ] {
@@ -532,7 +533,7 @@ struct ApiAbuseTests {
         let history = try await newspush(
             ["review", "history", "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
         let code = HMAC<SHA256>.authenticationCode(for: Data("zelda".utf8), using: SymmetricKey(data: Data(key.utf8)))
-        let pseudonym = "reader hmac:" + ApiSettings.hex(Data(code))
+        let pseudonym = "reader hmac:" + Hex.string(Data(code))
         #expect(history.stdout.contains(pseudonym) && history.stdout.contains("the reader"), "\(history.stdout)")
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NewsPushModel
 import NotificationHubs
 import Yams
 
@@ -133,7 +134,7 @@ public struct ApiSettings: Sendable {
         guard let pseudonymKey else { return "a reader" }
         let code = HMAC<SHA256>.authenticationCode(
             for: Data(user.utf8), using: SymmetricKey(data: Data(pseudonymKey.utf8)))
-        return "reader hmac:" + Self.hex(Data(code))
+        return "reader hmac:" + Hex.string(Data(code))
     }
 
     /// The user a token's `sub` names: itself when tokens own plain names and it has no
@@ -203,25 +204,7 @@ public struct ApiSettings: Sendable {
     }
 
     private static func userDigest(_ user: String) -> String {
-        String(hexDigest(Data(user.utf8)).prefix(32))
-    }
-
-    /// SHA-256 of `data` in lower-case hex.
-    public static func hexDigest(_ data: Data) -> String {
-        hex(SHA256.hash(data: data))
-    }
-
-    /// `bytes` in lower-case hex, two digits per byte from a table (`String(format:)` per byte
-    /// was 8 % of a registration in `newspush api`).
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        String(Hex.sha256(Data(user.utf8)).prefix(32))
     }
 }
 

@@ -18,7 +18,7 @@ public enum StoryKey {
         }
         let seed = "\(item.title ?? "")\n\(item.published.map(FeedDates.format) ?? "")\n\(item.summary ?? "")"
         let digest = SHA256.hash(data: Data(seed.utf8))
-        return "hash:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+        return "hash:" + Hex.string(digest.prefix(12))
     }
 
     /// Keys for every item of a feed, in order. Ids repeated within the feed are not trusted.

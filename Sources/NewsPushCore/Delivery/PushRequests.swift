@@ -254,7 +254,7 @@ public struct PlatformRequest: Sendable {
 public enum CollapseID {
     /// The collapse id of story `storyKey`'s alerts.
     public static func of(_ storyKey: String) -> String {
-        "np-" + SHA256.hash(data: Data(storyKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        "np-" + Hex.string(SHA256.hash(data: Data(storyKey.utf8)).prefix(16))
     }
 }
 

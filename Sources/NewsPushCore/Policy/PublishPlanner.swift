@@ -4,10 +4,9 @@ import Foundation
 import NewsPushModel
 import NotificationHubs
 
-/// A push an editor sends by hand (`newspush publish`, `newspush hub test-send`).
-public struct ManualPush: Sendable {
-    /// The story's category (and tag expression, unless `tags`).
-    public var category: NewsCategory
+/// What an editor's push says, the same from the command line, the desk's form and the
+/// planner: `PublishRequest` (as asked) and `ManualPush` (as planned) both carry it.
+public struct EditorsPush: Sendable, Equatable {
     /// The headline.
     public var title: String?
     /// The exact `messageParam` text (instead of the category's message template with the title).
@@ -17,30 +16,24 @@ public struct ManualPush: Sendable {
     /// Overrides the category's tag expression (e.g. `user:alice` to try it on one device).
     public var tags: String?
     /// Send with the hub's test flag (at most 10 devices; per-device outcomes come back).
-    public var test: Bool
+    public var test = false
     /// Push the story even though it was pushed already (recorded as a deliberate repeat).
-    public var force: Bool
+    public var force = false
     /// Overrides the category's importance and the importance rules.
     public var importance: Importance?
-    /// Have the hub deliver it at this time (a scheduled send; Standard tier, ≤ 7 days ahead).
-    public var at: Date?
     /// Correct the alert of this story (its key): same collapse id, new text, recorded as a correction.
     public var replacing: String?
     /// The language of the text (picks the category's message template); default en.
-    public var language: String
-    /// Whether `tags` can reach readers of the category (`PublishPlanner.reachesReaders`): then
-    /// the push is the story's push, not a trial.
-    public var tagsReachReaders = false
-    /// The reader a personal alert goes to (`publish --user`; `tags` is then their tag).
+    public var language = "en"
+    /// The reader a personal alert goes to (`publish --user`; a planned push's `tags` is then
+    /// their tag).
     public var user: String?
 
-    /// A manual push to `category`.
+    /// A push saying these.
     public init(
-        category: NewsCategory, title: String? = nil, message: String? = nil, url: String? = nil,
-        tags: String? = nil, test: Bool = false, force: Bool = false, importance: Importance? = nil, at: Date? = nil,
-        replacing: String? = nil, language: String = "en"
+        title: String? = nil, message: String? = nil, url: String? = nil, tags: String? = nil, test: Bool = false,
+        force: Bool = false, importance: Importance? = nil, replacing: String? = nil, language: String = "en"
     ) {
-        self.category = category
         self.title = title
         self.message = message
         self.url = url
@@ -48,18 +41,46 @@ public struct ManualPush: Sendable {
         self.test = test
         self.force = force
         self.importance = importance
-        self.at = at
         self.replacing = replacing
         self.language = language
+    }
+}
+
+/// A manual push as planned: its content, its category (given, or the corrected story's) and
+/// its delivery time read against the session's clock. Its content's fields read as its own
+/// (`push.title`).
+@dynamicMemberLookup
+public struct ManualPush: Sendable {
+    /// The story's category (and tag expression, unless `tags`).
+    public var category: NewsCategory
+    /// What it says and to whom.
+    public var content: EditorsPush
+    /// Have the hub deliver it at this time (a scheduled send; Standard tier, ≤ 7 days ahead).
+    public var at: Date?
+    /// Whether `tags` can reach readers of the category (`PublishPlanner.reachesReaders`): then
+    /// the push is the story's push, not a trial.
+    public var tagsReachReaders = false
+
+    /// A manual push to `category`.
+    public init(category: NewsCategory, content: EditorsPush = EditorsPush(), at: Date? = nil) {
+        self.category = category
+        self.content = content
+        self.at = at
+    }
+
+    /// A field of the content.
+    public subscript<T>(dynamicMember path: WritableKeyPath<EditorsPush, T>) -> T {
+        get { content[keyPath: path] }
+        set { content[keyPath: path] = newValue }
     }
 
     /// A trial (`--test`, or `--tags` that cannot reach the category's readers): never recorded
     /// as the story's push.
-    public var isTrial: Bool { test || (tags != nil && !tagsReachReaders) }
+    public var isTrial: Bool { content.test || (content.tags != nil && !tagsReachReaders) }
 
     /// An alert to one reader (`publish --user`): sent like a trial (never the story's push),
     /// but refused as a repeat like a push.
-    public var isPersonal: Bool { user != nil && !test }
+    public var isPersonal: Bool { content.user != nil && !content.test }
 }
 
 /// Why a publish would push a story a second time.
@@ -163,12 +184,8 @@ public enum PublishPlanError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unknownStory(let key, let reason): return "cannot correct '\(key)': \(reason)"
         case .request(let error): return error.description
-        case .blank(let field):
-            return "--\(field) is blank once control characters and white space are removed: a push needs words"
-        case .scheduledTest:
-            return
-                "--test cannot be scheduled with --at: the hub has no scheduled test sends, and a scheduled send "
-                + "goes to every subscriber; send the test now, then schedule the real push"
+        case .blank(let field): return PublishProblem.blank(field).description
+        case .scheduledTest: return PublishProblem.scheduledTest.description
         case .scheduledSecure(let category):
             return
                 "--at cannot schedule a push of \(category.rawValue) (format: id-only): its secure push is one send "
@@ -220,7 +237,7 @@ public enum PublishPlanner {
         if let url = push.url, let canonical = StoryKey.canonicalLink(url) { return "link:\(canonical)" }
         let digest = SHA256.hash(
             data: Data("\(push.category.rawValue)\n\(push.title ?? "")\n\(push.message ?? "")".utf8))
-        return "manual:" + digest.prefix(12).map { String(format: "%02x", $0) }.joined()
+        return "manual:" + Hex.string(digest.prefix(12))
     }
 
     /// Plans the push and checks it against what the ledger knows: by key, by link, by the
@@ -432,6 +449,50 @@ public enum PublishPlanner {
             return .known(record)
         case .sameStory(let same): return .sameStory(same)
         case .known, .new, .tombstoned: return nil
+        }
+    }
+}
+
+/// What is wrong with a publish request, said in the words of the front end that asked: its
+/// options (`--title`) on the command line, its fields (`title`) on the desk's form.
+public enum PublishProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    case titleOrMessage
+    case blank(String)
+    case scheduledTest
+    case notHTTP
+    case language(String)
+    case noCategory
+    case noUser
+    case userAndTags
+    case userCorrection
+    case userTest
+    case time(ScheduleTimeError)
+
+    /// In the command line's words.
+    public var description: String { said { "--" + $0 } }
+
+    /// In the desk form's words.
+    public var formDescription: String { said { $0 } }
+
+    private func said(_ name: (String) -> String) -> String {
+        switch self {
+        case .titleOrMessage: return "give exactly one of \(name("title")) and \(name("message"))"
+        case .blank(let field):
+            return "\(name(field)) is blank once control characters and white space are removed: a push needs words"
+        case .scheduledTest:
+            return "\(name("test")) cannot be scheduled with \(name("at")): the hub has no scheduled test sends, and a "
+                + "scheduled send goes to every subscriber; send the test now, then schedule the real push"
+        case .notHTTP: return "\(name("url")) must be an http(s) URL"
+        case .language(let tag): return "\(name("language")) '\(tag)' is not a language tag (en, fr, pt-BR …)"
+        case .noCategory: return "give \(name("category")) (or \(name("replace")) KEY to correct a story)"
+        case .noUser: return "\(name("user")) needs the reader's name"
+        case .userAndTags:
+            return "give \(name("user")) or \(name("tags")), not both (\(name("user")) sends to that reader's tag)"
+        case .userCorrection:
+            return "\(name("user")) cannot correct a story (\(name("replace")) corrects it for everyone)"
+        case .userTest:
+            return "\(name("user")) is a real push to one reader; \(name("test")) is a trial: give one of them"
+        case .time(let error): return error.said(option: name("at"))
         }
     }
 }

@@ -11,20 +11,23 @@ public enum ScheduleTimeError: Error, Sendable, Equatable, CustomStringConvertib
     case past(Date)
     case tooFar(Date)
 
-    /// What is wrong with the time, and the forms that are accepted.
-    public var description: String {
+    /// What is wrong with the time, and the forms that are accepted (the command line's words).
+    public var description: String { said(option: "--at") }
+
+    /// The same, naming the time as `option` does (`at` on the desk's form).
+    public func said(option: String) -> String {
         switch self {
-        case .notADuration(let text): return "--at '\(text)' is not +DURATION (e.g. +2h)"
+        case .notADuration(let text): return "\(option) '\(text)' is not +DURATION (e.g. +2h)"
         case .notATime(let text):
-            return
-                "--at '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or +DURATION"
+            return "\(option) '\(text)' is not a time: give an RFC 3339 time with its zone (2026-11-23T18:00:00Z) or "
+                + "+DURATION"
         case .noZone(let text):
             return
-                "--at '\(text)' has no time zone: give it (2026-11-23T18:00:00Z, or an offset such as "
+                "\(option) '\(text)' has no time zone: give it (2026-11-23T18:00:00Z, or an offset such as "
                 + "2026-11-23T18:00:00+01:00) or +DURATION"
-        case .past(let time): return "--at \(FeedDates.format(time)) is not in the future"
+        case .past(let time): return "\(option) \(FeedDates.format(time)) is not in the future"
         case .tooFar(let time):
-            return "--at \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week"
+            return "\(option) \(FeedDates.format(time)) is more than 7 days ahead: the hub schedules at most a week"
         }
     }
 }
