@@ -6,7 +6,7 @@ import Synchronization
 /// (`{"title", "summary", "label", "source"}` per line).
 public enum ClassifierTraining {
     /// A labelled item.
-    public struct Example: Sendable {
+    public struct Example: Sendable, Hashable {
         /// Its headline.
         public var title: String
         /// Its summary (may be empty).
@@ -177,7 +177,7 @@ public enum ClassifierTraining {
     /// A random 10 % split (fixed seed), then each source held out in turn (trained on the
     /// other three): the by-source split stands in for tomorrow's news from a new publisher.
     public static func measurements(
-        _ examples: [Example], method: Method = .chosen, textModels: TextModels = TextModels()
+        _ examples: [Example], method: Method = .chosen, textModels: TrainedModels = TrainedModels()
     ) -> [Evaluation] {
         measurements(examples) { TextClassifier(textModel: textModels.model($0, method: method)) }
     }
@@ -185,24 +185,22 @@ public enum ClassifierTraining {
     /// Bag-of-words models by the items they were trained on. Measuring and training with two
     /// encoders asks for the model of the same items many times (each held-out split, and the
     /// splits inside it that fit the weights); training is deterministic, so each is trained
-    /// once per `TextModels`.
-    public final class TextModels: Sendable {
-        private let trained = Mutex<[Int: TextModel]>([:])
+    /// once per `TrainedModels`.
+    public final class TrainedModels: Sendable {
+        /// Which examples, trained how: the examples themselves, not a hash of them (two sets
+        /// that hashed alike would share a model).
+        private struct Key: Hashable {
+            var method: String
+            var examples: [Example]
+        }
+        private let trained = Mutex<[Key: TextModel]>([:])
 
         /// No model trained yet.
         public init() {}
 
         /// The model trained on `examples` with `method` (trained once per set).
         public func model(_ examples: [Example], method: Method = .chosen) -> TextModel {
-            var hasher = Hasher()
-            hasher.combine(method.name)
-            for example in examples {
-                hasher.combine(example.title)
-                hasher.combine(example.summary)
-                hasher.combine(example.category)
-                hasher.combine(example.source)
-            }
-            let key = hasher.finalize()
+            let key = Key(method: method.name, examples: examples)
             if let model = trained.withLock({ $0[key] }) { return model }
             let model = train(examples, method: method)
             trained.withLock { $0[key] = model }
@@ -240,7 +238,7 @@ public enum ClassifierTraining {
     /// the two were not trained on (`fit`); then both are trained again on everything.
     public static func trainCombined(
         _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-        method: Method = .chosen, textModels: TextModels = TextModels()
+        method: Method = .chosen, textModels: TrainedModels = TrainedModels()
     ) -> TextClassifier {
         let head = trainHeadCombined(examples, encoder: encoder, fit: fit, method: method, textModels: textModels)
         return TextClassifier(textModel: textModels.model(examples, method: method), encoder: (encoder, head))
@@ -249,7 +247,7 @@ public enum ClassifierTraining {
     /// The encoder's head of `trainCombined`, with the fitted weights.
     public static func trainHeadCombined(
         _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-        method: Method = .chosen, textModels: TextModels = TextModels()
+        method: Method = .chosen, textModels: TrainedModels = TrainedModels()
     ) -> EncoderHead {
         let sources = Set(examples.map(\.source)).sorted()
         var checks: [(fit: [Example], check: [Example])]
@@ -304,7 +302,7 @@ public enum ClassifierTraining {
     /// `measurements` for the bag-of-words model with the encoder beside it.
     public static func measurements(
         _ examples: [Example], encoder: any TextEncoder, fit: WeightFit = .heldOutSources,
-        textModels: TextModels = TextModels()
+        textModels: TrainedModels = TrainedModels()
     ) -> [Evaluation] {
         measurements(examples) { trainCombined($0, encoder: encoder, fit: fit, textModels: textModels) }
     }

@@ -236,23 +236,27 @@ public struct Desk: Sendable {
 actor PreviewCache {
     let maxAge: Double
     private var latest: (report: RunReport, at: Date)?
-    private var running: Task<RunReport, any Error>?
+    private var running: Task<(report: RunReport, at: Date), any Error>?
 
     init(maxAge: Double) { self.maxAge = maxAge }
 
-    /// The preview, computed now when `fresh` or when the last is too old.
+    /// The preview, computed now when `fresh` or when the last is too old; a page that asks
+    /// while one is computed gets that one, with its own time.
     func report(context: SessionContext, fresh: Bool = false) async throws -> (report: RunReport, at: Date) {
         let now = context.clock.now()
         if !fresh, let latest, now.timeIntervalSince(latest.at) < maxAge { return latest }
-        if let running { return (try await running.value, latest?.at ?? now) }
-        let task = Task {
-            try await Desk.blocking { try RunSession(context: context).run(RunRequest(dryRun: true)).report }
+        if let running { return try await running.value }
+        let task = Task { () -> (report: RunReport, at: Date) in
+            let report = try await Desk.blocking {
+                try RunSession(context: context).run(RunRequest(dryRun: true)).report
+            }
+            return (report, context.clock.now())
         }
         running = task
         defer { running = nil }
-        let report = try await task.value
-        latest = (report, context.clock.now())
-        return (report, context.clock.now())
+        let computed = try await task.value
+        latest = computed
+        return computed
     }
 
     /// The last preview computed, if any (pages show it without waiting).

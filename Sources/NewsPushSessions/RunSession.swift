@@ -204,8 +204,8 @@ public struct RunSession: Sendable {
         var feeds: [FeedTally]
         var log: ItemLog
         var open: [Candidate] = []
-        /// Hashes of the keys of new items (the summary counts distinct stories).
-        var newKeys = Set<Int>()
+        /// The keys of new items (the summary counts distinct stories).
+        var newKeys = Set<String>()
         /// The story keys of waiting outbox entries that an item listed.
         var listedOutboxKeys = Set<String>()
 
@@ -220,7 +220,7 @@ public struct RunSession: Sendable {
             for candidate in identified {
                 if candidate.isNew {
                     tally.newItems += 1
-                    newKeys.insert(candidate.key.hashValue)
+                    newKeys.insert(candidate.key)
                 }
                 if waiting.contains(candidate.key) { listedOutboxKeys.insert(candidate.key) }
             }

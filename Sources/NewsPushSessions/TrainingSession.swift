@@ -38,7 +38,7 @@ public enum TrainingSession {
         // Every method is measured the same way; the chosen one is trained on everything.
         let methods = request.compare ? ClassifierTraining.Method.all : [ClassifierTraining.Method.chosen]
         // One bag-of-words model per split, however many measurements ask for it.
-        let textModels = ClassifierTraining.TextModels()
+        let textModels = ClassifierTraining.TrainedModels()
         for method in methods {
             say("== \(method.name)")
             for evaluation in ClassifierTraining.measurements(examples, method: method, textModels: textModels) {

@@ -190,3 +190,16 @@ public func hostileFormText(using random: inout some RandomNumberGenerator) -> S
         String.UnicodeScalarView(
             (0..<Int.random(in: 1...40, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" }))
 }
+
+/// The arrange step of a command-line test: the hub emulator with `devices` registered and a
+/// temporary folder for the config and the ledger, both given to `body`, then stopped and
+/// removed whatever `body` does.
+public func withNewsroom<T>(
+    devices: String, _ body: (_ hub: LocalHub, _ folder: TemporaryFolder) async throws -> T
+) async throws -> T {
+    let hub = try await LocalHub.start(devicesYAML: devices)
+    defer { hub.stop() }
+    let folder = try TemporaryFolder()
+    defer { folder.cleanup() }
+    return try await body(hub, folder)
+}

@@ -69,78 +69,75 @@ struct AlertFeaturesTests {
     }
 
     @Test func templateSendsCarryImageExpiryCollapseIdImportanceAndLanguages() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: feedWithImage()),
-            "/breaking.xml": CannedResponse(
-                text: feedWithImage(title: "BREAKING: Parliament dissolved", guid: "dissolved")),
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, hub: hub,
-            feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/breaking.xml", "Politics")])
-        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        let deliveries = await hub.emulator.allDeliveries()
-        let iphone = try #require(deliveries.first { $0.device == "iphone" && $0.payload.contains("Storm") })
-        let body = try payload(iphone)
-        #expect(body["image"] as? String == "https://img.example.org/storm-big.jpg", "the largest media image")
-        #expect(
-            body["url"] as? String
-                == "https://news.example.org/storm?utm_source=newspush&utm_medium=push&utm_campaign=World")
-        #expect(iphone.collapseId == CollapseID.of("guid:127.0.0.1/storm"))
-        #expect(iphone.headers?["apns-priority"] == "5", "World is minor")
-        // The feed is French: its items use the French message, and the French device its own property.
-        #expect(
-            (body["aps"] as? [String: Any])?["alert"] as? String
-                == "Dernière minute (Monde) : Storm closes the harbour for the first time")
-        let french = try #require(deliveries.first { $0.device == "iphone-fr" && $0.payload.contains("Storm") })
-        #expect(french.payload.contains("Dernière minute (Monde) : Storm"))
-        let android = try #require(deliveries.first { $0.device == "android" && $0.payload.contains("Storm") })
-        #expect(android.collapseId == CollapseID.of("guid:127.0.0.1/storm"))
-        #expect(android.payload.contains("https://img.example.org/storm-big.jpg"))
-        // The importance rule makes a BREAKING title major in a minor category.
-        let breaking = try #require(deliveries.first { $0.device == "iphone" && $0.payload.contains("Parliament") })
-        #expect(breaking.headers?["apns-priority"] == "10")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: feedWithImage()),
+                "/breaking.xml": CannedResponse(
+                    text: feedWithImage(title: "BREAKING: Parliament dissolved", guid: "dissolved")),
+            ])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, hub: hub,
+                feeds: [("\(feeds.baseURL)/world.xml", "World"), ("\(feeds.baseURL)/breaking.xml", "Politics")])
+            let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            let deliveries = await hub.emulator.allDeliveries()
+            let iphone = try #require(deliveries.first { $0.device == "iphone" && $0.payload.contains("Storm") })
+            let body = try payload(iphone)
+            #expect(body["image"] as? String == "https://img.example.org/storm-big.jpg", "the largest media image")
+            #expect(
+                body["url"] as? String
+                    == "https://news.example.org/storm?utm_source=newspush&utm_medium=push&utm_campaign=World")
+            #expect(iphone.collapseId == CollapseID.of("guid:127.0.0.1/storm"))
+            #expect(iphone.headers?["apns-priority"] == "5", "World is minor")
+            // The feed is French: its items use the French message, and the French device its own property.
+            #expect(
+                (body["aps"] as? [String: Any])?["alert"] as? String
+                    == "Dernière minute (Monde) : Storm closes the harbour for the first time")
+            let french = try #require(deliveries.first { $0.device == "iphone-fr" && $0.payload.contains("Storm") })
+            #expect(french.payload.contains("Dernière minute (Monde) : Storm"))
+            let android = try #require(deliveries.first { $0.device == "android" && $0.payload.contains("Storm") })
+            #expect(android.collapseId == CollapseID.of("guid:127.0.0.1/storm"))
+            #expect(android.payload.contains("https://img.example.org/storm-big.jpg"))
+            // The importance rule makes a BREAKING title major in a minor category.
+            let breaking = try #require(deliveries.first { $0.device == "iphone" && $0.payload.contains("Parliament") })
+            #expect(breaking.headers?["apns-priority"] == "10")
+        }
     }
 
     @Test func nativeSendsSetTheirPlatformsFields() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving([
-            "/sport.xml": CannedResponse(text: feedWithImage(title: "Late winner in the derby", guid: "derby")),
-            "/biz.xml": CannedResponse(text: feedWithImage(title: "Central bank holds rates", guid: "rates")),
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, hub: hub,
-            feeds: [("\(feeds.baseURL)/sport.xml", "Sports"), ("\(feeds.baseURL)/biz.xml", "Business")])
-        let before = Date()
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        let deliveries = await hub.emulator.allDeliveries()
-        let apple = try #require(deliveries.first { $0.device == "ipad-native" })
-        let aps = try #require(try payload(apple)["aps"] as? [String: Any])
-        #expect(aps["mutable-content"] as? Int == 1)
-        #expect(aps["sound"] == nil, "a minor alert is silent")
-        #expect(aps["interruption-level"] as? String == "active")
-        #expect(try payload(apple)["image"] as? String == "https://img.example.org/derby-big.jpg")
-        #expect(apple.headers?["apns-priority"] == "5")
-        #expect(apple.collapseId == CollapseID.of("guid:127.0.0.1/derby"))
-        let expiration = try #require(apple.headers?["apns-expiration"].flatMap(Double.init))
-        #expect(abs(expiration - before.addingTimeInterval(3600).timeIntervalSince1970) < 30, "one hour by default")
-        let fcm = try #require(deliveries.first { $0.device == "pixel-native" })
-        let message = try #require(try payload(fcm)["message"] as? [String: Any])
-        #expect(
-            (message["notification"] as? [String: Any])?["image"] as? String == "https://img.example.org/rates-big.jpg")
-        let android = try #require(message["android"] as? [String: Any])
-        #expect(android["ttl"] as? String == "1800s", "Business expiry: 30m")
-        #expect(android["collapse_key"] as? String == CollapseID.of("guid:127.0.0.1/rates"))
-        #expect(android["priority"] as? String == "high")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let feeds = try await LocalHTTPServer.serving([
+                "/sport.xml": CannedResponse(text: feedWithImage(title: "Late winner in the derby", guid: "derby")),
+                "/biz.xml": CannedResponse(text: feedWithImage(title: "Central bank holds rates", guid: "rates")),
+            ])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, hub: hub,
+                feeds: [("\(feeds.baseURL)/sport.xml", "Sports"), ("\(feeds.baseURL)/biz.xml", "Business")])
+            let before = Date()
+            #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+            let deliveries = await hub.emulator.allDeliveries()
+            let apple = try #require(deliveries.first { $0.device == "ipad-native" })
+            let aps = try #require(try payload(apple)["aps"] as? [String: Any])
+            #expect(aps["mutable-content"] as? Int == 1)
+            #expect(aps["sound"] == nil, "a minor alert is silent")
+            #expect(aps["interruption-level"] as? String == "active")
+            #expect(try payload(apple)["image"] as? String == "https://img.example.org/derby-big.jpg")
+            #expect(apple.headers?["apns-priority"] == "5")
+            #expect(apple.collapseId == CollapseID.of("guid:127.0.0.1/derby"))
+            let expiration = try #require(apple.headers?["apns-expiration"].flatMap(Double.init))
+            #expect(abs(expiration - before.addingTimeInterval(3600).timeIntervalSince1970) < 30, "one hour by default")
+            let fcm = try #require(deliveries.first { $0.device == "pixel-native" })
+            let message = try #require(try payload(fcm)["message"] as? [String: Any])
+            #expect(
+                (message["notification"] as? [String: Any])?["image"] as? String
+                    == "https://img.example.org/rates-big.jpg")
+            let android = try #require(message["android"] as? [String: Any])
+            #expect(android["ttl"] as? String == "1800s", "Business expiry: 30m")
+            #expect(android["collapse_key"] as? String == CollapseID.of("guid:127.0.0.1/rates"))
+            #expect(android["priority"] as? String == "high")
+        }
     }
 
     @Test func anExpiredAlertIsNotDeliveredToAPhoneThatWasOff() async throws {
@@ -185,54 +182,50 @@ struct AlertFeaturesTests {
     }
 
     @Test func aCorrectionReplacesTheAlertAndIsTheOnlyRepeatWithoutForce() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(folder, hub: hub, feeds: [])
-        let first = try await newspush(
-            [
-                "publish", "--config", config, "--category", "World", "--title", "Bridge closed after crash",
-                "--url", "https://news.example.org/bridge", "--yes",
-            ], environment: hubEnvironment)
-        #expect(first.status == 0)
-        let unknown = try await newspush(
-            ["publish", "--config", config, "--replace", "link:nowhere.example/x", "--title", "x", "--yes"],
-            environment: hubEnvironment)
-        #expect(unknown.status == 64)
-        #expect(unknown.stderr.contains("no story with this key"))
-        let fix = try await newspush(
-            [
-                "publish", "--config", config, "--replace", "link:news.example.org/bridge",
-                "--title", "Bridge reopened after crash", "--yes",
-            ], environment: hubEnvironment)
-        #expect(fix.status == 0, "\(fix.stderr)")
-        let iphone = await hub.emulator.allDeliveries().filter { $0.device == "iphone" }
-        #expect(iphone.count == 2)
-        #expect(iphone[0].collapseId == iphone[1].collapseId, "the correction replaces the first alert")
-        #expect(iphone[1].payload.contains("Bridge reopened"))
-        let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
-        #expect(show.stdout.contains("[outbox: correction sent"))
-        #expect(show.stdout.contains("1 stories (1 pushed)"), "a correction is not a second story")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try config(folder, hub: hub, feeds: [])
+            let first = try await newspush(
+                [
+                    "publish", "--config", config, "--category", "World", "--title", "Bridge closed after crash",
+                    "--url", "https://news.example.org/bridge", "--yes",
+                ], environment: hubEnvironment)
+            #expect(first.status == 0)
+            let unknown = try await newspush(
+                ["publish", "--config", config, "--replace", "link:nowhere.example/x", "--title", "x", "--yes"],
+                environment: hubEnvironment)
+            #expect(unknown.status == 64)
+            #expect(unknown.stderr.contains("no story with this key"))
+            let fix = try await newspush(
+                [
+                    "publish", "--config", config, "--replace", "link:news.example.org/bridge",
+                    "--title", "Bridge reopened after crash", "--yes",
+                ], environment: hubEnvironment)
+            #expect(fix.status == 0, "\(fix.stderr)")
+            let iphone = await hub.emulator.allDeliveries().filter { $0.device == "iphone" }
+            #expect(iphone.count == 2)
+            #expect(iphone[0].collapseId == iphone[1].collapseId, "the correction replaces the first alert")
+            #expect(iphone[1].payload.contains("Bridge reopened"))
+            let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
+            #expect(show.stdout.contains("[outbox: correction sent"))
+            #expect(show.stdout.contains("1 stories (1 pushed)"), "a correction is not a second story")
+        }
     }
 
     @Test func importanceComesFromTheCategoryTheRulesOrTheEditor() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(folder, hub: hub, feeds: [])
-        func publish(_ title: String, _ extra: [String] = []) async throws -> Delivery? {
-            let result = try await newspush(
-                ["publish", "--config", config, "--category", "World", "--title", title, "--yes"] + extra,
-                environment: hubEnvironment)
-            #expect(result.status == 0, "\(result.stderr)")
-            return await hub.emulator.allDeliveries().last { $0.device == "iphone" }
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try config(folder, hub: hub, feeds: [])
+            func publish(_ title: String, _ extra: [String] = []) async throws -> Delivery? {
+                let result = try await newspush(
+                    ["publish", "--config", config, "--category", "World", "--title", title, "--yes"] + extra,
+                    environment: hubEnvironment)
+                #expect(result.status == 0, "\(result.stderr)")
+                return await hub.emulator.allDeliveries().last { $0.device == "iphone" }
+            }
+            #expect(try await publish("Weather warning for the coast")?.headers?["apns-priority"] == "5")
+            #expect(try await publish("BREAKING: Prime minister resigns")?.headers?["apns-priority"] == "10")
+            #expect(
+                try await publish("BREAKING: Minor thing", ["--importance", "minor"])?.headers?["apns-priority"] == "5")
         }
-        #expect(try await publish("Weather warning for the coast")?.headers?["apns-priority"] == "5")
-        #expect(try await publish("BREAKING: Prime minister resigns")?.headers?["apns-priority"] == "10")
-        #expect(
-            try await publish("BREAKING: Minor thing", ["--importance", "minor"])?.headers?["apns-priority"] == "5")
     }
 
     @Test func aScheduledSendIsDeliveredAtItsTimeCancellableAndNeverRepeatedByTheRun() async throws {
@@ -358,20 +351,18 @@ struct AlertFeaturesTests {
     }
 
     @Test func aLongHeadlineIsCutToTheCategoryLength() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(folder, hub: hub, feeds: [])
-        let title = String(repeating: "Parliament debates the budget again ", count: 8)
-        let result = try await newspush(
-            ["publish", "--config", config, "--category", "World", "--title", title, "--yes"],
-            environment: hubEnvironment)
-        #expect(result.status == 0)
-        let delivery = try #require(await hub.emulator.allDeliveries().first { $0.device == "iphone" })
-        let aps = try #require(try payload(delivery)["aps"] as? [String: Any])
-        let alert = aps["alert"] as? String
-        #expect(alert?.count ?? 999 <= 178)
-        #expect(alert?.hasSuffix("…") == true && alert?.hasSuffix(" …") == false)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try config(folder, hub: hub, feeds: [])
+            let title = String(repeating: "Parliament debates the budget again ", count: 8)
+            let result = try await newspush(
+                ["publish", "--config", config, "--category", "World", "--title", title, "--yes"],
+                environment: hubEnvironment)
+            #expect(result.status == 0)
+            let delivery = try #require(await hub.emulator.allDeliveries().first { $0.device == "iphone" })
+            let aps = try #require(try payload(delivery)["aps"] as? [String: Any])
+            let alert = aps["alert"] as? String
+            #expect(alert?.count ?? 999 <= 178)
+            #expect(alert?.hasSuffix("…") == true && alert?.hasSuffix(" …") == false)
+        }
     }
 }

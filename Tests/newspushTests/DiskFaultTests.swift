@@ -87,79 +87,80 @@ struct DiskFaultTests {
         .enabled(if: SmallDisk.available, "needs root and a tmpfs mount"),
         arguments: [0, 8_192, 32_768, 98_304, 196_608])
     func aFullDiskNeverSendsWithoutAnIntentAndLosesNoStory(freeBytes: Int) async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let items = (0..<6).map { (guid: "d\($0)", title: "Disk story number \($0) of six", minutesAgo: Double($0)) }
-        let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let disk = folder.file("disk")
-        try SmallDisk.mount(disk, kilobytes: 1024)
-        defer { SmallDisk.unmount(disk) }
-        let ledger = disk + "/ledger.db"
-        let config = try newsroom(folder, hub: hub, feeds: feeds, ledger: ledger)
-        #expect(try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment).status == 0)
-        try SmallDisk.fill(disk, leaving: freeBytes)
-
-        let full = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(full.status == 0 || full.status == 1, "exit \(full.status): \(full.stderr)")
-        if full.status == 1 {
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let items = (0..<6).map {
+                (guid: "d\($0)", title: "Disk story number \($0) of six", minutesAgo: Double($0))
+            }
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: items))
+            ])
+            defer { feeds.stop() }
+            let disk = folder.file("disk")
+            try SmallDisk.mount(disk, kilobytes: 1024)
+            defer { SmallDisk.unmount(disk) }
+            let ledger = disk + "/ledger.db"
+            let config = try newsroom(folder, hub: hub, feeds: feeds, ledger: ledger)
             #expect(
-                (full.stdout + full.stderr).contains("is full"), "says the disk is full: \(full.stdout) \(full.stderr)")
-        }
-        let afterFull = try await storiesDelivered(hub)
-        #expect(afterFull.values.allSatisfy { $0 == 1 })
-        print(
-            "disk full with \(freeBytes) bytes free: exit \(full.status), \(afterFull.count) of 6 sent before space "
-                + "came back"
-        )
+                try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment).status == 0)
+            try SmallDisk.fill(disk, leaving: freeBytes)
 
-        // Space again: every story is delivered, none twice; none that was never sent is "unknown".
-        try FileManager.default.removeItem(atPath: disk + "/filler")
-        let recovered = try await newspush(
-            ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(recovered.status == 0, "\(recovered.stderr)")
-        let delivered = try await storiesDelivered(hub)
-        #expect(delivered.count == 6, "every story reached the phone: \(delivered)")
-        #expect(delivered.values.allSatisfy { $0 == 1 }, "pushed twice: \(delivered.filter { $0.value > 1 })")
-        let show = try await newspush(
-            ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
-        let stories =
-            try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
-            as? [String: [String: Any]]
-        #expect(stories?.count == 6)
-        for (key, story) in stories ?? [:] {
-            let status = story["status"] as? String
-            #expect(status == "pushed" || status == "unknown", "\(key) ended \(status ?? "?")")
-            if status == "unknown" { #expect(afterFull[key] == 1, "\(key) is unknown but was never sent") }
+            let full = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(full.status == 0 || full.status == 1, "exit \(full.status): \(full.stderr)")
+            if full.status == 1 {
+                #expect(
+                    (full.stdout + full.stderr).contains("is full"),
+                    "says the disk is full: \(full.stdout) \(full.stderr)")
+            }
+            let afterFull = try await storiesDelivered(hub)
+            #expect(afterFull.values.allSatisfy { $0 == 1 })
+            print(
+                "disk full with \(freeBytes) bytes free: exit \(full.status), \(afterFull.count) of 6 sent before space "
+                    + "came back"
+            )
+
+            // Space again: every story is delivered, none twice; none that was never sent is "unknown".
+            try FileManager.default.removeItem(atPath: disk + "/filler")
+            let recovered = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(recovered.status == 0, "\(recovered.stderr)")
+            let delivered = try await storiesDelivered(hub)
+            #expect(delivered.count == 6, "every story reached the phone: \(delivered)")
+            #expect(delivered.values.allSatisfy { $0 == 1 }, "pushed twice: \(delivered.filter { $0.value > 1 })")
+            let show = try await newspush(
+                ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
+            let stories =
+                try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
+                as? [String: [String: Any]]
+            #expect(stories?.count == 6)
+            for (key, story) in stories ?? [:] {
+                let status = story["status"] as? String
+                #expect(status == "pushed" || status == "unknown", "\(key) ended \(status ?? "?")")
+                if status == "unknown" { #expect(afterFull[key] == 1, "\(key) is unknown but was never sent") }
+            }
         }
     }
 
     @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
     func aReadOnlyLedgerFolderStopsTheRunBeforeSending() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("r1", "Read only story", 1)]))
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let disk = folder.file("disk")
-        try SmallDisk.mount(disk, kilobytes: 512)
-        defer { SmallDisk.unmount(disk) }
-        let config = try newsroom(folder, hub: hub, feeds: feeds, ledger: disk + "/ledger.db")
-        #expect(try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment).status == 0)
-        try #require(SmallDisk.run("/bin/mount", ["-o", "remount,ro", disk]) == 0)
-        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(run.status == 1)
-        #expect(run.stderr.contains("ledger"), "\(run.stderr)")
-        #expect(await hub.emulator.allDeliveries().isEmpty)
-        let check = try await newspush(["check", "--config", config], environment: hubEnvironment)
-        #expect(check.status == 78)
-        #expect(check.stdout.contains("is not writable") || check.stdout.contains("read-only"), "\(check.stdout)")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("r1", "Read only story", 1)]))
+            ])
+            defer { feeds.stop() }
+            let disk = folder.file("disk")
+            try SmallDisk.mount(disk, kilobytes: 512)
+            defer { SmallDisk.unmount(disk) }
+            let config = try newsroom(folder, hub: hub, feeds: feeds, ledger: disk + "/ledger.db")
+            #expect(
+                try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment).status == 0)
+            try #require(SmallDisk.run("/bin/mount", ["-o", "remount,ro", disk]) == 0)
+            let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(run.status == 1)
+            #expect(run.stderr.contains("ledger"), "\(run.stderr)")
+            #expect(await hub.emulator.allDeliveries().isEmpty)
+            let check = try await newspush(["check", "--config", config], environment: hubEnvironment)
+            #expect(check.status == 78)
+            #expect(check.stdout.contains("is not writable") || check.stdout.contains("read-only"), "\(check.stdout)")
+        }
     }
 }

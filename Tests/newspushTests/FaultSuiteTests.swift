@@ -148,42 +148,42 @@ struct FaultSuiteTests {
     func everyHubErrorClassDecidesAndRetriesAsPromised(fault: String, decision: String, status: Int32, retried: Bool)
         async throws
     {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("e1", "Error class story", 1)]))
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let timeout = fault.contains("delay") ? "2s" : "30s"
-        let config = try folder.write(
-            "feeds.yaml",
-            """
-            hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
-                endpoint: "\(hub.endpoint)", timeout: \(timeout), retries: 1, retry_delay: 10ms}
-            policy: {first_run: send}
-            feeds:
-              - {url: "\(feeds.baseURL)/world.xml", category: World}
-            """)
-        await hub.emulator.inject(try JSONDecoder().decode(Fault.self, from: Data(fault.utf8)))
-        let first = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(first.status == status, "\(fault): \(first.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
-        #expect((report["items"] as? [[String: Any]])?.first?["decision"] as? String == decision, "\(fault)")
-        let deliveredBefore = await hub.emulator.allDeliveries().count
-        await hub.emulator.clearFaults()
-        await hub.emulator.advanceClock(by: 600)  // a held request is answered (and delivered) now
-        await hub.emulator.settle()
-        let second = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        let again = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
-        let sentAgain = (again["summary"] as? [String: Any])?["pushes_sent"] as? Int ?? 0
-        #expect(
-            sentAgain == (retried ? 1 : 0),
-            "\(fault): the next run \(retried ? "sends it" : "leaves it"): \(second.stdout) \(second.stderr)")
-        let total = await hub.emulator.allDeliveries().count
-        #expect(total <= 1, "\(fault): delivered \(total) times")
-        if retried { #expect(deliveredBefore == 0 && total == 1) }
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("e1", "Error class story", 1)]))
+            ])
+            defer { feeds.stop() }
+            let timeout = fault.contains("delay") ? "2s" : "30s"
+            let config = try folder.write(
+                "feeds.yaml",
+                """
+                hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}",
+                    endpoint: "\(hub.endpoint)", timeout: \(timeout), retries: 1, retry_delay: 10ms}
+                policy: {first_run: send}
+                feeds:
+                  - {url: "\(feeds.baseURL)/world.xml", category: World}
+                """)
+            await hub.emulator.inject(try JSONDecoder().decode(Fault.self, from: Data(fault.utf8)))
+            let first = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(first.status == status, "\(fault): \(first.stderr)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+            #expect((report["items"] as? [[String: Any]])?.first?["decision"] as? String == decision, "\(fault)")
+            let deliveredBefore = await hub.emulator.allDeliveries().count
+            await hub.emulator.clearFaults()
+            await hub.emulator.advanceClock(by: 600)  // a held request is answered (and delivered) now
+            await hub.emulator.settle()
+            let second = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            let again = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
+            let sentAgain = (again["summary"] as? [String: Any])?["pushes_sent"] as? Int ?? 0
+            #expect(
+                sentAgain == (retried ? 1 : 0),
+                "\(fault): the next run \(retried ? "sends it" : "leaves it"): \(second.stdout) \(second.stderr)")
+            let total = await hub.emulator.allDeliveries().count
+            #expect(total <= 1, "\(fault): delivered \(total) times")
+            if retried { #expect(deliveredBefore == 0 && total == 1) }
+        }
     }
 
     @Test(arguments: ["http://127.0.0.1:1/", "http://newspush-test.invalid/"])

@@ -20,47 +20,45 @@ struct HostileSecondDayTests {
     ]
 
     @Test func invisibleLettersAreBlankForPublishAndForTheRun() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let now = Date()
-        var items = ""
-        for (index, text) in Self.invisible.enumerated() {
-            items += """
-                <item><title>\(text)</title><description>\(text)</description>
-                <link>https://news.example.org/blank-\(index)</link><guid>blank-\(index)</guid>
-                <pubDate>\(rfc822(now))</pubDate></item>
-                """
-        }
-        let feed = """
-            <?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>W</title>\(items)
-            <item><title>Filler \u{3164} between words is still a story</title><link>https://news.example.org/fine</link>
-            <guid>fine</guid><pubDate>\(rfc822(now))</pubDate></item></channel></rss>
-            """
-        let feeds = try await LocalHTTPServer.serving(["/w.xml": CannedResponse(text: feed)])
-        defer { feeds.stop() }
-        let config = try first.config(
-            folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
-        for text in Self.invisible {
-            for option in ["--title", "--message"] {
-                let result = try await newspush(
-                    ["publish", "--config", config, "--category", "World", option, text, "--yes"],
-                    environment: hubEnvironment)
-                #expect(
-                    result.status == 64,
-                    "\(option) \(text.unicodeScalars.map { String($0.value, radix: 16) }): \(result.stderr)")
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let now = Date()
+            var items = ""
+            for (index, text) in Self.invisible.enumerated() {
+                items += """
+                    <item><title>\(text)</title><description>\(text)</description>
+                    <link>https://news.example.org/blank-\(index)</link><guid>blank-\(index)</guid>
+                    <pubDate>\(rfc822(now))</pubDate></item>
+                    """
             }
+            let feed = """
+                <?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>W</title>\(items)
+                <item><title>Filler \u{3164} between words is still a story</title><link>https://news.example.org/fine</link>
+                <guid>fine</guid><pubDate>\(rfc822(now))</pubDate></item></channel></rss>
+                """
+            let feeds = try await LocalHTTPServer.serving(["/w.xml": CannedResponse(text: feed)])
+            defer { feeds.stop() }
+            let config = try first.config(
+                folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
+            for text in Self.invisible {
+                for option in ["--title", "--message"] {
+                    let result = try await newspush(
+                        ["publish", "--config", config, "--category", "World", option, text, "--yes"],
+                        environment: hubEnvironment)
+                    #expect(
+                        result.status == 64,
+                        "\(option) \(text.unicodeScalars.map { String($0.value, radix: 16) }): \(result.stderr)")
+                }
+            }
+            #expect(await hub.emulator.allDeliveries().isEmpty)
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            let listed = try #require(try first.json(run)["items"] as? [[String: Any]])
+            for item in listed where (item["link"] as? String)?.contains("/blank-") == true {
+                #expect(item["decision"] as? String == "unclassified", "\(item)")
+            }
+            let deliveries = await hub.emulator.allDeliveries().map(\.payload)
+            #expect(deliveries.count == 1 && deliveries[0].contains("still a story"), "\(deliveries)")
         }
-        #expect(await hub.emulator.allDeliveries().isEmpty)
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        let listed = try #require(try first.json(run)["items"] as? [[String: Any]])
-        for item in listed where (item["link"] as? String)?.contains("/blank-") == true {
-            #expect(item["decision"] as? String == "unclassified", "\(item)")
-        }
-        let deliveries = await hub.emulator.allDeliveries().map(\.payload)
-        #expect(deliveries.count == 1 && deliveries[0].contains("still a story"), "\(deliveries)")
     }
 
     // 7. A message template that renders blank is a configuration error.
@@ -82,29 +80,28 @@ struct HostileSecondDayTests {
 
     // 8. Every text property is bounded, by characters and by bytes.
     @Test func everyTextPropertyIsBoundedByCharactersAndBytes() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try first.config(folder, hub: hub.endpoint)
-        let long = Array(repeating: "governments", count: 9_000).joined(separator: " ")
-        let heavy = "Z" + String(repeating: "\u{0301}", count: 3_000) + " falls"
-        for (index, title) in [long, heavy].enumerated() {
-            let sent = try await newspush(
-                [
-                    "publish", "--config", config, "--category", "Science", "--title", title,
-                    "--url", "https://news.example.org/long-\(index)", "--yes", "--format", "json",
-                ], environment: hubEnvironment)
-            #expect(sent.status == 0, "\(sent.stderr)")
-            let payload = try await first.payload(hub, device: "phone-science")
-            let alert = try #require(first.alert(payload))
-            let shown = try #require(payload["title"] as? String)
-            #expect(alert.count <= 178 && alert.utf8.count <= 4 * 178, "\(alert.count) \(alert.utf8.count)")
-            #expect(shown.count <= 256 && shown.utf8.count <= 4 * 256, "\(shown.count) \(shown.utf8.count)")
-            #expect(alert.hasSuffix("…") || index == 1, "\(alert.suffix(20))")
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let config = try first.config(folder, hub: hub.endpoint)
+            let long = Array(repeating: "governments", count: 9_000).joined(separator: " ")
+            let heavy = "Z" + String(repeating: "\u{0301}", count: 3_000) + " falls"
+            for (index, title) in [long, heavy].enumerated() {
+                let sent = try await newspush(
+                    [
+                        "publish", "--config", config, "--category", "Science", "--title", title,
+                        "--url", "https://news.example.org/long-\(index)", "--yes", "--format", "json",
+                    ], environment: hubEnvironment)
+                #expect(sent.status == 0, "\(sent.stderr)")
+                let payload = try await first.payload(hub, device: "phone-science")
+                let alert = try #require(first.alert(payload))
+                let shown = try #require(payload["title"] as? String)
+                #expect(alert.count <= 178 && alert.utf8.count <= 4 * 178, "\(alert.count) \(alert.utf8.count)")
+                #expect(shown.count <= 256 && shown.utf8.count <= 4 * 256, "\(shown.count) \(shown.utf8.count)")
+                #expect(alert.hasSuffix("…") || index == 1, "\(alert.suffix(20))")
+            }
+            let deliveries = await hub.emulator.allDeliveries()
+            #expect(
+                deliveries.count == 2 && deliveries.allSatisfy { $0.payload.utf8.count < 4096 }, "\(deliveries.count)")
         }
-        let deliveries = await hub.emulator.allDeliveries()
-        #expect(deliveries.count == 2 && deliveries.allSatisfy { $0.payload.utf8.count < 4096 }, "\(deliveries.count)")
     }
 }
 
@@ -296,184 +293,184 @@ struct HostileNeverTwiceTests {
 
     // 1. A --tags push that can reach the category's readers is the story's push.
     @Test func tagsThatReachTheCategorysReadersAreTheStorysPush() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([
-            ("l1", "Harbour bridge reopens after repairs", 2), ("l2", "Port strike ends after nine days", 2),
-            ("l3", "Ferry service resumes on the north route", 2),
-        ])
-        let server = try await FeedDesk.serve(["/w.xml": desk])
-        defer { server.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")])
-        for (guid, title, tags) in [
-            ("l1", "Harbour bridge reopens after repairs", "World || Politics"),
-            ("l2", "Port strike ends after nine days", "!user:alice"),
-        ] {
-            let sent = try await publish(
-                config,
-                ["--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)", "--tags", tags])
-            #expect(sent.status == 0, "\(tags): \(sent.stderr)")
-            let again = try await publish(
-                config, ["--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)"])
-            #expect(again.status == 1, "\(tags): a repeat must be refused: \(again.stderr)")
-        }
-        // A trial on one person's devices stays a trial: the story's push still goes out.
-        let trial = try await publish(
-            config,
-            [
-                "--category", "World", "--title", "Ferry service resumes on the north route",
-                "--url", "https://news.example.org/l3", "--tags", "user:alice",
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("l1", "Harbour bridge reopens after repairs", 2), ("l2", "Port strike ends after nine days", 2),
+                ("l3", "Ferry service resumes on the north route", 2),
             ])
-        #expect(trial.status == 0, "\(trial.stderr)")
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(await reached(hub, "Harbour bridge") == ["world": 1, "both": 1, "politics": 1, "alice": 1])
-        #expect(await reached(hub, "Port strike") == ["world": 1, "both": 1, "politics": 1, "science": 1])
-        #expect(await reached(hub, "Ferry service") == ["world": 1, "both": 1, "alice": 2])
-        let kinds = try await first.outbox(config).compactMap { $0["kind"] as? String }.sorted()
-        #expect(kinds == ["push", "push", "push", "trial"], "\(kinds)")
+            let server = try await FeedDesk.serve(["/w.xml": desk])
+            defer { server.stop() }
+            let config = try newsroom(folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")])
+            for (guid, title, tags) in [
+                ("l1", "Harbour bridge reopens after repairs", "World || Politics"),
+                ("l2", "Port strike ends after nine days", "!user:alice"),
+            ] {
+                let sent = try await publish(
+                    config,
+                    [
+                        "--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)", "--tags",
+                        tags,
+                    ])
+                #expect(sent.status == 0, "\(tags): \(sent.stderr)")
+                let again = try await publish(
+                    config, ["--category", "World", "--title", title, "--url", "https://news.example.org/\(guid)"])
+                #expect(again.status == 1, "\(tags): a repeat must be refused: \(again.stderr)")
+            }
+            // A trial on one person's devices stays a trial: the story's push still goes out.
+            let trial = try await publish(
+                config,
+                [
+                    "--category", "World", "--title", "Ferry service resumes on the north route",
+                    "--url", "https://news.example.org/l3", "--tags", "user:alice",
+                ])
+            #expect(trial.status == 0, "\(trial.stderr)")
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(await reached(hub, "Harbour bridge") == ["world": 1, "both": 1, "politics": 1, "alice": 1])
+            #expect(await reached(hub, "Port strike") == ["world": 1, "both": 1, "politics": 1, "science": 1])
+            #expect(await reached(hub, "Ferry service") == ["world": 1, "both": 1, "alice": 2])
+            let kinds = try await first.outbox(config).compactMap { $0["kind"] as? String }.sorted()
+            #expect(kinds == ["push", "push", "push", "trial"], "\(kinds)")
+        }
     }
 
     // 2. A held story published by hand, then approved: one alert.
     @Test func aHeldStoryPublishedByHandIsNotSentAgainOnApproval() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([
-            ("h1", "Storm closes every school in the region", 2), ("h2", "Dam level reaches a record high", 2),
-        ])
-        let server = try await FeedDesk.serve(["/w.xml": desk])
-        defer { server.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(
-            folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")],
-            extra: "review: {rules: [{category: World, mode: review}]}")
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
-        let held = try #require(try first.json(queue)["held"] as? [[String: Any]])
-        func id(_ title: String) throws -> String {
-            try #require(
-                held.first { ($0["properties"] as? [String: String])?["title"]?.hasPrefix(title) == true }?["id"]
-                    as? String)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("h1", "Storm closes every school in the region", 2), ("h2", "Dam level reaches a record high", 2),
+            ])
+            let server = try await FeedDesk.serve(["/w.xml": desk])
+            defer { server.stop() }
+            let config = try newsroom(
+                folder, hub: hub, server: server, feeds: [("/w.xml", "World Desk", "World")],
+                extra: "review: {rules: [{category: World, mode: review}]}")
+            #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+            let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+            let held = try #require(try first.json(queue)["held"] as? [[String: Any]])
+            func id(_ title: String) throws -> String {
+                try #require(
+                    held.first { ($0["properties"] as? [String: String])?["title"]?.hasPrefix(title) == true }?["id"]
+                        as? String)
+            }
+            // The same link by hand: refused while held; forced, it closes the held push.
+            let refused = try await publish(
+                config,
+                ["--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1"])
+            #expect(refused.status == 1 && refused.stderr.contains("held"), "\(refused.stderr)")
+            let forced = try await publish(
+                config,
+                [
+                    "--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1",
+                    "--force",
+                ])
+            #expect(forced.status == 0, "\(forced.stderr)")
+            let approve = try await newspush(
+                ["review", "approve", try id("Storm closes"), "--config", config], environment: hubEnvironment)
+            #expect(approve.status != 0, "\(approve.stdout) \(approve.stderr)")
+            // A near-identical headline forced out under another link: the approval checks again.
+            let copy = try await publish(
+                config,
+                [
+                    "--category", "World", "--title", "Dam level reaches a record high", "--url",
+                    "https://other.example.org/dam", "--force",
+                ])
+            #expect(copy.status == 0, "\(copy.stderr)")
+            let second = try await newspush(
+                ["review", "approve", try id("Dam level"), "--config", config], environment: hubEnvironment)
+            #expect(second.status != 0 && second.stderr.contains("not sent"), "\(second.stdout) \(second.stderr)")
+            #expect(await reached(hub, "Storm") == ["world": 1, "both": 1, "alice": 1])
+            #expect(await reached(hub, "Dam level") == ["world": 1, "both": 1, "alice": 1])
+            let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
+            #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
         }
-        // The same link by hand: refused while held; forced, it closes the held push.
-        let refused = try await publish(
-            config, ["--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1"])
-        #expect(refused.status == 1 && refused.stderr.contains("held"), "\(refused.stderr)")
-        let forced = try await publish(
-            config,
-            [
-                "--category", "World", "--title", "Storm shuts schools", "--url", "https://news.example.org/h1",
-                "--force",
-            ])
-        #expect(forced.status == 0, "\(forced.stderr)")
-        let approve = try await newspush(
-            ["review", "approve", try id("Storm closes"), "--config", config], environment: hubEnvironment)
-        #expect(approve.status != 0, "\(approve.stdout) \(approve.stderr)")
-        // A near-identical headline forced out under another link: the approval checks again.
-        let copy = try await publish(
-            config,
-            [
-                "--category", "World", "--title", "Dam level reaches a record high", "--url",
-                "https://other.example.org/dam", "--force",
-            ])
-        #expect(copy.status == 0, "\(copy.stderr)")
-        let second = try await newspush(
-            ["review", "approve", try id("Dam level"), "--config", config], environment: hubEnvironment)
-        #expect(second.status != 0 && second.stderr.contains("not sent"), "\(second.stdout) \(second.stderr)")
-        #expect(await reached(hub, "Storm") == ["world": 1, "both": 1, "alice": 1])
-        #expect(await reached(hub, "Dam level") == ["world": 1, "both": 1, "alice": 1])
-        let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
-        #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
     }
 
     // 3. A rejected story does not come back: not from another feed, not under a new guid.
     @Test func aRejectedStoryStaysRejectedFromEveryFeed() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let wire = FeedDesk([("r1", "Minister resigns over budget leak", 2)])
-        let other = FeedDesk([("o1", "Weather warning for the coast", 2)])
-        let server = try await FeedDesk.serve(["/wire.xml": wire, "/other.xml": other])
-        defer { server.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(
-            folder, hub: hub, server: server,
-            feeds: [("/wire.xml", "Wire", "Politics"), ("/other.xml", "Other Desk", "Politics")],
-            extra: "review: {rules: [{feed: Wire, mode: review}]}")
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
-        let held = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
-        let reject = try await newspush(["review", "reject", held, "--reason", "unconfirmed", "--config", config])
-        #expect(reject.status == 0, "\(reject.stderr)")
-        await other.set([("o1", "Weather warning for the coast", 2), ("o2", "Minister resigns over budget leak", 1)])
-        await wire.set([("r2", "Minister resigns over budget leak!", 1)])
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        let items = try #require(try first.json(run)["items"] as? [[String: Any]])
-        for item in items where (item["title"] as? String)?.hasPrefix("Minister") == true {
-            #expect(item["decision"] as? String == "rejected", "\(item)")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let wire = FeedDesk([("r1", "Minister resigns over budget leak", 2)])
+            let other = FeedDesk([("o1", "Weather warning for the coast", 2)])
+            let server = try await FeedDesk.serve(["/wire.xml": wire, "/other.xml": other])
+            defer { server.stop() }
+            let config = try newsroom(
+                folder, hub: hub, server: server,
+                feeds: [("/wire.xml", "Wire", "Politics"), ("/other.xml", "Other Desk", "Politics")],
+                extra: "review: {rules: [{feed: Wire, mode: review}]}")
+            #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+            let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+            let held = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
+            let reject = try await newspush(["review", "reject", held, "--reason", "unconfirmed", "--config", config])
+            #expect(reject.status == 0, "\(reject.stderr)")
+            await other.set([
+                ("o1", "Weather warning for the coast", 2), ("o2", "Minister resigns over budget leak", 1),
+            ])
+            await wire.set([("r2", "Minister resigns over budget leak!", 1)])
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            let items = try #require(try first.json(run)["items"] as? [[String: Any]])
+            for item in items where (item["title"] as? String)?.hasPrefix("Minister") == true {
+                #expect(item["decision"] as? String == "rejected", "\(item)")
+            }
+            #expect(await reached(hub, "Minister").isEmpty)
+            let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
+            #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
+            let byHand = try await publish(
+                config, ["--category", "Politics", "--title", "Minister resigns over budget leak"])
+            #expect(byHand.status == 1 && byHand.stderr.contains("rejected"), "\(byHand.stderr)")
         }
-        #expect(await reached(hub, "Minister").isEmpty)
-        let after = try await newspush(["review", "list", "--config", config, "--format", "json"])
-        #expect((try first.json(after)["held"] as? [Any])?.isEmpty == true, "\(after.stdout)")
-        let byHand = try await publish(
-            config, ["--category", "Politics", "--title", "Minister resigns over budget leak"])
-        #expect(byHand.status == 1 && byHand.stderr.contains("rejected"), "\(byHand.stderr)")
     }
 
     // 4. Correcting a story whose send is still scheduled cancels the old text's send.
     @Test func aCorrectionCancelsTheScheduledSendOfTheOldText() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub)
-        let scheduled = try await publish(
-            config,
-            [
-                "--category", "Science", "--title", "Probe lands on Mars at dawn", "--url",
-                "https://news.example.org/probe", "--at", "+1h", "--format", "json",
-            ])
-        #expect(scheduled.status == 0, "\(scheduled.stderr)")
-        let id = try #require(try first.json(scheduled)["notification_id"] as? String, "\(scheduled.stdout)")
-        let corrected = try await publish(
-            config,
-            ["--replace", "link:news.example.org/probe", "--title", "Probe lands on Mars at dusk", "--format", "json"])
-        #expect(corrected.status == 0, "\(corrected.stderr)")
-        #expect(corrected.stderr.contains("cancelled") && corrected.stderr.contains(id), "\(corrected.stderr)")
-        #expect(await hub.emulator.notification(id)?.state == "Cancelled")
-        #expect(await reached(hub, "Probe lands") == ["science": 1])
-        #expect(await reached(hub, "at dusk") == ["science": 1])
-        let statuses = try await first.outbox(config).compactMap { $0["status"] as? String }.sorted()
-        #expect(statuses == ["cancelled", "sent"], "\(statuses)")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try newsroom(folder, hub: hub)
+            let scheduled = try await publish(
+                config,
+                [
+                    "--category", "Science", "--title", "Probe lands on Mars at dawn", "--url",
+                    "https://news.example.org/probe", "--at", "+1h", "--format", "json",
+                ])
+            #expect(scheduled.status == 0, "\(scheduled.stderr)")
+            let id = try #require(try first.json(scheduled)["notification_id"] as? String, "\(scheduled.stdout)")
+            let corrected = try await publish(
+                config,
+                [
+                    "--replace", "link:news.example.org/probe", "--title", "Probe lands on Mars at dusk", "--format",
+                    "json",
+                ])
+            #expect(corrected.status == 0, "\(corrected.stderr)")
+            #expect(corrected.stderr.contains("cancelled") && corrected.stderr.contains(id), "\(corrected.stderr)")
+            #expect(await hub.emulator.notification(id)?.state == "Cancelled")
+            #expect(await reached(hub, "Probe lands") == ["science": 1])
+            #expect(await reached(hub, "at dusk") == ["science": 1])
+            let statuses = try await first.outbox(config).compactMap { $0["status"] as? String }.sorted()
+            #expect(statuses == ["cancelled", "sent"], "\(statuses)")
+        }
     }
 
     // 5. A correction under another category reaches the readers of the wrong alert too.
     @Test func aCorrectionToAnotherCategoryReachesBothAudiences() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub)
-        let wrong = try await publish(
-            config,
-            [
-                "--category", "Science", "--title", "Budget cuts research funding", "--url",
-                "https://news.example.org/cut",
-            ])
-        #expect(wrong.status == 0, "\(wrong.stderr)")
-        let corrected = try await publish(
-            config,
-            [
-                "--replace", "link:news.example.org/cut", "--category", "Politics", "--title",
-                "Budget cuts research funding by a tenth",
-            ])
-        #expect(corrected.status == 0, "\(corrected.stderr)")
-        #expect(corrected.stderr.contains("Science") && corrected.stderr.contains("Politics"), "\(corrected.stderr)")
-        #expect(await reached(hub, "by a tenth") == ["science": 1, "politics": 1, "both": 1])
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try newsroom(folder, hub: hub)
+            let wrong = try await publish(
+                config,
+                [
+                    "--category", "Science", "--title", "Budget cuts research funding", "--url",
+                    "https://news.example.org/cut",
+                ])
+            #expect(wrong.status == 0, "\(wrong.stderr)")
+            let corrected = try await publish(
+                config,
+                [
+                    "--replace", "link:news.example.org/cut", "--category", "Politics", "--title",
+                    "Budget cuts research funding by a tenth",
+                ])
+            #expect(corrected.status == 0, "\(corrected.stderr)")
+            #expect(
+                corrected.stderr.contains("Science") && corrected.stderr.contains("Politics"), "\(corrected.stderr)")
+            #expect(await reached(hub, "by a tenth") == ["science": 1, "politics": 1, "both": 1])
+        }
     }
 }
 
@@ -485,30 +482,30 @@ struct HostileContractTests {
     // 12. A full temporary folder (TMPDIR) stops no run, and a message never blames the wrong disk.
     @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
     func aFullTemporaryFolderStopsNoRun() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let scratch = folder.file("tmp")
-        try SmallDisk.mount(scratch, kilobytes: 64)
-        defer { SmallDisk.unmount(scratch) }
-        try SmallDisk.fill(scratch, leaving: 0)
-        let items = (1...300).map { ("s\($0)", "Story number \($0) of a long feed about the harbour", Double($0) + 1) }
-        let feeds = try await LocalHTTPServer.serving([
-            "/w.xml": CannedResponse(text: rssFeed(title: "W", items: items))
-        ])
-        defer { feeds.stop() }
-        let config = try first.config(
-            folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
-        let environment = hubEnvironment.merging(["TMPDIR": scratch]) { $1 }
-        for round in 0..<2 {
-            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
-            #expect(run.status == 0, "round \(round): \(run.stderr)")
-            #expect(!run.stderr.contains("ledger") || !run.stderr.contains("full"), "\(run.stderr)")
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let scratch = folder.file("tmp")
+            try SmallDisk.mount(scratch, kilobytes: 64)
+            defer { SmallDisk.unmount(scratch) }
+            try SmallDisk.fill(scratch, leaving: 0)
+            let items = (1...300).map {
+                ("s\($0)", "Story number \($0) of a long feed about the harbour", Double($0) + 1)
+            }
+            let feeds = try await LocalHTTPServer.serving([
+                "/w.xml": CannedResponse(text: rssFeed(title: "W", items: items))
+            ])
+            defer { feeds.stop() }
+            let config = try first.config(
+                folder, hub: hub.endpoint, feeds: ["{url: \"\(feeds.baseURL)/w.xml\", category: World}"])
+            let environment = hubEnvironment.merging(["TMPDIR": scratch]) { $1 }
+            for round in 0..<2 {
+                let run = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
+                #expect(run.status == 0, "round \(round): \(run.stderr)")
+                #expect(!run.stderr.contains("ledger") || !run.stderr.contains("full"), "\(run.stderr)")
+            }
+            let state = try await newspush(["state", "show", "--config", config], environment: environment)
+            #expect(state.status == 0, "\(state.stderr)")
+            #expect(await hub.emulator.allDeliveries().count == 50)
         }
-        let state = try await newspush(["state", "show", "--config", config], environment: environment)
-        #expect(state.status == 0, "\(state.stderr)")
-        #expect(await hub.emulator.allDeliveries().count == 50)
     }
 
     /// The whole of stdout as one JSON object (two documents, or none, fail).
@@ -655,38 +652,39 @@ struct HostileClockTests {
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: faketime), "needs faketime (scripts/setup.sh)"))
     func aClockHoursAheadRecordsNothingAndExpiresNothing() async throws {
-        let hub = try await LocalHub.start(devicesYAML: HostileOperatorTests.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("c1", "Rescue teams reach the village", 3), ("c2", "Council backs the new budget", 4)])
-        let server = try await FeedDesk.serve(["/w.xml": desk])
-        defer { server.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try first.config(
-            folder, hub: hub.endpoint, extra: "review: {rules: [{title: Council, mode: review}]}",
-            feeds: ["{url: \"\(server.baseURL)/w.xml\", category: World}"])
-        #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
-        for offset in ["+5h", "-5h"] {
-            let ahead = try await skewed(offset, ["run", "--config", config])
-            #expect(ahead.status == 1, "\(offset): \(ahead.stderr)")
-            #expect(ahead.stderr.contains("clock"), "\(offset): \(ahead.stderr)")
-            let export = try first.json(try await newspush(["state", "export", "--config", config]))
-            let items = export["items"] as? [String: Any], feeds = export["feeds"] as? [String: Any]
-            #expect(items?.isEmpty == true && feeds?.isEmpty == true, "\(offset): nothing recorded: \(export)")
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("c1", "Rescue teams reach the village", 3), ("c2", "Council backs the new budget", 4),
+            ])
+            let server = try await FeedDesk.serve(["/w.xml": desk])
+            defer { server.stop() }
+            let config = try first.config(
+                folder, hub: hub.endpoint, extra: "review: {rules: [{title: Council, mode: review}]}",
+                feeds: ["{url: \"\(server.baseURL)/w.xml\", category: World}"])
+            #expect(try await newspush(["state", "migrate", "--config", config]).status == 0)
+            for offset in ["+5h", "-5h"] {
+                let ahead = try await skewed(offset, ["run", "--config", config])
+                #expect(ahead.status == 1, "\(offset): \(ahead.stderr)")
+                #expect(ahead.stderr.contains("clock"), "\(offset): \(ahead.stderr)")
+                let export = try first.json(try await newspush(["state", "export", "--config", config]))
+                let items = export["items"] as? [String: Any], feeds = export["feeds"] as? [String: Any]
+                #expect(items?.isEmpty == true && feeds?.isEmpty == true, "\(offset): nothing recorded: \(export)")
+            }
+            #expect(await hub.emulator.allDeliveries().isEmpty)
+            // With the clock right, the same items are fresh news.
+            let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(await hub.emulator.allDeliveries().count == 1)
+            // An approval under a clock hours ahead does not expire the held push for good.
+            let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
+            let id = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
+            let approve = try await skewed("+5h", ["review", "approve", id, "--config", config])
+            #expect(approve.status == 1 && approve.stderr.contains("clock"), "\(approve.stderr)")
+            let approved = try await newspush(
+                ["review", "approve", id, "--config", config], environment: hubEnvironment)
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(await hub.emulator.allDeliveries().count == 2)
         }
-        #expect(await hub.emulator.allDeliveries().isEmpty)
-        // With the clock right, the same items are fresh news.
-        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(await hub.emulator.allDeliveries().count == 1)
-        // An approval under a clock hours ahead does not expire the held push for good.
-        let queue = try await newspush(["review", "list", "--config", config, "--format", "json"])
-        let id = try #require((try first.json(queue)["held"] as? [[String: Any]])?.first?["id"] as? String)
-        let approve = try await skewed("+5h", ["review", "approve", id, "--config", config])
-        #expect(approve.status == 1 && approve.stderr.contains("clock"), "\(approve.stderr)")
-        let approved = try await newspush(["review", "approve", id, "--config", config], environment: hubEnvironment)
-        #expect(approved.status == 0, "\(approved.stderr)")
-        #expect(await hub.emulator.allDeliveries().count == 2)
     }
 }
 

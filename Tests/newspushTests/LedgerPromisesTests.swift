@@ -98,30 +98,30 @@ struct LedgerPromisesTests {
         async throws
     {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("p1", "Harbour barrier closes as storm nears the coast", 5)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
-        await hub.emulator.inject(Fault(status: 503, count: 100))
-        let first = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(first.status == 1, "sending had to stop: \(first.stderr)")
-        let report = try json(first)
-        #expect(summary(report)["pushes_pending"] as? Int == 1)
-        #expect(summary(report)["pending_until"] is String)
-        #expect(decisions(report).values.allSatisfy { $0 == "pending" })
-        await hub.emulator.clearFaults()
-        let second = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(second.status == 0, "\(second.stderr)")
-        let again = try json(second)
-        #expect((again["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
-        #expect(summary(again)["pushes_sent"] as? Int == 1)
-        #expect(await hub.emulator.allDeliveries().count == 1)
-        #expect(await desk.fullResponses == 1)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("p1", "Harbour barrier closes as storm nears the coast", 5)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
+            await hub.emulator.inject(Fault(status: 503, count: 100))
+            let first = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(first.status == 1, "sending had to stop: \(first.stderr)")
+            let report = try json(first)
+            #expect(summary(report)["pushes_pending"] as? Int == 1)
+            #expect(summary(report)["pending_until"] is String)
+            #expect(decisions(report).values.allSatisfy { $0 == "pending" })
+            await hub.emulator.clearFaults()
+            let second = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(second.status == 0, "\(second.stderr)")
+            let again = try json(second)
+            #expect((again["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
+            #expect(summary(again)["pushes_sent"] as? Int == 1)
+            #expect(await hub.emulator.allDeliveries().count == 1)
+            #expect(await desk.fullResponses == 1)
+        }
     }
 
     // 2. A wrong key stops sending with exit 1 and every story waits; fixed, all are sent.
@@ -129,33 +129,33 @@ struct LedgerPromisesTests {
         _ backend: LedgerBackend
     ) async throws {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([
-            ("k1", "Talks resume in the capital after a week", 3), ("k2", "Flood warnings issued along the river", 6),
-            ("k3", "Election date set for the spring", 9),
-        ])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
-        let wrong = try await newspush(
-            ["run", "--config", config, "--format", "json"],
-            environment: ["NEWSPUSH_HUB_CONNECTION_STRING": Self.wrongKeyConnection])
-        #expect(wrong.status == 1)
-        let report = try json(wrong)
-        let stopped = try #require(report["sending_stopped"] as? String)
-        #expect(stopped.contains("401") && stopped.contains("SharedAccessKey"), "says what to fix: \(stopped)")
-        #expect(summary(report)["pushes_pending"] as? Int == 3)
-        #expect(summary(report)["pushes_failed"] as? Int == 0)
-        #expect(report["sending_stopped"] is String)
-        #expect(await hub.emulator.allDeliveries().isEmpty)
-        let fixed = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(fixed.status == 0, "\(fixed.stderr)")
-        #expect(summary(try json(fixed))["pushes_sent"] as? Int == 3)
-        #expect(await hub.emulator.allDeliveries().count == 3)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("k1", "Talks resume in the capital after a week", 3),
+                ("k2", "Flood warnings issued along the river", 6),
+                ("k3", "Election date set for the spring", 9),
+            ])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
+            let wrong = try await newspush(
+                ["run", "--config", config, "--format", "json"],
+                environment: ["NEWSPUSH_HUB_CONNECTION_STRING": Self.wrongKeyConnection])
+            #expect(wrong.status == 1)
+            let report = try json(wrong)
+            let stopped = try #require(report["sending_stopped"] as? String)
+            #expect(stopped.contains("401") && stopped.contains("SharedAccessKey"), "says what to fix: \(stopped)")
+            #expect(summary(report)["pushes_pending"] as? Int == 3)
+            #expect(summary(report)["pushes_failed"] as? Int == 0)
+            #expect(report["sending_stopped"] is String)
+            #expect(await hub.emulator.allDeliveries().isEmpty)
+            let fixed = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(fixed.status == 0, "\(fixed.stderr)")
+            #expect(summary(try json(fixed))["pushes_sent"] as? Int == 3)
+            #expect(await hub.emulator.allDeliveries().count == 3)
+        }
     }
 
     // 3. A publish to a hub that is down waits in the outbox; the feed's copy is not news again.
@@ -163,37 +163,35 @@ struct LedgerPromisesTests {
         _ backend: LedgerBackend
     ) async throws {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("scoop", "Scoop of the day", 1)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        var config = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [], state: state)
-        let publish = try await newspush(
-            [
-                "publish", "--config", config, "--category", "World", "--title", "Scoop of the day",
-                "--url", "https://news.example.org/scoop", "--yes",
-            ], environment: hubEnvironment)
-        #expect(publish.status == 1)
-        #expect(publish.stderr.contains("waits in the outbox"), "\(publish.stderr)")
-        // The hub is back, and the feed now carries the same article (another id, same link).
-        config = try self.config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        let report = try json(run)
-        #expect(decisions(report)["link:news.example.org/scoop"] == "pushed")
-        #expect(decisions(report)["guid:127.0.0.1/scoop"] == "seen", "the feed's copy is the published story")
-        let deliveries = await hub.emulator.allDeliveries()
-        #expect(deliveries.count == 1)
-        #expect(
-            deliveries.first?.payload.contains("link:news.example.org/scoop") == true,
-            "the publish's push, not the feed's")
-        let again = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(again.status == 0)
-        #expect(await hub.emulator.allDeliveries().count == 1)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("scoop", "Scoop of the day", 1)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            var config = try config(folder, endpoint: "http://127.0.0.1:1/", feeds: [], state: state)
+            let publish = try await newspush(
+                [
+                    "publish", "--config", config, "--category", "World", "--title", "Scoop of the day",
+                    "--url", "https://news.example.org/scoop", "--yes",
+                ], environment: hubEnvironment)
+            #expect(publish.status == 1)
+            #expect(publish.stderr.contains("waits in the outbox"), "\(publish.stderr)")
+            // The hub is back, and the feed now carries the same article (another id, same link).
+            config = try self.config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            let report = try json(run)
+            #expect(decisions(report)["link:news.example.org/scoop"] == "pushed")
+            #expect(decisions(report)["guid:127.0.0.1/scoop"] == "seen", "the feed's copy is the published story")
+            let deliveries = await hub.emulator.allDeliveries()
+            #expect(deliveries.count == 1)
+            #expect(
+                deliveries.first?.payload.contains("link:news.example.org/scoop") == true,
+                "the publish's push, not the feed's")
+            let again = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(again.status == 0)
+            #expect(await hub.emulator.allDeliveries().count == 1)
+        }
     }
 
     // 4. A feed added after the first run records a baseline instead of flooding.
@@ -241,24 +239,22 @@ struct LedgerPromisesTests {
         async throws
     {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("f1", "Ceasefire announced after overnight talks", 5)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
-        #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
-        #expect(await hub.emulator.allDeliveries().count == 1)
-        let forget = try await newspush(
-            ["state", "forget", "guid:127.0.0.1/f1", "--config", config], environment: hubEnvironment)
-        #expect(forget.status == 0, "\(forget.stderr)")
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(decisions(try json(run))["guid:127.0.0.1/f1"] == "pushed")
-        #expect(await desk.fullResponses == 2)
-        #expect(await hub.emulator.allDeliveries().count == 2)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("f1", "Ceasefire announced after overnight talks", 5)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")], state: state)
+            #expect(try await newspush(["run", "--config", config], environment: hubEnvironment).status == 0)
+            #expect(await hub.emulator.allDeliveries().count == 1)
+            let forget = try await newspush(
+                ["state", "forget", "guid:127.0.0.1/f1", "--config", config], environment: hubEnvironment)
+            #expect(forget.status == 0, "\(forget.stderr)")
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(decisions(try json(run))["guid:127.0.0.1/f1"] == "pushed")
+            #expect(await desk.fullResponses == 2)
+            #expect(await hub.emulator.allDeliveries().count == 2)
+        }
     }
 
     // 6. A feed answering 304 keeps alive only the stories of its last full response.
@@ -266,37 +262,35 @@ struct LedgerPromisesTests {
         async throws
     {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([
-            ("old", "Story that leaves the feed soon", 5), ("stays", "Story that stays in the feed", 4),
-        ])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")],
-            extra: "state_retention: 2s", state: state)
-        // On the session clock: the third run is 10 s later, past the retention of 2 s.
-        let t0 = wholeSecondsNow()
-        func at(_ seconds: Double) -> [String: String] {
-            hubEnvironment.merging(testClock(t0.addingTimeInterval(seconds)), uniquingKeysWith: { $1 })
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("old", "Story that leaves the feed soon", 5), ("stays", "Story that stays in the feed", 4),
+            ])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/world.xml", "World")],
+                extra: "state_retention: 2s", state: state)
+            // On the session clock: the third run is 10 s later, past the retention of 2 s.
+            let t0 = wholeSecondsNow()
+            func at(_ seconds: Double) -> [String: String] {
+                hubEnvironment.merging(testClock(t0.addingTimeInterval(seconds)), uniquingKeysWith: { $1 })
+            }
+            #expect(try await newspush(["run", "--config", config], environment: at(0)).status == 0)
+            await desk.set([("stays", "Story that stays in the feed", 4)])
+            #expect(try await newspush(["run", "--config", config], environment: at(1)).status == 0)
+            // Every run from now on gets 304.
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: at(10))
+            #expect((try json(run)["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
+            let show = try await newspush(
+                ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
+            let items =
+                try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
+                as? [String: Any]
+            #expect(items?.keys.sorted() == ["guid:127.0.0.1/stays"])
+            let prune = try await newspush(["state", "prune", "--config", config], environment: at(11))
+            #expect(prune.stdout.contains("0 stories; 1 kept, 1 tombstones"), "\(prune.stdout)")
         }
-        #expect(try await newspush(["run", "--config", config], environment: at(0)).status == 0)
-        await desk.set([("stays", "Story that stays in the feed", 4)])
-        #expect(try await newspush(["run", "--config", config], environment: at(1)).status == 0)
-        // Every run from now on gets 304.
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: at(10))
-        #expect((try json(run)["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
-        let show = try await newspush(
-            ["state", "show", "--config", config, "--format", "json"], environment: hubEnvironment)
-        let items =
-            try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])["items"]
-            as? [String: Any]
-        #expect(items?.keys.sorted() == ["guid:127.0.0.1/stays"])
-        let prune = try await newspush(["state", "prune", "--config", config], environment: at(11))
-        #expect(prune.stdout.contains("0 stories; 1 kept, 1 tombstones"), "\(prune.stdout)")
     }
 
     // 7. publish and run share one sender and its outcome rules: throttled → pending (sent by
@@ -305,44 +299,43 @@ struct LedgerPromisesTests {
         async throws
     {
         let state = try await backend.stateLine()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        // (A run needs a feed: with none it is a configuration error, exit 78.)
-        let feeds = try await LocalHTTPServer.serving([
-            "/quiet.xml": CannedResponse(text: rssFeed(title: "Quiet", items: []))
-        ])
-        defer { feeds.stop() }
-        let config = try config(
-            folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/quiet.xml", "World")], state: state)
-        await hub.emulator.inject(Fault(status: 503, count: 100))
-        let throttled = try await newspush(
-            [
-                "publish", "--config", config, "--category", "World", "--title", "Polls have closed",
-                "--yes",
-            ], environment: hubEnvironment)
-        #expect(throttled.status == 1)
-        #expect(throttled.stderr.contains("waits in the outbox"))
-        await hub.emulator.clearFaults()
-        let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(summary(try json(run))["pushes_sent"] as? Int == 1)
-        #expect(await hub.emulator.allDeliveries().count == 1)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            // (A run needs a feed: with none it is a configuration error, exit 78.)
+            let feeds = try await LocalHTTPServer.serving([
+                "/quiet.xml": CannedResponse(text: rssFeed(title: "Quiet", items: []))
+            ])
+            defer { feeds.stop() }
+            let config = try config(
+                folder, endpoint: hub.endpoint, feeds: [("\(feeds.baseURL)/quiet.xml", "World")], state: state)
+            await hub.emulator.inject(Fault(status: 503, count: 100))
+            let throttled = try await newspush(
+                [
+                    "publish", "--config", config, "--category", "World", "--title", "Polls have closed",
+                    "--yes",
+                ], environment: hubEnvironment)
+            #expect(throttled.status == 1)
+            #expect(throttled.stderr.contains("waits in the outbox"))
+            await hub.emulator.clearFaults()
+            let run = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(summary(try json(run))["pushes_sent"] as? Int == 1)
+            #expect(await hub.emulator.allDeliveries().count == 1)
 
-        await hub.emulator.inject(Fault(status: 400, count: 1))
-        let refused = try await newspush(
-            [
-                "publish", "--config", config, "--category", "Politics", "--title", "Budget vote delayed",
-                "--yes",
-            ], environment: hubEnvironment)
-        #expect(refused.status == 2)
-        #expect(refused.stderr.contains("not sent") && refused.stderr.contains("400"))
-        let after = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
-        #expect(summary(try json(after))["pushes_sent"] as? Int == 0)
-        let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
-        #expect(show.stdout.contains("failed    Politics"), "\(show.stdout)")
-        #expect(show.stdout.contains("reason: hub rejected the request as malformed (400)"))
+            await hub.emulator.inject(Fault(status: 400, count: 1))
+            let refused = try await newspush(
+                [
+                    "publish", "--config", config, "--category", "Politics", "--title", "Budget vote delayed",
+                    "--yes",
+                ], environment: hubEnvironment)
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("not sent") && refused.stderr.contains("400"))
+            let after = try await newspush(
+                ["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+            #expect(summary(try json(after))["pushes_sent"] as? Int == 0)
+            let show = try await newspush(["state", "show", "--config", config], environment: hubEnvironment)
+            #expect(show.stdout.contains("failed    Politics"), "\(show.stdout)")
+            #expect(show.stdout.contains("reason: hub rejected the request as malformed (400)"))
+        }
     }
 
     // An outbox entry survives kill -9 and the next run sends it once.

@@ -30,64 +30,63 @@ struct OperatorCLITests {
     }
 
     @Test func aCronRunIsSilentWhenNothingHappensAndBriefWhenSomethingDoes() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([
-            ("c1", "Dam opens its gates after heavy rain", 3), ("c2", "Ferry service resumes on the coast", 8),
-        ])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([
+                ("c1", "Dam opens its gates after heavy rain", 3), ("c2", "Ferry service resumes on the coast", 8),
+            ])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
 
-        let busy = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(busy.status == 0)
-        #expect(busy.stderr.isEmpty, "stderr: \(busy.stderr)")
-        let lines = busy.stdout.split(separator: "\n")
-        #expect(lines.count == 3, "one line per push and a summary: \(busy.stdout)")
-        #expect(lines.filter { $0.hasPrefix("pushed [World] Breaking World News : ") }.count == 2)
-        #expect(lines.last?.hasPrefix("1 feed ok, 0 failed; 2 new items; sent 2 pushes, 0 failed, 0 pending") == true)
+            let busy = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(busy.status == 0)
+            #expect(busy.stderr.isEmpty, "stderr: \(busy.stderr)")
+            let lines = busy.stdout.split(separator: "\n")
+            #expect(lines.count == 3, "one line per push and a summary: \(busy.stdout)")
+            #expect(lines.filter { $0.hasPrefix("pushed [World] Breaking World News : ") }.count == 2)
+            #expect(
+                lines.last?.hasPrefix("1 feed ok, 0 failed; 2 new items; sent 2 pushes, 0 failed, 0 pending") == true)
 
-        let quiet = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(quiet.status == 0)
-        #expect(
-            quiet.stdout.isEmpty && quiet.stderr.isEmpty, "a quiet run prints nothing: \(quiet.stdout) \(quiet.stderr)")
+            let quiet = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(quiet.status == 0)
+            #expect(
+                quiet.stdout.isEmpty && quiet.stderr.isEmpty,
+                "a quiet run prints nothing: \(quiet.stdout) \(quiet.stderr)")
 
-        // The full report is still there, and so is the JSON (the feed answers 304 by now).
-        let full = try await newspush(["run", "--config", config, "--report", "full"], environment: hubEnvironment)
-        #expect(full.stdout.hasPrefix("Run at "))
-        #expect(full.stdout.contains("1 feed ok, 0 failed; 0 new items; sent 0 pushes"))
-        let report = try #require(
-            try json(
-                try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment).stdout)
-                as? [String: Any])
-        #expect((report["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
+            // The full report is still there, and so is the JSON (the feed answers 304 by now).
+            let full = try await newspush(["run", "--config", config, "--report", "full"], environment: hubEnvironment)
+            #expect(full.stdout.hasPrefix("Run at "))
+            #expect(full.stdout.contains("1 feed ok, 0 failed; 0 new items; sent 0 pushes"))
+            let report = try #require(
+                try json(
+                    try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
+                        .stdout)
+                    as? [String: Any])
+            #expect((report["feeds"] as? [[String: Any]])?.first?["status"] as? String == "not-modified")
+        }
     }
 
     @Test func eachFailureIsPrintedOnceAndQuietPrintsOnlyFailures() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("f1", "Bridge closed after a lorry strike", 3)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(
-            folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml", "\(feeds.baseURL)/missing.xml"])
-        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(run.status == 2)
-        #expect(run.stdout.contains("pushed [World] Breaking World News : Bridge closed after a lorry strike"))
-        let all = run.stdout + run.stderr
-        #expect(all.components(separatedBy: "missing.xml: HTTP 404").count == 2, "printed once: \(all)")
-        #expect(run.stderr.isEmpty)
-        // -q: the failure only.
-        await desk.set([("f2", "Second story of the day on the desk", 1)])
-        let quiet = try await newspush(["run", "--config", config, "-q"], environment: hubEnvironment)
-        #expect(quiet.status == 2)
-        #expect(quiet.stdout.split(separator: "\n").count == 1)
-        #expect(quiet.stdout.hasPrefix("FEED FAILED"))
-        #expect(!quiet.stdout.contains("pushed"))
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("f1", "Bridge closed after a lorry strike", 3)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try newsroom(
+                folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml", "\(feeds.baseURL)/missing.xml"])
+            let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(run.status == 2)
+            #expect(run.stdout.contains("pushed [World] Breaking World News : Bridge closed after a lorry strike"))
+            let all = run.stdout + run.stderr
+            #expect(all.components(separatedBy: "missing.xml: HTTP 404").count == 2, "printed once: \(all)")
+            #expect(run.stderr.isEmpty)
+            // -q: the failure only.
+            await desk.set([("f2", "Second story of the day on the desk", 1)])
+            let quiet = try await newspush(["run", "--config", config, "-q"], environment: hubEnvironment)
+            #expect(quiet.status == 2)
+            #expect(quiet.stdout.split(separator: "\n").count == 1)
+            #expect(quiet.stdout.hasPrefix("FEED FAILED"))
+            #expect(!quiet.stdout.contains("pushed"))
+        }
     }
 
     @Test(
@@ -96,48 +95,46 @@ struct OperatorCLITests {
             "promtool (Debian's prometheus package) parses the metrics file"))
     func theMetricsFileParsesAsPrometheusText() async throws {
         let promtool = "/usr/bin/promtool"
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("m1", "Metrics story for the dashboard", 3)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let metrics = folder.file("newspush.prom")
-        let run = try await newspush(
-            ["run", "--config", config, "--metrics-file", metrics], environment: hubEnvironment)
-        #expect(run.status == 0)
-        let text = try String(contentsOfFile: metrics, encoding: .utf8)
-        let check = await offThePool { () -> (Int32, String) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: promtool)
-            process.arguments = ["check", "metrics"]
-            let input = Pipe(), output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = output
-            try? process.run()
-            input.fileHandleForWriting.write(Data(text.utf8))
-            try? input.fileHandleForWriting.close()
-            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, said)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("m1", "Metrics story for the dashboard", 3)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let metrics = folder.file("newspush.prom")
+            let run = try await newspush(
+                ["run", "--config", config, "--metrics-file", metrics], environment: hubEnvironment)
+            #expect(run.status == 0)
+            let text = try String(contentsOfFile: metrics, encoding: .utf8)
+            let check = await offThePool { () -> (Int32, String) in
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: promtool)
+                process.arguments = ["check", "metrics"]
+                let input = Pipe(), output = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = output
+                try? process.run()
+                input.fileHandleForWriting.write(Data(text.utf8))
+                try? input.fileHandleForWriting.close()
+                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                return (process.terminationStatus, said)
+            }
+            #expect(check.0 == 0, "promtool: \(check.1)\n\(text)")
+            #expect(text.contains(#"newspush_pushes{category="World",status="sent"} 1"#))
+            #expect(text.contains(#"newspush_feeds{status="ok"} 1"#))
+            #expect(text.contains(#"newspush_run_outcome{outcome="complete"} 1"#))
+            let success = try #require(
+                text.split(separator: "\n").first { $0.hasPrefix("newspush_last_success_timestamp_seconds ") })
+            // A failing run keeps the last success of the one before.
+            let broken = try folder.write("broken.yaml", "hub: {name: x}\nfeeds: []\n")
+            let failed = try await newspush(
+                ["run", "--config", broken, "--metrics-file", metrics], environment: hubEnvironment)
+            #expect(failed.status == 78)
+            let after = try String(contentsOfFile: metrics, encoding: .utf8)
+            #expect(after.contains(#"newspush_run_outcome{outcome="error"} 1"#))
+            #expect(after.contains(String(success)))
         }
-        #expect(check.0 == 0, "promtool: \(check.1)\n\(text)")
-        #expect(text.contains(#"newspush_pushes{category="World",status="sent"} 1"#))
-        #expect(text.contains(#"newspush_feeds{status="ok"} 1"#))
-        #expect(text.contains(#"newspush_run_outcome{outcome="complete"} 1"#))
-        let success = try #require(
-            text.split(separator: "\n").first { $0.hasPrefix("newspush_last_success_timestamp_seconds ") })
-        // A failing run keeps the last success of the one before.
-        let broken = try folder.write("broken.yaml", "hub: {name: x}\nfeeds: []\n")
-        let failed = try await newspush(
-            ["run", "--config", broken, "--metrics-file", metrics], environment: hubEnvironment)
-        #expect(failed.status == 78)
-        let after = try String(contentsOfFile: metrics, encoding: .utf8)
-        #expect(after.contains(#"newspush_run_outcome{outcome="error"} 1"#))
-        #expect(after.contains(String(success)))
     }
 
     @Test(
@@ -145,78 +142,77 @@ struct OperatorCLITests {
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
             "script (util-linux) gives the binary a terminal"))
     func colourAndProgressOnlyOnATerminalAndNeverWithNO_COLOR() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("t1", "Terminal story for the progress line", 3)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let binary = try binaryURL().path
-        func onTerminal(_ command: String, noColor: Bool) async throws -> String {
-            var environment = hubEnvironment
-            environment["TERM"] = "xterm"
-            environment["NO_COLOR"] = noColor ? "1" : ""  // empty: colour stays on (no-color.org)
-            let result = try await newspushRaw(
-                "/usr/bin/script", ["-qec", command, "/dev/null"], environment: environment)
-            return result.stdout
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("t1", "Terminal story for the progress line", 3)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let binary = try binaryURL().path
+            func onTerminal(_ command: String, noColor: Bool) async throws -> String {
+                var environment = hubEnvironment
+                environment["TERM"] = "xterm"
+                environment["NO_COLOR"] = noColor ? "1" : ""  // empty: colour stays on (no-color.org)
+                let result = try await newspushRaw(
+                    "/usr/bin/script", ["-qec", command, "/dev/null"], environment: environment)
+                return result.stdout
+            }
+            let tty = try await onTerminal(
+                "\(binary) run --config \(config) --dry-run --report changes", noColor: false)
+            #expect(tty.contains("fetching feeds 1/1"), "a progress line on a terminal: \(tty)")
+            let piped = try await newspush(
+                ["run", "--config", config, "--dry-run", "--report", "changes"], environment: hubEnvironment)
+            #expect(
+                !piped.stderr.contains("fetching") && !piped.stdout.contains("\u{1B}"),
+                "no progress and no escapes in a pipe")
+            let json = try await onTerminal("\(binary) run --config \(config) --dry-run --format json", noColor: false)
+            #expect(!json.contains("fetching feeds"), "never with --format json")
+            let coloured = try await onTerminal("\(binary) run --config /nonexistent.yaml", noColor: false)
+            #expect(coloured.contains("\u{1B}[31merror:"))
+            let plain = try await onTerminal("\(binary) run --config /nonexistent.yaml", noColor: true)
+            #expect(plain.contains("error: no config file at /nonexistent.yaml") && !plain.contains("\u{1B}["))
         }
-        let tty = try await onTerminal("\(binary) run --config \(config) --dry-run --report changes", noColor: false)
-        #expect(tty.contains("fetching feeds 1/1"), "a progress line on a terminal: \(tty)")
-        let piped = try await newspush(
-            ["run", "--config", config, "--dry-run", "--report", "changes"], environment: hubEnvironment)
-        #expect(
-            !piped.stderr.contains("fetching") && !piped.stdout.contains("\u{1B}"),
-            "no progress and no escapes in a pipe")
-        let json = try await onTerminal("\(binary) run --config \(config) --dry-run --format json", noColor: false)
-        #expect(!json.contains("fetching feeds"), "never with --format json")
-        let coloured = try await onTerminal("\(binary) run --config /nonexistent.yaml", noColor: false)
-        #expect(coloured.contains("\u{1B}[31merror:"))
-        let plain = try await onTerminal("\(binary) run --config /nonexistent.yaml", noColor: true)
-        #expect(plain.contains("error: no config file at /nonexistent.yaml") && !plain.contains("\u{1B}["))
     }
 
     @Test func everyJSONOutputIsOneDocument() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("j1", "JSON story for the scripts", 3)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let commands: [[String]] = [
-            ["preview", "--config", config, "--format", "json", "--show-requests"],
-            ["run", "--config", config, "--format", "json", "--show-requests"],
-            ["check", "--config", config, "--format", "json"],
-            [
-                "publish", "--config", config, "--category", "Sports", "--title", "Late winner in the derby", "--yes",
-                "--format", "json",
-            ],
-            [
-                "publish", "--config", config, "--category", "Sports", "--title", "Another result", "--dry-run",
-                "--format", "json",
-            ],
-            ["hub", "test-send", "--config", config, "--category", "World", "--title", "Test", "--format", "json"],
-            ["state", "check", "--config", config, "--format", "json"],
-            ["state", "show", "--config", config, "--format", "json"],
-            ["state", "export", "--config", config],
-            ["parse", "\(feeds.baseURL)/world.xml", "--format", "json"],
-            ["classify", "Parliament votes on the budget", "--format", "json"],
-        ]
-        // Requests inside the report: stdout stays one document, the signature redacted.
-        let preview = try #require(
-            try json(try await newspush(commands[0], environment: hubEnvironment).stdout) as? [String: Any])
-        let requests = try #require(preview["requests"] as? [[String: Any]])
-        #expect((requests.first?["headers"] as? [String: String])?["Authorization"]?.contains("sig=<redacted>") == true)
-        #expect(!String(describing: preview).contains(testKey))
-        for arguments in commands {
-            let result = try await newspush(arguments, environment: hubEnvironment)
-            #expect(result.status == 0, "\(arguments.prefix(2)): \(result.stderr)")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("j1", "JSON story for the scripts", 3)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try newsroom(folder, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let commands: [[String]] = [
+                ["preview", "--config", config, "--format", "json", "--show-requests"],
+                ["run", "--config", config, "--format", "json", "--show-requests"],
+                ["check", "--config", config, "--format", "json"],
+                [
+                    "publish", "--config", config, "--category", "Sports", "--title", "Late winner in the derby",
+                    "--yes",
+                    "--format", "json",
+                ],
+                [
+                    "publish", "--config", config, "--category", "Sports", "--title", "Another result", "--dry-run",
+                    "--format", "json",
+                ],
+                ["hub", "test-send", "--config", config, "--category", "World", "--title", "Test", "--format", "json"],
+                ["state", "check", "--config", config, "--format", "json"],
+                ["state", "show", "--config", config, "--format", "json"],
+                ["state", "export", "--config", config],
+                ["parse", "\(feeds.baseURL)/world.xml", "--format", "json"],
+                ["classify", "Parliament votes on the budget", "--format", "json"],
+            ]
+            // Requests inside the report: stdout stays one document, the signature redacted.
+            let preview = try #require(
+                try json(try await newspush(commands[0], environment: hubEnvironment).stdout) as? [String: Any])
+            let requests = try #require(preview["requests"] as? [[String: Any]])
             #expect(
-                (try? json(result.stdout)) != nil,
-                "\(arguments.prefix(2)) did not print one JSON document: \(result.stdout.prefix(300))")
+                (requests.first?["headers"] as? [String: String])?["Authorization"]?.contains("sig=<redacted>") == true)
+            #expect(!String(describing: preview).contains(testKey))
+            for arguments in commands {
+                let result = try await newspush(arguments, environment: hubEnvironment)
+                #expect(result.status == 0, "\(arguments.prefix(2)): \(result.stderr)")
+                #expect(
+                    (try? json(result.stdout)) != nil,
+                    "\(arguments.prefix(2)) did not print one JSON document: \(result.stdout.prefix(300))")
+            }
         }
     }
 
@@ -370,19 +366,17 @@ struct OperatorCLITests {
     }
 
     @Test func theEmulatorOnABusyPortSaysSoInOneLine() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let devices = try folder.write("devices.yaml", Self.devices)
-        let busy = try await newspush(
-            ["--port", "\(hub.port)", "--devices", devices], environment: hubEnvironment, binary: "newspush-hub")
-        #expect(busy.status == 1)
-        #expect(
-            busy.stderr
-                == "newspush-hub: port \(hub.port) on 127.0.0.1 is already in use; give another with --port (0 "
-                + "picks a free one)\n"
-        )
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let devices = try folder.write("devices.yaml", Self.devices)
+            let busy = try await newspush(
+                ["--port", "\(hub.port)", "--devices", devices], environment: hubEnvironment, binary: "newspush-hub")
+            #expect(busy.status == 1)
+            #expect(
+                busy.stderr
+                    == "newspush-hub: port \(hub.port) on 127.0.0.1 is already in use; give another with --port (0 "
+                    + "picks a free one)\n"
+            )
+        }
     }
 
     @Test func completionsCompleteConfigFileNames() async throws {

@@ -221,44 +221,43 @@ struct PostgresLedgerTests {
     @Test func aWrongPasswordAMissingDatabaseOrNoServerStopBeforeAnythingIsFetched() async throws {
         let server = try await LocalPostgres.shared()
         let state = try await server.createDatabase()
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("w1", "Tram line extended", 2)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let cases: [(state: String, environment: [String: String], says: [String])] = [
-            (
-                state, [LocalPostgres.passwordVariable: "not-the-password"],
-                ["password authentication failed", "newspush"]
-            ),
-            (
-                state.replacingOccurrences(of: "/ledger_", with: "/absent_"), [:],
-                ["does not exist", "absent_"]
-            ),
-            (
-                state.replacingOccurrences(of: ":\(server.port)/", with: ":\(try LocalPostgres.freePort())/"), [:],
-                ["cannot connect", "connection refused"]
-            ),
-            (
-                state.replacingOccurrences(of: "sslmode=disable", with: "sslmode=require"), [:],
-                ["does not offer TLS", "sslmode=require"]
-            ),
-        ]
-        for (ledger, environment, says) in cases {
-            let config = try Self.host(
-                folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-            var env = hubEnvironment
-            env.merge(environment) { $1 }
-            let run = try await newspush(["run", "--config", config], environment: env)
-            #expect(run.status == 1, "\(run.stderr)")
-            #expect(says.allSatisfy { run.stderr.contains($0) } && run.stderr.contains("127.0.0.1"), "\(run.stderr)")
-            #expect(!run.stderr.contains(server.password) && !run.stdout.contains(server.password))
-            #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")), "no local fall back")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("w1", "Tram line extended", 2)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let cases: [(state: String, environment: [String: String], says: [String])] = [
+                (
+                    state, [LocalPostgres.passwordVariable: "not-the-password"],
+                    ["password authentication failed", "newspush"]
+                ),
+                (
+                    state.replacingOccurrences(of: "/ledger_", with: "/absent_"), [:],
+                    ["does not exist", "absent_"]
+                ),
+                (
+                    state.replacingOccurrences(of: ":\(server.port)/", with: ":\(try LocalPostgres.freePort())/"), [:],
+                    ["cannot connect", "connection refused"]
+                ),
+                (
+                    state.replacingOccurrences(of: "sslmode=disable", with: "sslmode=require"), [:],
+                    ["does not offer TLS", "sslmode=require"]
+                ),
+            ]
+            for (ledger, environment, says) in cases {
+                let config = try Self.host(
+                    folder, name: "h", state: ledger, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+                var env = hubEnvironment
+                env.merge(environment) { $1 }
+                let run = try await newspush(["run", "--config", config], environment: env)
+                #expect(run.status == 1, "\(run.stderr)")
+                #expect(
+                    says.allSatisfy { run.stderr.contains($0) } && run.stderr.contains("127.0.0.1"), "\(run.stderr)")
+                #expect(!run.stderr.contains(server.password) && !run.stdout.contains(server.password))
+                #expect(!FileManager.default.fileExists(atPath: folder.file("newspush-state.db")), "no local fall back")
+            }
+            #expect(await desk.fullResponses == 0, "nothing fetched")
+            #expect(await hub.emulator.allDeliveries().isEmpty)
         }
-        #expect(await desk.fullResponses == 0, "nothing fetched")
-        #expect(await hub.emulator.allDeliveries().isEmpty)
     }
 
     @Test func aLiteralPasswordInTheConfigIsRefusedAndNeverQuoted() async throws {
@@ -339,24 +338,23 @@ struct PostgresLedgerTests {
         let server = try await LocalPostgres.shared()
         let state = try await server.createDatabase()
         let database = Self.database(of: state)
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let desk = FeedDesk([("n1", "Museum reopens its doors", 2)])
-        let feeds = try await FeedDesk.serve(["/world.xml": desk])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try Self.host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
-        let migrate = try await newspush(["state", "migrate", "--config", config])
-        #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stdout) \(migrate.stderr)")
-        try await server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
-        let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(run.status == 1 && run.stderr.contains("schema version 99"), "\(run.stderr)")
-        #expect(
-            try await server.psql("SELECT value FROM meta WHERE name = 'schema_version'", database: database) == "99")
-        #expect(try await server.psql("SELECT COUNT(*) FROM stories", database: database) == "0")
-        #expect(await desk.fullResponses == 0)
-        #expect(await hub.emulator.allDeliveries().isEmpty)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let desk = FeedDesk([("n1", "Museum reopens its doors", 2)])
+            let feeds = try await FeedDesk.serve(["/world.xml": desk])
+            defer { feeds.stop() }
+            let config = try Self.host(folder, name: "h", state: state, hub: hub, feeds: ["\(feeds.baseURL)/world.xml"])
+            let migrate = try await newspush(["state", "migrate", "--config", config])
+            #expect(migrate.status == 0 && migrate.stdout.contains("created"), "\(migrate.stdout) \(migrate.stderr)")
+            try await server.psql("UPDATE meta SET value = '99' WHERE name = 'schema_version'", database: database)
+            let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(run.status == 1 && run.stderr.contains("schema version 99"), "\(run.stderr)")
+            #expect(
+                try await server.psql("SELECT value FROM meta WHERE name = 'schema_version'", database: database)
+                    == "99")
+            #expect(try await server.psql("SELECT COUNT(*) FROM stories", database: database) == "0")
+            #expect(await desk.fullResponses == 0)
+            #expect(await hub.emulator.allDeliveries().isEmpty)
+        }
     }
 
     @Test func aDatabaseRestartMidRunFailsThatRunAndTheNextRecoversSendingNothingTwice() async throws {

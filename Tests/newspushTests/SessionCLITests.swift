@@ -50,25 +50,25 @@ struct SessionCLITests {
     }
 
     @Test func hubCancelWaitsForTheLockAndExits75WithNothingCancelled() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try config(folder, hub: hub.endpoint)
-        let scheduled = try await newspush(
-            [
-                "publish", "--config", config, "--category", "World", "--title", "Embargoed", "--at", "+1h", "--yes",
-                "--format", "json",
-            ], environment: hubEnvironment)
-        #expect(scheduled.status == 0, "\(scheduled.stderr)")
-        let answer = try #require(try JSONSerialization.jsonObject(with: Data(scheduled.stdout.utf8)) as? [String: Any])
-        let id = try #require(answer["notification_id"] as? String)
-        let fd = try holdLock(folder.file("newspush-state.db"))
-        defer { close(fd) }
-        let cancel = try await newspush(["hub", "cancel", "--config", config, id], environment: hubEnvironment)
-        #expect(cancel.status == 75, "\(cancel.stderr)")
-        #expect(cancel.stderr.contains("holds the lock"))
-        #expect(await hub.emulator.notification(id)?.state == "Scheduled", "nothing is cancelled without the lock")
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let config = try config(folder, hub: hub.endpoint)
+            let scheduled = try await newspush(
+                [
+                    "publish", "--config", config, "--category", "World", "--title", "Embargoed", "--at", "+1h",
+                    "--yes",
+                    "--format", "json",
+                ], environment: hubEnvironment)
+            #expect(scheduled.status == 0, "\(scheduled.stderr)")
+            let answer = try #require(
+                try JSONSerialization.jsonObject(with: Data(scheduled.stdout.utf8)) as? [String: Any])
+            let id = try #require(answer["notification_id"] as? String)
+            let fd = try holdLock(folder.file("newspush-state.db"))
+            defer { close(fd) }
+            let cancel = try await newspush(["hub", "cancel", "--config", config, id], environment: hubEnvironment)
+            #expect(cancel.status == 75, "\(cancel.stderr)")
+            #expect(cancel.stderr.contains("holds the lock"))
+            #expect(await hub.emulator.notification(id)?.state == "Scheduled", "nothing is cancelled without the lock")
+        }
     }
 
     @Test func checkFetchKeepsTheParseBudget() async throws {

@@ -83,27 +83,25 @@ struct StateCLITests {
     }
 
     @Test func aSecondRunExits75AtOnce() async throws {
-        let hub = try await LocalHub.start(devicesYAML: Self.devices)
-        defer { hub.stop() }
-        let feeds = try await LocalHTTPServer.serving([
-            "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("x", "Slow story to send now", 1)]))
-        ])
-        defer { feeds.stop() }
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let config = try newsroom(folder, hub: hub, feeds: feeds)
-        // The first run holds the lock while the hub holds its push (until the hub's clock moves
-        // on 600 s); the second must exit 75 while the first still runs, not wait for it.
-        await hub.emulator.inject(Fault(delaySeconds: 600, count: 1))
-        let first = try startNewspush(["run", "--config", config])
-        #expect(try await waitUntilSending(config), "the first run never started sending")
-        let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
-        #expect(second.status == 75)
-        #expect(first.isRunning, "the second run waited for the first to finish")
-        await hub.emulator.advanceClock(by: 600)
-        await offThePool { first.waitUntilExit() }
-        #expect(first.terminationStatus == 0)
-        #expect(await hub.emulator.allDeliveries().count == 1)
+        try await withNewsroom(devices: Self.devices) { hub, folder in
+            let feeds = try await LocalHTTPServer.serving([
+                "/world.xml": CannedResponse(text: rssFeed(title: "World", items: [("x", "Slow story to send now", 1)]))
+            ])
+            defer { feeds.stop() }
+            let config = try newsroom(folder, hub: hub, feeds: feeds)
+            // The first run holds the lock while the hub holds its push (until the hub's clock moves
+            // on 600 s); the second must exit 75 while the first still runs, not wait for it.
+            await hub.emulator.inject(Fault(delaySeconds: 600, count: 1))
+            let first = try startNewspush(["run", "--config", config])
+            #expect(try await waitUntilSending(config), "the first run never started sending")
+            let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
+            #expect(second.status == 75)
+            #expect(first.isRunning, "the second run waited for the first to finish")
+            await hub.emulator.advanceClock(by: 600)
+            await offThePool { first.waitUntilExit() }
+            #expect(first.terminationStatus == 0)
+            #expect(await hub.emulator.allDeliveries().count == 1)
+        }
     }
 
     @Test func showForgetPruneAndCheck() async throws {

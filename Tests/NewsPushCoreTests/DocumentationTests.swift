@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+/// The README and docs/ are for people who clone the repository: every link and path they give
+/// is inside it, and they name no tracker numbers a reader cannot see.
+struct DocumentationTests {
+    /// README.md and every page of docs/, with their paths.
+    static func pages() throws -> [(name: String, text: String)] {
+        let root = CoreFolderOrderTests.root
+        let docs = root.appendingPathComponent("docs")
+        let names = try FileManager.default.contentsOfDirectory(atPath: docs.path).filter { $0.hasSuffix(".md") }
+        return try (["README.md"] + names.map { "docs/" + $0 }).map { name in
+            (name, try String(contentsOf: root.appendingPathComponent(name), encoding: .utf8))
+        }
+    }
+
+    @Test func everyLinkStaysInsideTheRepository() throws {
+        let root = CoreFolderOrderTests.root
+        let link = try NSRegularExpression(pattern: #"\]\(([^)#\s]+)(?:#[^)]*)?\)"#)
+        var outside: [String] = []
+        for (name, text) in try Self.pages() {
+            if text.contains("../shared") { outside.append("\(name): names ../shared") }
+            let folder = root.appendingPathComponent(name).deletingLastPathComponent()
+            for match in link.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                guard let range = Range(match.range(at: 1), in: text) else { continue }
+                let target = String(text[range])
+                if target.hasPrefix("http://") || target.hasPrefix("https://") || target.hasPrefix("mailto:") {
+                    continue
+                }
+                let resolved = folder.appendingPathComponent(target).standardizedFileURL.path
+                if !resolved.hasPrefix(root.standardizedFileURL.path)
+                    || !FileManager.default.fileExists(atPath: resolved)
+                {
+                    outside.append("\(name): \(target)")
+                }
+            }
+        }
+        #expect(outside.isEmpty, "links outside the repository or to nothing:\n\(outside.joined(separator: "\n"))")
+    }
+
+    @Test func noPageNamesATrackerNumber() throws {
+        let number = try NSRegularExpression(pattern: #"\b[Ii]ssues? #?[0-9]+|\(#[0-9]+\)"#)
+        var found: [String] = []
+        for (name, text) in try Self.pages() {
+            for match in number.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                guard let range = Range(match.range, in: text) else { continue }
+                // Another project's public tracker, named with its project, is a citation.
+                let start = text.index(range.lowerBound, offsetBy: -40, limitedBy: text.startIndex) ?? text.startIndex
+                let before = String(text[start..<range.lowerBound])
+                if ["SDK", "swift-", "foundation"].contains(where: { before.contains($0) }) { continue }
+                found.append("\(name): \(text[range])")
+            }
+        }
+        #expect(found.isEmpty, "tracker numbers a reader cannot see:\n\(found.joined(separator: "\n"))")
+    }
+
+    @Test func theReferenceListsEveryCommand() throws {
+        let reference = try #require(try Self.pages().first { $0.name == "docs/reference.md" }).text
+        for command in [
+            "run", "preview", "publish", "parse", "classify", "check", "state", "hub token", "hub test-send",
+            "hub status", "hub cancel", "review", "desk", "api", "devices",
+        ] {
+            #expect(reference.contains("`newspush \(command)"), "docs/reference.md lacks newspush \(command)")
+        }
+        for code in ["0", "1", "2", "64", "75", "78"] {
+            #expect(reference.contains("| \(code) |"), "docs/reference.md lacks exit code \(code)")
+        }
+    }
+}
