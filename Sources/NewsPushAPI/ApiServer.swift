@@ -50,7 +50,7 @@ public enum ApiServer {
             sweeper.cancel()
             reader.cancel()
         }
-        try await FrontEnd.serve(router(backend), address: address, logger: logger, onReady: onReady)
+        try await FrontEnd.serve(router(backend), name: "api", address: address, logger: logger, onReady: onReady)
     }
 
     /// The routes behind the guard: what `run` serves.

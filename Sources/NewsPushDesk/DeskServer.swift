@@ -50,7 +50,7 @@ public enum DeskServer {
     public static func run(
         _ desk: Desk, address: ListenAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
-        try await FrontEnd.serve(router(desk), address: address, logger: logger, onReady: onReady)
+        try await FrontEnd.serve(router(desk), name: "desk", address: address, logger: logger, onReady: onReady)
     }
 
     /// The desk's routes behind its guard: what `run` serves, and what the tests drive in process.

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// What the two front ends (`newspush desk` for editors, `newspush api` for phones) do alike:
 /// serve a router until SIGTERM, read the client's address behind trusted proxies, write JSON
@@ -20,10 +21,11 @@ public enum FrontEnd {
         HTTPField.Name(name) ?? .contentType
     }
 
-    /// Serves `router` on `address` until SIGTERM or SIGINT, then stops taking connections and
-    /// lets the requests in flight finish; `onReady` receives the bound port.
+    /// Serves `router` on `address` until SIGTERM or SIGINT, then says so on standard error
+    /// (`newspush NAME: stopping …`), stops taking connections and lets the requests in flight
+    /// finish; `onReady` receives the bound port.
     public static func serve<Context: RequestContext>(
-        _ router: Router<Context>, address: ListenAddress, logger: Logger,
+        _ router: Router<Context>, name: String, address: ListenAddress, logger: Logger,
         onReady: @escaping @Sendable (Int) async -> Void
     ) async throws where Context.Source == ApplicationRequestContextSource {
         let app = Application(
@@ -32,7 +34,24 @@ public enum FrontEnd {
                 address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? address.port) },
             logger: logger)
-        try await app.runService()
+        // Shut down in reverse order: the notice first, then the server drains.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app, StoppingNotice(name: name)], gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await group.run()
+    }
+
+    /// Says on standard error that the front end is stopping, the moment the signal is taken:
+    /// an operator's journal shows why it went, and a test knows the signal landed.
+    private struct StoppingNotice: Service {
+        let name: String
+
+        func run() async throws {
+            try? await gracefulShutdown()
+            FileHandle.standardError.write(
+                Data("newspush \(name): stopping: no new connections; finishing the requests in flight\n".utf8))
+        }
     }
 
     /// The client's address: the peer's, unless the peer is a trusted proxy; then the nearest

@@ -111,6 +111,8 @@ struct ApiOperationsTests {
         }
         await fixture.hub.emulator.untilSomethingWaits()
         kill(fixture.api.process.processIdentifier, SIGTERM)
+        // The hub holds the write until the server has taken the signal.
+        #expect(await fixture.api.errors.until("newspush api: stopping"), "the api never said it was stopping")
         await fixture.hub.emulator.advanceClock(by: 600)
         let answer = await inFlight.value
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")

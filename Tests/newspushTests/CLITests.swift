@@ -86,18 +86,6 @@ func startNewspush(_ arguments: [String], environment: [String: String] = [:]) t
     return process
 }
 
-/// Waits (up to 20 s) until the ledger `config` names records a push whose request is on its
-/// way (`sending` in `state export`); false if none ever was.
-@discardableResult
-func waitUntilSending(_ config: String, environment: [String: String] = [:]) async throws -> Bool {
-    for _ in 0..<200 {
-        let export = try await newspush(["state", "export", "--config", config], environment: environment)
-        if export.stdout.contains("\"sending\"") { return true }
-        try await Task.sleep(nanoseconds: 100_000_000)
-    }
-    return false
-}
-
 @Suite("newspush command line")
 struct CLITests {
     /// A newsroom of one World feed on a local server and a local hub; returns the config path.

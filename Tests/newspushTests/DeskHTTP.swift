@@ -10,10 +10,48 @@ import NewsPushTesting
 final class DeskProcess: @unchecked Sendable {
     let process: Process
     let port: UInt16
+    /// What the server has written to standard error so far.
+    let errors: StandardError
 
-    private init(process: Process, port: UInt16) {
+    private init(process: Process, port: UInt16, errors: StandardError) {
         self.process = process
         self.port = port
+        self.errors = errors
+    }
+
+    /// A server's standard error as it arrives, read on a thread of its own (and copied to the
+    /// log file when there is one), so a test can wait for a line instead of for a time.
+    final class StandardError: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var text = ""
+        private var ended = false
+
+        /// Reads `pipe` to its end, copying what arrives to `sink`.
+        init(_ pipe: Pipe, sink: FileHandle?) {
+            Thread.detachNewThread { [self] in
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    condition.lock()
+                    if chunk.isEmpty { ended = true } else { text += String(decoding: chunk, as: UTF8.self) }
+                    condition.broadcast()
+                    condition.unlock()
+                    if chunk.isEmpty { break }
+                    sink?.write(chunk)
+                }
+            }
+        }
+
+        /// Whether the server wrote `needle`: waits until it does or its standard error ends
+        /// (a minute at most, should the server hang).
+        func until(_ needle: String) async -> Bool {
+            await offThePool { [self] in
+                let limit = Date().addingTimeInterval(60)
+                condition.lock()
+                defer { condition.unlock() }
+                while !text.contains(needle) && !ended && condition.wait(until: limit) {}
+                return text.contains(needle)
+            }
+        }
     }
 
     /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
@@ -28,17 +66,16 @@ final class DeskProcess: @unchecked Sendable {
         let out = Pipe()
         process.standardOutput = out
         // NEWSPUSH_TEST_LOGS=DIR keeps each server's log there (for a failure's story).
-        if let logFile {
-            FileManager.default.createFile(atPath: logFile, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: logFile) ?? FileHandle.nullDevice
-        } else if let folder = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"] {
-            let path = folder + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
-            FileManager.default.createFile(atPath: path, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: path) ?? FileHandle.nullDevice
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
+        let logPath =
+            logFile
+            ?? ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"].map {
+                $0 + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
+            }
+        if let logPath { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
         try process.run()
+        let errors = StandardError(errorPipe, sink: logPath.flatMap { FileHandle(forWritingAtPath: $0) })
         let text = await offThePool {
             var line = Data()
             while !line.contains(UInt8(ascii: "\n")) {
@@ -54,7 +91,7 @@ final class DeskProcess: @unchecked Sendable {
             process.terminate()
             throw DeskProcessError.notListening(text)
         }
-        return DeskProcess(process: process, port: port)
+        return DeskProcess(process: process, port: port, errors: errors)
     }
 
     var isRunning: Bool { process.isRunning }

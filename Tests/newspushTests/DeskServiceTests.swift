@@ -122,17 +122,15 @@ extension DeskServiceTests {
         async let approval = process.send(
             "POST /api/review/\(id)/approve HTTP/1.1",
             headers: ["Cookie: \(alice.cookie)", "X-CSRF-Token: \(alice.csrf)"])
-        #expect(try await waitUntilSending(config), "the approval never reached the hub")
+        await hub.emulator.untilSomethingWaits()
         kill(process.process.processIdentifier, SIGTERM)
-        try await Task.sleep(nanoseconds: 200_000_000)  // the signal lands while the push is held
+        // The hub holds the push until the desk has taken the signal.
+        #expect(await process.errors.until("newspush desk: stopping"), "the desk never said it was stopping")
         await hub.emulator.advanceClock(by: 600)
         let answer = await approval
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")
-        let ended = await offThePool {
-            for _ in 0..<600 where process.isRunning { usleep(100_000) }
-            return !process.isRunning
-        }
-        #expect(ended, "the desk exits after the request in flight")
+        let exited = process.process
+        await offThePool { exited.waitUntilExit() }
         #expect(process.process.terminationReason == .exit, "a graceful exit, not killed by the signal")
         let outbox = try await desk.first.outbox(config)
         #expect(outbox.compactMap { $0["status"] as? String } == ["sent"], "\(outbox)")

@@ -476,7 +476,7 @@ struct HostileOperatorTests {
             await hub.emulator.inject(Fault(delaySeconds: 600))
             let process = try startNewspush(["run", "--config", config])
             // Killed once its intent is journalled (the hub holds the request until its clock moves).
-            try await waitUntilSending(config)
+            await hub.emulator.untilSomethingWaits()
             kill(process.processIdentifier, SIGKILL)
             await offThePool { process.waitUntilExit() }
             await hub.emulator.clearFaults()

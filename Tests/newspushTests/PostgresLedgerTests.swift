@@ -87,13 +87,6 @@ struct PostgresLedgerTests {
         return try #require(try json(export)["outbox"] as? [[String: Any]], "\(export.stderr)")
     }
 
-    /// Waits until the ledger records a push whose request is on its way.
-    func waitForSending(_ config: String, environment: [String: String] = [:]) async throws {
-        if try await !waitUntilSending(config, environment: environment) {
-            Issue.record("no push was ever in flight")
-        }
-    }
-
     @Test func aSecondHostExits75AtOnceOrWaitsWithWait() async throws {
         let server = try await LocalPostgres.shared()
         let hosts = try await TwoHosts(items: [("a1", "Harbour cranes halt work", 2)])
@@ -102,7 +95,7 @@ struct PostgresLedgerTests {
         // The first host's push is held at the hub until its clock moves on.
         await hub.emulator.inject(Fault(delaySeconds: 600))
         let running = try startNewspush(["run", "--config", first])
-        try await waitForSending(first)
+        await hub.emulator.untilSomethingWaits()
         let refused = try await newspush(["run", "--config", second], environment: hubEnvironment)
         #expect(refused.status == 75, "\(refused.stderr)")
         #expect(refused.stderr.contains("advisory lock") && refused.stderr.contains("127.0.0.1:\(server.port)"))
@@ -125,7 +118,7 @@ struct PostgresLedgerTests {
         let (hub, first, second) = (hosts.hub, hosts.first, hosts.second)
         await hub.emulator.inject(Fault(delaySeconds: 600))
         let running = try startNewspush(["run", "--config", first])
-        try await waitForSending(first)
+        await hub.emulator.untilSomethingWaits()
         kill(running.processIdentifier, SIGKILL)
         await offThePool { running.waitUntilExit() }
         let metrics = hosts.folders[1].file("metrics.prom")
@@ -155,7 +148,7 @@ struct PostgresLedgerTests {
         let database = Self.database(of: hosts.state)
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
         let running = try startNewspush(["run", "--config", first])
-        try await waitForSending(first)
+        await hub.emulator.untilSomethingWaits()
         #expect(try await server.terminateConnections(to: database) >= 1)
         await hub.emulator.advanceClock(by: 3)
         await offThePool { running.waitUntilExit() }
@@ -378,7 +371,7 @@ struct PostgresLedgerTests {
         environment.merge(server.environment) { $1 }
         await hub.emulator.inject(Fault(delaySeconds: 3, count: 3))
         let running = try startNewspush(["run", "--config", config], environment: server.environment)
-        try await waitForSending(config, environment: server.environment)
+        await hub.emulator.untilSomethingWaits()
         try await server.restart()
         await hub.emulator.advanceClock(by: 3)
         await offThePool { running.waitUntilExit() }

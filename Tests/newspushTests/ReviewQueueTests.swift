@@ -341,7 +341,7 @@ struct ReviewQueueTests {
             let before = await readerAlerts(hub).count
             await hub.emulator.inject(Fault(delaySeconds: 600))  // held until the hub's clock moves on
             let process = try startNewspush(["review", "approve", id, "--config", config])
-            try await waitUntilSending(config)
+            await hub.emulator.untilSomethingWaits()
             kill(process.processIdentifier, SIGKILL)
             await offThePool { process.waitUntilExit() }
             await hub.emulator.clearFaults()

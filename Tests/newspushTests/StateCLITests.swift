@@ -93,7 +93,7 @@ struct StateCLITests {
             // on 600 s); the second must exit 75 while the first still runs, not wait for it.
             await hub.emulator.inject(Fault(delaySeconds: 600, count: 1))
             let first = try startNewspush(["run", "--config", config])
-            #expect(try await waitUntilSending(config), "the first run never started sending")
+            await hub.emulator.untilSomethingWaits()
             let second = try await newspush(["run", "--config", config], environment: hubEnvironment)
             #expect(second.status == 75)
             #expect(first.isRunning, "the second run waited for the first to finish")

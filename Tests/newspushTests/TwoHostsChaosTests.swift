@@ -1,6 +1,7 @@
 import Foundation
 import HubEmulator
 import NewsPushTesting
+import Synchronization
 import Testing
 
 @testable import NewsClassifier
@@ -10,10 +11,11 @@ import Testing
     import Glibc
 #endif
 
-/// Two hosts on one PostgreSQL ledger for a minute (issue 24): each runs every 200–300 ms,
-/// either is killed with SIGKILL at random moments, and the database restarts once, while a
-/// feed publishes a new story every 0.7 s. Every story reaches the hub exactly once, or is
-/// recorded as `unknown` (a send cut off mid-request, never repeated); none is lost.
+/// Two hosts on one PostgreSQL ledger: each runs 70 times back to back, either is killed with
+/// SIGKILL at random moments, and the database restarts once (after one host's 40th run),
+/// while the feed publishes a new story every third fetch. Every story reaches the hub exactly
+/// once, or is recorded as `unknown` (a send cut off mid-request, never repeated); none is lost.
+/// Driven by events, never by the wall clock.
 @Suite("PostgreSQL ledger: two hosts under kills and a restart", .enabled(if: LocalPostgres.missing == nil))
 struct TwoHostsChaosTests {
     /// A made-up headline for story `n`: five words of a made-up vocabulary, so no two
@@ -34,11 +36,11 @@ struct TwoHostsChaosTests {
         var statuses: [Int32: Int] = [:]
     }
 
-    /// Runs `newspush run` every 200–300 ms until `deadline`, killing about one run in four
-    /// at a random moment within its first 300 ms.
-    static func cron(_ binary: URL, config: String, environment: [String: String], until deadline: Date) -> HostLog {
+    /// Runs `newspush run` back to back `runs` times, killing about one run in two at a random
+    /// moment within its first 120 ms (the chaos; nothing waits for a time).
+    static func cron(_ binary: URL, config: String, environment: [String: String], runs: Int) -> HostLog {
         let log = HostLog()
-        while Date() < deadline {
+        while log.runs < runs {
             let process = Process()
             process.executableURL = binary
             process.arguments = ["run", "--config", config, "-q"]
@@ -47,8 +49,8 @@ struct TwoHostsChaosTests {
             process.standardError = FileHandle.nullDevice
             guard (try? process.run()) != nil else { break }
             log.runs += 1
-            if Int.random(in: 0..<4) == 0 {
-                usleep(UInt32.random(in: 0..<300_000))
+            if Bool.random() {
+                usleep(UInt32.random(in: 0..<120_000))
                 if process.isRunning {
                     kill(process.processIdentifier, SIGKILL)
                     log.kills += 1
@@ -56,7 +58,6 @@ struct TwoHostsChaosTests {
             }
             process.waitUntilExit()
             log.statuses[process.terminationStatus, default: 0] += 1
-            usleep(UInt32.random(in: 200_000..<300_000))
         }
         return log
     }
@@ -67,11 +68,16 @@ struct TwoHostsChaosTests {
         let state = try await server.createDatabase()
         let hub = try await LocalHub.start(devicesYAML: PostgresLedgerTests.devices)
         defer { hub.stop() }
+        // The wire publishes a new story every third fetch: the hosts' own reads move it on.
         let start = Date()
+        let fetches = Mutex(0)
         let feed = try await LocalHTTPServer.start { _ in
-            let newest = Int(Date().timeIntervalSince(start) / 0.7)
+            let newest = fetches.withLock { count in
+                count += 1
+                return count / 3
+            }
             let items = (max(0, newest - 30)...newest).reversed().map { n in
-                (guid: "story-\(n)", title: Self.headline(n), published: start.addingTimeInterval(Double(n) * 0.7))
+                (guid: "story-\(n)", title: Self.headline(n), published: start.addingTimeInterval(Double(n) / 100))
             }
             return CannedResponse(text: rssFeed(title: "Wire", dated: items))
         }
@@ -85,22 +91,18 @@ struct TwoHostsChaosTests {
         var environment = hubEnvironment
         environment.merge(server.environment) { $1 }
         let binary = try binaryURL()
-        let deadline = Date().addingTimeInterval(60)
         let environmentCopy = environment
-        async let first = offThePool {
-            Self.cron(binary, config: configs[0], environment: environmentCopy, until: deadline)
-        }
-        async let second = offThePool {
-            Self.cron(binary, config: configs[1], environment: environmentCopy, until: deadline)
-        }
-        try await Task.sleep(nanoseconds: 30_000_000_000)
+        // The database restarts once, in the thick of it: after the first host's 40th run, while
+        // the second host is running.
+        async let second = offThePool { Self.cron(binary, config: configs[1], environment: environmentCopy, runs: 80) }
+        let before = await offThePool { Self.cron(binary, config: configs[0], environment: environmentCopy, runs: 40) }
         try await server.restart()
-        let logs = await [first, second]
-        let published = Int(Date().timeIntervalSince(start) / 0.7)
+        let after = await offThePool { Self.cron(binary, config: configs[0], environment: environmentCopy, runs: 40) }
+        let logs = [before, after, await second]
+        let published = fetches.withLock { $0 } / 3
         // A last run with nobody killing it sends what is still pending.
         var last = try await newspush(["run", "--config", configs[0]], environment: environment)
         for _ in 0..<5 where last.status != 0 {
-            try await Task.sleep(nanoseconds: 500_000_000)
             last = try await newspush(["run", "--config", configs[0]], environment: environment)
         }
         #expect(last.status == 0, "\(last.stderr)")
