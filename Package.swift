@@ -238,6 +238,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The app back-end's routes in process (Hummingbird's testing framework), beside the
+        // built binary's exchanges in newspushTests.
+        .testTarget(
+            name: "NewsPushAPITests",
+            dependencies: [
+                "NewsPushAPI", "NewsPushHTTP", "NewsPushSessions", "NewsPushCore", "NewsPushTesting", "HubEmulator",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "newspushTests",
             dependencies: [

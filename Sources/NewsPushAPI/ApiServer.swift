@@ -71,7 +71,12 @@ public enum ApiServer {
 
     /// `{"error": why}` with `status`.
     static func error(_ status: HTTPResponse.Status, _ why: String) -> Response {
-        json(JSONText.encode(["error": why], pretty: false), status: status)
+        answer(ErrorAnswer(error: why), status: status)
+    }
+
+    /// The one way a route answers with a document: its JSON (`ApiAnswer.json`), byte for byte.
+    static func answer(_ document: some ApiAnswer, status: HTTPResponse.Status = .ok) -> Response {
+        json(document.json, status: status)
     }
 
     /// Every answer's headers: JSON only, never cached, never framed, nothing sniffed.
@@ -80,8 +85,8 @@ public enum ApiServer {
     }
 }
 
-/// Before any route: the body's size, the client's address and its rate, the credential (a
-/// wrong one is 401, never anonymous) and the user's rate; after: the security headers.
+/// Before any route: the client's address and its rate, and the body's size; after: the security
+/// headers, and 404, 405 and 413 in the API's words. Who is calling is `ApiAuthenticator`'s.
 struct ApiGuard: RouterMiddleware {
     typealias Context = ApiContext
     let backend: ApiBackend
@@ -128,34 +133,17 @@ struct ApiGuard: RouterMiddleware {
         context.address = FrontEnd.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
         context.network = ClientNetwork.key(context.address, ipv4Prefix: api.ipv4Prefix, ipv6Prefix: api.ipv6Prefix)
         if let wait = backend.limits.take("a:" + context.network, limit: api.ratePerAddress, now: now) {
-            return tooMany(wait)
+            return Self.tooMany(wait)
         }
         if request.method != .get && request.method != .head {
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             context.body = Data(buffer.readableBytesView)
         }
-        if request.uri.path == "/openapi.json" { return try await next(request, context) }
-        switch await backend.credentials.caller(
-            authorization: request.headers[.authorization], network: context.network, now: now)
-        {
-        case .failure(let refusal) where refusal.retryAfter != nil:
-            return tooMany(refusal.retryAfter ?? 1, why: refusal.reason)
-        case .failure(let refusal):
-            var response = ApiServer.error(.unauthorized, refusal.reason)
-            response.headers[ApiServer.wwwAuthenticate] = backend.credentials.challenge
-            return response
-        case .success(let caller):
-            context.caller = caller
-        }
-        if let name = context.caller.name,
-            let wait = backend.limits.take("u:" + name, limit: api.ratePerUser, now: now)
-        {
-            return tooMany(wait)
-        }
         return try await next(request, context)
     }
 
-    private func tooMany(_ seconds: Int, why: String = "too many requests") -> Response {
+    /// 429 with `Retry-After`.
+    static func tooMany(_ seconds: Int, why: String = "too many requests") -> Response {
         var response = ApiServer.error(.tooManyRequests, "\(why): try again in \(seconds) s")
         response.headers[ApiServer.retryAfter] = String(seconds)
         return response

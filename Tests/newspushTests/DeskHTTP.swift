@@ -71,7 +71,7 @@ final class DeskProcess: @unchecked Sendable {
             ?? ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"].map {
                 $0 + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
             }
-        if let logPath { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if let logPath { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let errorPipe = Pipe()
         process.standardError = errorPipe
         try process.run()

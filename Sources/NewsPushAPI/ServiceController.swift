@@ -1,0 +1,38 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NewsPushSessions
+
+/// `GET /openapi.json` and `GET /healthz` (and HEAD of each: GET without the body, RFC 9110;
+/// the guard drops the body).
+struct ServiceController: Sendable {
+    let backend: ApiBackend
+
+    func addDocument(to router: some RouterMethods<ApiContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/openapi.json", method: method) { _, _ in ApiDocument.response() }
+        }
+    }
+
+    func addHealth(to group: some RouterMethods<ApiContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            group.on("/healthz", method: method, use: health)
+        }
+    }
+
+    /// 200 when the ledger answers and the hub takes the key; 503 otherwise. From a check at
+    /// most 30 s old (one hub request per 30 s, however often it is asked); what is wrong is
+    /// told only to this machine and to senders, anyone else hears `ok` or `unavailable`.
+    @Sendable func health(_ request: Request, context: ApiContext) async throws -> Response {
+        let backend = backend
+        let problem = await backend.health.problem {
+            do { return try await backend.withSession { try $0.probe() } } catch {
+                return ApiRoutes.describe(error)
+            }
+        }
+        guard let problem else { return ApiServer.answer(HealthAnswer(status: "ok")) }
+        let told = context.caller.isSender || ClientNetwork.isLoopback(context.address)
+        return ApiServer.answer(
+            HealthAnswer(status: "unavailable", error: told ? problem : nil), status: .serviceUnavailable)
+    }
+}
