@@ -121,6 +121,8 @@ public struct MeasuredRun: Sendable {
     public var peakKilobytes: Int
     /// The last 4 KB the command wrote to standard error (what a failure under load said).
     public var errorTail = ""
+    /// The last 4 KB it wrote to standard output (a run's report: which feed failed, and why).
+    public var outputTail = ""
 }
 
 /// Why `measuredRun` could not start a process.
@@ -132,7 +134,7 @@ public struct SpawnError: Error, CustomStringConvertible {
 /// GNU time, which reads a command's own peak RSS (see `measuredRun`).
 public let gnuTime = "/usr/bin/time"
 
-/// Runs a command with stdout to /dev/null and measures it (the benchmarks' and the memory
+/// Runs a command with its output to files (their tails kept) and measures it (the benchmarks' and the memory
 /// tests' one way to read a process's peak RSS), through GNU time.
 ///
 /// A direct child cannot be measured from here: Linux records, at its exec, the peak of the
@@ -143,9 +145,11 @@ public let gnuTime = "/usr/bin/time"
 public func measuredRun(_ path: String, _ arguments: [String], environment: [String]) async throws -> MeasuredRun {
     let report = NSTemporaryDirectory() + "newspush-rss-\(UUID().uuidString)"
     let errors = report + ".stderr"
+    let output = report + ".stdout"
     defer {
         unlink(report)
         unlink(errors)
+        unlink(output)
     }
     let timed = FileManager.default.isExecutableFile(atPath: gnuTime)
     let command = timed ? [gnuTime, "-f", "%M", "-o", report, path] + arguments : [path] + arguments
@@ -156,7 +160,7 @@ public func measuredRun(_ path: String, _ arguments: [String], environment: [Str
         defer { (argv + envp).forEach { free($0) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var status: Int32 = 0
@@ -171,6 +175,7 @@ public func measuredRun(_ path: String, _ arguments: [String], environment: [Str
             MeasuredRun(status: (status >> 8) & 0xFF, seconds: seconds, peakKilobytes: Int(usage.ru_maxrss)))
     }.get()
     run.errorTail = String((try? String(contentsOfFile: errors, encoding: .utf8))?.suffix(4096) ?? "")
+    run.outputTail = String((try? String(contentsOfFile: output, encoding: .utf8))?.suffix(4096) ?? "")
     if timed {
         // GNU time writes "Command exited with non-zero status N" before the figure then.
         let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
