@@ -39,27 +39,35 @@ enum RequestBody {
     }
 
     /// `body` as `Body`: refused when empty, not JSON, not an object, with a name given twice
-    /// or in two cases, a required field missing or null, or a field of the wrong type.
+    /// or in two cases, a required field missing or null, or a field of the wrong type (in this
+    /// order). One parse: the decoder's; the names are scanned only once the body is known to
+    /// be an object.
     static func decode<Body: CaseInsensitiveBody>(_ type: Body.Type, from body: Data) throws(Problem) -> Body {
         guard !body.isEmpty else { throw Problem(message: "the body is empty: a JSON object is expected") }
-        guard (try? JSONSerialization.jsonObject(with: body)) is [String: Any] else {
-            let isJSON = (try? JSONSerialization.jsonObject(with: body, options: .fragmentsAllowed)) != nil
-            throw Problem(message: isJSON ? "the body must be a JSON object" : "the body is not valid JSON")
-        }
-        try refuseRepeatedNames(body)
         let spelled = Dictionary(Body.fieldNames.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in
             let name = path.last?.stringValue ?? ""
             return FieldName(spelled[name.lowercased()] ?? name)
         }
+        let decoded: Body
         do {
-            return try decoder.decode(Body.self, from: body)
+            decoded = try decoder.decode(Body.self, from: body)
         } catch let error as DecodingError {
-            throw Problem(message: said(error))
+            switch error {
+            case .dataCorrupted(let context) where context.codingPath.isEmpty:
+                throw Problem(message: "the body is not valid JSON")
+            case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+                throw Problem(message: "the body must be a JSON object")
+            default:
+                try refuseRepeatedNames(body)
+                throw Problem(message: said(error))
+            }
         } catch {
             throw Problem(message: "the body cannot be read")
         }
+        try refuseRepeatedNames(body)
+        return decoded
     }
 
     /// Names are found whatever their case, so two that differ only in case (or one given twice,

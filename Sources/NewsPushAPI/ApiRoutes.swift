@@ -11,9 +11,10 @@ public struct ApiRoutes: Sendable {
     let backend: ApiBackend
 
     func register(on router: Router<ApiContext>) {
-        ServiceController(backend: backend).addDocument(to: router)
+        let service = ServiceController(backend: backend)
+        service.addDocument(to: router)
         let identified = router.group().add(middleware: ApiAuthenticator(backend: backend))
-        ServiceController(backend: backend).addHealth(to: identified)
+        service.addHealth(to: identified)
         InstallationsController(backend: backend).addRoutes(to: identified)
         let signedIn = identified.group().add(middleware: SignedInOnly(backend: backend))
         TutorialController(backend: backend).addRoutes(to: signedIn)

@@ -12,30 +12,15 @@ struct FunctionLengthTests {
             #"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|static|final|mutating|nonisolated|override|convenience|required|class)\s+)*(func\s+[^\s(<]+|init[?!]?(?=[(<])|subscript|var\s+\w+[^=]*\{\s*$)"#
     )
 
-    /// The line without its `//` comment and with its string literals emptied (their braces are
-    /// not code); the lines of a multi-line literal are dropped by the caller.
-    static func code(_ line: Substring) -> String {
-        var out = ""
-        var inString = false
-        var previous: Character = " "
-        for character in line {
-            if !inString && character == "/" && previous == "/" {
-                out.removeLast()
-                break
-            }
-            if character == "\"" && previous != "\\" { inString.toggle() } else if !inString { out.append(character) }
-            previous = character
-        }
-        return out
-    }
-
-    /// Each function's length and where it starts, over one file's lines.
+    /// Each function's length and where it starts, over one file's lines (comments and string
+    /// literals removed, as `CoreFolderOrderTests.stripped` does, so their braces are not code;
+    /// the lines of a multi-line literal are dropped).
     static func lengths(_ lines: [Substring]) -> [(line: Int, length: Int)] {
         var inLiteral = false
         let code = lines.map { line -> String in
             let quotes = line.components(separatedBy: "\"\"\"").count - 1
             defer { if quotes % 2 == 1 { inLiteral.toggle() } }
-            return inLiteral || quotes > 0 ? "" : Self.code(line)
+            return inLiteral || quotes > 0 ? "" : CoreFolderOrderTests.stripped(String(line))
         }
         var found: [(Int, Int)] = []
         for (index, line) in lines.enumerated() {
