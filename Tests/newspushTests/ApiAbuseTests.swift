@@ -23,23 +23,52 @@ struct ApiAbuseTests {
         "Authorization: Basic " + Data("\(name):\(password)".utf8).base64EncodedString()
     }
 
-    /// `count` registrations by `clients` clients at once; how many a second.
-    static func rate(_ fixture: ApiFixture, prefix: String, count: Int, clients: Int = 4) async -> Double {
+    /// Registrations by 4 clients at once until `done` says so; how many a second.
+    static func rate(_ fixture: ApiFixture, prefix: String, until done: @escaping @Sendable () -> Bool) async -> Double
+    {
         let started = ContinuousClock.now
+        let count = Tally()
         await withTaskGroup(of: Void.self) { group in
-            for client in 0..<clients {
+            for client in 0..<4 {
                 group.addTask {
-                    for n in stride(from: client, to: count, by: clients) {
+                    var n = client
+                    while !done() {
                         let answer = await fixture.send(
                             "PUT /api/installations/\(prefix)-\(n)", json: registration("\(prefix)-token-\(n)"),
                             headers: ["X-Forwarded-For: 10.\(n / 250).\(n % 250).9"])
                         #expect(answer.status == 200, "\(answer.body)")
+                        count.add(1)
+                        n += 4
                     }
                 }
             }
         }
         let elapsed = ContinuousClock.now - started
-        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(count.all.count)
+            / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    /// 500 wrong passwords for alice from 50 addresses, numbered from `first`: 10 clients, each
+    /// sending one every 100 ms, 100 a second: twice what 50 addresses get past the default
+    /// `rate.per_address` (60/min). Unpaced, the clients' own sockets (in this process, on CI's
+    /// two cores) took the registrations' share of the machine whatever the server did: a
+    /// locked-out guess costs the server 0.9 ms of CPU, under half a registration's 2 ms.
+    static func guess(_ fixture: ApiFixture, from first: Int, statuses: Tally, waits: Tally) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<10 {
+                group.addTask {
+                    let clock = ContinuousClock(), start = clock.now
+                    for (k, n) in stride(from: first + client, to: first + 500, by: 10).enumerated() {
+                        try? await clock.sleep(until: start + .milliseconds(100 * k))
+                        let answer = await fixture.send(
+                            "PUT /api/installations/guess-\(n)", json: registration("guess-\(n)"),
+                            headers: [basic("alice", "guess-\(n)"), "X-Forwarded-For: 198.51.100.\(n % 50)"])
+                        statuses.add(answer.status)
+                        if answer.status == 429 { waits.add(Int(answer.headers["retry-after"] ?? "") ?? 0) }
+                    }
+                }
+            }
+        }
     }
 
     // 2: 500 wrong passwords for alice from 50 addresses: 429 with Retry-After once
@@ -54,26 +83,23 @@ struct ApiAbuseTests {
             "PUT /api/installations/alice-phone", json: Self.registration("alice-token"),
             headers: [right, "X-Forwarded-For: 203.0.113.9"])
         #expect(phone.status == 200, "\(phone.body)")
-        let unloaded = await Self.rate(fixture, prefix: "quiet", count: 80)
+        // Quiet and busy rounds alternate and the best of each is compared: the machine's other
+        // load (the suites beside this one, on two cores in CI) then falls on both alike.
+        var quiet: [Double] = [], busy: [Double] = []
         let statuses = Tally(), waits = Tally()
-        async let loaded = Self.rate(fixture, prefix: "busy", count: 80)
-        await withTaskGroup(of: Void.self) { group in
-            for client in 0..<10 {
-                group.addTask {
-                    for n in stride(from: client, to: 500, by: 10) {
-                        let answer = await fixture.send(
-                            "PUT /api/installations/guess-\(n)", json: Self.registration("guess-\(n)"),
-                            headers: [Self.basic("alice", "guess-\(n)"), "X-Forwarded-For: 198.51.100.\(n % 50)"])
-                        statuses.add(answer.status)
-                        if answer.status == 429 { waits.add(Int(answer.headers["retry-after"] ?? "") ?? 0) }
-                    }
-                }
-            }
+        for round in 0..<2 {
+            let second = ContinuousClock.now + .seconds(1)
+            quiet.append(await Self.rate(fixture, prefix: "quiet-\(round)") { ContinuousClock.now >= second })
+            let guessing = Flag()
+            async let loaded = Self.rate(fixture, prefix: "busy-\(round)") { guessing.isRaised }
+            await Self.guess(fixture, from: round * 500, statuses: statuses, waits: waits)
+            guessing.raise()
+            busy.append(await loaded)
         }
-        let busy = await loaded
+        let unloaded = quiet.max() ?? 0, guessed = busy.max() ?? 0
         let counted = statuses.counts
         #expect((counted[401] ?? 0) <= 5 + 10, "wrong passwords checked: \(counted)")
-        #expect((counted[429] ?? 0) >= 485, "\(counted)")
+        #expect((counted[429] ?? 0) >= 985, "\(counted)")
         #expect(waits.all.allSatisfy { (1...900).contains($0) })
         let again = await fixture.send(
             "PUT /api/installations/alice-phone", json: Self.registration("alice-token"),
@@ -83,8 +109,8 @@ struct ApiAbuseTests {
             "PUT /api/installations/alice-new", json: Self.registration("alice-new-token"),
             headers: [right, "X-Forwarded-For: 192.0.2.77"])
         #expect(elsewhere.status == 429, "a right guess from another network waits too: \(elsewhere.status)")
-        print("registrations: \(Int(unloaded))/s unloaded, \(Int(busy))/s during 500 wrong passwords")
-        #expect(busy >= unloaded * 0.5, "\(busy) against \(unloaded) a second")
+        print("registrations: \(quiet.map(Int.init))/s unloaded, \(busy.map(Int.init))/s during 500 wrong passwords")
+        #expect(guessed >= unloaded * 0.5, "\(guessed) against \(unloaded) a second")
     }
 
     // 2: bcrypt reads 72 bytes and stops at NUL; neither a suffix past 72 bytes nor one after a
