@@ -3,11 +3,13 @@ import PackageDescription
 
 let package = Package(
     name: "newspush",
-    platforms: [.macOS(.v14)],
+    // iOS is for NewsPushAppKit alone (an app's package dependency); the rest is for servers.
+    platforms: [.macOS(.v14), .iOS(.v16)],
     products: [
         .executable(name: "newspush", targets: ["newspush"]),
         .executable(name: "newspush-hub", targets: ["newspush-hub"]),
         .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
+        .library(name: "NewsPushAppKit", targets: ["NewsPushAppKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -248,12 +250,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The app side of `newspush api` for iOS apps (and any Swift app): Foundation only, none
+        // of the server, so that an app depending on it builds nothing else of this package.
+        .target(name: "NewsPushAppKit"),
         .testTarget(
             name: "newspushTests",
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "FeedParsing",
                 "NewsClassifier", "NewsPushModel",
-                "NewsPushLedger", "NewsPushAPI",
+                "NewsPushLedger", "NewsPushAPI", "NewsPushAppKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

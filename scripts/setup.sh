@@ -39,6 +39,14 @@ if [ "${1:-}" = "--tests" ] && ! python3 -m schemathesis.cli --version >/dev/nul
     python3 -m pip install --quiet --disable-pip-version-check schemathesis==4.32.5 >&2
 fi
 
+# openapi-python-client (PyPI): the Python client generated from the document and run through an
+# app's flow (Tests/newspushTests/GeneratedClientTests); it brings httpx and attrs, which the
+# generated client imports.
+if [ "${1:-}" = "--tests" ] && ! python3 -c "import openapi_python_client" >/dev/null 2>&1; then
+    echo "setup: installing openapi-python-client (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check openapi-python-client==0.29.1 >&2
+fi
+
 if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH; install a Swift 6 toolchain first (https://www.swift.org/install/linux/)" >&2
     exit 1

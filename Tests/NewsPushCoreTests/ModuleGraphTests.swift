@@ -18,6 +18,8 @@ struct ModuleGraphTests {
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsClassifier", "NewsPushCore", "NewsPushLedger",
         ],
         "NewsPushHTTP": [],
+        // An app's package dependency: nothing of the server.
+        "NewsPushAppKit": [],
         "NewsPushDesk": [
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsPushCore", "NewsPushLedger", "NewsPushSessions",
             "NewsPushHTTP",

@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An app's side of `newspush api`: register the device at every launch, identify the reader,
+/// fetch a secure push's text in a Notification Service Extension, and forget the reader.
+///
+/// Written on `URLSession` directly rather than on the client swift-openapi-generator makes
+/// from the document (the test suite builds and runs that client too): a client generated in
+/// the app's build would make every app build the generator and its dependencies and ask the
+/// developer to trust its build plugin, for five requests; this kit depends on Foundation only.
+public struct NewsPushClient: Sendable {
+    private let exchange: Exchange
+    private let platform: PushPlatform
+    private let store: any InstallationIdStore
+
+    /// A client of the back-end at `server` (its root, e.g. `https://push.example.com/`) for a
+    /// device of `platform`. `store` keeps the installation id; `identity` gives the reader's
+    /// credential (nil: anonymous) and, asked `.refresh` after a 401, a fresh one. The client
+    /// makes its own `URLSession` of `configuration`.
+    public init(
+        server: URL, platform: PushPlatform, store: any InstallationIdStore,
+        identity: @escaping @Sendable (IdentityRequest) async throws -> NewsPushCredential? = { _ in nil },
+        retry: RetryPolicy = .standard, configuration: URLSessionConfiguration = .default
+    ) {
+        self.exchange = Exchange(
+            server: server, calls: URLSessionCalls(configuration: configuration), identity: identity, retry: retry)
+        self.platform = platform
+        self.store = store
+    }
+
+    /// The installation id of this app on this device: created once, then kept by the store.
+    public var installationId: String {
+        if let kept = store.load() { return kept }
+        let id = UUID().uuidString.lowercased()
+        store.save(id)
+        return id
+    }
+
+    /// Registers the device (call it at every launch, and when the handle or the topics change):
+    /// the handle's form is checked first; the answer says which topics were taken.
+    @discardableResult
+    public func register(handle: String, topics: [String], language: String? = nil) async throws -> Registration {
+        if let problem = HandleForm.problem(handle, platform: platform) { throw NewsPushError.badHandle(problem) }
+        let body = try JSONSerialization.data(withJSONObject: registrationBody(handle, topics, language))
+        var id = installationId
+        var answer = try await exchange.send("PUT", "api/installations/\(id)", json: body)
+        if answer.status == 403 {
+            // The kept id is another reader's or device's (a restored backup, say): a new one.
+            id = UUID().uuidString.lowercased()
+            store.save(id)
+            answer = try await exchange.send("PUT", "api/installations/\(id)", json: body)
+        }
+        guard answer.status == 200 else {
+            throw NewsPushError.refused(status: answer.status, message: Exchange.message(answer.body))
+        }
+        return try JSONDecoder().decode(Registration.self, from: answer.body)
+    }
+
+    /// Registers an APNs device token as `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`
+    /// gives it.
+    @discardableResult
+    public func register(deviceToken: Data, topics: [String], language: String? = nil) async throws -> Registration {
+        try await register(handle: HandleForm.hex(deviceToken), topics: topics, language: language)
+    }
+
+    /// The text of secure push `secureId` (the `secureId` of the notification's payload), or
+    /// `generic` when it cannot be had within `deadline`: a Notification Service Extension has
+    /// about 30 seconds before the system shows the notification as it came.
+    public func secureText(for secureId: Int, within deadline: Duration = .seconds(20), otherwise generic: String)
+        async -> String
+    {
+        await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                let answer = try? await exchange.send("GET", "api/notifications/\(secureId)", timeout: deadline)
+                guard let answer, answer.status == 200 else { return nil }
+                return try? JSONDecoder().decode(SecureText.self, from: answer.body).payload
+            }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? generic
+        }
+    }
+
+    /// Forgets the signed-in reader: every installation, message and read of theirs is removed
+    /// from the hub and the newsroom's ledger, and the kept id is dropped.
+    public func forgetMe() async throws {
+        let answer = try await exchange.send("DELETE", "api/users/me")
+        guard answer.status == 204 || answer.status == 200 else {
+            throw NewsPushError.refused(status: answer.status, message: Exchange.message(answer.body))
+        }
+        store.save(nil)
+    }
+
+    /// Removes this device's installation (an anonymous reader turning alerts off): the device
+    /// proves it is itself with its handle.
+    public func unregister(handle: String) async throws {
+        guard let id = store.load() else { return }
+        let answer = try await exchange.send("DELETE", "api/installations/\(id)", headers: ["X-Push-Channel": handle])
+        guard answer.status == 204 else {
+            throw NewsPushError.refused(status: answer.status, message: Exchange.message(answer.body))
+        }
+        store.save(nil)
+    }
+
+    private func registrationBody(_ handle: String, _ topics: [String], _ language: String?) -> [String: Any] {
+        var body: [String: Any] = ["platform": platform.rawValue, "pushChannel": handle, "topics": topics]
+        if let language { body["language"] = language }
+        return body
+    }
+
+    /// `GET /api/notifications/{id}`'s answer (the tutorials' field names).
+    private struct SecureText: Decodable {
+        var payload: String
+        enum CodingKeys: String, CodingKey { case payload = "Payload" }
+    }
+}
