@@ -72,20 +72,25 @@ public struct NewsPushClient: Sendable {
     public func secureText(for secureId: Int, within deadline: Duration = .seconds(20), otherwise generic: String)
         async -> String
     {
-        await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                let answer = try? await exchange.send("GET", "api/notifications/\(secureId)", timeout: deadline)
-                guard let answer, answer.status == 200 else { return nil }
-                return try? JSONDecoder().decode(SecureText.self, from: answer.body).payload
-            }
-            group.addTask {
-                try? await Task.sleep(for: deadline)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? generic
+        // Whichever ends first answers; the loser is cancelled and not waited for (a task group
+        // would wait for its fetch, however long the network takes to give it up, and the
+        // extension's deadline is the system's, not the network's).
+        let answer = FirstAnswer(generic)
+        let fetch = Task {
+            let reply = try? await exchange.send("GET", "api/notifications/\(secureId)", timeout: deadline)
+            guard let reply, reply.status == 200,
+                let text = try? JSONDecoder().decode(SecureText.self, from: reply.body).payload
+            else { return answer.give(generic) }
+            answer.give(text)
         }
+        let timer = Task {
+            try? await Task.sleep(for: deadline)
+            answer.give(generic)
+        }
+        let text = await answer.value
+        fetch.cancel()
+        timer.cancel()
+        return text
     }
 
     /// Forgets the signed-in reader: every installation, message and read of theirs is removed
@@ -113,6 +118,41 @@ public struct NewsPushClient: Sendable {
         var body: [String: Any] = ["platform": platform.rawValue, "pushChannel": handle, "topics": topics]
         if let language { body["language"] = language }
         return body
+    }
+
+    /// The first of several answers given, awaited once.
+    private final class FirstAnswer: @unchecked Sendable {
+        private let lock = NSLock()
+        private var given: String?
+        private var waiting: CheckedContinuation<String, Never>?
+        private let fallback: String
+
+        init(_ fallback: String) { self.fallback = fallback }
+
+        /// Gives `text` if no answer was given yet.
+        func give(_ text: String) {
+            let resume = lock.withLock { () -> CheckedContinuation<String, Never>? in
+                guard given == nil else { return nil }
+                given = text
+                defer { waiting = nil }
+                return waiting
+            }
+            resume?.resume(returning: text)
+        }
+
+        /// The first answer given.
+        var value: String {
+            get async {
+                await withCheckedContinuation { continuation in
+                    let now = lock.withLock { () -> String? in
+                        if let given { return given }
+                        waiting = continuation
+                        return nil
+                    }
+                    if let now { continuation.resume(returning: now) }
+                }
+            }
+        }
     }
 
     /// `GET /api/notifications/{id}`'s answer (the tutorials' field names).

@@ -83,21 +83,22 @@ struct AppKitTests {
     }
 
     // A handle not of its platform's form is refused by the kit: nothing reaches the back-end.
-    @Test(arguments: [
-        (PushPlatform.apns, "abc"), (.apns, "{length = 32, bytes = 0x1234}"),
-        (.apns, String(repeating: "ab", count: 8)),
-        (.fcmv1, "short-token"), (.fcmv1, fcmToken("a") + " space"),
-        (.wns, "https://example.com/channel"), (.wns, "http://db5.notify.windows.com/?token=x"),
-    ])
-    func aHandleOfTheWrongFormIsRefusedBeforeItIsSent(_ platform: PushPlatform, _ handle: String) async throws {
+    @Test func aHandleOfTheWrongFormIsRefusedBeforeItIsSent() async throws {
         let fixture = try await ApiFixture.start()
         defer { fixture.stop() }
-        let client = try Self.client(fixture, store: MemoryStore(), platform: platform)
-        await #expect {
-            try await client.register(handle: handle, topics: ["World"])
-        } throws: { error in
-            guard case .badHandle(let why) = error as? NewsPushError else { return false }
-            return !why.isEmpty
+        let wrong: [(PushPlatform, String)] = [
+            (.apns, "abc"), (.apns, "{length = 32, bytes = 0x1234}"), (.apns, String(repeating: "ab", count: 8)),
+            (.fcmv1, "short-token"), (.fcmv1, Self.fcmToken("a") + " space"),
+            (.wns, "https://example.com/channel"), (.wns, "http://db5.notify.windows.com/?token=x"),
+        ]
+        for (platform, handle) in wrong {
+            let client = try Self.client(fixture, store: MemoryStore(), platform: platform)
+            await #expect {
+                try await client.register(handle: handle, topics: ["World"])
+            } throws: { error in
+                guard case .badHandle(let why) = error as? NewsPushError else { return false }
+                return !why.isEmpty
+            }
         }
         #expect(await fixture.hub.emulator.requestCount("installation") == 0)
     }
@@ -145,7 +146,7 @@ struct AppKitTests {
         let unknown = await client.secureText(for: secureId + 1000, within: .seconds(10), otherwise: "New message")
         #expect(unknown == "New message", "an id that is not hers: the generic text")
         let silent = try RawTCPServer { connection in
-            Thread.sleep(forTimeInterval: 30)
+            Thread.sleep(forTimeInterval: 60)
             connection.reset()
         }
         defer { silent.stop() }
@@ -154,7 +155,9 @@ struct AppKitTests {
         let late = await stalled.secureText(for: secureId, within: .seconds(2), otherwise: "New message")
         let took = ContinuousClock.now - started
         #expect(late == "New message")
-        #expect(took >= .seconds(2) && took < .seconds(4), "the deadline holds: \(took)")
+        // Not sooner than the deadline, and long before the server's minute (a loaded machine's
+        // test process may wake late: the bound is generous, the server's silence is not).
+        #expect(took >= .seconds(2) && took < .seconds(20), "the deadline holds: \(took)")
     }
 
     // A busy hub: the back-end answers 503 with Retry-After; the kit waits that long and tries
