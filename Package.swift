@@ -167,6 +167,7 @@ let package = Package(
                 "NewsPushLedger", "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // The local Notification Hubs emulator: SAS verification, routing, templates, faults.

@@ -140,6 +140,8 @@ public struct ParsedFeed: Sendable, Codable {
     public var publishedText: String?
     /// The updated date as written.
     public var updatedText: String?
+    /// RSS `<ttl>`: how many minutes the channel may be cached before it is fetched again.
+    public var ttl: Int?
     /// The items in document order.
     public var items: [FeedItem]
     /// What was wrong with the document but did not stop the parse (not well-formed,

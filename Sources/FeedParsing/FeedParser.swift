@@ -67,6 +67,7 @@ public enum FeedParser {
         feed.updatedText = channel.updated
         feed.tags = channel.tags
         feed.id = channel.id
+        feed.ttl = channel.ttl
         feed.itemElements = reader.itemElementsSeen
         return feed
     }

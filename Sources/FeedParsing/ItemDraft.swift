@@ -162,7 +162,7 @@ final class ItemDraft {
 
 /// Where the text of a feed-level element goes once the element closes.
 enum ChannelField {
-    case title, link, subtitle, language, author, authorName, authorEmail, published, updated, category, id
+    case title, link, subtitle, language, author, authorName, authorEmail, published, updated, category, id, ttl
 }
 
 /// The feed-level values read so far (RSS `<channel>`, Atom `<feed>`).
@@ -175,6 +175,8 @@ struct ChannelDraft {
     var published: String?
     var updated: String?
     var id: String?
+    /// RSS `<ttl>`: minutes the channel may be cached.
+    var ttl: Int?
     var tags: [FeedTag] = []
     /// The `domain` of the category being read.
     var pendingTagScheme: String?
@@ -195,6 +197,7 @@ struct ChannelDraft {
         case .updated: updated = text
         case .category: if !text.isEmpty { tags.append(FeedTag(term: text, scheme: pendingTagScheme, label: nil)) }
         case .id: id = text.isEmpty ? nil : text
+        case .ttl: ttl = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)).flatMap { $0 > 0 ? $0 : nil }
         }
     }
 

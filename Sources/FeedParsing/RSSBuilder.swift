@@ -18,6 +18,7 @@ enum RSSBuilder {
         case "pubDate": return .text(.published, .plain)
         case "lastBuildDate": return .text(.updated, .plain)
         case "link": return .text(.link, .plain)
+        case "ttl": return .text(.ttl, .plain)
         default: return .ignored
         }
     }

@@ -16,13 +16,19 @@ public struct RunRequest: Sendable {
     public var sendInitial: Int?
     /// Keep every hub request (with its token) for `--show-requests`.
     public var keepRequests = false
+    /// Seconds to wait for another job's lock on the ledger (nil: not at all; the watcher waits).
+    public var lockWait: Double?
 
     /// A run (or, with `dryRun`, a preview) of `feeds` (all when empty).
-    public init(dryRun: Bool = false, feeds: [String] = [], sendInitial: Int? = nil, keepRequests: Bool = false) {
+    public init(
+        dryRun: Bool = false, feeds: [String] = [], sendInitial: Int? = nil, keepRequests: Bool = false,
+        lockWait: Double? = nil
+    ) {
         self.dryRun = dryRun
         self.feeds = feeds
         self.sendInitial = sendInitial
         self.keepRequests = keepRequests
+        self.lockWait = lockWait
     }
 }
 
@@ -41,6 +47,8 @@ public struct RunResult: Sendable {
     public var requests: [Result<HubRequest, HubError>]
     /// How long the run waited for the ledger's lock, in seconds.
     public var lockWait: Double = 0
+    /// How each feed's fetch went, by URL, for the watcher's schedule.
+    public var fetches: [String: FetchOutcome] = [:]
 }
 
 /// The scheduled job, as one session: the lock, the ledger, every stage in order, the record
@@ -77,7 +85,7 @@ public struct RunSession: Sendable {
         let feeds = try selectedFeeds(request.feeds)
         let client = try context.hubClient()
         let now = context.clock.now()
-        return try context.withLedger(request.dryRun ? .read : .write) { ledger, lock in
+        return try context.withLedger(request.dryRun ? .read : .write, wait: request.lockWait) { ledger, lock in
             var result = try run(feeds, ledger: ledger, client: client, request: request, now: now)
             result.lockWait = lock?.waited ?? 0
             return result
@@ -170,7 +178,20 @@ public struct RunSession: Sendable {
             listedOutboxKeys: listing.listedOutboxKeys, itemsNew: listing.newKeys.count)
         var report = RunReport.make(facts, finishedAt: context.clock.now())
         report.interruptedSends = interrupted.isEmpty ? nil : interrupted.map(PushReport.interrupted)
-        return RunResult(report: report, requests: requests)
+        var result = RunResult(report: report, requests: requests)
+        result.fetches = Self.outcomes(listing.feeds, at: now)
+        return result
+    }
+
+    /// How each feed's fetch went, for the watcher: a first read's stories are a baseline, not a change.
+    static func outcomes(_ feeds: [FeedTally], at now: Date) -> [String: FetchOutcome] {
+        Dictionary(
+            feeds.map { tally in
+                let outcome = FetchOutcome.of(
+                    fetched: tally.read.fetched, failed: tally.read.failure != nil,
+                    newItems: tally.firstRead ? 0 : tally.newItems, ttlMinutes: tally.read.feed?.ttl, at: now)
+                return (tally.settings.url, outcome)
+            }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The hub requests the plan's pushes would make (`--show-requests`), signed now.

@@ -18,7 +18,7 @@ struct NewsPush: AsyncParsableCommand {
             """,
         version: NewsPushVersion.current,
         subcommands: [
-            Run.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
+            Run.self, Watch.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
             StateCommand.self, Hub.self, DeskCommand.self, ApiCommand.self, DevicesCommand.self,
         ]
     )

@@ -35,6 +35,8 @@ public struct NewsPushConfig: Sendable {
     public var deskTrustedProxies: [String] = []
     /// `api:`: the app back-end's rules (SPEC §9).
     public var api = ApiSettings()
+    /// `watch:` (the resident watcher's schedule).
+    public var watch = WatchSettings()
 
     /// The folder of the config file: relative feed paths and the ledger are found from here.
     public var folder: String { (file as NSString).deletingLastPathComponent }
@@ -139,6 +141,19 @@ public struct HubSettings: Sendable {
     public var retries: Int = 3
     /// Seconds before the first retry (`hub.retry_delay`).
     public var retryDelay: Double = 1
+}
+
+/// `watch:`: the resident watcher's schedule (SPEC §10).
+public struct WatchSettings: Sendable, Equatable {
+    /// A feed's usual fetch interval, in seconds (`watch.interval`).
+    public var interval: Double = 60
+    /// Never more often (`watch.min_interval`).
+    public var minInterval: Double = 15
+    /// Never less often (`watch.max_interval`).
+    public var maxInterval: Double = 1800
+
+    /// The defaults: 60 s, between 15 s and 30 min.
+    public init() {}
 }
 
 /// Limits for fetching feeds.

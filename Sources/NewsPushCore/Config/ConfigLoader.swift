@@ -65,7 +65,7 @@ public struct ConfigLoader: Sendable {
             root, path: "",
             allowed: [
                 "hub", "state", "state_retention", "fetch", "policy", "categories", "feeds",
-                "importance_rules", "link_params", "review", "desk", "api",
+                "importance_rules", "link_params", "review", "desk", "api", "watch",
             ])
         let folder = (file as NSString).deletingLastPathComponent
         let before = reader.problems.count
@@ -86,6 +86,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["review"] { config.review = readReview(node, reader: reader) }
         (config.deskUsersPath, config.deskTrustedProxies) = readDesk(top["desk"], folder: folder, reader: reader)
         config.api = readApi(top["api"], folder: folder, categoryTags: Self.tags(of: categories), reader: reader)
+        if let node = top["watch"] { config.watch = readWatch(node, reader: reader) }
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
         return config
@@ -166,6 +167,29 @@ public struct ConfigLoader: Sendable {
             reader.report(node, "state", error.message)
         }
         return written
+    }
+
+    /// `watch:`: the interval and its bounds. The listener's keys (WebSub, pings, metrics,
+    /// leases) are SPEC §10's and not in this version: said, never silently ignored.
+    private func readWatch(_ node: Node, reader: NodeReader) -> WatchSettings {
+        var watch = WatchSettings()
+        let later = ["listen", "callback_url", "websub", "lease", "ping_tokens"]
+        let m = reader.mapping(node, path: "watch", allowed: Set(["interval", "min_interval", "max_interval"] + later))
+        for key in later {
+            if let n = m[key] {
+                reader.report(n, "watch.\(key)", "is not in this version of newspush yet (the watcher polls)")
+            }
+        }
+        if let n = m["interval"], let v = reader.duration(n, path: "watch.interval") { watch.interval = v }
+        if let n = m["min_interval"], let v = reader.duration(n, path: "watch.min_interval") { watch.minInterval = v }
+        if let n = m["max_interval"], let v = reader.duration(n, path: "watch.max_interval") { watch.maxInterval = v }
+        if watch.minInterval < 1 { reader.report(node, "watch.min_interval", "must be at least 1s") }
+        if !(watch.minInterval...max(watch.minInterval, watch.maxInterval)).contains(watch.interval)
+            || watch.minInterval > watch.maxInterval
+        {
+            reader.report(node, "watch", "needs min_interval ≤ interval ≤ max_interval")
+        }
+        return watch
     }
 
     /// `fetch:`: concurrency, per-host limit, timeout, size limit, contact, parse budget.

@@ -77,6 +77,9 @@ public struct FetchedFeed: Sendable {
     public var movedTo: String?
     /// When the server (429/503 with Retry-After) wants the next request at the earliest.
     public var retryAfter: Date?
+    /// Until when the server says its answer stays fresh (`Cache-Control: max-age`,
+    /// `Expires`: `HTTPFreshness`): the watcher fetches it again no sooner.
+    public var freshUntil: Date?
     /// Not fetched this run: the server's Retry-After has not ended.
     public var paused = false
     /// The server's clock beside the machine's when the answer came (its `Date` header).
@@ -136,7 +139,7 @@ public struct FeedFetcher: Sendable {
                     index,
                     FetchedFeed(
                         url: feed.url, status: .error, body: Data(), finalURL: feed.url, paused: true,
-                        failure: .paused(url: feed.url, until: until)))
+                        failure: .paused(url: feed.url, until: until), retryAfter: until))
             } else {
                 fetching.append((index, feed.url))
             }
@@ -219,6 +222,7 @@ public struct FeedFetcher: Sendable {
         }
         // The machine's own clock (not the session's: a test clock is not the machine's).
         feed.clock = ClockReading(headers: result.headers, local: Date())
+        feed.freshUntil = HTTPFreshness.lifetime(result.headers).map { now.addingTimeInterval($0) }
         if let failure = result.failure {
             feed.failure = .transfer(url: url, failure)
             return feed

@@ -412,3 +412,23 @@ struct ConfigLoaderTests {
         }
     }
 }
+
+extension ConfigLoaderTests {
+    static let minimal = """
+        hub: {name: n, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+        feeds: [{url: https://example.org/feed.xml, category: World}]
+        """
+
+    // `watch:` (SPEC §10): the interval and its bounds; what this version does not do yet is
+    // said, never silently ignored.
+    @Test func watchKeysAreReadAndCheckedAndTheListenersKeysAreRefused() throws {
+        let config = try load(Self.minimal + "\nwatch: {interval: 2m, min_interval: 30s, max_interval: 1h}")
+        #expect(config.watch.interval == 120 && config.watch.minInterval == 30 && config.watch.maxInterval == 3600)
+        #expect(try load(Self.minimal).watch == WatchSettings())
+        let inverted = problems(Self.minimal + "\nwatch: {interval: 10s, min_interval: 30s}")
+        #expect(
+            inverted.contains { $0.key == "watch" && $0.message.contains("min_interval ≤ interval") }, "\(inverted)")
+        let later = problems(Self.minimal + "\nwatch: {listen: 127.0.0.1:8082}")
+        #expect(later.contains { $0.key == "watch.listen" && $0.message.contains("not in this version") }, "\(later)")
+    }
+}

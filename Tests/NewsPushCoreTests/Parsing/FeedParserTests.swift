@@ -508,3 +508,16 @@ struct FeedParserTests {
         #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(5))")
     }
 }
+
+extension FeedParserTests {
+    // RSS <ttl> (minutes the channel may be cached): the watcher fetches no sooner.
+    @Test func anRSSChannelsTTLIsRead() throws {
+        let rss = { (ttl: String) in
+            "<rss version=\"2.0\"><channel><title>T</title><ttl>\(ttl)</ttl><item><title>A</title></item></channel></rss>"
+        }
+        #expect(try parse(rss("15")).ttl == 15)
+        #expect(try parse(rss(" 60\n")).ttl == 60)
+        #expect(try parse(rss("soon")).ttl == nil)
+        #expect(try parse(rss("0")).ttl == nil)
+    }
+}
