@@ -67,10 +67,15 @@ public struct WatchSession: Sendable {
                 continue
             }
             guard let result = try runCycle(due, stop: stop) else { continue }
+            // Each fetch was answered somewhere between the cycle's start and its end: the next is
+            // counted from the end, and the server's limits (counted by the run from its start)
+            // are moved by the cycle's length, so neither is ever overtaken.
+            let ended = context.clock.now()
             for url in due {
-                let outcome = result.fetches[url] ?? FetchOutcome(.failed)
+                var outcome = result.fetches[url] ?? FetchOutcome(.failed)
+                outcome.notBefore = outcome.notBefore?.addingTimeInterval(max(0, ended.timeIntervalSince(now)))
                 schedules[url] = schedules[url]?.next(
-                    after: outcome, at: now, settings: settings, jitter: Double.random(in: 0.9...1.1))
+                    after: outcome, at: ended, settings: settings, jitter: Double.random(in: 0.9...1.1))
             }
             cycle(result)
         }
