@@ -92,10 +92,8 @@ struct Exchange: Sendable {
 
     private func exchange(_ request: URLRequest) async throws -> Answer {
         do {
-            let (status, body, headers) = try await calls.data(for: request)
-            let retryAfter = headers.first { ($0.key as? String)?.lowercased() == "retry-after" }
-                .flatMap { ($0.value as? String).flatMap(Self.retryAfter) }
-            return Answer(status: status, body: body, retryAfter: retryAfter)
+            let reply = try await calls.data(for: request)
+            return Answer(status: reply.status, body: reply.body, retryAfter: reply.retryAfter.flatMap(Self.retryAfter))
         } catch is CancellationError {
             throw CancellationError()
         } catch {

@@ -50,8 +50,11 @@ final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         lock.withLock { challenged.remove(id) != nil }
     }
 
-    /// `request`'s status, body and headers; a challenged request is a 401 with an empty body.
-    func data(for request: URLRequest) async throws -> (status: Int, body: Data, headers: [AnyHashable: Any]) {
+    /// What the kit reads of an answer.
+    typealias Reply = (status: Int, body: Data, retryAfter: String?)
+
+    /// `request`'s status, body and `Retry-After`; a challenged request is a 401 with an empty body.
+    func data(for request: URLRequest) async throws -> Reply {
         let running = RunningTask()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -66,14 +69,14 @@ final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     }
 
     /// The call's answer; a failure that is the challenge cancelled here is the 401 it was.
-    private func outcome(_ data: Data?, _ response: URLResponse?, _ error: Error?, task id: Int?)
-        -> Result<(status: Int, body: Data, headers: [AnyHashable: Any]), Error>
-    {
+    private func outcome(_ data: Data?, _ response: URLResponse?, _ error: Error?, task id: Int?) -> Result<
+        Reply, Error
+    > {
         if let http = response as? HTTPURLResponse, error == nil {
-            return .success((http.statusCode, data ?? Data(), http.allHeaderFields))
+            return .success((http.statusCode, data ?? Data(), http.value(forHTTPHeaderField: "Retry-After")))
         }
         if let id, (error as? URLError)?.code == .cancelled, wasChallenged(id) {
-            return .success((401, Data(), [:]))
+            return .success((401, Data(), nil))
         }
         return .failure(error ?? URLError(.badServerResponse))
     }

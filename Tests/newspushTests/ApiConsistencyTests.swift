@@ -63,11 +63,9 @@ struct ApiConsistencyTests {
         #expect(await fixture.atHub("phone-1") == before, "the working installation is as it was at the hub")
         #expect(try await fixture.index() as NSArray == indexBefore, "and in the index")
         #expect(await fixture.atHub("phone-2") == nil)
-        let sent = try await newspush(
-            ["publish", "--config", fixture.config, "--category", "World", "--title", "Storm hits coast", "--yes"],
-            environment: ApiFixture.environment)
+        let sent = try await fixture.publishWorld("Storm hits coast")
         #expect(sent.status == 0, "\(sent.stderr)")
-        let got = await fixture.hub.emulator.allDeliveries().filter { $0.device == "phone-1/newspush" }
+        let got = await fixture.deliveries(to: "phone-1")
         #expect(got.count == 1 && got[0].payload.contains("Storm hits coast"), "\(got)")
         let retried = await Self.put(fixture, "phone-2", handle: "bb02", topics: ["World"], auth: alice)
         #expect(retried.status == 200, "\(retried.body)")

@@ -76,6 +76,18 @@ struct ApiFixture {
             headers: json.isEmpty ? headers : headers + ["Content-Type: application/json"])
     }
 
+    /// `newspush publish --category World --title TITLE --yes` on this config.
+    func publishWorld(_ title: String) async throws -> CommandResult {
+        try await newspush(
+            ["publish", "--config", config, "--category", "World", "--title", title, "--yes"],
+            environment: Self.environment)
+    }
+
+    /// What the emulator delivered to installation `id` (its template `newspush`).
+    func deliveries(to id: String) async -> [Delivery] {
+        await hub.emulator.allDeliveries().filter { $0.device == "\(id)/newspush" }
+    }
+
     /// The installation the emulator holds under `id`.
     func atHub(_ id: String) async -> Installation? { await hub.emulator.installation(id) }
 

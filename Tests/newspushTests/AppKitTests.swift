@@ -74,11 +74,9 @@ struct AppKitTests {
         #expect(french.installationId == id)
         let indexed = try await fixture.index().first { $0["id"] as? String == id }
         #expect(indexed?["language"] as? String == "fr", "\(String(describing: indexed))")
-        let sent = try await newspush(
-            ["publish", "--config", fixture.config, "--category", "World", "--title", "Storm hits coast", "--yes"],
-            environment: ApiFixture.environment)
+        let sent = try await fixture.publishWorld("Storm hits coast")
         #expect(sent.status == 0, "\(sent.stderr)")
-        let got = await fixture.hub.emulator.allDeliveries().filter { $0.device == "\(id)/newspush" }
+        let got = await fixture.deliveries(to: id)
         #expect(got.count == 1 && got[0].payload.contains("Storm hits coast"), "\(got)")
     }
 

@@ -48,15 +48,17 @@ func newspushRaw(
     }
 }
 
+/// The package's folder (this file's, two levels up).
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
 /// An executable of the package (`newspush`, `newspush-hub`) next to this test bundle in the build folder.
 func binaryURL(_ name: String = "newspush") throws -> URL {
     var candidates: [URL] = []
     if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
     candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
     candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    candidates.append(root.appendingPathComponent(".build/debug"))
+    candidates.append(packageRoot.appendingPathComponent(".build/debug"))
     for folder in candidates {
         let url = folder.appendingPathComponent(name)
         var isDirectory: ObjCBool = false

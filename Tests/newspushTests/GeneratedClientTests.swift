@@ -8,8 +8,7 @@ import Testing
 /// cannot send does not compile (Swift) or is a TypeError (Python): the flow fails.
 @Suite("Generated clients", .serialized)
 struct GeneratedClientTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = packageRoot
 
     /// The toolchain's `swift`, as the test process found it (or the machine's usual place).
     static let swift: String? = {
