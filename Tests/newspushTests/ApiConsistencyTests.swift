@@ -1,5 +1,6 @@
 import Foundation
 import HubEmulator
+import NewsPushSessions
 import NewsPushTesting
 import Testing
 
@@ -130,8 +131,13 @@ struct ApiConsistencyTests {
             _ = await overtaking.value
             await finished.set()
         }
+        let window = ContinuousClock.now
         for _ in 0..<20 where !(await finished.value) { try await Task.sleep(for: .milliseconds(100)) }
         let overtook = await finished.value
+        // A test process starved for longer than the back-end's patience with the hub (CI's two
+        // cores, in the first phase) lets the first request give up, answered 503 with its keys
+        // let go: the second may then go on, and the window says nothing of the keys.
+        let starved = ContinuousClock.now - window >= .seconds(DeviceSession.hubPatience)
         _ = await emulator.advanceClock(by: 601)
         _ = await first.value
         _ = await overtaking.value
@@ -149,7 +155,7 @@ struct ApiConsistencyTests {
             "\(race): hub \(atHub.map(\.installationId)) index \(index)")
         #expect(Dictionary(grouping: atHub, by: \.pushChannel).values.allSatisfy { $0.count == 1 }, "\(race)")
         // The back-end makes the second request wait for the first one's keys.
-        #expect(!overtook, "\(race): the second request did not wait for the first")
+        #expect(!overtook || starved, "\(race): the second request did not wait for the first")
         switch race {
         case .putAndForget: #expect(atHub.isEmpty, "nothing of alice survives her forget")
         case .pruneAndPut: #expect(atHub.map(\.installationId) == ["x"], "registered again since the removal")
