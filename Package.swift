@@ -159,10 +159,22 @@ let package = Package(
             ],
             resources: [.copy("openapi.json")]
         ),
+        // The watcher's listener (SPEC §10): WebSub callbacks, publish pings, /metrics.
+        .target(
+            name: "NewsPushWatch",
+            dependencies: [
+                "NewsPushSessions", "NewsPushCore", "NewsPushHTTP", "NewsPushAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushHTTP", "NewsPushCore", "FeedParsing",
+                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushWatch", "NewsPushHTTP", "NewsPushCore", "FeedParsing",
                 "NewsClassifier", "NewsPushModel",
                 "NewsPushLedger", "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

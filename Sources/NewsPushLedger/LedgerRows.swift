@@ -11,7 +11,7 @@ extension Ledger {
     static let auditColumns = "id, at, editor, action, entry_id, story_key, category, title, detail"
     static let outboxColumns =
         "id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until, status, "
-        + "attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at"
+        + "attempts, last_attempt, http_status, notification_id, error, expires_after, scheduled_at, accepted_at"
 
     static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
 
@@ -73,7 +73,8 @@ extension Ledger {
             tags: row.text(6) ?? "", properties: properties, createdAt: created, freshUntil: fresh, status: status,
             attempts: row.int(11) ?? 0, lastAttempt: row.date(12), httpStatus: row.int(13),
             notificationId: row.text(14),
-            error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17))
+            error: row.text(15), expiresAfter: Double(row.int(16) ?? 3600), scheduledAt: row.date(17),
+            acceptedAt: row.date(18))
     }
 
     /// An outbox entry's properties as the ledger keeps them (a JSON object, keys sorted).
@@ -91,7 +92,7 @@ extension Ledger {
             .text(e.format.rawValue), .text(e.tags), .text(properties), SQLValue(e.createdAt), SQLValue(e.freshUntil),
             .text(e.status.rawValue), .integer(Int64(e.attempts)), SQLValue(e.lastAttempt), SQLValue(e.httpStatus),
             SQLValue(e.notificationId), SQLValue(e.error), .integer(Int64(e.expiresAfter.rounded())),
-            SQLValue(e.scheduledAt),
+            SQLValue(e.scheduledAt), SQLValue(e.acceptedAt),
         ]
     }
 

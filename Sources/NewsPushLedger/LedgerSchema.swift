@@ -94,6 +94,14 @@ enum LedgerMigrations {
             "CREATE INDEX registration_ids_created ON registration_ids (created_at)",
             "CREATE INDEX registration_ids_owner ON registration_ids (owner)",
         ],
+        // 6: the watcher (SPEC §10): when the hub accepted each push (its latency), and the feeds
+        // leased to the watchers sharing the ledger, with the watchers alive.
+        [
+            "ALTER TABLE outbox ADD COLUMN accepted_at BIGINT",
+            "CREATE TABLE watch_leases (feed TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL)",
+            "CREATE INDEX watch_leases_holder ON watch_leases (holder)",
+            "CREATE TABLE watch_members (holder TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time; false

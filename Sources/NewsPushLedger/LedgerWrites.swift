@@ -226,10 +226,10 @@ extension Ledger {
     private func setOutbox(_ outcome: OutboxOutcome) throws {
         try db.run(
             "UPDATE outbox SET status = ?, http_status = ?, notification_id = COALESCE(?, notification_id), error = "
-                + "? WHERE id = ?",
+                + "?, accepted_at = COALESCE(?, accepted_at) WHERE id = ?",
             [
                 .text(outcome.status.rawValue), SQLValue(outcome.httpStatus), SQLValue(outcome.notificationId),
-                SQLValue(outcome.error), .text(outcome.entryID),
+                SQLValue(outcome.error), SQLValue(outcome.acceptedAt), .text(outcome.entryID),
             ])
         if let properties = outcome.properties {
             try db.run(
@@ -252,7 +252,7 @@ extension Ledger {
     }
 
     private func insert(_ entry: OutboxEntry) throws {
-        try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(18)))", Self.values(entry))
+        try db.run("INSERT INTO outbox (\(Self.outboxColumns)) VALUES (\(Self.marks(19)))", Self.values(entry))
         guard entry.kind == .push else { return }
         try db.run(
             "UPDATE stories SET status = ?, error = NULL WHERE key = ?",

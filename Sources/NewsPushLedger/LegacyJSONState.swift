@@ -212,7 +212,7 @@ public struct LegacyJSONState: Codable, Sendable {
                     status: status == .pushed ? .sent : status == .failed ? .failed : .unknown,
                     attempts: 1, lastAttempt: at, notificationId: story.notificationId, error: story.error)
                 try db.run(
-                    "INSERT INTO outbox (\(Ledger.outboxColumns)) VALUES (\(Ledger.marks(18)))", Ledger.values(entry))
+                    "INSERT INTO outbox (\(Ledger.outboxColumns)) VALUES (\(Ledger.marks(19)))", Ledger.values(entry))
             }
             for (key, at) in state.tombstones where state.stories[key] == nil {
                 try db.run("INSERT INTO tombstones (key, pruned_at) VALUES (?, ?)", [.text(key), SQLValue(at)])

@@ -49,6 +49,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
 public enum LedgerSchema {
     /// The schema version this newspush reads and writes; a newer ledger stops every command.
     /// (2: the review queue and the audit trail; 3: the app back-end's installation index;
-    /// 4: secure pushes; 5: the hub's owed state and each installation's template set.)
-    public static let version = 5
+    /// 4: secure pushes; 5: the hub's owed state and each installation's template set; 6: the
+    /// watcher's leases and each push's acceptance time.)
+    public static let version = 6
 }

@@ -218,6 +218,8 @@ public struct OutboxEntry: Sendable, Equatable {
     public var expiresAfter: Double
     /// When the hub is to deliver it (`publish --at`); nil: now.
     public var scheduledAt: Date?
+    /// When the hub accepted it (the machine's clock; nil until sent).
+    public var acceptedAt: Date?
 
     /// An outbox entry (pending unless said otherwise).
     public init(
@@ -225,10 +227,11 @@ public struct OutboxEntry: Sendable, Equatable {
         category: NewsCategory, format: PushFormat, tags: String, properties: [String: String], createdAt: Date,
         freshUntil: Date, status: Status = .pending, attempts: Int = 0, lastAttempt: Date? = nil,
         httpStatus: Int? = nil, notificationId: String? = nil, error: String? = nil, expiresAfter: Double = 3600,
-        scheduledAt: Date? = nil
+        scheduledAt: Date? = nil, acceptedAt: Date? = nil
     ) {
         self.expiresAfter = expiresAfter
         self.scheduledAt = scheduledAt
+        self.acceptedAt = acceptedAt
         self.id = id
         self.storyKey = storyKey
         self.kind = kind
@@ -272,12 +275,16 @@ public struct OutboxOutcome: Sendable, Equatable {
     /// The entry's properties from now on, when they change (a secure push that reached some
     /// of its platforms keeps only the others to go).
     public var properties: [String: String]?
+    /// When the hub accepted it, by the machine's clock (the alert's latency ends there).
+    public var acceptedAt: Date?
 
     /// What became of entry `entryID`.
     public init(
         entryID: String, storyKey: String, status: OutboxEntry.Status, at: Date, httpStatus: Int? = nil,
-        notificationId: String? = nil, error: String? = nil, properties: [String: String]? = nil
+        notificationId: String? = nil, error: String? = nil, properties: [String: String]? = nil,
+        acceptedAt: Date? = nil
     ) {
+        self.acceptedAt = acceptedAt
         self.entryID = entryID
         self.storyKey = storyKey
         self.status = status

@@ -18,12 +18,15 @@ public struct RunRequest: Sendable {
     public var keepRequests = false
     /// Seconds to wait for another job's lock on the ledger (nil: not at all; the watcher waits).
     public var lockWait: Double?
+    /// Documents already in hand, by feed URL (a WebSub distribution): read instead of fetched.
+    public var delivered: [String: FetchedFeed] = [:]
 
     /// A run (or, with `dryRun`, a preview) of `feeds` (all when empty).
     public init(
         dryRun: Bool = false, feeds: [String] = [], sendInitial: Int? = nil, keepRequests: Bool = false,
-        lockWait: Double? = nil
+        lockWait: Double? = nil, delivered: [String: FetchedFeed] = [:]
     ) {
+        self.delivered = delivered
         self.dryRun = dryRun
         self.feeds = feeds
         self.sendInitial = sendInitial
@@ -187,9 +190,14 @@ public struct RunSession: Sendable {
     static func outcomes(_ feeds: [FeedTally], at now: Date) -> [String: FetchOutcome] {
         Dictionary(
             feeds.map { tally in
-                let outcome = FetchOutcome.of(
+                var outcome = FetchOutcome.of(
                     fetched: tally.read.fetched, failed: tally.read.failure != nil,
                     newItems: tally.firstRead ? 0 : tally.newItems, ttlMinutes: tally.read.feed?.ttl, at: now)
+                if tally.read.fetched.status == .ok {
+                    outcome.webSub = WebSubLinks.discover(
+                        linkHeader: tally.read.fetched.linkHeader, documentLinks: tally.read.feed?.links ?? [],
+                        fetchedURL: tally.read.fetched.finalURL)
+                }
                 return (tally.settings.url, outcome)
             }, uniquingKeysWith: { first, _ in first })
     }
@@ -264,7 +272,8 @@ public struct RunSession: Sendable {
             feeds: feeds.map { FeedTally(settings: $0, read: FeedRead(notFetched: $0.url)) },
             log: ItemLog(feedCount: feeds.count))
         try FeedReading.readEach(
-            feeds, records: records, settings: config.fetch, baseFolder: config.folder, now: now,
+            feeds, records: records, delivered: request.delivered, settings: config.fetch, baseFolder: config.folder,
+            now: now,
             progress: { progress?(.fetching(done: $0, total: $1)) }
         ) { (batch) throws(LedgerError) in
             let candidates = batch.map { index, read in

@@ -18,7 +18,8 @@ struct NewsPush: AsyncParsableCommand {
             """,
         version: NewsPushVersion.current,
         subcommands: [
-            Run.self, Watch.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self, Check.self,
+            Run.self, Watch.self, Ping.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self,
+            Check.self,
             StateCommand.self, Hub.self, DeskCommand.self, ApiCommand.self, DevicesCommand.self,
         ]
     )
@@ -159,6 +160,12 @@ enum LoggingBootstrap {
 enum Terminal {
     static func output(_ text: String, terminator: String = "\n") {
         print(text, terminator: terminator)
+    }
+
+    /// Writes out what `output` buffered: a resident command's lines reach a pipe (journald, a
+    /// log collector) as they happen, not when the buffer fills.
+    static func flush() {
+        fflush(nil)
     }
 
     /// Something the user should know that is not an error, on stderr.

@@ -12,11 +12,14 @@ final class DeskProcess: @unchecked Sendable {
     let port: UInt16
     /// What the server has written to standard error so far.
     let errors: StandardError
+    /// What it has written to standard output so far (the first line, with the port, included).
+    let output: StandardError
 
-    private init(process: Process, port: UInt16, errors: StandardError) {
+    private init(process: Process, port: UInt16, errors: StandardError, output: StandardError) {
         self.process = process
         self.port = port
         self.errors = errors
+        self.output = output
     }
 
     /// A server's standard error as it arrives, read on a thread of its own (and copied to the
@@ -26,8 +29,16 @@ final class DeskProcess: @unchecked Sendable {
         private var text = ""
         private var ended = false
 
-        /// Reads `pipe` to its end, copying what arrives to `sink`.
-        init(_ pipe: Pipe, sink: FileHandle?) {
+        /// Everything read so far.
+        var current: String {
+            condition.lock()
+            defer { condition.unlock() }
+            return text
+        }
+
+        /// Reads `pipe` to its end, copying what arrives to `sink`; `initial` was read before.
+        init(_ pipe: Pipe, sink: FileHandle?, initial: String = "") {
+            text = initial
             Thread.detachNewThread { [self] in
                 while true {
                     let chunk = pipe.fileHandleForReading.availableData
@@ -43,13 +54,14 @@ final class DeskProcess: @unchecked Sendable {
 
         /// Whether the server wrote `needle`: waits until it does or its standard error ends
         /// (a minute at most, should the server hang).
-        func until(_ needle: String) async -> Bool {
+        func until(_ needle: String, count: Int = 1) async -> Bool {
             await offThePool { [self] in
                 let limit = Date().addingTimeInterval(60)
                 condition.lock()
                 defer { condition.unlock() }
-                while !text.contains(needle) && !ended && condition.wait(until: limit) {}
-                return text.contains(needle)
+                func seen() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
+                while !seen() && !ended && condition.wait(until: limit) {}
+                return seen()
             }
         }
     }
@@ -91,7 +103,10 @@ final class DeskProcess: @unchecked Sendable {
             process.terminate()
             throw DeskProcessError.notListening(text)
         }
-        return DeskProcess(process: process, port: port, errors: errors)
+        // The rest of standard output is read as it comes (a watcher writes a line per cycle, and
+        // a pipe nobody reads would stop it once full).
+        return DeskProcess(
+            process: process, port: port, errors: errors, output: StandardError(out, sink: nil, initial: text))
     }
 
     var isRunning: Bool { process.isRunning }
@@ -106,11 +121,15 @@ final class DeskProcess: @unchecked Sendable {
     /// One request as raw bytes (`Connection: close` is added); the answer's status, headers
     /// (names lower-cased) and body. Status 0: the connection closed without an answer.
     func send(_ head: String, body: String = "", headers: [String] = []) async -> RawAnswer {
+        await Self.exchange(head, port: port, body: body, headers: headers)
+    }
+
+    /// `send` to any local server on `port`.
+    static func exchange(_ head: String, port: UInt16, body: String = "", headers: [String] = []) async -> RawAnswer {
         var request = head + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         for header in headers { request += header + "\r\n" }
         if !body.isEmpty || head.hasPrefix("POST") { request += "Content-Length: \(body.utf8.count)\r\n" }
         request += "\r\n" + body
-        let port = port
         let bytes = Array(request.utf8)
         return await offThePool { RawAnswer(Self.exchange(bytes, port: port)) }
     }

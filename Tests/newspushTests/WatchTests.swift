@@ -66,7 +66,8 @@ struct WatchTests {
             let server = try await LocalHTTPServer.start { feeds.answer($0.uri) }
             defer { server.stop() }
             let config = try HostileOperatorTests().config(
-                folder, hub: hub.endpoint, extra: "watch: {interval: 1s, min_interval: 1s, max_interval: 2s}",
+                folder, hub: hub.endpoint,
+                extra: "watch: {interval: 1s, min_interval: 1s, max_interval: 2s, listen: \"127.0.0.1:0\"}",
                 feeds: ["world.xml", "cached.xml", "busy.xml"].map {
                     "{url: \"\(server.baseURL)/\($0)\", category: World}"
                 })

@@ -149,11 +149,30 @@ public struct WatchSettings: Sendable, Equatable {
     public var interval: Double = 60
     /// Never more often (`watch.min_interval`).
     public var minInterval: Double = 15
-    /// Never less often (`watch.max_interval`).
+    /// Never less often (`watch.max_interval`), also the safety net under WebSub.
     public var maxInterval: Double = 1800
+    /// Where the listener (WebSub callbacks, pings, `/metrics`) listens; nil: `off`, no listener.
+    public var listen: String? = "127.0.0.1:8082"
+    /// The public base URL of the WebSub callbacks (`watch.callback_url`); nil: no WebSub.
+    public var callbackURL: String?
+    /// Whether to subscribe where a feed advertises a hub (`watch.websub: auto`; `off`: not).
+    public var webSub = true
+    /// How long a feed stays with a watcher that stopped renewing its lease (`watch.lease`).
+    public var lease: Double = 120
+    /// The ping token of each feed, by feed name (`watch.ping_tokens`).
+    public var pingTokens: [String: String] = [:]
 
-    /// The defaults: 60 s, between 15 s and 30 min.
+    /// The defaults: 60 s, between 15 s and 30 min, listening on 127.0.0.1:8082.
     public init() {}
+
+    /// Whether `text` is `HOST:PORT` (a name, an IPv4 address or a bracketed IPv6 one).
+    public static func isListenAddress(_ text: String) -> Bool {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return false }
+        let host = text[..<colon]
+        return !host.isEmpty && (!host.contains(":") || (host.hasPrefix("[") && host.hasSuffix("]")))
+    }
 }
 
 /// Limits for fetching feeds.
@@ -279,6 +298,8 @@ public struct FeedSettings: Sendable {
     public var firstRun: PolicySettings.FirstRun?
     /// The language of its items (`language`; default: the feed's own `<language>`, else en).
     public var language: String?
+    /// The feed's own WebSub setting (`websub: URL` or `off`); nil: `watch.websub` decides.
+    public var webSub: FeedWebSub?
     /// Where it is declared in the config file.
     public var line: Int
 }
@@ -309,4 +330,12 @@ public enum Languages {
         let primary = String(tag.prefix { $0 != "_" })
         return available.contains(primary) ? primary : nil
     }
+}
+
+/// A feed's own WebSub setting (`feeds[].websub`).
+public enum FeedWebSub: Sendable, Equatable {
+    /// Never subscribe for this feed.
+    case off
+    /// Subscribe at this hub (the feed's URL is the topic), whatever the feed advertises.
+    case hub(String)
 }

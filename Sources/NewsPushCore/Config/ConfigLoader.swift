@@ -169,17 +169,14 @@ public struct ConfigLoader: Sendable {
         return written
     }
 
-    /// `watch:`: the interval and its bounds. The listener's keys (WebSub, pings, metrics,
-    /// leases) are SPEC §10's and not in this version: said, never silently ignored.
+    /// `watch:` (SPEC §10): the schedule, the listener, WebSub, the leases and the ping tokens.
     private func readWatch(_ node: Node, reader: NodeReader) -> WatchSettings {
         var watch = WatchSettings()
-        let later = ["listen", "callback_url", "websub", "lease", "ping_tokens"]
-        let m = reader.mapping(node, path: "watch", allowed: Set(["interval", "min_interval", "max_interval"] + later))
-        for key in later {
-            if let n = m[key] {
-                reader.report(n, "watch.\(key)", "is not in this version of newspush yet (the watcher polls)")
-            }
-        }
+        let m = reader.mapping(
+            node, path: "watch",
+            allowed: [
+                "interval", "min_interval", "max_interval", "listen", "callback_url", "websub", "lease", "ping_tokens",
+            ])
         if let n = m["interval"], let v = reader.duration(n, path: "watch.interval") { watch.interval = v }
         if let n = m["min_interval"], let v = reader.duration(n, path: "watch.min_interval") { watch.minInterval = v }
         if let n = m["max_interval"], let v = reader.duration(n, path: "watch.max_interval") { watch.maxInterval = v }
@@ -189,7 +186,50 @@ public struct ConfigLoader: Sendable {
         {
             reader.report(node, "watch", "needs min_interval ≤ interval ≤ max_interval")
         }
+        if let n = m["listen"], let v = reader.string(n, path: "watch.listen") {
+            if v.lowercased() == "off" {
+                watch.listen = nil
+            } else if WatchSettings.isListenAddress(v) {
+                watch.listen = v
+            } else {
+                reader.report(n, "watch.listen", "must be HOST:PORT (127.0.0.1:8082, [::1]:8082) or off, not '\(v)'")
+            }
+        }
+        if let n = m["callback_url"] {
+            watch.callbackURL = reader.url(n, path: "watch.callback_url", schemes: ["http", "https"])
+        }
+        if let n = m["websub"], let v = reader.string(n, path: "watch.websub") {
+            switch v.lowercased() {
+            case "auto": watch.webSub = true
+            case "off": watch.webSub = false
+            default: reader.report(n, "watch.websub", "must be auto or off (a feed names its own hub), not '\(v)'")
+            }
+        }
+        if let n = m["lease"], let v = reader.duration(n, path: "watch.lease") {
+            if v < 1 { reader.report(n, "watch.lease", "must be at least 1s") } else { watch.lease = v }
+        }
+        if let n = m["ping_tokens"], let v = reader.string(n, path: "watch.ping_tokens") {
+            watch.pingTokens = readPingTokens(n, text: v, reader: reader)
+        }
         return watch
+    }
+
+    /// `watch.ping_tokens`: `name=token,…` (usually from the environment); a token is at least
+    /// 16 characters, so it cannot be guessed by trying.
+    private func readPingTokens(_ node: Node, text: String, reader: NodeReader) -> [String: String] {
+        var tokens: [String: String] = [:]
+        for pair in text.split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty, parts[1].count >= 16 else {
+                // The token itself is never repeated in a message.
+                reader.report(
+                    node, "watch.ping_tokens",
+                    "each entry is FEED=TOKEN with a token of at least 16 characters; '\(parts.first ?? "")' is not")
+                continue
+            }
+            tokens[parts[0]] = parts[1]
+        }
+        return tokens
     }
 
     /// `fetch:`: concurrency, per-host limit, timeout, size limit, contact, parse budget.
@@ -395,7 +435,8 @@ public struct ConfigLoader: Sendable {
         _ item: Node, path: String, seenURLs: inout [String: Int], seenNames: inout [String: Int],
         reader: NodeReader
     ) -> FeedSettings? {
-        let m = reader.mapping(item, path: path, allowed: ["url", "name", "category", "first_run", "language"])
+        let m = reader.mapping(
+            item, path: path, allowed: ["url", "name", "category", "first_run", "language", "websub"])
         guard m.present else { return nil }
         let line = item.mark?.line ?? 0
         guard let urlNode = m["url"] else {
@@ -432,8 +473,14 @@ public struct ConfigLoader: Sendable {
             }
         }
         let language = m["language"].flatMap { reader.language($0, path: "\(path).language") }
-        return FeedSettings(
+        var feed = FeedSettings(
             url: url, name: name, category: category, firstRun: firstRun, language: language, line: line)
+        if let n = m["websub"], let v = reader.string(n, path: "\(path).websub") {
+            feed.webSub =
+                v.lowercased() == "off"
+                ? .off : reader.url(n, path: "\(path).websub", schemes: ["http", "https"]).map { .hub($0) }
+        }
+        return feed
     }
 
     /// `link_params:`: query parameters added to every pushed URL, in order.

@@ -80,4 +80,44 @@ public enum DocumentFetch {
         if let failure = result.failure { return .failure(failure) }
         return .success((result.status, result.headers, result.body))
     }
+
+    /// A form POSTed to `url` (a WebSub hub's subscription request): its status and body, or
+    /// why there was none.
+    public static func postForm(_ url: String, fields: [(String, String)], userAgent: String, timeout: Double)
+        -> Result<(status: Int, body: Data), TransferFailure>
+    {
+        post(
+            url, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Data(formEncoded(fields).utf8),
+            userAgent: userAgent, timeout: timeout)
+    }
+
+    /// A POST to `url` (redirects not followed: a hub or a listener answers where it is asked);
+    /// an answer of at most 64 KB.
+    public static func post(
+        _ url: String, headers: [(name: String, value: String)], body: Data, userAgent: String, timeout: Double
+    ) -> Result<(status: Int, body: Data), TransferFailure> {
+        let handle: CurlEasyHandle
+        do throws(TransferFailure) {
+            handle = try CurlEasyHandle()
+            try handle.prepare(
+                HTTPTransfer(
+                    url: url, method: "POST", headers: headers, body: body, userAgent: userAgent, timeout: timeout,
+                    connectTimeout: min(10, timeout), maxBytes: 1 << 16, followRedirects: false,
+                    lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+        } catch {
+            return .failure(error)
+        }
+        let result = handle.performBlocking()
+        if let failure = result.failure { return .failure(failure) }
+        return .success((result.status, result.body))
+    }
+
+    /// `application/x-www-form-urlencoded`: every byte but the unreserved ones escaped.
+    static func formEncoded(_ fields: [(String, String)]) -> String {
+        var unreserved = CharacterSet.alphanumerics.intersection(
+            CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        unreserved.insert(charactersIn: "-._~")
+        func escaped(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+        return fields.map { "\(escaped($0.0))=\(escaped($0.1))" }.joined(separator: "&")
+    }
 }

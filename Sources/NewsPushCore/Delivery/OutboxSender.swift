@@ -263,10 +263,10 @@ public struct OutboxSender {
                 metadata: [
                     "notification_id": "\(id ?? "-")", "tracking_id": "\(trackingId ?? "-")",
                 ])
+            // The machine's clock, not the session's: the alert's latency is real time.
             return OutboxOutcome(
                 entryID: entry.id, storyKey: entry.storyKey, status: entry.scheduledAt == nil ? .sent : .scheduled,
-                at: at,
-                httpStatus: status, notificationId: id)
+                at: at, httpStatus: status, notificationId: id, acceptedAt: Date())
         case .refused(403, let reason) where entry.scheduledAt != nil:
             // Scheduled sends need the Standard tier: a refusal of this push, not of every send.
             let why =

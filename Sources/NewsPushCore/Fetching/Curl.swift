@@ -218,7 +218,9 @@ final class CurlEasyHandle {
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
             let value = Self.trimmed(line[line.index(after: colon)...])
-            pendingHeaders[name] = value
+            // `Link` is a list header a server may repeat (WebSub's hub and self often come as
+            // two): the values are joined, as HTTP allows for list headers.
+            pendingHeaders[name] = name == "link" ? pendingHeaders[name].map { "\($0), \(value)" } ?? value : value
         } else if line.isEmpty {
             result.headers = pendingHeaders
             result.reason = pendingReason

@@ -84,6 +84,8 @@ public struct FetchedFeed: Sendable {
     public var paused = false
     /// The server's clock beside the machine's when the answer came (its `Date` header).
     public var clock: ClockReading?
+    /// The answer's `Link` header (WebSub discovery: `rel="hub"` and `rel="self"`).
+    public var linkHeader: String?
 
     /// The outcome of a fetch of `url`.
     public init(
@@ -129,12 +131,16 @@ public struct FeedFetcher: Sendable {
     /// to `deliver` with its index as soon as it is done (in any order, on the caller's thread),
     /// so only the documents in flight are in memory.
     public func fetchEach(
-        _ feeds: [FeedSettings], records: [String: FeedRecord], now: Date, gate: FetchGate = .open,
-        deliver: (Int, FetchedFeed) -> Void
+        _ feeds: [FeedSettings], records: [String: FeedRecord], delivered: [String: FetchedFeed] = [:], now: Date,
+        gate: FetchGate = .open, deliver: (Int, FetchedFeed) -> Void
     ) {
         var fetching: [(index: Int, url: String)] = []
         for (index, feed) in feeds.enumerated() {
-            if let until = records[feed.url]?.retryAfter, until > now {
+            if var document = delivered[feed.url] {
+                // Brought by the feed's WebSub hub: read as if fetched, the validators kept.
+                document.validators = document.validators ?? records[feed.url]?.validators
+                deliver(index, document)
+            } else if let until = records[feed.url]?.retryAfter, until > now {
                 deliver(
                     index,
                     FetchedFeed(
@@ -223,6 +229,7 @@ public struct FeedFetcher: Sendable {
         // The machine's own clock (not the session's: a test clock is not the machine's).
         feed.clock = ClockReading(headers: result.headers, local: Date())
         feed.freshUntil = HTTPFreshness.lifetime(result.headers).map { now.addingTimeInterval($0) }
+        feed.linkHeader = result.headers["link"]
         if let failure = result.failure {
             feed.failure = .transfer(url: url, failure)
             return feed

@@ -18,6 +18,8 @@ public struct FetchOutcome: Sendable, Equatable {
     /// The server's limit: not to be fetched before (its `Cache-Control: max-age`, `Expires`,
     /// `Retry-After` or RSS `<ttl>`, whichever ends last).
     public var notBefore: Date?
+    /// The WebSub hub and topic the document named, when it was read (nil: none, or not read).
+    public var webSub: WebSubLinks?
 
     /// An outcome of `kind`, with the server's limit.
     public init(_ kind: Kind, notBefore: Date? = nil) {

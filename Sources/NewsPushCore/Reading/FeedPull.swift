@@ -15,10 +15,12 @@ final class FeedPull: @unchecked Sendable {
     private var stopping = false
     private let capacity: Int
 
-    /// Starts fetching `feeds` (with `records`' validators and pauses) on a new thread.
+    /// Starts fetching `feeds` (with `records`' validators and pauses) on a new thread; the
+    /// documents in `delivered` (by URL) are read as they are.
     init(
-        _ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings, baseFolder: String,
-        now: Date, capacity: Int
+        _ feeds: [FeedSettings], records: [String: FeedRecord], delivered: [String: FetchedFeed],
+        settings: FetchSettings,
+        baseFolder: String, now: Date, capacity: Int
     ) {
         self.capacity = max(1, capacity)
         let fetcher = FeedFetcher(settings: settings, baseFolder: baseFolder)
@@ -26,7 +28,7 @@ final class FeedPull: @unchecked Sendable {
             mayStart: { [unowned self] in locked { ready.count < self.capacity && !stopping } },
             stopped: { [unowned self] in locked { stopping } })
         let thread = Thread { [self] in
-            fetcher.fetchEach(feeds, records: records, now: now, gate: gate) { index, fetched in
+            fetcher.fetchEach(feeds, records: records, delivered: delivered, now: now, gate: gate) { index, fetched in
                 locked { ready.append((index, fetched)) }
                 condition.signal()
             }

@@ -83,13 +83,13 @@ public enum FeedReading {
     /// has arrived, parsed here and handed to `deliver` with the feeds' indexes (in any order),
     /// the bytes let go. An error `deliver` throws stops the fetches still to come.
     public static func readEach<Failure: Error>(
-        _ feeds: [FeedSettings], records: [String: FeedRecord], settings: FetchSettings,
-        baseFolder: String, now: Date,
+        _ feeds: [FeedSettings], records: [String: FeedRecord], delivered: [String: FetchedFeed] = [:],
+        settings: FetchSettings, baseFolder: String, now: Date,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in },
         deliver: ([(index: Int, read: FeedRead)]) throws(Failure) -> Void
     ) throws(Failure) {
         let pull = FeedPull(
-            feeds, records: records, settings: settings, baseFolder: baseFolder, now: now,
+            feeds, records: records, delivered: delivered, settings: settings, baseFolder: baseFolder, now: now,
             capacity: 2 * settings.concurrency)
         defer { pull.stop() }
         var done = 0

@@ -296,6 +296,13 @@ public struct PushReport: Encodable, Sendable {
     @Nullable public var notificationId: String?
     /// Why it failed or waits.
     @Nullable public var error: String?
+    /// When the push was planned: its story first seen (not in the JSON report: the watcher's
+    /// latency).
+    public var firstSeen: Date?
+    /// When the hub accepted it, by the machine's clock (not in the JSON report).
+    public var acceptedAt: Date?
+    /// The story's own date (`pubDate`), when the feed gave one (not in the JSON report).
+    public var published: Date?
 
     enum CodingKeys: String, CodingKey {
         case category, tags, properties, itemKey = "item_key", status, httpStatus = "http_status"

@@ -113,11 +113,18 @@ extension RunReport {
         var pushes: [PushReport] = []
         var final: [String: ItemDecision] = [:]
         var stillPending: [OutboxEntry] = facts.plan.held
+        let published = Dictionary(
+            facts.decided.compactMap { candidate in candidate.item.published.map { (candidate.key, $0) } },
+            uniquingKeysWith: { first, _ in first })
         for entry in facts.plan.toSend {
             let status = outcomes[entry.id]?.status ?? .pending
             final[entry.storyKey] = facts.dryRun ? .wouldPush : itemDecision(status)
             if !facts.dryRun && status == .pending { stillPending.append(entry) }
-            pushes.append(push(entry, outcome: outcomes[entry.id], dryRun: facts.dryRun))
+            var push = push(entry, outcome: outcomes[entry.id], dryRun: facts.dryRun)
+            push.firstSeen = entry.createdAt
+            push.acceptedAt = outcomes[entry.id]?.acceptedAt
+            push.published = published[entry.storyKey]
+            pushes.append(push)
         }
         for entry in facts.plan.expired { final[entry.storyKey] = .expired }
         for entry in facts.plan.held { final[entry.storyKey] = .pending }

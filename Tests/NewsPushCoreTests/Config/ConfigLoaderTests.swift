@@ -419,16 +419,44 @@ extension ConfigLoaderTests {
         feeds: [{url: https://example.org/feed.xml, category: World}]
         """
 
-    // `watch:` (SPEC §10): the interval and its bounds; what this version does not do yet is
-    // said, never silently ignored.
-    @Test func watchKeysAreReadAndCheckedAndTheListenersKeysAreRefused() throws {
+    // `watch:` (SPEC §10): the interval and its bounds, the listener, WebSub, the lease and the
+    // ping tokens; a feed's own `websub`.
+    @Test func watchKeysAreReadAndChecked() throws {
         let config = try load(Self.minimal + "\nwatch: {interval: 2m, min_interval: 30s, max_interval: 1h}")
         #expect(config.watch.interval == 120 && config.watch.minInterval == 30 && config.watch.maxInterval == 3600)
         #expect(try load(Self.minimal).watch == WatchSettings())
+        #expect(WatchSettings().listen == "127.0.0.1:8082" && WatchSettings().lease == 120)
         let inverted = problems(Self.minimal + "\nwatch: {interval: 10s, min_interval: 30s}")
         #expect(
             inverted.contains { $0.key == "watch" && $0.message.contains("min_interval ≤ interval") }, "\(inverted)")
-        let later = problems(Self.minimal + "\nwatch: {listen: 127.0.0.1:8082}")
-        #expect(later.contains { $0.key == "watch.listen" && $0.message.contains("not in this version") }, "\(later)")
+        let full = try load(
+            """
+            hub: {name: n, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}"}
+            feeds:
+              - {url: https://example.org/a.xml, name: a, websub: https://hub.example.org/}
+              - {url: https://example.org/b.xml, name: b, websub: off}
+              - {url: https://example.org/c.xml, name: c}
+            watch:
+              listen: "[::1]:9090"
+              callback_url: https://push.example.org/websub/
+              websub: off
+              lease: 30s
+              ping_tokens: "a=0123456789abcdef0123, b = fedcba9876543210fedc"
+            """)
+        #expect(full.watch.listen == "[::1]:9090" && full.watch.callbackURL == "https://push.example.org/websub/")
+        #expect(!full.watch.webSub && full.watch.lease == 30)
+        #expect(full.watch.pingTokens == ["a": "0123456789abcdef0123", "b": "fedcba9876543210fedc"])
+        #expect(full.feeds.map(\.webSub) == [.hub("https://hub.example.org/"), .off, nil])
+        #expect(try load(Self.minimal + "\nwatch: {listen: off}").watch.listen == nil)
+        let wrong = problems(
+            Self.minimal + "\nwatch: {listen: nowhere, websub: sometimes, ping_tokens: \"a=short\", lease: 0s}")
+        let said = wrong.map { "\($0.key): \($0.message)" }.joined(separator: "\n")
+        for expected in [
+            "watch.listen: must be HOST:PORT", "watch.websub: must be auto or off", "watch.ping_tokens: each entry",
+            "watch.lease: must be at least 1s",
+        ] {
+            #expect(said.contains(expected), "\(expected) in \(said)")
+        }
+        #expect(!said.contains("short"), "a token is never repeated: \(said)")
     }
 }

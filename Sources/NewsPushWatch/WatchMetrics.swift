@@ -1,0 +1,70 @@
+import Foundation
+import NewsPushCore
+import NewsPushSessions
+import Prometheus
+
+/// What the watcher's `/metrics` says (Prometheus text format): how fast alerts reach the hub
+/// (`newspush_alert_latency_seconds`, from the cycle that first saw the story to the hub's
+/// accept; `newspush_alert_age_seconds`, from the story's own `pubDate`), and counts of
+/// cycles, fetches, pings and WebSub distributions.
+public final class WatchMetrics: Sendable {
+    private let registry = PrometheusCollectorRegistry()
+    private let latency: ValueHistogram
+    private let age: ValueHistogram
+    private let cycles: Counter
+    private let pushes: Counter
+    private let fetches: Counter
+    private let pings: Counter
+    private let distributions: Counter
+    private let ignored: Counter
+
+    /// Latency buckets: sub-second up to the cron-like minutes.
+    static let buckets: [Double] = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900]
+
+    /// Empty metrics.
+    public init() {
+        latency = registry.makeValueHistogram(
+            name: "newspush_alert_latency_seconds", buckets: Self.buckets,
+            help: "Seconds from the watcher first seeing a story to the hub accepting its push")
+        age = registry.makeValueHistogram(
+            name: "newspush_alert_age_seconds", buckets: Self.buckets + [3600, 86400],
+            help: "Seconds from a story's own date (pubDate) to the hub accepting its push")
+        cycles = registry.makeCounter(name: "newspush_watch_cycles_total", help: "Cycles the watcher ran")
+        pushes = registry.makeCounter(name: "newspush_watch_pushes_total", help: "Pushes the hub accepted")
+        fetches = registry.makeCounter(
+            name: "newspush_watch_fetches_total", help: "Feed documents fetched or distributed")
+        pings = registry.makeCounter(name: "newspush_watch_pings_total", help: "Publish pings taken")
+        distributions = registry.makeCounter(
+            name: "newspush_websub_distributions_total", help: "WebSub distributions with a valid signature")
+        ignored = registry.makeCounter(
+            name: "newspush_websub_ignored_total",
+            help: "WebSub distributions acknowledged and ignored (no valid signature, too large, unknown feed)")
+    }
+
+    /// A cycle's pushes and fetches.
+    public func record(_ result: RunResult) {
+        cycles.increment()
+        fetches.increment(by: Int64(result.fetches.count))
+        for push in result.report.pushes {
+            guard let accepted = push.acceptedAt else { continue }
+            pushes.increment()
+            if let seen = push.firstSeen { latency.record(max(0, accepted.timeIntervalSince(seen))) }
+            if let published = push.published { age.record(max(0, accepted.timeIntervalSince(published))) }
+        }
+    }
+
+    /// A ping was taken.
+    public func pinged() { pings.increment() }
+
+    /// A distribution was taken (`valid`) or acknowledged and ignored.
+    public func distributed(valid: Bool) {
+        if valid { distributions.increment() } else { ignored.increment() }
+    }
+
+    /// The metrics in Prometheus text format.
+    public func text() -> String {
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,262 @@
+import Crypto
+import Foundation
+import HubEmulator
+import NewsPushTesting
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// flask-websub 0.4.1's own hub (`Tests/websub/hub.py`), run offline: a WebSub hub no one here
+/// wrote. It verifies a subscription and distributes a publish within the request that asked.
+struct WebSubHub: Sendable {
+    /// Why the hub cannot run here (flask-websub or Celery missing), nil when it can.
+    static let missing: String? = {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        probe.arguments = ["python3", "-c", "import flask_websub.hub, celery"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        do { try probe.run() } catch { return "python3 cannot be started: \(error)" }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+            ? nil : "flask-websub 0.4.1 and celery are not installed (scripts/setup.sh --tests installs them)"
+    }()
+
+    let process: Process
+    /// The hub's URL (`…/hub`).
+    let url: String
+    /// Its log (what a failed expectation shows).
+    let logPath: String
+
+    /// The end of its log.
+    var log: String {
+        String((try? String(contentsOfFile: logPath, encoding: .utf8))?.suffix(4000) ?? "")
+    }
+
+    /// Starts the hub with leases of `lease` seconds, its database in `folder`.
+    static func start(lease: Int, folder: TemporaryFolder) async throws -> WebSubHub {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", packageRoot.appendingPathComponent("Tests/websub/hub.py").path, folder.path + "/hub.db",
+            "\(lease)",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        let logPath = folder.path + "/hub.log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+        let line = await offThePool {
+            var text = Data()
+            while !text.contains(UInt8(ascii: "\n")) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text.append(chunk)
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+        guard let start = line.range(of: "http://") else {
+            process.terminate()
+            throw DeskProcessError.notListening(line)
+        }
+        return WebSubHub(
+            process: process, url: String(line[start.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines),
+            logPath: logPath)
+    }
+
+    /// `hub.mode=publish` of `topic`: the hub fetches it and distributes it to the subscribers.
+    func publish(_ topic: String) async -> Int {
+        let encoded = topic.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? topic
+        return await ListenerCall.post(url, body: "hub.mode=publish&hub.topic=\(encoded)").status
+    }
+
+    /// Ends the hub (SIGKILL: its Celery ignores SIGTERM) and waits for it.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// Plain HTTP calls to a local server (the watcher's listener, the WebSub hub) with curl's
+/// command-line twin: libcurl through `DocumentFetch` would hide the status of a refusal.
+enum ListenerCall {
+    static func post(_ url: String, body: String, headers: [String] = []) async -> RawAnswer {
+        await raw(url, head: "POST", body: body, headers: headers)
+    }
+
+    static func get(_ url: String) async -> RawAnswer { await raw(url, head: "GET", body: "", headers: []) }
+
+    private static func raw(_ url: String, head method: String, body: String, headers: [String]) async -> RawAnswer {
+        guard let parsed = URL(string: url), let port = parsed.port else { return RawAnswer(status: 0) }
+        let query = parsed.query.map { "?\($0)" } ?? ""
+        let form = method == "POST" && !headers.contains { $0.lowercased().hasPrefix("content-type") }
+        return await DeskProcess.exchange(
+            "\(method) \(parsed.path)\(query) HTTP/1.1", port: UInt16(port), body: body,
+            headers: headers + (form ? ["Content-Type: application/x-www-form-urlencoded"] : []))
+    }
+}
+
+/// The watcher's listener (SPEC §10) through the built binary, with a real WebSub hub, the
+/// emulator and feed servers: distributions pushed at once and only when signed, verifications
+/// only for what was asked, leases renewed, pings, `/metrics`, and every path at once pushing a
+/// story once.
+@Suite("The watcher's listener: WebSub, pings, metrics", .serialized)
+struct WatchListenerTests {
+    /// Feeds a test changes while the watcher runs; each request's user agent is kept, so the
+    /// watcher's polls and the WebSub hub's fetches are told apart. Each answer names the hub in
+    /// its `Link` header (both `rel="hub"` and `rel="self"`, which flask-websub requires) and in
+    /// the document.
+    final class Wire: Sendable {
+        private let state = Mutex<(stories: [String: [String]], agents: [String: [String]], base: String)>(
+            ([:], [:], ""))
+        let hub: String
+
+        init(hub: String) { self.hub = hub }
+
+        /// The server's base URL, once it listens.
+        func serve(at base: String) { state.withLock { $0.base = base } }
+
+        func add(_ title: String, to path: String) { state.withLock { $0.stories[path, default: []].append(title) } }
+
+        /// Requests for `path` whose user agent starts with `agent`.
+        func requests(_ path: String, by agent: String = "newspush") -> Int {
+            state.withLock { $0.agents[path, default: []].filter { $0.hasPrefix(agent) }.count }
+        }
+
+        func answer(_ request: RecordedRequest) -> CannedResponse {
+            let agent = request.headers.first { $0.name.lowercased() == "user-agent" }?.value ?? ""
+            let (titles, base) = state.withLock { state in
+                state.agents[request.uri, default: []].append(agent)
+                return (state.stories[request.uri] ?? [], state.base)
+            }
+            let me = base + request.uri
+            return CannedResponse(
+                headers: [
+                    ("Link", "<\(hub)>; rel=\"hub\", <\(me)>; rel=\"self\""), ("Content-Type", "application/rss+xml"),
+                ],
+                text: Self.document(titles, me: me, hub: hub))
+        }
+
+        static func document(_ titles: [String], me: String, hub: String) -> String {
+            let date = DateFormatter.rfc822.string(from: Date())
+            let items = titles.map {
+                "<item><title>\($0)</title><link>https://news.example.org/\(abs($0.hashValue))</link>"
+                    + "<guid>\($0)</guid><pubDate>\(date)</pubDate></item>"
+            }
+            return """
+                <rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>wire</title>\
+                <atom:link rel="hub" href="\(hub)"/><atom:link rel="self" href="\(me)"/>\(items.joined())\
+                </channel></rss>
+                """
+        }
+    }
+
+    /// A loopback port free now (the watcher's callback URL must name it before it starts).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw DeskProcessError.notListening("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// How many deliveries of a story whose text holds `needle` reached phones.
+    static func pushes(_ hub: LocalHub, _ needle: String) async -> Int {
+        await hub.emulator.allDeliveries().filter { $0.payload.contains(needle) }.count
+    }
+
+    /// A watcher config on `port` with WebSub callbacks there, over `feeds`.
+    static func config(
+        _ folder: TemporaryFolder, hub: LocalHub, port: Int, feeds: [String], extra: String = ""
+    ) throws -> String {
+        try HostileOperatorTests().config(
+            folder, hub: hub.endpoint,
+            extra: """
+                watch:
+                  interval: 1h
+                  min_interval: 15s
+                  max_interval: 1h
+                  listen: "127.0.0.1:\(port)"
+                  callback_url: "http://127.0.0.1:\(port)/websub/"
+                  ping_tokens: "topic=topic-token-0123456789"
+                \(extra)
+                """, feeds: feeds)
+    }
+
+    @Test(.enabled(if: WebSubHub.missing == nil, "\(WebSubHub.missing ?? "")"), .timeLimit(.minutes(3)))
+    func aRealHubsDistributionIsPushedAtOnceAndOnlyWhenSigned() async throws {
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let websub = try await WebSubHub.start(lease: 4, folder: folder)
+            defer { websub.stop() }
+            let wire = Wire(hub: websub.url)
+            let server = try await LocalHTTPServer.start { [wire] in wire.answer($0) }
+            defer { server.stop() }
+            wire.serve(at: server.baseURL)
+            let topic = "\(server.baseURL)/topic.xml"
+            let port = try Self.freePort()
+            let config = try Self.config(
+                folder, hub: hub, port: port, feeds: ["{url: \"\(topic)\", name: topic, category: World}"])
+            let watcher = try await DeskProcess.start(["watch", "--config", config])
+            defer { watcher.stop() }
+            #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified"), "\(watcher.errors.current)")
+            #expect(wire.requests("/topic.xml") == 1, "one poll at the start; WebSub brings the rest")
+
+            // 1. A story the hub distributes goes out at once, with no poll.
+            wire.add("Dam bursts upstream of the city", to: "/topic.xml")
+            #expect(await websub.publish(topic) == 202)
+            #expect(
+                try await WatchTests.until { await Self.pushes(hub, "Dam bursts") >= 1 },
+                "\(websub.log)\n\(watcher.errors.current)")
+            #expect(wire.requests("/topic.xml") == 1, "the watcher did not poll: the hub brought the story")
+            #expect(wire.requests("/topic.xml", by: "python-requests") >= 1, "the hub fetched the topic")
+
+            // 2. Distributions without a valid signature are acknowledged and ignored; the next
+            // signed one (distributions are read in order) shows they were read and dropped.
+            let forged = Wire.document(["Forged: markets collapse"], me: topic, hub: websub.url)
+            let wrongKey = HMAC<SHA512>.authenticationCode(for: Data(forged.utf8), using: SymmetricKey(size: .bits256))
+            for signature in [
+                "X-Hub-Signature: sha512=\(Data(wrongKey).map { String(format: "%02x", $0) }.joined())", nil,
+            ] {
+                let answer = await ListenerCall.post(
+                    "http://127.0.0.1:\(port)/websub/topic", body: forged,
+                    headers: ["Content-Type: application/rss+xml"] + (signature.map { [$0] } ?? []))
+                #expect(answer.status == 202, "acknowledged: \(answer.status)")
+            }
+            wire.add("Second story: bridge reopens", to: "/topic.xml")
+            #expect(await websub.publish(topic) == 202)
+            #expect(try await WatchTests.until { await Self.pushes(hub, "bridge reopens") >= 1 })
+            #expect(await Self.pushes(hub, "Forged") == 0, "an unsigned or wrongly signed distribution is ignored")
+            #expect(await Self.pushes(hub, "Dam bursts") == 1, "pushed once")
+
+            // 3. A verification of intent for a topic or mode never asked for is refused.
+            for query in [
+                "hub.mode=subscribe&hub.topic=http%3A%2F%2Fevil.example%2Ffeed&hub.challenge=c-123",
+                "hub.mode=unsubscribe&hub.topic=\(topic.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&hub.challenge=c-123",
+            ] {
+                let answer = await ListenerCall.get("http://127.0.0.1:\(port)/websub/topic?\(query)")
+                #expect(answer.status == 404 && !answer.body.contains("c-123"), "\(answer.status) \(answer.body)")
+            }
+
+            // 4. The 4-second lease is renewed before it ends (at four fifths), and verified again.
+            #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified", count: 3))
+
+            // 5. What the listener says of it: the latency histogram and the counts.
+            let metrics = await ListenerCall.get("http://127.0.0.1:\(port)/metrics").body
+            #expect(metrics.contains("newspush_alert_latency_seconds_count 2"), "\(metrics)")
+            #expect(metrics.contains("newspush_websub_ignored_total 2"), "\(metrics)")
+            #expect(watcher.output.current.contains("accepted"), "a latency line per alert: \(watcher.output.current)")
+        }
+    }
+}
