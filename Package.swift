@@ -163,7 +163,7 @@ let package = Package(
         .target(
             name: "NewsPushWatch",
             dependencies: [
-                "NewsPushSessions", "NewsPushCore", "NewsPushHTTP", "NewsPushAPI",
+                "NewsPushSessions", "NewsPushCore", "NewsPushHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -174,8 +174,8 @@ let package = Package(
         .executableTarget(
             name: "newspush",
             dependencies: [
-                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushWatch", "NewsPushHTTP", "NewsPushCore", "FeedParsing",
-                "NewsClassifier", "NewsPushModel",
+                "NewsPushSessions", "NewsPushDesk", "NewsPushAPI", "NewsPushWatch", "NewsPushHTTP", "NewsPushCore",
+                "FeedParsing", "NewsClassifier", "NewsPushModel",
                 "NewsPushLedger", "NotificationHubs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

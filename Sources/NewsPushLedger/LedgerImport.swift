@@ -137,7 +137,7 @@ struct ExportRows {
                 text(e["format"]), text(e["tags"]), .text(properties), date(e["created_at"]), date(e["fresh_until"]),
                 text(e["status"]), SQLValue(e["attempts"] as? Int ?? 0), date(e["last_attempt"]),
                 SQLValue(e["http_status"] as? Int), text(e["notification_id"]), text(e["error"]),
-                .integer(Int64(e["expires_after"] as? Int ?? 3600)), date(e["scheduled_at"]),
+                .integer(Int64(e["expires_after"] as? Int ?? 3600)), date(e["scheduled_at"]), date(e["accepted_at"]),
             ]
         }
         let tombstones = (export["tombstones"] as? [String: String] ?? [:]).sorted { $0.key < $1.key }.map { key, at in

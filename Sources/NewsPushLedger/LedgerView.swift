@@ -103,6 +103,7 @@ public struct LedgerView: Sendable {
                 "attempts": entry.attempts, "last_attempt": date(entry.lastAttempt),
                 "http_status": entry.httpStatus as Any? ?? NSNull(),
                 "notification_id": text(entry.notificationId), "error": text(entry.error),
+                "accepted_at": date(entry.acceptedAt),
             ]
         }
         let document: [String: Any] = [

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NewsPushAPI
 import NewsPushCore
 import NewsPushHTTP
 

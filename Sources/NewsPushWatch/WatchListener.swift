@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import NewsPushAPI
 import NewsPushCore
 import NewsPushHTTP
 import NewsPushSessions

@@ -258,6 +258,31 @@ struct LedgerTests {
         #expect(try ledger.tombstones().keys.sorted() == ["kept"])
     }
 
+    /// The watchers' leases (SPEC §10): a second watcher takes about half the feeds from the
+    /// first, a watcher that stops renewing loses its feeds once its lease ends (never before),
+    /// and one that stops gives them back at once.
+    @Test(arguments: LedgerEngine.allCases) func feedsAreSharedByLeaseAndTakenOverWhenALeaseEnds(
+        _ engine: LedgerEngine
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let location = try await engine.location(folder)
+        let ledger = try Ledger.open(configured: location, access: .write)
+        let feeds = (1...10).map { "https://f\($0).example/rss" }
+        #expect(try ledger.leaseFeeds(feeds, holder: "a", lease: 60, now: now).count == 10, "alone, all of them")
+        #expect(try ledger.leaseFeeds(feeds, holder: "b", lease: 60, now: now).isEmpty, "a's leases run")
+        let a = try ledger.leaseFeeds(feeds, holder: "a", lease: 60, now: now.addingTimeInterval(10))
+        #expect(a.count == 5, "a gives back what is over its share")
+        let b = try ledger.leaseFeeds(feeds, holder: "b", lease: 60, now: now.addingTimeInterval(11))
+        #expect(b.count == 5 && a.isDisjoint(with: b) && a.union(b) == Set(feeds))
+        // a stops renewing (killed): its feeds stay its own until its lease ends, 60 s on.
+        #expect(try ledger.leaseFeeds(feeds, holder: "b", lease: 60, now: now.addingTimeInterval(69)) == b)
+        #expect(try ledger.leaseFeeds(feeds, holder: "b", lease: 60, now: now.addingTimeInterval(71)) == Set(feeds))
+        // A watcher that stops gives its feeds back at once.
+        try ledger.releaseLeases(holder: "b")
+        #expect(try ledger.leaseFeeds(feeds, holder: "c", lease: 60, now: now.addingTimeInterval(72)) == Set(feeds))
+    }
+
     @Test(arguments: LedgerEngine.allCases) func outboxIntentsOutcomesAndInterruptedSends(_ engine: LedgerEngine)
         async throws
     {
