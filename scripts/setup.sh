@@ -47,6 +47,13 @@ if [ "${1:-}" = "--tests" ] && ! python3 -c "import openapi_python_client" >/dev
     python3 -m pip install --quiet --disable-pip-version-check openapi-python-client==0.29.1 >&2
 fi
 
+# flask-websub 0.4.1 (PyPI), with Celery run eagerly: a real WebSub hub for the watcher's tests
+# (Tests/websub/hub.py, Tests/newspushTests/WatchListenerTests).
+if [ "${1:-}" = "--tests" ] && ! python3 -c "import flask_websub.hub, celery" >/dev/null 2>&1; then
+    echo "setup: installing flask-websub and celery (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check flask-websub==0.4.1 celery==5.7.0 >&2
+fi
+
 if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH; install a Swift 6 toolchain first (https://www.swift.org/install/linux/)" >&2
     exit 1

@@ -221,6 +221,7 @@ enum DeskPages {
                 <tr><td>\(text: FeedDates.format(entry.createdAt))</td><td>\(text: entry.category.rawValue)</td>\
                 <td>\(text: entry.properties["messageParam"] ?? "")<div class="also">\(text: entry.storyKey)</div></td>\
                 <td class="st st-\(text: entry.status.rawValue)">\(text: entry.status.rawValue)\(failure)</td>\
+                <td>\(text: Self.latency(entry))</td>\
                 <td>\(text: entry.kind.rawValue)</td><td>\(text: editors[entry.id] ?? (entry.origin == .run ? "run" : "–"))</td>\
                 <td>\(delivery) \(correct) \(cancel)</td></tr>
                 """
@@ -243,10 +244,20 @@ enum DeskPages {
             <div><button type="submit" class="quiet">Show</button></div></form>
             \((pushes.isEmpty ? "<p class=\"empty\">No pushes on record match.</p>" : "") as HTML)
             <div class="scroll"><table><thead><tr><th>Planned</th><th>Category</th><th>Alert</th><th>Status</th>\
-            <th>Kind</th><th>Editor</th><th></th></tr></thead><tbody>\(rows)</tbody></table></div>
+            <th title="From the story first seen (the push planned) to the hub's accept">Latency</th><th>Kind</th><th>Editor</th><th></th></tr></thead><tbody>\(rows)</tbody></table></div>
             <p class="also">The newest \(filter.limit) at most.</p>
             """
         return page(.sent, title: "Sent", user: user, flash: flash, live: true, body: body)
+    }
+
+    /// How long the push took from its story first seen (planned) to the hub's accept: `1.4 s`,
+    /// `3 min 5 s`; `–` until accepted (or for a push recorded before newspush kept the time).
+    static func latency(_ entry: OutboxEntry) -> String {
+        guard let accepted = entry.acceptedAt else { return "–" }
+        let seconds = max(0, accepted.timeIntervalSince(entry.createdAt))
+        if seconds < 60 { return String(format: "%.1f s", seconds) }
+        let whole = Int(seconds.rounded())
+        return whole < 3600 ? "\(whole / 60) min \(whole % 60) s" : "\(whole / 3600) h \(whole % 3600 / 60) min"
     }
 
     static func delivery(_ row: HubStatusRow?, id: String, user: SignedIn) -> String {

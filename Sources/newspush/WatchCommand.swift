@@ -123,7 +123,8 @@ struct Ping: ParsableCommand {
     var feed: String
 
     func run() throws {
-        let config = try global.loadConfig()
+        // A ping needs the listener and the feed's token, not the hub's key (a CMS host has none).
+        let config = try global.loadConfig(requireHub: false)
         guard let listen = config.watch.listen, let address = ListenAddress(listen) else {
             throw ValidationError("watch.listen is off: no watcher listens for pings")
         }

@@ -43,6 +43,11 @@ struct DeskServiceTests {
         #expect(page.status == 200)
         #expect(page.body.contains("<div class=\"also\">"), "the error's box is markup")
         #expect(!page.body.contains("&lt;div class=&quot;also&quot;&gt;"), "never escaped markup")
+        // Each push's latency (SPEC §10): from planned to the hub's accept, for the one accepted.
+        #expect(page.body.contains("Latency</th>"))
+        #expect(page.body.range(of: #"<td>\d+\.\d s</td>"#, options: .regularExpression) != nil, "the sent one")
+        let accepted = (export["outbox"] as? [[String: Any]])?.compactMap { $0["accepted_at"] as? String }
+        #expect(accepted?.count == 1, "only the accepted push has an acceptance time: \(export)")
         let href = try #require(
             page.body.range(of: #"href="/publish\?replace=[^"]+""#, options: .regularExpression).map {
                 String(page.body[$0].dropFirst(6).dropLast())

@@ -259,4 +259,134 @@ struct WatchListenerTests {
             #expect(watcher.output.current.contains("accepted"), "a latency line per alert: \(watcher.output.current)")
         }
     }
+
+    /// A metric's value from the listener's `/metrics` (nil when absent).
+    static func metric(_ name: String, port: Int) async -> Double? {
+        let text = await ListenerCall.get("http://127.0.0.1:\(port)/metrics").body
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    static func ping(_ port: Int, feed: String = "topic", token: String? = "topic-token-0123456789") async -> Int {
+        await ListenerCall.post(
+            "http://127.0.0.1:\(port)/ping/\(feed)", body: "",
+            headers: token.map { ["Authorization: Bearer \($0)"] } ?? []
+        ).status
+    }
+
+    @Test(.enabled(if: WebSubHub.missing == nil, "\(WebSubHub.missing ?? "")"), .timeLimit(.minutes(3)))
+    func pingsFetchAtOnceAndCoalesceAndEveryPathAtOncePushesAStoryOnce() async throws {
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let websub = try await WebSubHub.start(lease: 600, folder: folder)
+            defer { websub.stop() }
+            let wire = Wire(hub: websub.url)
+            let server = try await LocalHTTPServer.start { [wire] in wire.answer($0) }
+            defer { server.stop() }
+            wire.serve(at: server.baseURL)
+            let topic = "\(server.baseURL)/topic.xml"
+            let port = try Self.freePort()
+            let config = try Self.config(
+                folder, hub: hub, port: port, feeds: ["{url: \"\(topic)\", name: topic, category: World}"])
+            let watcher = try await DeskProcess.start(["watch", "--config", config])
+            defer { watcher.stop() }
+            #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified"), "\(watcher.errors.current)")
+
+            // 1. Only the feed's token (or a sender) may ping, and only a configured feed.
+            #expect(await Self.ping(port, token: nil) == 401)
+            #expect(await Self.ping(port, token: "not-the-token-0123456789") == 401)
+            #expect(await Self.ping(port, feed: "nosuch") == 404)
+
+            // 2. `newspush ping` makes the watcher fetch now (its interval is an hour).
+            wire.add("Pinged: the port closes at noon", to: "/topic.xml")
+            let polls = wire.requests("/topic.xml")
+            let pinged = try await newspush(["ping", "topic", "--config", config])
+            #expect(pinged.status == 0 && pinged.stdout.contains("pinged topic"), "\(pinged.stderr)")
+            #expect(try await WatchTests.until { await Self.pushes(hub, "port closes") == 1 })
+            #expect(wire.requests("/topic.xml") == polls + 1)
+
+            // 3. Five pings at once: one fetch now, at most one more a second later.
+            let before = wire.requests("/topic.xml")
+            let answers = await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<5 { group.addTask { await Self.ping(port) } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers == Array(repeating: 202, count: 5))
+            #expect(try await WatchTests.until { wire.requests("/topic.xml") > before })
+            try await Task.sleep(for: .seconds(2.5))
+            #expect(wire.requests("/topic.xml") - before <= 2, "coalesced: \(wire.requests("/topic.xml") - before)")
+
+            // 4. Every path at once (a cron run, the hub's distribution, a ping): one push.
+            let distributed = await Self.metric("newspush_websub_distributions_total", port: port) ?? 0
+            wire.add("Every path at once: the river floods", to: "/topic.xml")
+            async let cron = newspush(["run", "--config", config], environment: hubEnvironment)
+            async let published = websub.publish(topic)
+            async let pingedAgain = newspush(["ping", "topic", "--config", config])
+            let (cronRun, publishStatus, pingRun) = try await (cron, published, pingedAgain)
+            #expect([0, 75].contains(cronRun.status), "\(cronRun.stderr)")
+            #expect(publishStatus == 202 && pingRun.status == 0, "\(pingRun.stderr)")
+            #expect(
+                try await WatchTests.until {
+                    await Self.metric("newspush_websub_distributions_total", port: port) ?? 0 > distributed
+                })
+            // The inbox is read in order: a last ping's fetch comes after everything before it.
+            let last = wire.requests("/topic.xml")
+            try await Task.sleep(for: .seconds(1.1))
+            #expect(await Self.ping(port) == 202)
+            #expect(try await WatchTests.until { wire.requests("/topic.xml") > last })
+            #expect(await Self.pushes(hub, "river floods") == 1, "one push, whichever path saw it first")
+            #expect(await Self.pushes(hub, "port closes") == 1)
+        }
+    }
+}
+
+/// Two watchers on one PostgreSQL ledger (SPEC §10): they share the feeds by lease; one killed
+/// with `kill -9` has its feeds taken over once its lease ends, and every story goes out once.
+@Suite(
+    "Watchers sharing a PostgreSQL ledger", .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")")
+)
+struct WatchLeaseTests {
+    @Test(.timeLimit(.minutes(3))) func aKilledWatchersFeedsAreTakenOverWithinTheLeaseAndEveryStoryGoesOutOnce()
+        async throws
+    {
+        let postgres = try await LocalPostgres.start()
+        defer { postgres.stop() }
+        let state = try await postgres.createDatabase()
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let feeds = WatchTests.Feeds()
+            let server = try await LocalHTTPServer.start { feeds.answer($0.uri) }
+            defer { server.stop() }
+            let paths = (1...6).map { "/wire-\($0).xml" }
+            let config = try HostileOperatorTests().config(
+                folder, hub: hub.endpoint,
+                extra: """
+                    state: "\(state)"
+                    watch: {interval: 1s, min_interval: 1s, max_interval: 2s, lease: 3s, listen: "127.0.0.1:0"}
+                    """,
+                feeds: paths.map { "{url: \"\(server.baseURL)\($0)\", category: World}" })
+            let environment = hubEnvironment.merging(postgres.environment) { $1 }
+            let first = try await DeskProcess.start(["watch", "--config", config], environment: environment)
+            defer { first.stop() }
+            #expect(await first.errors.until("holds 6 of 6 feeds"), "\(first.errors.current)")
+            let second = try await DeskProcess.start(["watch", "--config", config], environment: environment)
+            defer { second.stop() }
+            #expect(await second.errors.until("holds 3 of 6 feeds"), "\(second.errors.current)")
+            #expect(await first.errors.until("holds 3 of 6 feeds"), "\(first.errors.current)")
+
+            // kill -9: the first watcher's leases are not given back; they end within 3 s.
+            kill(first.process.processIdentifier, SIGKILL)
+            let killed = ContinuousClock.now
+            for (index, path) in paths.enumerated() { feeds.add("Story \(index) from the wire", to: path) }
+            #expect(await second.errors.until("holds 6 of 6 feeds"), "\(second.errors.current)")
+            let takeover = ContinuousClock.now - killed
+            #expect(takeover < .seconds(3 + 0.75 + 1.5), "the lease (3 s) and one renewal (0.75 s): \(takeover)")
+            #expect(
+                try await WatchTests.until {
+                    await hub.emulator.allDeliveries().filter { $0.payload.contains("from the wire") }.count >= 6
+                })
+            for index in paths.indices {
+                let pushed = await hub.emulator.allDeliveries().filter { $0.payload.contains("Story \(index) from") }
+                #expect(pushed.count == 1, "story \(index) once: \(pushed.count)")
+            }
+        }
+    }
 }
