@@ -10,10 +10,25 @@ import NotificationHubs
 /// `system`; tests set a fixed time.
 public struct SessionClock: Sendable {
     private let read: @Sendable () -> Date
+    /// How many of its seconds pass per second of the machine's (1 but for a test's fast clock):
+    /// a process that waits (the watcher) waits its seconds divided by this.
+    public let rate: Double
 
     /// A clock that reads `read` once per session.
     public init(_ read: @escaping @Sendable () -> Date) {
         self.read = read
+        rate = 1
+    }
+
+    /// A clock that starts at `start` and runs `rate` times as fast as the machine's (tests).
+    public static func running(from start: Date, rate: Double) -> SessionClock {
+        let origin = Date()
+        return SessionClock(read: { start.addingTimeInterval(Date().timeIntervalSince(origin) * rate) }, rate: rate)
+    }
+
+    private init(read: @escaping @Sendable () -> Date, rate: Double) {
+        self.read = read
+        self.rate = rate
     }
 
     /// The system's clock.

@@ -47,6 +47,11 @@ public final class WatchInbox: @unchecked Sendable {
     /// The secret `feed`'s distributions are signed with, while it is subscribed.
     public func secret(feed: String) -> String? { locked { subscriptions.secret(feed: feed) } }
 
+    /// How many feeds the hubs distribute now (verified leases not yet ended).
+    public func activeSubscriptions(at now: Date) -> Int {
+        locked { subscriptions.byFeed.keys.filter { subscriptions.isActive(feed: $0, at: now) }.count }
+    }
+
     /// Reads or changes the subscriptions under the lock.
     func withSubscriptions<T>(_ body: (inout WebSubSubscriptions) -> T) -> T {
         locked { body(&subscriptions) }

@@ -51,7 +51,7 @@ public struct WatchSession: Sendable {
                 "watch: the ledger is still locked by another job after \(Int(lockWait)) s; trying again")
         } catch .clockSkew(let problem) {
             context.logger.error("watch: \(problem); nothing was decided this cycle")
-            inbox.wait(until: Date().addingTimeInterval(context.config.watch.minInterval))
+            inbox.wait(until: Date().addingTimeInterval(context.config.watch.minInterval / context.clock.rate))
         }
         return nil
     }
@@ -103,7 +103,7 @@ struct WatchLoop {
         let due = schedules.filter { $0.value.due <= now && held.contains($0.key) }.map(\.key)
         let feeds = Set(due).union(delivered.keys).sorted()
         guard !feeds.isEmpty else {
-            inbox.wait(until: Date().addingTimeInterval(nextWake(after: now).timeIntervalSince(now)))
+            inbox.wait(until: Date().addingTimeInterval(nextWake(after: now).timeIntervalSince(now) / context.clock.rate))
             return
         }
         guard let result = try session.runCycle(feeds, delivered: delivered, inbox: inbox) else { return }

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A fresh temporary folder; the caller removes it with `cleanup()`.
 public struct TemporaryFolder: Sendable {
     /// The folder's absolute path.
@@ -207,4 +211,21 @@ public func withNewsroom<T>(
     let folder = try TemporaryFolder()
     defer { folder.cleanup() }
     return try await body(hub, folder)
+}
+
+/// A loopback port free now (a server whose own config must name its port before it starts).
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw SpawnError(description: "no free loopback port") }
+    return Int(UInt16(bigEndian: address.sin_port))
 }

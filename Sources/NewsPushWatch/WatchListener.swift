@@ -46,7 +46,8 @@ public struct WatchListener: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.get("/healthz") { _, _ in FrontEnd.answer("ok\n", type: "text/plain") }
         router.get("/metrics") { _, _ in
-            FrontEnd.answer(metrics.text(), type: "text/plain; version=0.0.4")
+            FrontEnd.answer(
+                metrics.text(subscriptions: inbox.activeSubscriptions(at: Date())), type: "text/plain; version=0.0.4")
         }
         router.get("/websub/:feed") { request, context in verification(request, feed: context.parameters.get("feed")) }
         router.post("/websub/:feed") { request, context in

@@ -17,6 +17,7 @@ public final class WatchMetrics: Sendable {
     private let pings: Counter
     private let distributions: Counter
     private let ignored: Counter
+    private let subscriptions: Gauge
 
     /// Latency buckets: sub-second up to the cron-like minutes.
     static let buckets: [Double] = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900]
@@ -39,6 +40,8 @@ public final class WatchMetrics: Sendable {
         ignored = registry.makeCounter(
             name: "newspush_websub_ignored_total",
             help: "WebSub distributions acknowledged and ignored (no valid signature, too large, unknown feed)")
+        subscriptions = registry.makeGauge(
+            name: "newspush_websub_subscriptions_active", help: "Feeds a WebSub hub distributes now (verified leases)")
     }
 
     /// A cycle's pushes and fetches.
@@ -61,8 +64,9 @@ public final class WatchMetrics: Sendable {
         if valid { distributions.increment() } else { ignored.increment() }
     }
 
-    /// The metrics in Prometheus text format.
-    public func text() -> String {
+    /// The metrics in Prometheus text format, with `active` WebSub subscriptions.
+    public func text(subscriptions active: Int) -> String {
+        subscriptions.set(Double(active))
         var bytes: [UInt8] = []
         registry.emit(into: &bytes)
         return String(decoding: bytes, as: UTF8.self)

@@ -131,12 +131,17 @@ struct GlobalOptions: ParsableArguments {
         SessionContext(config: config, logger: bootstrapLogging(), clock: Self.clock)
     }
 
-    /// The session clock (see `context`).
+    /// The session clock (see `context`). Debug builds also honour `NEWSPUSH_TEST_CLOCK_RATE`:
+    /// the clock starts at `NEWSPUSH_TEST_NOW` (or now) and runs that many times faster, so a
+    /// test watches a day in minutes.
     static var clock: SessionClock {
         #if DEBUG
-            if let text = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_NOW"], let date = Timestamp.parse(text) {
-                return .fixed(date)
+            let environment = ProcessInfo.processInfo.environment
+            let start = environment["NEWSPUSH_TEST_NOW"].flatMap(Timestamp.parse)
+            if let rate = environment["NEWSPUSH_TEST_CLOCK_RATE"].flatMap(Double.init), rate > 0 {
+                return .running(from: start ?? Date(), rate: rate)
             }
+            if let start { return .fixed(start) }
         #endif
         return .system
     }

@@ -155,23 +155,6 @@ struct WatchListenerTests {
         }
     }
 
-    /// A loopback port free now (the watcher's callback URL must name it before it starts).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw DeskProcessError.notListening("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// How many deliveries of a story whose text holds `needle` reached phones.
     static func pushes(_ hub: LocalHub, _ needle: String) async -> Int {
         await hub.emulator.allDeliveries().filter { $0.payload.contains(needle) }.count
@@ -205,7 +188,7 @@ struct WatchListenerTests {
             defer { server.stop() }
             wire.serve(at: server.baseURL)
             let topic = "\(server.baseURL)/topic.xml"
-            let port = try Self.freePort()
+            let port = try freeLoopbackPort()
             let config = try Self.config(
                 folder, hub: hub, port: port, feeds: ["{url: \"\(topic)\", name: topic, category: World}"])
             let watcher = try await DeskProcess.start(["watch", "--config", config])
@@ -284,7 +267,7 @@ struct WatchListenerTests {
             defer { server.stop() }
             wire.serve(at: server.baseURL)
             let topic = "\(server.baseURL)/topic.xml"
-            let port = try Self.freePort()
+            let port = try freeLoopbackPort()
             let config = try Self.config(
                 folder, hub: hub, port: port, feeds: ["{url: \"\(topic)\", name: topic, category: World}"])
             let watcher = try await DeskProcess.start(["watch", "--config", config])

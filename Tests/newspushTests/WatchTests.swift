@@ -111,10 +111,11 @@ final class WatchProcess: @unchecked Sendable {
     let stderr: DeskProcess.StandardError
     let stdout: DeskProcess.StandardError
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = try binaryURL()
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(hubEnvironment) { $1 }
+            .merging(environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
