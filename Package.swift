@@ -271,7 +271,7 @@ let package = Package(
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "FeedParsing",
                 "NewsClassifier", "NewsPushModel",
-                "NewsPushLedger", "NewsPushAPI", "NewsPushAppKit",
+                "NewsPushLedger", "NewsPushAPI", "NewsPushAppKit", "NewsPushHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

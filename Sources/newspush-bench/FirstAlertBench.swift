@@ -69,6 +69,7 @@ struct FirstAlert: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(10))
         let cpu = watcher.cpuSeconds(), requests = wire.totalRequests
         try await Task.sleep(for: .seconds(idle))
+        // (the watcher's idle polls every 60 s at most: max_interval 60 s, the worst case)
         let used = watcher.cpuSeconds() - cpu
         let perHour = Double(wire.totalRequests - requests) / Double(feeds) * 3600 / idle
         return String(
@@ -102,7 +103,7 @@ struct FirstAlertRound {
             "feeds.yaml",
             """
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
-            policy: {budget: {per_category: 100000, per: 1h}}
+            policy: {budget: {per_category: 10000, per: 1h}}
             fetch: {concurrency: 64, per_host: 64, timeout: 30s}
             watch:
               interval: 60s
@@ -125,7 +126,8 @@ struct FirstAlertRound {
         let started = Date()
         var watcher: BenchProcess?
         if mode == "cron" {
-            _ = try BenchProcess.runToEnd(binary, ["run", "--quiet", "--config", config], Self.env)
+            // Spawned off the concurrency pool: the feed server and the emulator answer on it.
+            _ = try await spawn(binary, ["run", "--quiet", "--config", config], Self.env)
         } else {
             watcher = try BenchProcess.start(binary, ["watch", "--quiet", "--config", config], Self.env)
             try await wire.waitUntilEachFetched(since: started)
@@ -133,9 +135,14 @@ struct FirstAlertRound {
         }
         defer { watcher?.stop() }
         let cpu = watcher?.cpuSeconds() ?? 0, requests = wire.totalRequests, window = Date()
+        let early = wire.fetchedTooSoon
         let cron = mode == "cron" ? Task { try await cronEveryMinute(config: config, until: window + seconds + 70) } : nil
+        let arrivals = BenchArrivals()
+        let polling = Task { await arrivals.poll(hub) }
+        defer { polling.cancel() }
         let appeared = try await publishStories(port: port)
-        let accepted = try await waitForDeliveries(of: appeared, timeout: mode == "cron" ? 75 : 30)
+        let accepted = try await waitForDeliveries(
+            of: appeared, arrivals: arrivals, timeout: ["cron", "poll"].contains(mode) ? 75 : 30)
         cron?.cancel()
         let elapsed = Date().timeIntervalSince(window)
         let latencies = appeared.compactMap { story in accepted[story.title].map { $0.timeIntervalSince(story.at) } }
@@ -144,6 +151,7 @@ struct FirstAlertRound {
             watcher.map { String(format: ", watcher CPU %.1f s/hour", ($0.cpuSeconds() - cpu) / elapsed * 3600) } ?? ""
         return "\(mode): \(BenchLatency.summary(latencies)) (\(latencies.count) of \(appeared.count) stories), "
             + String(format: "%.0f requests/feed/hour", perHour) + cpuLine
+            + ", \(wire.fetchedTooSoon - early) fetches of a max-age=300 feed sooner than 300 s"
     }
 
     /// Stories at random moments of the window, in random feeds; for websub the hub is told and
@@ -155,7 +163,7 @@ struct FirstAlertRound {
         for (index, moment) in moments.enumerated() {
             let wait = moment - Date().timeIntervalSince(start)
             if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
-            let feed = Int.random(in: 0..<wire.count)
+            let feed = wire.storyFeed()
             let title = BenchHeadlines.make(mode: mode, index: index)
             let at = wire.publish(title, in: feed)
             appeared.append((title, at))
@@ -178,30 +186,23 @@ struct FirstAlertRound {
         var next = Date().addingTimeInterval(60)
         while next < end {
             try await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
-            _ = try? BenchProcess.runToEnd(binary, ["run", "--quiet", "--config", config], Self.env)
+            _ = try? await spawn(binary, ["run", "--quiet", "--config", config], Self.env)
             next = next.addingTimeInterval(60)
         }
     }
 
-    /// When each story's first delivery reached the emulator (polled every 20 ms).
-    private func waitForDeliveries(of stories: [(title: String, at: Date)], timeout: Double) async throws
-        -> [String: Date]
+    /// When each story's first delivery reached the emulator: `arrivals` polls the emulator
+    /// every 20 ms from the window's start (beside the stories' publication); this waits until
+    /// every story arrived or `timeout` passed since the last one appeared.
+    private func waitForDeliveries(of stories: [(title: String, at: Date)], arrivals: BenchArrivals, timeout: Double)
+        async throws -> [String: Date]
     {
-        var first: [String: Date] = [:]
         let deadline = Date().addingTimeInterval(timeout)
-        var seen = 0
-        while first.count < stories.count && Date() < deadline {
-            let deliveries = await hub.emulator.allDeliveries()
-            let now = Date()
-            for delivery in deliveries[seen...] {
-                for story in stories where first[story.title] == nil && delivery.payload.contains(story.title) {
-                    first[story.title] = now
-                }
-            }
-            seen = deliveries.count
-            try await Task.sleep(for: .milliseconds(20))
+        while Date() < deadline {
+            if arrivals.firstArrivals(of: stories.map(\.title)).count == stories.count { break }
+            try await Task.sleep(for: .milliseconds(100))
         }
-        return first
+        return arrivals.firstArrivals(of: stories.map(\.title))
     }
 
     private func waitForSubscriptions(port: Int) async throws {
@@ -217,13 +218,48 @@ struct FirstAlertRound {
     }
 }
 
+/// Every delivery at the emulator with the moment the bench saw it (polled every 20 ms).
+final class BenchArrivals: Sendable {
+    private let seen = Mutex<[(payload: String, at: Date)]>([])
+
+    /// Polls until cancelled.
+    func poll(_ hub: LocalHub) async {
+        var count = 0
+        while !Task.isCancelled {
+            let deliveries = await hub.emulator.allDeliveries()
+            let now = Date()
+            if deliveries.count > count {
+                let new = deliveries[count...].map { (payload: $0.payload, at: now) }
+                seen.withLock { $0 += new }
+                count = deliveries.count
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// The first arrival of each title that arrived.
+    func firstArrivals(of titles: [String]) -> [String: Date] {
+        seen.withLock { seen in
+            var first: [String: Date] = [:]
+            for title in titles {
+                if let arrival = seen.first(where: { $0.payload.contains(title) }) { first[title] = arrival.at }
+            }
+            return first
+        }
+    }
+}
+
 /// The feeds of the bench: each answers after `latency` seconds, with an ETag (a 304 when
 /// unchanged), its stories, and the WebSub hub in its `Link` header and document.
 final class BenchWire: Sendable {
     let count: Int
     let latency: Double
-    private let state = Mutex<(stories: [Int: [(title: String, at: Date)]], fetched: [Int: Date], requests: Int)>(
-        ([:], [:], 0))
+    private let state = Mutex<
+        (stories: [Int: [(title: String, at: Date)]], fetched: [Int: Date], requests: Int, early: Int)
+    >(([:], [:], 0, 0))
+    /// Every tenth feed says `Cache-Control: max-age=300`; no story appears in those.
+    static let cachedEvery = 10
+    static let maxAge = 300.0
     private let base = Mutex("")
     private let hubURL = Mutex<String?>(nil)
 
@@ -242,6 +278,16 @@ final class BenchWire: Sendable {
     func url(_ feed: Int) -> String { base.withLock { $0 } + "/f/\(feed).xml" }
 
     var totalRequests: Int { state.withLock { $0.requests } }
+
+    /// Fetches by newspush of a `max-age=300` feed sooner than 300 s after the one before.
+    var fetchedTooSoon: Int { state.withLock { $0.early } }
+
+    /// A feed stories may appear in (not one of the cached ones).
+    func storyFeed() -> Int {
+        var feed = Int.random(in: 0..<count)
+        while feed % Self.cachedEvery == 0 { feed = Int.random(in: 0..<count) }
+        return feed
+    }
 
     /// Adds a story to `feed` now; when it appeared.
     func publish(_ title: String, in feed: Int) -> Date {
@@ -269,14 +315,23 @@ final class BenchWire: Sendable {
         let agent = request.headers.first { $0.name.lowercased() == "user-agent" }?.value ?? ""
         let items = state.withLock { state in
             state.requests += 1
-            if agent.hasPrefix("newspush") { state.fetched[feed] = Date() }
+            guard agent.hasPrefix("newspush") else { return Array((state.stories[feed] ?? []).prefix(20)) }
+            let now = Date()
+            if feed % Self.cachedEvery == 0, let last = state.fetched[feed], now.timeIntervalSince(last) < Self.maxAge - 1
+            {
+                state.early += 1
+            }
+            state.fetched[feed] = now
             return Array((state.stories[feed] ?? []).prefix(20))
         }
         let etag = "\"\(items.count)-\(items.first?.title.hashValue ?? 0)\""
         let me = url(feed)
         let links = hub.map { [("Link", "<\($0)>; rel=\"hub\", <\(me)>; rel=\"self\"")] } ?? []
         let inm = request.headers.first { $0.name.lowercased() == "if-none-match" }?.value
-        if inm == etag { return CannedResponse(status: 304, headers: [("ETag", etag)] + links, delay: latency) }
+        let cache = feed % Self.cachedEvery == 0 ? [("Cache-Control", "max-age=\(Int(Self.maxAge))")] : []
+        if inm == etag {
+            return CannedResponse(status: 304, headers: [("ETag", etag)] + links + cache, delay: latency)
+        }
         let entries = items.map { item in
             "<item><title>\(item.title)</title><link>https://news.example.org/\(abs(item.title.hashValue))</link>"
                 + "<guid>\(abs(item.title.hashValue))</guid><pubDate>\(BenchHeadlines.rfc822(item.at))</pubDate></item>"
@@ -286,7 +341,7 @@ final class BenchWire: Sendable {
             "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>Feed \(feed)</title>"
             + hubLinks + entries.joined() + "</channel></rss>"
         return CannedResponse(
-            headers: [("ETag", etag), ("Content-Type", "application/rss+xml")] + links, body: Data(body.utf8),
+            headers: [("ETag", etag), ("Content-Type", "application/rss+xml")] + links + cache, body: Data(body.utf8),
             delay: latency)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HubEmulator
+import NewsPushHTTP
 import NewsPushTesting
 import Synchronization
 import Testing
@@ -47,7 +48,7 @@ struct WebSubHub: Sendable {
         let out = Pipe()
         process.standardOutput = out
         let logPath = folder.path + "/hub.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         let line = await offThePool {
@@ -278,6 +279,29 @@ struct WatchListenerTests {
             #expect(await Self.ping(port, token: nil) == 401)
             #expect(await Self.ping(port, token: "not-the-token-0123456789") == 401)
             #expect(await Self.ping(port, feed: "nosuch") == 404)
+            // An app back-end sender's Basic credential may ping; a reader's may not.
+            let users = folder.path + "/api-users.yaml"
+            let written = await offThePool { () -> String? in
+                do {
+                    var file = try ApiUsers.load(path: users)
+                    try file.set("cms", role: .sender, password: "cms-password-1")
+                    try file.set("reader", role: .reader, password: "reader-password")
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(written == nil)
+            let beforeSender = wire.requests("/topic.xml")
+            for (credential, status) in [("cms:cms-password-1", 202), ("reader:reader-password", 401), ("cms:wrong", 401)] {
+                let basic = "Basic " + Data(credential.utf8).base64EncodedString()
+                let answer = await ListenerCall.post(
+                    "http://127.0.0.1:\(port)/ping/topic", body: "", headers: ["Authorization: \(basic)"])
+                #expect(answer.status == status, "\(credential.prefix { $0 != ":" }): \(answer.status)")
+            }
+            // The sender's ping fetched the feed; the next ping is more than a second later.
+            #expect(try await WatchTests.until { wire.requests("/topic.xml") > beforeSender })
+            try await Task.sleep(for: .seconds(1.1))
 
             // 2. `newspush ping` makes the watcher fetch now (its interval is an hour).
             wire.add("Pinged: the port closes at noon", to: "/topic.xml")
