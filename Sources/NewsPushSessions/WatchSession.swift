@@ -103,7 +103,8 @@ struct WatchLoop {
         let due = schedules.filter { $0.value.due <= now && held.contains($0.key) }.map(\.key)
         let feeds = Set(due).union(delivered.keys).sorted()
         guard !feeds.isEmpty else {
-            inbox.wait(until: Date().addingTimeInterval(nextWake(after: now).timeIntervalSince(now) / context.clock.rate))
+            inbox.wait(
+                until: Date().addingTimeInterval(nextWake(after: now).timeIntervalSince(now) / context.clock.rate))
             return
         }
         guard let result = try session.runCycle(feeds, delivered: delivered, inbox: inbox) else { return }
@@ -121,18 +122,21 @@ struct WatchLoop {
             ?? now.addingTimeInterval(settings.interval)
     }
 
-    /// Each fetch was answered somewhere between the cycle's start and its end: the next is
-    /// counted from the end, and the server's limits (counted by the run from its start) are
-    /// moved by the cycle's length, so neither is ever overtaken. A feed its hub distributes is
-    /// polled only at `max_interval` (the safety net).
+    /// Each fetch was answered somewhere between the cycle's start and its end. The feed's own
+    /// interval is counted from the start (a long cycle does not stretch every feed's period),
+    /// but never brings the next fetch nearer than `min_interval` to the cycle's end; the
+    /// server's limits (counted by the run from its start) are moved by the cycle's length, so
+    /// neither is ever overtaken. A feed its hub distributes is polled only at `max_interval`
+    /// (the safety net).
     private mutating func reschedule(_ feeds: [String], after result: RunResult, startedAt now: Date) {
         let ended = context.clock.now()
         for url in feeds {
             var outcome = result.fetches[url] ?? FetchOutcome(.failed)
             outcome.notBefore = outcome.notBefore?.addingTimeInterval(max(0, ended.timeIntervalSince(now)))
             let jitter = Double.random(in: 0.9...1.1)
-            guard var next = schedules[url]?.next(after: outcome, at: ended, settings: settings, jitter: jitter)
+            guard var next = schedules[url]?.next(after: outcome, at: now, settings: settings, jitter: jitter)
             else { continue }
+            next.due = max(next.due, ended.addingTimeInterval(settings.minInterval))
             if inbox.withSubscriptions({ $0.isActive(feed: url, at: ended) }) {
                 next.due = max(next.due, ended.addingTimeInterval(settings.maxInterval * min(1, jitter)))
             }

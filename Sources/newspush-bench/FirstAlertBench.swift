@@ -73,7 +73,8 @@ struct FirstAlert: AsyncParsableCommand {
         let used = watcher.cpuSeconds() - cpu
         let perHour = Double(wire.totalRequests - requests) / Double(feeds) * 3600 / idle
         return String(
-            format: "idle watcher over %d unchanged feeds: %.2f %% of one core (%.1f CPU s/hour), %.0f requests/feed/hour",
+            format:
+                "idle watcher over %d unchanged feeds: %.2f %% of one core (%.1f CPU s/hour), %.0f requests/feed/hour",
             feeds, used / idle * 100, used / idle * 3600, perHour)
     }
 }
@@ -136,7 +137,8 @@ struct FirstAlertRound {
         defer { watcher?.stop() }
         let cpu = watcher?.cpuSeconds() ?? 0, requests = wire.totalRequests, window = Date()
         let early = wire.fetchedTooSoon
-        let cron = mode == "cron" ? Task { try await cronEveryMinute(config: config, until: window + seconds + 70) } : nil
+        let cron =
+            mode == "cron" ? Task { try await cronEveryMinute(config: config, until: window + seconds + 70) } : nil
         let arrivals = BenchArrivals()
         let polling = Task { await arrivals.poll(hub) }
         defer { polling.cancel() }
@@ -173,7 +175,8 @@ struct FirstAlertRound {
             case "ping":
                 Task {
                     _ = try? await BenchHTTP.post(
-                        "http://127.0.0.1:\(port)/ping/f\(feed)", headers: ["Authorization": "Bearer \(Self.pingToken)"])
+                        "http://127.0.0.1:\(port)/ping/f\(feed)", headers: ["Authorization": "Bearer \(Self.pingToken)"]
+                    )
                 }
             default: break
             }
@@ -298,8 +301,8 @@ final class BenchWire: Sendable {
 
     func waitUntilEachFetched(since start: Date) async throws {
         for _ in 0..<3000 {
-            if state.withLock({ state in state.fetched.count == count && state.fetched.values.allSatisfy { $0 >= start } })
-            {
+            if state.withLock({ state in state.fetched.count == count && state.fetched.values.allSatisfy { $0 >= start }
+            }) {
                 return
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -317,7 +320,8 @@ final class BenchWire: Sendable {
             state.requests += 1
             guard agent.hasPrefix("newspush") else { return Array((state.stories[feed] ?? []).prefix(20)) }
             let now = Date()
-            if feed % Self.cachedEvery == 0, let last = state.fetched[feed], now.timeIntervalSince(last) < Self.maxAge - 1
+            if feed % Self.cachedEvery == 0, let last = state.fetched[feed],
+                now.timeIntervalSince(last) < Self.maxAge - 1
             {
                 state.early += 1
             }
@@ -336,7 +340,8 @@ final class BenchWire: Sendable {
             "<item><title>\(item.title)</title><link>https://news.example.org/\(abs(item.title.hashValue))</link>"
                 + "<guid>\(abs(item.title.hashValue))</guid><pubDate>\(BenchHeadlines.rfc822(item.at))</pubDate></item>"
         }
-        let hubLinks = hub.map { "<atom:link rel=\"hub\" href=\"\($0)\"/><atom:link rel=\"self\" href=\"\(me)\"/>" } ?? ""
+        let hubLinks =
+            hub.map { "<atom:link rel=\"hub\" href=\"\($0)\"/><atom:link rel=\"self\" href=\"\(me)\"/>" } ?? ""
         let body =
             "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>Feed \(feed)</title>"
             + hubLinks + entries.joined() + "</channel></rss>"
@@ -373,7 +378,9 @@ enum BenchLatency {
     static func summary(_ values: [Double]) -> String {
         guard !values.isEmpty else { return "no story reached the hub" }
         let sorted = values.sorted()
-        func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
+        func at(_ p: Double) -> Double {
+            sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+        }
         return String(format: "p50 %.2f s, p95 %.2f s, p99 %.2f s", at(0.5), at(0.95), at(0.99))
     }
 }
@@ -424,7 +431,8 @@ struct BenchWebSubHub: Sendable {
 /// Small HTTP calls of the bench (URLSession: the answers are 2xx, no challenge to hang on).
 enum BenchHTTP {
     static func post(_ url: String, headers: [String: String], body: String = "") async throws -> Int {
-        var request = URLRequest(url: URL(string: url)!)
+        guard let address = URL(string: url) else { throw ValidationError("not a URL: \(url)") }
+        var request = URLRequest(url: address)
         request.httpMethod = "POST"
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.httpBody = Data(body.utf8)
@@ -433,7 +441,8 @@ enum BenchHTTP {
     }
 
     static func get(_ url: String) async throws -> String {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: url)!)
+        guard let address = URL(string: url) else { throw ValidationError("not a URL: \(url)") }
+        let (data, _) = try await URLSession.shared.data(from: address)
         return String(decoding: data, as: UTF8.self)
     }
 }

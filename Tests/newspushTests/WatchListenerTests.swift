@@ -293,7 +293,9 @@ struct WatchListenerTests {
             }
             #expect(written == nil)
             let beforeSender = wire.requests("/topic.xml")
-            for (credential, status) in [("cms:cms-password-1", 202), ("reader:reader-password", 401), ("cms:wrong", 401)] {
+            for (credential, status) in [
+                ("cms:cms-password-1", 202), ("reader:reader-password", 401), ("cms:wrong", 401),
+            ] {
                 let basic = "Basic " + Data(credential.utf8).base64EncodedString()
                 let answer = await ListenerCall.post(
                     "http://127.0.0.1:\(port)/ping/topic", body: "", headers: ["Authorization: \(basic)"])
