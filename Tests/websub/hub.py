@@ -21,6 +21,9 @@ app.config["PUBLISH_SUPPORTED"] = True
 app.config["HUB_MIN_LEASE_SECONDS"] = 1
 app.config["HUB_DEFAULT_LEASE_SECONDS"] = lease
 app.config["HUB_MAX_LEASE_SECONDS"] = lease
+# The topic's server and the callback are in a test process that a loaded machine may starve:
+# the hub's own 3-second limit would drop a publish (it fetches the topic once, no retry).
+app.config["REQUEST_TIMEOUT"] = 30
 
 celery = Celery("hub", broker="memory://")
 celery.conf.update(task_always_eager=True, task_eager_propagates=False)
