@@ -202,6 +202,7 @@ struct WatchLoop {
     private func requestSubscriptions(at now: Date) {
         guard let base = settings.callbackURL else { return }
         let due = inbox.withSubscriptions { $0.due(at: now) }
+        guard !due.isEmpty else { return }
         let feeds = Dictionary(context.config.feeds.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
         for subscription in due {
             guard let feed = feeds[subscription.feed] else { continue }

@@ -179,10 +179,17 @@ struct WatchListenerTests {
                 """, feeds: feeds)
     }
 
-    @Test(.enabled(if: WebSubHub.missing == nil, "\(WebSubHub.missing ?? "")"), .timeLimit(.minutes(3)))
-    func aRealHubsDistributionIsPushedAtOnceAndOnlyWhenSigned() async throws {
+    /// A newsroom whose watcher (listening on a free port) polled `topic.xml` once and is
+    /// subscribed to it at flask-websub's hub with leases of `lease` seconds.
+    func withSubscribedWatcher(
+        lease: Int,
+        _ body: (
+            _ hub: LocalHub, _ folder: TemporaryFolder, _ websub: WebSubHub, _ wire: Wire, _ topic: String,
+            _ port: Int, _ config: String, _ watcher: DeskProcess
+        ) async throws -> Void
+    ) async throws {
         try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
-            let websub = try await WebSubHub.start(lease: 4, folder: folder)
+            let websub = try await WebSubHub.start(lease: lease, folder: folder)
             defer { websub.stop() }
             let wire = Wire(hub: websub.url)
             let server = try await LocalHTTPServer.start { [wire] in wire.answer($0) }
@@ -195,6 +202,14 @@ struct WatchListenerTests {
             let watcher = try await DeskProcess.start(["watch", "--config", config])
             defer { watcher.stop() }
             #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified"), "\(watcher.errors.current)")
+            try await body(hub, folder, websub, wire, topic, port, config, watcher)
+        }
+    }
+
+    @Test(.enabled(if: WebSubHub.missing == nil, "\(WebSubHub.missing ?? "")"), .timeLimit(.minutes(3)))
+    func aRealHubsDistributionIsPushedAtOnceAndOnlyWhenSigned() async throws {
+        try await withSubscribedWatcher(lease: 4) {
+            hub, folder, websub, wire, topic, port, config, watcher async throws in
             #expect(wire.requests("/topic.xml") == 1, "one poll at the start; WebSub brings the rest")
 
             // 1. A story the hub distributes goes out at once, with no poll.
@@ -260,20 +275,8 @@ struct WatchListenerTests {
 
     @Test(.enabled(if: WebSubHub.missing == nil, "\(WebSubHub.missing ?? "")"), .timeLimit(.minutes(3)))
     func pingsFetchAtOnceAndCoalesceAndEveryPathAtOncePushesAStoryOnce() async throws {
-        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
-            let websub = try await WebSubHub.start(lease: 600, folder: folder)
-            defer { websub.stop() }
-            let wire = Wire(hub: websub.url)
-            let server = try await LocalHTTPServer.start { [wire] in wire.answer($0) }
-            defer { server.stop() }
-            wire.serve(at: server.baseURL)
-            let topic = "\(server.baseURL)/topic.xml"
-            let port = try freeLoopbackPort()
-            let config = try Self.config(
-                folder, hub: hub, port: port, feeds: ["{url: \"\(topic)\", name: topic, category: World}"])
-            let watcher = try await DeskProcess.start(["watch", "--config", config])
-            defer { watcher.stop() }
-            #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified"), "\(watcher.errors.current)")
+        try await withSubscribedWatcher(lease: 600) {
+            hub, folder, websub, wire, topic, port, config, watcher async throws in
 
             // 1. Only the feed's token (or a sender) may ping, and only a configured feed.
             #expect(await Self.ping(port, token: nil) == 401)
