@@ -74,7 +74,8 @@ public struct NewsPushClient: Sendable {
     {
         // Whichever ends first answers; the loser is cancelled and not waited for (a task group
         // would wait for its fetch, however long the network takes to give it up, and the
-        // extension's deadline is the system's, not the network's).
+        // extension's deadline is the system's, not the network's). A cancelled fetch leaves its
+        // request to end by itself within the deadline and a second (`URLSessionCalls.data`).
         let answer = FirstAnswer(generic)
         let fetch = Task {
             let reply = try? await exchange.send("GET", "api/notifications/\(secureId)", timeout: deadline)

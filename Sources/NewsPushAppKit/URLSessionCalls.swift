@@ -14,7 +14,8 @@ import Foundation
 ///   credential, and refreshes it through the app's closure) and remembers the task, so that the
 ///   cancellation reads as the 401 it was, on every platform alike. Other challenges (server
 ///   trust, client certificates) get the system's default handling.
-/// - a task is cancelled with the Swift task that waits for it, so that a deadline holds on Linux too.
+/// - the Swift task that waits for a data task can be cancelled (a deadline holds on Linux too),
+///   but the data task itself is never cancelled: see `data(for:)`.
 final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var challenged: Set<Int> = []
@@ -42,6 +43,8 @@ final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendab
             return completionHandler(.performDefaultHandling, nil)
         }
         lock.withLock { _ = challenged.insert(task.taskIdentifier) }
+        // Foundation cancels the task for this answer. Unlike a cancel from outside, it cannot
+        // meet the task's completion: the task waits for this very answer, its transfer done.
         completionHandler(.cancelAuthenticationChallenge, nil)
     }
 
@@ -54,17 +57,27 @@ final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     typealias Reply = (status: Int, body: Data, retryAfter: String?)
 
     /// `request`'s status, body and `Retry-After`; a challenged request is a 401 with an empty body.
+    ///
+    /// When the Swift task waiting is cancelled (a deadline passed), this call ends at once with
+    /// `CancellationError`, and the data task is left to end by itself (within the request's
+    /// `timeoutInterval`) with nobody listening: it is never cancelled. On Linux,
+    /// swift-corelibs-foundation (through 6.3.1) traps when `URLSessionTask.cancel()` lands
+    /// while the task's protocol is finishing ("Trying to access a behaviour for a task that in
+    /// not in the registry", swift-corelibs-foundation #3296): `cancel()` checks the state and
+    /// fails the protocol in two steps on its work queue, and the completion can come between.
     func data(for request: URLRequest) async throws -> Reply {
-        let running = RunningTask()
+        let waiting = Waiting()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
+                guard waiting.wait(continuation) else { return }
                 let task = session.dataTask(with: request) { [self] data, response, error in
-                    continuation.resume(with: outcome(data, response, error, task: running.identifier))
+                    waiting.answer(outcome(data, response, error, task: waiting.identifier))
                 }
-                running.start(task)
+                waiting.started(task.taskIdentifier)
+                task.resume()
             }
         } onCancel: {
-            running.cancel()
+            waiting.answer(.failure(CancellationError()))
         }
     }
 
@@ -81,30 +94,40 @@ final class URLSessionCalls: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         return .failure(error ?? URLError(.badServerResponse))
     }
 
-    /// A data task and whether the Swift task waiting for it was cancelled, whichever comes first.
-    private final class RunningTask: @unchecked Sendable {
+    /// The Swift task waiting for a data task: answered once, by whichever comes first of the
+    /// data task's completion and the Swift task's cancellation (the other is dropped).
+    private final class Waiting: @unchecked Sendable {
         private let lock = NSLock()
-        private var task: URLSessionDataTask?
-        private var cancelled = false
+        private var continuation: CheckedContinuation<Reply, Error>?
+        private var answered = false
+        private var task: Int?
 
-        /// The data task's identifier, once it is started.
-        var identifier: Int? { lock.withLock { task?.taskIdentifier } }
+        /// The data task's identifier, once it is made.
+        var identifier: Int? { lock.withLock { task } }
 
-        func start(_ task: URLSessionDataTask) {
-            let cancelNow = lock.withLock {
-                self.task = task
-                return cancelled
+        /// Keeps `continuation` to answer; false (and `continuation` answered) when the Swift
+        /// task was cancelled before the data task was made, which then is never made.
+        func wait(_ continuation: CheckedContinuation<Reply, Error>) -> Bool {
+            let cancelled = lock.withLock {
+                if !answered { self.continuation = continuation }
+                return answered
             }
-            task.resume()
-            if cancelNow { task.cancel() }
+            if cancelled { continuation.resume(throwing: CancellationError()) }
+            return !cancelled
         }
 
-        func cancel() {
-            let task = lock.withLock {
-                cancelled = true
-                return self.task
+        func started(_ identifier: Int) { lock.withLock { task = identifier } }
+
+        /// Answers the Swift task with `result`, unless it was answered already.
+        func answer(_ result: Result<Reply, Error>) {
+            let waiting = lock.withLock { () -> CheckedContinuation<Reply, Error>? in
+                defer {
+                    answered = true
+                    continuation = nil
+                }
+                return answered ? nil : continuation
             }
-            task?.cancel()
+            waiting?.resume(with: result)
         }
     }
 }

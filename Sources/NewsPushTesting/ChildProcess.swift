@@ -10,7 +10,12 @@ import Foundation
 /// `/proc/self/fd` past its buffer once the test process holds about 1,300 descriptors
 /// (swift-corelibs-foundation PR #5472) and crashes the whole test run, which a parallel run of
 /// this suite (emulators, feed servers, API instances) comes near. The tests start most of their
-/// commands here; servers that live through a test still use `Process`.
+/// commands here, and start the servers that live through a test (`start`).
+///
+/// Every child dies with the test process: it is started by `setpriv --pdeathsig KILL` (the
+/// kernel's parent-death signal, kept across the `exec`), from one thread that lives as long as
+/// the process (the signal follows the thread that started a child, and the concurrency pool's
+/// threads come and go). A test process that crashes leaves no server behind.
 public enum ChildProcess {
     /// How a command ended: its exit status (or the signal that ended it), and its output.
     public struct Finished: Sendable {
@@ -54,9 +59,17 @@ public enum ChildProcess {
         close(pipes[0][0])
         close(pipes[1][1])
         close(pipes[2][1])
-        if let input { write(all: input, to: pipes[0][1]) }
-        close(pipes[0][1])
+        // The input is written from a thread of its own: a child that answers as it reads (gzip)
+        // would otherwise fill its output pipe while this one still writes.
+        let inputEnd = pipes[0][1]
+        let written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            if let input { write(all: input, to: inputEnd) }
+            close(inputEnd)
+            written.signal()
+        }
         let (stdout, stderr) = readBoth(pipes[1][0], pipes[2][0])
+        written.wait()
         close(pipes[1][0])
         close(pipes[2][0])
         var status: Int32 = 0
@@ -66,9 +79,9 @@ public enum ChildProcess {
         return Finished(status: ended, stdout: stdout, stderr: stderr)
     }
 
-    private static func spawn(
+    static func spawn(
         _ path: String, _ arguments: [String], _ environment: [String: String], _ directory: String?,
-        stdin: Int32, stdout: Int32, stderr: Int32
+        stdin: Int32, stdout: Int32, stderr: Int32, deathSignal: String = "KILL"
     ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -86,18 +99,30 @@ public enum ChildProcess {
             }
             _ = directory.withCString { chdir(&actions, $0) }
         }
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let launcher = setpriv ?? path
+        let command =
+            setpriv == nil ? [path] + arguments : [launcher, "--pdeathsig", deathSignal, "--", path] + arguments
+        let argv = command.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let (pid, result) = SpawningThread.shared.perform { () -> (pid_t, Int32) in
+            var pid = pid_t()
+            let result = posix_spawn(&pid, launcher, &actions, nil, argv, envp)
+            return (pid, result)
+        }
         guard result == 0 else {
             throw CannotStart(description: "\(path): \(String(cString: strerror(result)))")
         }
         return pid
+    }
+
+    /// `setpriv`, which sets the parent-death signal and then becomes the command; nil where
+    /// util-linux's tool is missing (the child then outlives a crashed test process).
+    private static let setpriv: String? = ["/usr/bin/setpriv", "/bin/setpriv"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
     }
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
@@ -113,7 +138,7 @@ public enum ChildProcess {
         return unsafeBitCast(symbol, to: type)
     }
 
-    private static func write(all data: Data, to fd: Int32) {
+    static func write(all data: Data, to fd: Int32) {
         data.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {

@@ -37,7 +37,7 @@ public final class LocalPostgres: @unchecked Sendable {
     public let password: String
     private let folder: String
     private let bin: String
-    private var server: Process?
+    private var server: RunningChild?
     /// Server options for TLS (empty without).
     private var tlsOptions = ""
 
@@ -156,24 +156,16 @@ public final class LocalPostgres: @unchecked Sendable {
 
     /// Runs one of the server's client programs against it; its standard output.
     private func client(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "\(bin)/\(program)")
-                ? "\(bin)/\(program)" : "/usr/bin/\(program)")
-        process.arguments = ["-h", "127.0.0.1", "-p", String(port), "-U", user] + arguments
-        process.environment = ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SpawnError(description: "\(program): \(String(decoding: errors, as: UTF8.self))")
+        let path =
+            FileManager.default.isExecutableFile(atPath: "\(bin)/\(program)")
+            ? "\(bin)/\(program)" : "/usr/bin/\(program)"
+        let finished = try ChildProcess.run(
+            path, ["-h", "127.0.0.1", "-p", String(port), "-U", user] + arguments,
+            environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"])
+        guard finished.status == 0 else {
+            throw SpawnError(description: "\(program): \(String(decoding: finished.stderr, as: UTF8.self))")
         }
-        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(decoding: finished.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops the server and removes its folder.
@@ -199,15 +191,15 @@ public final class LocalPostgres: @unchecked Sendable {
             """
         // As root the server runs as nobody (setpriv execs it in place, so $! is the server).
         let asNobody = getuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup --clear-groups" : ""
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", script, "watchdog", "\(bin)/postgres", folder, String(port), String(getpid()), asNobody,
-            tlsOptions,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        // The watchdog is told TERM when this process ends, so it stops the server before it goes.
+        let process = try ChildProcess.start(
+            "/bin/sh",
+            [
+                "-c", script, "watchdog", "\(bin)/postgres", folder, String(port), String(getpid()), asNobody,
+                tlsOptions,
+            ],
+            environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"], output: .discard, errors: .discard,
+            deathSignal: "TERM")
         server = process
         for _ in 0..<200 {
             if (try? psqlNow("SELECT 1")) == "1" { return }
@@ -241,24 +233,19 @@ public final class LocalPostgres: @unchecked Sendable {
 
     private func stopServer(immediate: Bool = false) {
         guard let server, server.isRunning else { return }
-        if immediate { kill(server.processIdentifier, SIGUSR1) } else { server.terminate() }
-        server.waitUntilExit()
+        server.signal(immediate ? SIGUSR1 : SIGTERM)
+        _ = server.waitForExit()
         // The watchdog waits for the server's own end: the port is free once this returns.
         self.server = nil
     }
 
     private static func run(_ arguments: [String], asServer: Bool) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: asServer && getuid() == 0 ? "/usr/sbin/runuser" : "/usr/bin/env")
-        process.arguments = asServer && getuid() == 0 ? ["-u", "nobody", "--"] + arguments : arguments
-        let err = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = err
-        try process.run()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SpawnError(description: "\(arguments[0]): \(String(decoding: errors, as: UTF8.self))")
+        let asNobody = asServer && getuid() == 0
+        let finished = try ChildProcess.run(
+            asNobody ? "/usr/sbin/runuser" : "/usr/bin/env", asNobody ? ["-u", "nobody", "--"] + arguments : arguments,
+            environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        guard finished.status == 0 else {
+            throw SpawnError(description: "\(arguments[0]): \(String(decoding: finished.stderr, as: UTF8.self))")
         }
     }
 

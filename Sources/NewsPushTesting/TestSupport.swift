@@ -95,24 +95,9 @@ public func rssFeed(title: String, dated items: [(guid: String, title: String, p
         + "</link>\n\(body)\n</channel></rss>"
 }
 
-/// `data` gzipped by the system's gzip tool (tests only). The input is written from another
-/// thread: a large body would otherwise fill the pipe while gzip waits for its output to be read.
+/// `data` gzipped by the system's gzip tool (tests only).
 public func gzipped(_ data: Data) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-    process.arguments = ["-c"]
-    let input = Pipe(), output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    let writer = Thread {
-        input.fileHandleForWriting.write(data)
-        try? input.fileHandleForWriting.close()
-    }
-    writer.start()
-    let result = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return result
+    try ChildProcess.run("/bin/gzip", ["-c"], environment: [:], input: data).stdout
 }
 
 /// What `measuredRun` saw of a process: its exit status, wall time and peak resident memory.

@@ -367,7 +367,7 @@ struct ApiAbuseTests {
         }
         func p99(_ times: [Double]) -> Double { times.sorted()[Int(Double(times.count - 1) * 0.99)] }
         let quiet = await bobRegisters(100, from: 0)
-        let rssBefore = Self.residentMegabytes(fixture.api.process.processIdentifier)
+        let rssBefore = Self.residentMegabytes(fixture.api.child.pid)
         let statuses = Tally()
         async let during = bobRegisters(200, from: 1)
         await withTaskGroup(of: Void.self) { group in
@@ -388,7 +388,7 @@ struct ApiAbuseTests {
             }
         }
         let busy = await during
-        let rssAfter = Self.residentMegabytes(fixture.api.process.processIdentifier)
+        let rssAfter = Self.residentMegabytes(fixture.api.child.pid)
         let counts = statuses.counts
         #expect(counts[200] == 3, "new anonymous installations from the one /64: \(counts)")
         #expect(counts[1200] == 1000, "one from each of 1,000 networks: \(counts)")

@@ -110,18 +110,13 @@ struct ApiOperationsTests {
                 json: #"{"platform":"fcmv1","pushChannel":"late-token","topics":["World"]}"#)
         }
         await fixture.hub.emulator.untilSomethingWaits()
-        kill(fixture.api.process.processIdentifier, SIGTERM)
+        fixture.api.child.terminate()
         // The hub holds the write until the server has taken the signal.
         #expect(await fixture.api.errors.until("newspush api: stopping"), "the api never said it was stopping")
         await fixture.hub.emulator.advanceClock(by: 600)
         let answer = await inFlight.value
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")
-        let process = fixture.api.process
-        let status = await offThePool { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        #expect(status == 0)
+        #expect(await fixture.api.child.exitStatus() == 0)
         #expect(await fixture.atHub("late") != nil)
         #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["late"])
     }

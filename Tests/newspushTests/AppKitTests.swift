@@ -158,6 +158,33 @@ struct AppKitTests {
         #expect(took >= .seconds(2) && took < .seconds(20), "the deadline holds: \(took)")
     }
 
+    // Deadlines that land just as the request ends, forty thousand times from four callers on
+    // both cores: the extension gets its generic text and the process lives. The request is
+    // refused (nothing listens on the port), which takes about 300 µs here, and the deadlines are
+    // 150 to 450 µs. On Linux, Foundation traps when a URLSession task is cancelled while its
+    // protocol is failing or finishing (swift-corelibs-foundation #3296; it took the whole test
+    // run down): before the kit stopped cancelling tasks, this crashed in 4 runs of 4.
+    @Test func deadlinesThatLandAsTheRequestEndsNeverTakeTheAppDown() async throws {
+        let port = try LocalPostgres.freePort()
+        let client = NewsPushClient(
+            server: try #require(URL(string: "http://127.0.0.1:\(port)/")), platform: .apns, store: MemoryStore(),
+            retry: RetryPolicy(attempts: 1))
+        let answers = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var texts: [String] = []
+                    for _ in 0..<10000 {
+                        let deadline = Duration.microseconds(Int.random(in: 150...450))
+                        texts.append(await client.secureText(for: 7, within: deadline, otherwise: "New message"))
+                    }
+                    return texts
+                }
+            }
+            return await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(answers.count == 4 * 10000 && answers.allSatisfy { $0 == "New message" })
+    }
+
     // A busy hub: the back-end answers 503 with Retry-After; the kit waits that long and tries
     // again, and the installation is registered. A wait longer than the policy allows ends the
     // retries at once, saying how long the back-end asked for.

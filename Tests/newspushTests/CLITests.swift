@@ -75,17 +75,12 @@ let hubEnvironment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString]
 
 /// Starts `newspush ARGS` without waiting for it (its output discarded), with the hub's key,
 /// the tests' PostgreSQL password and `environment`: for tests that kill it or race it.
-func startNewspush(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
-    let process = Process()
-    process.executableURL = try binaryURL()
-    process.arguments = arguments
+func startNewspush(_ arguments: [String], environment: [String: String] = [:]) throws -> RunningChild {
     var env = hubEnvironment.merging(LocalPostgres.sharedEnvironment) { $1 }
     env["NO_COLOR"] = "1"
-    process.environment = env.merging(environment) { $1 }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
+    return try ChildProcess.start(
+        try binaryURL().path, arguments, environment: env.merging(environment) { $1 }, output: .discard,
+        errors: .discard)
 }
 
 @Suite("newspush command line")
@@ -340,11 +335,7 @@ struct CLITests {
             #expect(make.status == 0, "\(make.stderr)")
             let sql =
                 kind == "newer" ? "UPDATE meta SET value = '7' WHERE name = 'schema_version';" : "DROP TABLE meta;"
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            process.arguments = [ledger, sql]
-            try process.run()
-            process.waitUntilExit()
+            _ = try ChildProcess.run("/usr/bin/sqlite3", [ledger, sql], environment: [:])
         default:
             try folder.write("newspush-state.db", kind)
         }

@@ -8,62 +8,19 @@ import NewsPushTesting
 /// A running `newspush desk` (or any server that prints "… listening on http://HOST:PORT/" as its
 /// first line), spoken to with raw HTTP/1.1 so a test can send bytes no HTTP library would.
 final class DeskProcess: @unchecked Sendable {
-    let process: Process
+    /// The server's process (it dies with the test process).
+    let child: RunningChild
     let port: UInt16
     /// What the server has written to standard error so far.
-    let errors: StandardError
+    let errors: ChildOutput
     /// What it has written to standard output so far (the first line, with the port, included).
-    let output: StandardError
+    let output: ChildOutput
 
-    private init(process: Process, port: UInt16, errors: StandardError, output: StandardError) {
-        self.process = process
+    private init(child: RunningChild, port: UInt16, errors: ChildOutput, output: ChildOutput) {
+        self.child = child
         self.port = port
         self.errors = errors
         self.output = output
-    }
-
-    /// A server's standard error as it arrives, read on a thread of its own (and copied to the
-    /// log file when there is one), so a test can wait for a line instead of for a time.
-    final class StandardError: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var text = ""
-        private var ended = false
-
-        /// Everything read so far.
-        var current: String {
-            condition.lock()
-            defer { condition.unlock() }
-            return text
-        }
-
-        /// Reads `pipe` to its end, copying what arrives to `sink`; `initial` was read before.
-        init(_ pipe: Pipe, sink: FileHandle?, initial: String = "") {
-            text = initial
-            Thread.detachNewThread { [self] in
-                while true {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    condition.lock()
-                    if chunk.isEmpty { ended = true } else { text += String(decoding: chunk, as: UTF8.self) }
-                    condition.broadcast()
-                    condition.unlock()
-                    if chunk.isEmpty { break }
-                    sink?.write(chunk)
-                }
-            }
-        }
-
-        /// Whether the server wrote `needle`: waits until it does or its standard error ends
-        /// (a minute at most, should the server hang).
-        func until(_ needle: String, count: Int = 1) async -> Bool {
-            await offThePool { [self] in
-                let limit = Date().addingTimeInterval(60)
-                condition.lock()
-                defer { condition.unlock() }
-                func seen() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
-                while !seen() && !ended && condition.wait(until: limit) {}
-                return seen()
-            }
-        }
     }
 
     /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
@@ -71,52 +28,30 @@ final class DeskProcess: @unchecked Sendable {
     static func start(
         _ arguments: [String], environment: [String: String] = hubEnvironment, logFile: String? = nil
     ) async throws -> DeskProcess {
-        let process = Process()
-        process.executableURL = try binaryURL()
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 }
-        let out = Pipe()
-        process.standardOutput = out
         // NEWSPUSH_TEST_LOGS=DIR keeps each server's log there (for a failure's story).
         let logPath =
             logFile
             ?? ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"].map {
                 $0 + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
             }
-        if let logPath { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        try process.run()
-        let errors = StandardError(errorPipe, sink: logPath.flatMap { FileHandle(forWritingAtPath: $0) })
-        let text = await offThePool {
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line.append(chunk)
-            }
-            return String(decoding: line, as: UTF8.self)
+        let child = try ChildProcess.start(
+            try binaryURL().path, arguments,
+            environment: ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 },
+            errors: .read(copyTo: logPath))
+        let (output, errors) = (try child.stdout.orFail(), try child.stderr.orFail())
+        let (port, line) = await output.listeningPort()
+        guard let port, let bound = UInt16(exactly: port) else {
+            child.stop()
+            throw DeskProcessError.notListening(line + errors.current)
         }
-        guard let range = text.range(of: #":(\d+)/"#, options: .regularExpression),
-            let port = UInt16(text[range].dropFirst().dropLast())
-        else {
-            process.terminate()
-            throw DeskProcessError.notListening(text)
-        }
-        // The rest of standard output is read as it comes (a watcher writes a line per cycle, and
-        // a pipe nobody reads would stop it once full).
-        return DeskProcess(
-            process: process, port: port, errors: errors, output: StandardError(out, sink: nil, initial: text))
+        return DeskProcess(child: child, port: bound, errors: errors, output: output)
     }
 
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool { child.isRunning }
 
     /// Ends the process at once (SIGKILL: nothing of a test's desk needs a graceful end) and
     /// waits for it, which takes no time.
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() { child.stop() }
 
     /// One request as raw bytes (`Connection: close` is added); the answer's status, headers
     /// (names lower-cased) and body. Status 0: the connection closed without an answer.
@@ -168,6 +103,19 @@ final class DeskProcess: @unchecked Sendable {
 }
 
 enum DeskProcessError: Error { case notListening(String) }
+
+extension Optional {
+    /// The value, or an error a test reports (a child's output that was asked for is always there).
+    func orFail(_ what: String = "a value") throws -> Wrapped {
+        guard let self else { throw MissingValue(description: "\(what) was missing") }
+        return self
+    }
+}
+
+/// A value a test needed and did not have.
+struct MissingValue: Error, CustomStringConvertible {
+    var description: String
+}
 
 /// An HTTP answer read off the wire.
 struct RawAnswer: Sendable {

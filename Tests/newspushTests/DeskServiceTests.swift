@@ -128,15 +128,14 @@ extension DeskServiceTests {
             "POST /api/review/\(id)/approve HTTP/1.1",
             headers: ["Cookie: \(alice.cookie)", "X-CSRF-Token: \(alice.csrf)"])
         await hub.emulator.untilSomethingWaits()
-        kill(process.process.processIdentifier, SIGTERM)
+        process.child.terminate()
         // The hub holds the push until the desk has taken the signal.
         #expect(await process.errors.until("newspush desk: stopping"), "the desk never said it was stopping")
         await hub.emulator.advanceClock(by: 600)
         let answer = await approval
         #expect(answer.status == 200, "\(answer.status) \(answer.body)")
-        let exited = process.process
-        await offThePool { exited.waitUntilExit() }
-        #expect(process.process.terminationReason == .exit, "a graceful exit, not killed by the signal")
+        _ = await process.child.exitStatus()
+        #expect(!process.child.endedBySignal(), "a graceful exit, not killed by the signal")
         let outbox = try await desk.first.outbox(config)
         #expect(outbox.compactMap { $0["status"] as? String } == ["sent"], "\(outbox)")
         #expect(await hub.emulator.allDeliveries().count == 1)

@@ -21,14 +21,7 @@ enum SmallDisk {
 
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        (try? ChildProcess.run(tool, arguments, environment: ["PATH": "/usr/bin:/bin"]))?.status ?? -1
     }
 
     /// Mounts a tmpfs of `kilobytes` at `path`.

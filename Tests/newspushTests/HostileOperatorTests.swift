@@ -477,8 +477,8 @@ struct HostileOperatorTests {
             let process = try startNewspush(["run", "--config", config])
             // Killed once its intent is journalled (the hub holds the request until its clock moves).
             await hub.emulator.untilSomethingWaits()
-            kill(process.processIdentifier, SIGKILL)
-            await offThePool { process.waitUntilExit() }
+            process.signal(SIGKILL)
+            _ = await process.exitStatus()
             await hub.emulator.clearFaults()
             let next = try await newspush(["run", "--config", config, "--format", "json"], environment: hubEnvironment)
             #expect(next.status == 0, "\(next.stderr)")

@@ -371,8 +371,8 @@ struct LedgerPromisesTests {
         // sleeping a second first could wake after the run had sent, on a busy machine.
         let waited = await offThePool { () -> Bool in
             let inFetch = asked.wait(timeout: .now() + 120) == .success
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            _ = process.waitForExit()
             return inFetch
         }
         #expect(waited, "the run never asked for the slow feed")

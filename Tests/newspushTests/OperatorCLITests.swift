@@ -106,19 +106,12 @@ struct OperatorCLITests {
             #expect(run.status == 0)
             let text = try String(contentsOfFile: metrics, encoding: .utf8)
             let check = await offThePool { () -> (Int32, String) in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: promtool)
-                process.arguments = ["check", "metrics"]
-                let input = Pipe(), output = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = output
-                try? process.run()
-                input.fileHandleForWriting.write(Data(text.utf8))
-                try? input.fileHandleForWriting.close()
-                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                return (process.terminationStatus, said)
+                let checked = try? ChildProcess.run(
+                    promtool, ["check", "metrics"], environment: ["PATH": "/usr/bin:/bin"], input: Data(text.utf8))
+                return (
+                    checked?.status ?? -1,
+                    (checked.map { String(decoding: $0.stdout + $0.stderr, as: UTF8.self) }) ?? "not started"
+                )
             }
             #expect(check.0 == 0, "promtool: \(check.1)\n\(text)")
             #expect(text.contains(#"newspush_pushes{category="World",status="sent"} 1"#))

@@ -106,8 +106,7 @@ struct PostgresLedgerTests {
                 "--wait", "30s",
             ], environment: hubEnvironment)
         #expect(waited.status == 0, "\(waited.stderr)")
-        await offThePool { running.waitUntilExit() }
-        #expect(running.terminationStatus == 0)
+        #expect(await running.exitStatus() == 0)
         let alerts = await hub.emulator.allDeliveries().map(\.payload)
         #expect(alerts.count == 2 && alerts.filter { $0.contains("Harbour cranes") }.count == 1, "\(alerts)")
     }
@@ -119,8 +118,8 @@ struct PostgresLedgerTests {
         await hub.emulator.inject(Fault(delaySeconds: 600))
         let running = try startNewspush(["run", "--config", first])
         await hub.emulator.untilSomethingWaits()
-        kill(running.processIdentifier, SIGKILL)
-        await offThePool { running.waitUntilExit() }
+        running.signal(SIGKILL)
+        _ = await running.exitStatus()
         let metrics = hosts.folders[1].file("metrics.prom")
         let next = try await newspush(
             ["run", "--config", second, "--format", "json", "--metrics-file", metrics], environment: hubEnvironment)
@@ -151,8 +150,7 @@ struct PostgresLedgerTests {
         await hub.emulator.untilSomethingWaits()
         #expect(try await server.terminateConnections(to: database) >= 1)
         await hub.emulator.advanceClock(by: 3)
-        await offThePool { running.waitUntilExit() }
-        #expect(running.terminationStatus == 1, "a host that lost its ledger stops and exits 1")
+        #expect(await running.exitStatus() == 1, "a host that lost its ledger stops and exits 1")
         await hub.emulator.clearFaults()
         let next = try await newspush(["run", "--config", second, "--format", "json"], environment: hubEnvironment)
         #expect(next.status == 0, "\(next.stderr)")
@@ -374,8 +372,7 @@ struct PostgresLedgerTests {
         await hub.emulator.untilSomethingWaits()
         try await server.restart()
         await hub.emulator.advanceClock(by: 3)
-        await offThePool { running.waitUntilExit() }
-        #expect(running.terminationStatus == 1, "the run that lost its database stops")
+        #expect(await running.exitStatus() == 1, "the run that lost its database stops")
         await hub.emulator.clearFaults()
         let next = try await newspush(["run", "--config", config, "--format", "json"], environment: environment)
         #expect(next.status == 0, "\(next.stderr)")

@@ -207,27 +207,16 @@ struct PublishCLITests {
         defer { folder.cleanup() }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = try binaryURL("newspush-hub")
-        process.arguments = [
-            "--port", "0", "--devices", root.appendingPathComponent("Examples/devices.yaml").path,
-            "--log", folder.file("deliveries.jsonl"),
-        ]
-        process.environment = hubEnvironment
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        defer { process.terminate() }
-        let firstLine = await offThePool { () -> String in
-            var line = Data()
-            while let byte = try? out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 0x0A {
-                line.append(b)
-            }
-            return String(decoding: line, as: UTF8.self)
-        }
+        let process = try ChildProcess.start(
+            try binaryURL("newspush-hub").path,
+            [
+                "--port", "0", "--devices", root.appendingPathComponent("Examples/devices.yaml").path,
+                "--log", folder.file("deliveries.jsonl"),
+            ], environment: hubEnvironment, errors: .discard)
+        defer { process.stop() }
+        let (listening, firstLine) = try await process.stdout.orFail().listeningPort()
         #expect(firstLine.hasPrefix("newspush-hub listening on http://127.0.0.1:"))
-        let port = try #require(
-            firstLine.split(separator: ":").dropFirst(2).first.flatMap { Int($0.prefix { $0.isNumber }) })
+        let port = try #require(listening)
         let config = try String(contentsOf: root.appendingPathComponent("Examples/feeds.yaml"), encoding: .utf8)
             .replacingOccurrences(of: "url: feeds/", with: "url: \(root.path)/Examples/feeds/")
         let configPath = try folder.write("feeds.yaml", config)

@@ -342,8 +342,8 @@ struct ReviewQueueTests {
             await hub.emulator.inject(Fault(delaySeconds: 600))  // held until the hub's clock moves on
             let process = try startNewspush(["review", "approve", id, "--config", config])
             await hub.emulator.untilSomethingWaits()
-            kill(process.processIdentifier, SIGKILL)
-            await offThePool { process.waitUntilExit() }
+            process.signal(SIGKILL)
+            _ = await process.exitStatus()
             await hub.emulator.clearFaults()
             let again = try await newspush(["review", "approve", id, "--config", config], environment: hubEnvironment)
             #expect(again.status == 1, "\(again.stderr)")

@@ -49,8 +49,8 @@ struct StateCLITests {
             let process = try startNewspush(["run", "--config", config, "-q"])
             let wait = 0.04 + Double(round) * 0.045
             try await Task.sleep(nanoseconds: UInt64(wait * 1e9))
-            kill(process.processIdentifier, SIGKILL)
-            await offThePool { process.waitUntilExit() }
+            process.signal(SIGKILL)
+            _ = await process.exitStatus()
             if FileManager.default.fileExists(atPath: statePath) {
                 let check = try await newspush(["state", "check", "--state", statePath])
                 #expect(check.status == 0, "round \(round): state does not load: \(check.stdout) \(check.stderr)")
@@ -98,8 +98,7 @@ struct StateCLITests {
             #expect(second.status == 75)
             #expect(first.isRunning, "the second run waited for the first to finish")
             await hub.emulator.advanceClock(by: 600)
-            await offThePool { first.waitUntilExit() }
-            #expect(first.terminationStatus == 0)
+            #expect(await first.exitStatus() == 0)
             #expect(await hub.emulator.allDeliveries().count == 1)
         }
     }

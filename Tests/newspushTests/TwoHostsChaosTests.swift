@@ -41,23 +41,20 @@ struct TwoHostsChaosTests {
     static func cron(_ binary: URL, config: String, environment: [String: String], runs: Int) -> HostLog {
         let log = HostLog()
         while log.runs < runs {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["run", "--config", config, "-q"]
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { break }
+            guard
+                let process = try? ChildProcess.start(
+                    binary.path, ["run", "--config", config, "-q"], environment: environment, output: .discard,
+                    errors: .discard)
+            else { break }
             log.runs += 1
             if Bool.random() {
                 usleep(UInt32.random(in: 0..<120_000))
                 if process.isRunning {
-                    kill(process.processIdentifier, SIGKILL)
+                    process.signal(SIGKILL)
                     log.kills += 1
                 }
             }
-            process.waitUntilExit()
-            log.statuses[process.terminationStatus, default: 0] += 1
+            log.statuses[process.waitForExit(), default: 0] += 1
         }
         return log
     }

@@ -85,13 +85,13 @@ struct WatchDayTests {
                     "NEWSPUSH_TEST_NOW": "2026-11-22T07:00:00Z", "NEWSPUSH_TEST_CLOCK_RATE": "\(Self.rate)",
                 ])
             defer { process.kill() }
-            let pid = process.process.processIdentifier
+            let pid = process.child.pid
             // Readings every three hours of the watcher's day, from six in the morning on.
             var readings: [(hour: Int, kilobytes: Int, files: Int)] = []
             for hour in stride(from: 6, through: 24, by: 3) {
                 let at = Self.start.addingTimeInterval(Double(hour) * 3600)
                 while day.now < at {
-                    #expect(process.process.isRunning, "the watcher stopped: \(process.stderr.current)")
+                    #expect(process.child.isRunning, "the watcher stopped: \(process.stderr.current)")
                     try await Task.sleep(for: .milliseconds(200))
                 }
                 let (kilobytes, files) = try await Self.footprint(pid)

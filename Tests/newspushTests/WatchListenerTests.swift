@@ -15,18 +15,15 @@ import Testing
 struct WebSubHub: Sendable {
     /// Why the hub cannot run here (flask-websub or Celery missing), nil when it can.
     static let missing: String? = {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", "import flask_websub.hub, celery"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        do { try probe.run() } catch { return "python3 cannot be started: \(error)" }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0
+        let probe = try? ChildProcess.run(
+            "/usr/bin/env", ["python3", "-c", "import flask_websub.hub, celery"], environment: ["PATH": "/usr/bin:/bin"]
+        )
+        guard let probe else { return "python3 cannot be started" }
+        return probe.status == 0
             ? nil : "flask-websub 0.4.1 and celery are not installed (scripts/setup.sh --tests installs them)"
     }()
 
-    let process: Process
+    let child: RunningChild
     /// The hub's URL (`…/hub`).
     let url: String
     /// Its log (what a failed expectation shows).
@@ -39,33 +36,21 @@ struct WebSubHub: Sendable {
 
     /// Starts the hub with leases of `lease` seconds, its database in `folder`.
     static func start(lease: Int, folder: TemporaryFolder) async throws -> WebSubHub {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", packageRoot.appendingPathComponent("Tests/websub/hub.py").path, folder.path + "/hub.db",
-            "\(lease)",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
         let logPath = folder.path + "/hub.log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        try process.run()
-        let line = await offThePool {
-            var text = Data()
-            while !text.contains(UInt8(ascii: "\n")) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text.append(chunk)
-            }
-            return String(decoding: text, as: UTF8.self)
-        }
+        let child = try ChildProcess.start(
+            "/usr/bin/env",
+            [
+                "python3", packageRoot.appendingPathComponent("Tests/websub/hub.py").path, folder.path + "/hub.db",
+                "\(lease)",
+            ],
+            environment: ["PATH": "/usr/bin:/bin"], errors: .read(copyTo: logPath))
+        let line = try await child.stdout.orFail().firstLine()
         guard let start = line.range(of: "http://") else {
-            process.terminate()
+            child.stop()
             throw DeskProcessError.notListening(line)
         }
         return WebSubHub(
-            process: process, url: String(line[start.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines),
+            child: child, url: String(line[start.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines),
             logPath: logPath)
     }
 
@@ -76,10 +61,7 @@ struct WebSubHub: Sendable {
     }
 
     /// Ends the hub (SIGKILL: its Celery ignores SIGTERM) and waits for it.
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() { child.stop() }
 }
 
 /// Plain HTTP calls to a local server (the watcher's listener, the WebSub hub) with curl's
@@ -385,7 +367,7 @@ struct WatchLeaseTests {
             #expect(await first.errors.until("holds 3 of 6 feeds"), "\(first.errors.current)")
 
             // kill -9: the first watcher's leases are not given back; they end within 3 s.
-            kill(first.process.processIdentifier, SIGKILL)
+            first.child.signal(SIGKILL)
             let killed = ContinuousClock.now
             for (index, path) in paths.enumerated() { feeds.add("Story \(index) from the wire", to: path) }
             #expect(await second.errors.until("holds 6 of 6 feeds"), "\(second.errors.current)")

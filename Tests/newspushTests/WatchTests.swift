@@ -110,34 +110,25 @@ struct WatchTests {
 
 /// A `newspush` process that runs until told to stop, its standard error read as it comes.
 final class WatchProcess: @unchecked Sendable {
-    let process = Process()
-    let stderr: DeskProcess.StandardError
-    let stdout: DeskProcess.StandardError
+    let child: RunningChild
+    let stderr: ChildOutput
+    let stdout: ChildOutput
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = try binaryURL()
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(hubEnvironment) { $1 }
-            .merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        stdout = DeskProcess.StandardError(out, sink: nil)
-        stderr = DeskProcess.StandardError(err, sink: nil)
+        child = try ChildProcess.start(
+            try binaryURL().path, arguments,
+            environment: ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(hubEnvironment) { $1 }
+                .merging(environment) { $1 })
+        stdout = try child.stdout.orFail("standard output")
+        stderr = try child.stderr.orFail("standard error")
     }
 
-    func terminate() { Glibc.kill(process.processIdentifier, SIGTERM) }
+    func terminate() { child.terminate() }
 
-    func kill() { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
+    func kill() { child.signal(SIGKILL) }
 
-    /// The exit status once the process has ended (a minute at most).
-    func exitStatus() async throws -> Int32 {
-        await offThePool { [process] in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-    }
+    /// The exit status once the process has ended.
+    func exitStatus() async throws -> Int32 { await child.exitStatus() }
 }
 
 extension DateFormatter {
