@@ -1,35 +1,94 @@
 #!/usr/bin/env bash
-# The test suite as CI runs it: every test in the debug configuration (run-time exclusivity
-# checks on), then the core library's tests again in the release configuration that the feed
-# parser's speed tricks rely on (optimised Swift, exclusivity checks off, the C byte searches
-# at -O): a trick that only holds in one of them fails here.
-set -euo pipefail
+# The test suite as CI runs it, in phases: each phase is a process of its own, so that one that
+# fails (or whose test process crashes) is reported with its name and the tests it left
+# unfinished, and the phases after it still run and report. The command exits non-zero when any
+# phase failed, and ends with each phase's outcome and time.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+
+logs=${NEWSPUSH_TEST_PHASE_LOGS:-$(mktemp -d -t newspush-test-phases.XXXXXX)}
+mkdir -p "$logs"
+failed=()
+summary=()
+
+# The tests a phase's log shows started and never ended (Swift Testing's `◇ Test NAME started.`
+# without a `Test NAME passed|failed|skipped`): what a crash took down with it.
+unfinished() {
+    awk '
+        /◇ Test [^ ]/ && / started\.$/ && !/◇ Test case / {
+            name = $0; sub(/.*◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1
+        }
+        /Test .* (passed|failed|skipped)/ {
+            for (name in open) if (index($0, "Test " name " ") > 0) delete open[name]
+        }
+        END { for (name in open) print "    " name }
+    ' "$1"
+}
+
+# phase NAME COMMAND...: runs COMMAND, its output shown and kept in $logs/NAME.log.
+phase() {
+    local name=$1
+    shift
+    local started=$SECONDS
+    printf '\n=== phase %s: %s\n' "$name" "$*"
+    "$@" 2>&1 | tee "$logs/$name.log"
+    local status=${PIPESTATUS[0]}
+    local took=$((SECONDS - started))
+    if [ "$status" -eq 0 ]; then
+        summary+=("passed  $name ($took s)")
+        return 0
+    fi
+    failed+=("$name")
+    summary+=("FAILED  $name ($took s, exit $status)")
+    local left
+    left=$(unfinished "$logs/$name.log")
+    if [ -n "$left" ]; then
+        printf '=== phase %s ended (exit %s) while these tests ran:\n%s\n' "$name" "$status" "$left"
+        summary+=("        unfinished in $name:" "$left")
+    fi
+    return 1
+}
+
+finish() {
+    printf '\n=== summary (logs in %s)\n' "$logs"
+    printf '%s\n' "${summary[@]}"
+    if [ ${#failed[@]} -gt 0 ]; then
+        printf '=== %d phase(s) failed: %s\n' "${#failed[@]}" "${failed[*]}"
+        exit 1
+    fi
+    printf '=== every phase passed\n'
+}
+
 # The code's shape first (.swift-format): formatting, line length, a /// summary on every public
 # declaration, no force unwrap or force try outside the tests.
-swift format lint --strict --recursive Sources Tests Package.swift
-# The PostgreSQL suites (servers of their own, a minute of two hosts under kills, ledgers opened
-# in the test process, whose waits on the server hold the test process's threads) run after the
-# rest, so they neither starve the timed tests nor are starved by them; so do the back-end's
-# attack tests (floods of connections): Foundation's Process.run reads /proc/self/fd past its
-# buffer once the test process holds about 1,300 descriptors (swift-corelibs-foundation #5472),
-# and the first phase alone comes near that. The run's memory test (2,000 feeds at 64 transfers
-# at once, and a peak to measure) runs last and alone: beside the whole first phase on a loaded
-# CI machine its first run failed a feed, and beside the attack tests it took the registrations'
-# rate that they measure.
+phase lint swift format lint --strict --recursive Sources Tests Package.swift
+# Nothing runs without a build: its failure ends the command here.
+if ! phase build swift build --build-tests; then finish; fi
+
+# The suites that need the machine to themselves run in phases of their own, after the first:
+# - AppKitTests drives Foundation's URLSession, which can trap inside Foundation (a crash there
+#   would otherwise end the first phase's 400 tests with it);
+# - the PostgreSQL suites (servers of their own, a minute of two hosts under kills, ledgers
+#   opened in the test process) and the back-end's attack tests (floods of connections);
+# - the watcher's suites time a real WebSub hub and feed servers against their own seconds;
+# - the generated clients build a package of their own (minutes of both cores);
+# - the run's memory test (2,000 feeds at 64 transfers, and a peak to measure) and a day of
+#   watching 1,000 feeds on a fast clock, each alone.
+appkit_suites="AppKitTests"
 watch_suites="WatchTests|WatchListenerTests"
 postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|ApiAbuseTests|WatchLeaseTests"
-swift test --skip "$postgres_suites|RunMemoryTests|GeneratedClientTests|WatchDayTests|$watch_suites" "$@"
-swift test --skip-build --filter "$postgres_suites" "$@"
-# The watcher's suites time a real WebSub hub and feed servers in this process against their
-# own seconds: beside the first phase's 400 tests on two cores, a publish's fetch starved.
-swift test --skip-build --filter "$watch_suites" "$@"
-# The generated clients: the Swift one builds a package of its own (swift-openapi-generator and
-# its dependencies, minutes of both cores), so it runs when nothing timed runs beside it.
-swift test --skip-build --filter GeneratedClientTests "$@"
-swift test --skip-build --filter RunMemoryTests "$@"
-# A day of watching 1,000 feeds on a fast clock (three minutes of both cores), alone as well.
-swift test --skip-build --filter WatchDayTests "$@"
+alone="RunMemoryTests|GeneratedClientTests|WatchDayTests"
+phase main swift test --skip-build --skip "$appkit_suites|$postgres_suites|$watch_suites|$alone" "$@"
+phase appkit swift test --skip-build --filter "$appkit_suites" "$@"
+phase postgres swift test --skip-build --filter "$postgres_suites" "$@"
+phase watch swift test --skip-build --filter "$watch_suites" "$@"
+phase generated-clients swift test --skip-build --filter GeneratedClientTests "$@"
+phase run-memory swift test --skip-build --filter RunMemoryTests "$@"
+phase watch-day swift test --skip-build --filter WatchDayTests "$@"
 # The desk in a real browser (Chromium through WebDriver), against the debug build just tested.
-/usr/bin/python3 -m unittest discover -s Tests/desk -v
-swift test -c release -Xswiftc -enable-testing --filter NewsPushCoreTests
+phase browser /usr/bin/python3 -m unittest discover -s Tests/desk -v
+# The core library's tests again in the release configuration that the feed parser's speed
+# tricks rely on (optimised Swift, exclusivity checks off, the C byte searches at -O): a trick
+# that only holds in one of them fails here.
+phase release-core swift test -c release -Xswiftc -enable-testing --filter NewsPushCoreTests
+finish

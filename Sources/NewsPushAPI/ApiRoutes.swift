@@ -45,6 +45,8 @@ public struct ApiRoutes: Sendable {
     /// A session error as the phone is told it (never a path with a password, never a handle).
     static func describe(_ error: any Error) -> String {
         switch error {
+        case SessionError.ledger(.busy):
+            return "another change of the same installation or reader is under way: try again in a few seconds"
         case SessionError.ledger: return "the ledger cannot be used right now: try again later"
         case let error as SessionError: return error.description
         default: return "the back-end is shutting down or cannot answer: try again later"

@@ -117,10 +117,20 @@ struct ApiGuard: RouterMiddleware {
         }
     }
 
-    /// A ledger or hub that cannot be reached: logged, and 503 with what the command line would say.
+    /// A ledger or hub that cannot be reached: logged, and 503 with what the command line would
+    /// say and when to try again (every 5xx carries `Retry-After`: phones wait for it). A change
+    /// that waited too long for another change of the same installation is not an error of the
+    /// back-end: a notice, and a short wait.
     private func failed(_ error: any Error, _ request: Request, _ context: ApiContext) -> Response {
-        backend.context.logger.error("api: \(request.method) \(request.uri.path): \(error)")
-        return ApiServer.error(.serviceUnavailable, ApiRoutes.describe(error))
+        let retryAfter: Int
+        if case SessionError.ledger(.busy) = error {
+            backend.context.logger.notice("api: \(request.method) \(request.uri.path): \(error)")
+            retryAfter = 2
+        } else {
+            backend.context.logger.error("api: \(request.method) \(request.uri.path): \(error)")
+            retryAfter = 5
+        }
+        return ApiRoutes.later(.serviceUnavailable, ApiRoutes.describe(error), retryAfter: retryAfter)
     }
 
     private func guarded(

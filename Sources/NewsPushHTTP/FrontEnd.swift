@@ -42,8 +42,17 @@ public enum FrontEnd {
         try await group.run()
     }
 
+    /// How long the requests in flight get after SIGTERM: past it the front end stops without
+    /// them. Within systemd's stop timeout (90 s) and Kubernetes' grace period (30 s), and longer
+    /// than an answer from a working hub takes; a hub that went away holds a request for its whole
+    /// timeout (30 s) and every retry. What such a request had started is safe to leave: an
+    /// installation's hub write was noted as owed before it went out and is settled by the next
+    /// start, and a push that was sending is recorded `unknown` and never sent again.
+    public static let drainLimit: Double = 15
+
     /// Says on standard error that the front end is stopping, the moment the signal is taken:
-    /// an operator's journal shows why it went, and a test knows the signal landed.
+    /// an operator's journal shows why it went, and a test knows the signal landed. Then the
+    /// requests in flight get `drainLimit` seconds.
     private struct StoppingNotice: Service {
         let name: String
 
@@ -51,6 +60,18 @@ public enum FrontEnd {
             try? await gracefulShutdown()
             FileHandle.standardError.write(
                 Data("newspush \(name): stopping: no new connections; finishing the requests in flight\n".utf8))
+            let name = name
+            // A thread of its own: the service group waits for its services, and this one must not
+            // hold the stop up; the process normally ends long before it wakes.
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: FrontEnd.drainLimit)
+                FileHandle.standardError.write(
+                    Data(
+                        ("newspush \(name): requests still in flight after \(Int(FrontEnd.drainLimit)) s; "
+                            + "stopping without them (what they started at the hub is settled by the next start)\n")
+                            .utf8))
+                exit(0)
+            }
         }
     }
 

@@ -40,30 +40,77 @@ public enum InstallationKey: Hashable, Sendable, Comparable {
 }
 
 extension Ledger {
+    /// How long a change waits for another change of the same keys (a hub write holds them for
+    /// as long as the hub takes): past it the change gives up with `LedgerError.busy`, which a
+    /// phone is told as 503 with Retry-After. Below PostgreSQL's answer timeout (20 s), so a
+    /// wait never counts as a lost connection.
+    public static let keyPatience: Double = 10
+
     /// Runs `body` holding the locks of `keys`, taken in one order (their slots ascending) so
     /// two holders never wait for each other: PostgreSQL's session-level advisory locks on this
     /// ledger's connection (released with it when a host dies), or on SQLite a lock per slot
-    /// among the process's threads and a byte-range lock on the ledger's `-keys` file between
-    /// processes (`devices prune` beside `newspush api`). The locks are held across the hub's
-    /// requests; the index's transactions inside `body` are short and separate.
-    public func withKeys<T>(_ keys: Set<InstallationKey>, _ body: () throws -> T) throws -> T {
+    /// among the process's threads and an open-file-description lock on byte `slot` of the
+    /// ledger's `-keys` file between processes (`devices prune` beside `newspush api`). The
+    /// locks are held across the hub's requests; the index's transactions inside `body` are
+    /// short and separate. `waiting` is called once when a key is held elsewhere, before the
+    /// wait; a wait past `patience` seconds throws `LedgerError.busy` with nothing held.
+    public func withKeys<T>(
+        _ keys: Set<InstallationKey>, patience: Double = Ledger.keyPatience, waiting: () -> Void = {},
+        _ body: () throws -> T
+    ) throws -> T {
         let slots = Array(Set(keys.map(\.slot))).sorted()
+        let deadline = Date().addingTimeInterval(patience)
+        let busy = LedgerError.busy(path: path, seconds: Int(patience.rounded(.up)))
         if let postgres = db as? PostgresDatabase {
-            try Self.wrap(path, writing: true) { try postgres.advisoryLocks(slots, take: true) }
+            let taken = try Self.wrap(path, writing: true) {
+                try postgres.advisoryLocks(slots, until: deadline, waiting: waiting)
+            }
+            guard taken else { throw busy }
             defer { try? postgres.advisoryLocks(slots, take: false) }
             return try body()
         }
         let bytes = Array(Set(slots.map { $0 & 0x7fff_ffff })).sorted()
         let locks = try Self.wrap(path, writing: true) { try FileKeyLocks.of(path) }
-        try Self.wrap(path, writing: true) { try locks.take(bytes) }
+        let taken = try Self.wrap(path, writing: true) { try locks.take(bytes, until: deadline, waiting: waiting) }
+        guard taken else { throw busy }
         defer { locks.release(bytes) }
         return try body()
     }
 }
 
 extension PostgresDatabase {
-    /// Takes (or releases) the advisory locks of `slots`, in order, in one statement: each is
-    /// keyed by the ledger's schema and the slot, so two ledgers in one database never meet.
+    /// Takes the advisory locks of `slots` in order, waiting until `deadline` at most: true
+    /// when all are held, false (none held) when one stayed held elsewhere. Each is keyed by the
+    /// ledger's schema and the slot, so two ledgers in one database never meet. One statement
+    /// when none is held elsewhere (the usual case); otherwise the ones past the first refused
+    /// are let go and taken in order, each waiting under `lock_timeout`.
+    func advisoryLocks(_ slots: [Int32], until deadline: Date, waiting: () -> Void) throws(DatabaseError) -> Bool {
+        guard !slots.isEmpty else { return true }
+        let tries = slots.map { _ in "pg_try_advisory_lock(hashtext(current_schema()), CAST(? AS INTEGER))" }
+        let row = try query("SELECT " + tries.joined(separator: ", "), slots.map { .integer(Int64($0)) }).first
+        let granted = slots.indices.map { row?.int($0) == 1 }
+        guard let refused = granted.firstIndex(of: false) else { return true }
+        try advisoryLocks(slots.indices.filter { $0 > refused && granted[$0] }.map { slots[$0] }, take: false)
+        waiting()
+        for index in refused..<slots.count {
+            let milliseconds = Int(deadline.timeIntervalSinceNow * 1000)
+            do throws(DatabaseError) {
+                guard milliseconds > 0 else { throw DatabaseError(kind: .busy, message: "no time left") }
+                // The slot is an integer made here: nothing of a caller's text is in the block.
+                _ = try run(
+                    "DO $$BEGIN SET LOCAL lock_timeout = \(milliseconds); "
+                        + "PERFORM pg_advisory_lock(hashtext(current_schema()), \(slots[index])); END$$", [])
+            } catch {
+                guard error.kind == .busy else { throw error }
+                try advisoryLocks(Array(slots[..<index]), take: false)
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Releases (or takes, waiting as long as it takes) the advisory locks of `slots`, in order,
+    /// in one statement.
     func advisoryLocks(_ slots: [Int32], take: Bool) throws(DatabaseError) {
         guard !slots.isEmpty else { return }
         let function = take ? "pg_advisory_lock" : "pg_advisory_unlock"
@@ -73,15 +120,22 @@ extension PostgresDatabase {
 }
 
 /// The SQLite ledger's key locks: among the process's threads a set of held slots, between
-/// processes a write lock on byte `slot` of `<ledger>-keys` (`fcntl`, which the kernel drops
-/// when the process ends, however it ends). Written here because neither SQLite nor Foundation
-/// has a lock per key that spans processes.
+/// processes a write lock on byte `slot` of `<ledger>-keys`, an open file description's lock
+/// (`F_OFD_SETLK`), which the kernel drops when the process ends, however it ends. Not a
+/// classic `fcntl` lock: those belong to the process, and the kernel's deadlock detection
+/// then reports a false `EDEADLK` between two processes whose threads wait on each other's
+/// slots in the one order. Taken without blocking, tried again until the deadline, so a wait
+/// is bounded. Written here because neither SQLite nor Foundation has a lock per key that spans
+/// processes.
 final class FileKeyLocks: @unchecked Sendable {
     private static let registry = NSLock()
     nonisolated(unsafe) private static var byPath: [String: FileKeyLocks] = [:]
+    /// Linux's `F_OFD_SETLK` (Glibc's Swift module does not export it; the same number on every
+    /// architecture since Linux 3.15).
+    private static let setOFDLock: Int32 = 37
 
-    /// The locks of the ledger at `path` (one per process: closing any descriptor of the file
-    /// would drop every lock the process holds on it, so the one descriptor stays open).
+    /// The locks of the ledger at `path` (one per process, whose one descriptor of the file
+    /// carries the process's locks).
     static func of(_ path: String) throws -> FileKeyLocks {
         registry.lock()
         defer { registry.unlock() }
@@ -101,24 +155,38 @@ final class FileKeyLocks: @unchecked Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
-    /// Takes `slots` (byte offsets, ascending), waiting for each.
-    func take(_ slots: [Int32]) throws {
+    /// Takes `slots` (byte offsets, ascending), waiting for each until `deadline` at most: true
+    /// when all are held, false (none held) when one stayed held past it. `waiting` is called
+    /// once, before the first wait.
+    func take(_ slots: [Int32], until deadline: Date, waiting: () -> Void) throws -> Bool {
+        var told = false
+        func wait() {
+            if !told { waiting() }
+            told = true
+        }
         for (n, slot) in slots.enumerated() {
-            condition.lock()
-            while held.contains(slot) { condition.wait() }
-            held.insert(slot)
-            condition.unlock()
-            if let error = fileLock(slot, type: F_WRLCK) {
+            guard takeInProcess(slot, until: deadline, waiting: wait) else {
+                release(Array(slots[..<n]))
+                return false
+            }
+            switch lockFile(slot, until: deadline, waiting: wait) {
+            case .taken: continue
+            case .timedOut:
+                release(Array(slots[...n]))
+                return false
+            case .failed(let error):
                 release(Array(slots[...n]))
                 throw LedgerError.writeFailed(path: "the ledger's -keys file", reason: error)
             }
         }
+        return true
     }
 
     /// Lets `slots` go.
     func release(_ slots: [Int32]) {
         for slot in slots {
-            _ = fileLock(slot, type: F_UNLCK)
+            var lock = Self.range(slot, type: F_UNLCK)
+            _ = fcntl(fd, Self.setOFDLock, &lock)
             condition.lock()
             held.remove(slot)
             condition.broadcast()
@@ -126,16 +194,47 @@ final class FileKeyLocks: @unchecked Sendable {
         }
     }
 
-    /// Locks or unlocks byte `slot`, waiting; the error's words when it fails.
-    private func fileLock(_ slot: Int32, type: Int32) -> String? {
+    /// The slot among this process's threads.
+    private func takeInProcess(_ slot: Int32, until deadline: Date, waiting: () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while held.contains(slot) {
+            waiting()
+            guard condition.wait(until: deadline) || !held.contains(slot) else { return false }
+        }
+        held.insert(slot)
+        return true
+    }
+
+    private enum FileLock {
+        case taken, timedOut
+        case failed(String)
+    }
+
+    /// The slot among processes: tried at once, then again after 1 ms, doubling to 20 ms.
+    private func lockFile(_ slot: Int32, until deadline: Date, waiting: () -> Void) -> FileLock {
+        var pause: UInt32 = 1000
+        while true {
+            var lock = Self.range(slot, type: F_WRLCK)
+            if fcntl(fd, Self.setOFDLock, &lock) == 0 { return .taken }
+            guard errno == EAGAIN || errno == EACCES || errno == EINTR else {
+                return .failed(String(cString: strerror(errno)))
+            }
+            guard Date() < deadline else { return .timedOut }
+            waiting()
+            usleep(pause)
+            pause = min(pause * 2, 20_000)
+        }
+    }
+
+    /// Byte `slot` of the file, as an open-file-description lock (`l_pid` 0).
+    private static func range(_ slot: Int32, type: Int32) -> flock {
         var lock = flock()
         lock.l_type = Int16(type)
         lock.l_whence = Int16(SEEK_SET)
         lock.l_start = off_t(slot)
         lock.l_len = 1
-        while fcntl(fd, F_SETLKW, &lock) != 0 {
-            if errno != EINTR { return String(cString: strerror(errno)) }
-        }
-        return nil
+        lock.l_pid = 0
+        return lock
     }
 }

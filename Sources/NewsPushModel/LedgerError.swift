@@ -10,6 +10,9 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     case diskFull(path: String)
     case writeFailed(path: String, reason: String)
     case noLedger(path: String)
+    /// A change waited longer than its patience for another change of the same installation or
+    /// reader (the app back-end's key locks): nothing was done; try again in a few seconds.
+    case busy(path: String, seconds: Int)
 
     /// What is wrong with the ledger and what to do, naming it.
     public var description: String {
@@ -41,6 +44,10 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
             return "cannot write the ledger \(path): \(reason); the pushes not yet sent stay pending"
         case .noLedger(let path):
             return "no ledger at \(path) (no run has recorded anything yet)"
+        case .busy(let path, let seconds):
+            return
+                "another change of the same installation or reader held it for over \(seconds) s in the ledger "
+                + "\(path); nothing was done: try again in a few seconds"
         }
     }
 }

@@ -30,7 +30,9 @@ extension DeviceSession {
         var held = keys
         for _ in 0..<16 {
             let result: Keyed<T>
-            do { result = try ledger.withKeys(held) { try step(held) } } catch let error as SessionError {
+            do {
+                result = try ledger.withKeys(held, waiting: { noteWait(held) }) { try step(held) }
+            } catch let error as SessionError {
                 throw error
             } catch let error as LedgerError {
                 throw .ledger(error)
@@ -43,6 +45,17 @@ extension DeviceSession {
             }
         }
         throw .ledger(.writeFailed(path: ledger.path, reason: "installation \(keys) kept changing; try again"))
+    }
+
+    /// Says (at `info`) that a change waits for another change of what it touches: an operator
+    /// sees why a request took long, and a test sees that a race it made is happening.
+    private func noteWait(_ keys: Set<InstallationKey>) {
+        let ids = keys.compactMap { key -> String? in
+            if case .id(let id) = key { return id }
+            return nil
+        }.sorted()
+        let what = ids.isEmpty ? "the same reader's devices" : "installation " + ids.joined(separator: ", ")
+        context.logger.info("api: a change waits for another change of \(what)")
     }
 
     // MARK: Writing

@@ -109,8 +109,10 @@ enum ExitStatus {
         case let finished as Finished: return finished.status
         case is ConfigError: return 78
         case let error as LedgerError:
-            if case .locked = error { return 75 }
-            return 1
+            switch error {
+            case .locked, .busy: return 75
+            default: return 1
+            }
         case let error as SessionError:
             switch error {
             case .config, .missingConfig, .connectionString: return 78

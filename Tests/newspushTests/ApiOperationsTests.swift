@@ -121,6 +121,35 @@ struct ApiOperationsTests {
         #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["late"])
     }
 
+    // A hub that went away (it takes the requests and never answers): SIGTERM still stops the
+    // back-end within its drain limit, saying so, with exit 0; the registration it left is
+    // settled by the next start, so that the hub and the index agree.
+    @Test func sigtermStopsWithinTheDrainLimitWhenTheHubNeverAnswers() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        await fixture.hub.emulator.inject(Fault(delaySeconds: 3600, count: 1000))
+        let inFlight = Task {
+            await fixture.send(
+                "PUT /api/installations/stuck",
+                json: #"{"platform":"fcmv1","pushChannel":"stuck-token","topics":["World"]}"#)
+        }
+        await fixture.hub.emulator.untilSomethingWaits()
+        fixture.api.child.terminate()
+        #expect(
+            await fixture.api.errors.until("requests still in flight after 15 s; stopping without them", limit: 120),
+            "\(fixture.api.errors.current)")
+        #expect(await fixture.api.child.exitStatus() == 0)
+        #expect(await inFlight.value.status == 0, "the phone got no answer, and tries again")
+        await fixture.hub.emulator.clearFaults()
+        await fixture.hub.emulator.advanceClock(by: 3601)
+        let prune = try await newspush(
+            ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(prune.status == 0, "\(prune.stdout) \(prune.stderr)")
+        let atHub = await fixture.hub.emulator.allInstallations().map(\.installationId)
+        let indexed = try await fixture.index().compactMap { $0["id"] as? String }
+        #expect(atHub == indexed, "hub \(atHub), index \(indexed)")
+    }
+
     // The OpenAPI document and the routes are in step: every route of the server is in the
     // document with its method, every operation of the document is a route the server answers
     // (never "no such route" or 405), and the server serves the document itself.

@@ -27,7 +27,7 @@ struct ApiFixture {
     static func start(
         _ backend: LedgerBackend = .sqlite, api apiSection: String = "", devices: String? = nil, extra: String = "",
         feeds: [String] = [], hubSettings: String? = nil, logFile: String? = nil,
-        environment given: [String: String]? = nil
+        environment given: [String: String]? = nil, verbose: Bool = false
     ) async throws -> ApiFixture {
         let folder = try TemporaryFolder()
         let hub = try await LocalHub.start(devicesYAML: devices ?? HostileOperatorTests.devices)
@@ -55,7 +55,8 @@ struct ApiFixture {
             #expect(added.status == 0, "\(added.stderr)")
         }
         let api = try await DeskProcess.start(
-            ["api", "--listen", "127.0.0.1:0", "--config", config], environment: environment, logFile: logFile)
+            ["api", "--listen", "127.0.0.1:0", "--config", config] + (verbose ? ["-v"] : []),
+            environment: environment, logFile: logFile)
         return ApiFixture(folder: folder, hub: hub, config: config, api: api)
     }
 
