@@ -15,6 +15,9 @@ static inline CURLcode np_easy_setopt_write_function(CURL *h, CURLoption o, curl
 typedef int (*np_xferinfo_callback)(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
 static inline CURLcode np_easy_setopt_xferinfo_function(CURL *h, CURLoption o, np_xferinfo_callback v) { return curl_easy_setopt(h, o, v); }
 
+typedef int (*np_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port);
+static inline CURLcode np_easy_setopt_prereq_function(CURL *h, CURLoption o, np_prereq_callback v) { return curl_easy_setopt(h, o, v); }
+
 static inline CURLcode np_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode np_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode np_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }

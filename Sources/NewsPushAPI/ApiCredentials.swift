@@ -16,54 +16,30 @@ struct CredentialRefusal: Error, Sendable {
 }
 
 /// Who a request's `Authorization` header says is calling (SPEC §9): HTTP Basic against
-/// `api.users`, or a bearer JWT against `api.jwt`'s key set; no header is anonymous.
+/// `api.users` (through `PasswordCheck`, the one password check of every front end), or a
+/// bearer JWT against `api.jwt`'s key set; no header is anonymous.
 final class ApiCredentials: Sendable {
     let settings: ApiSettings
-    let users: CurrentUsersFile<ApiRole>
+    let passwords: PasswordCheck<ApiRole>
     let keys: JWTKeys?
-    /// Basic credentials already checked against the users file as it was (its stamp): bcrypt
-    /// costs 0.1 s a check, so each credential is checked once per file version. Keyed by an
-    /// HMAC with a key of this process, so the cache holds no password.
-    private let checked = Mutex<[String: Checked]>([:])
-
-    /// A credential found good: the role it gives, the file version it was checked against,
-    /// and the networks it was used from (at most 8: a reader's phones).
-    private struct Checked {
-        var role: ApiRole
-        var stamp: [Int]
-        var networks: [String]
-    }
-    private let cacheKey = SymmetricKey(size: .bits256)
-    /// Failed sign-ins per user name of the file, from any address (SPEC §9: past
-    /// `api.sign_in_failures` in 15 minutes, 429). Only names the file holds are counted, so
-    /// made-up names fill nothing and cannot push a real user's count out.
-    private let failures = Mutex(Generations<[Date]>(capacity: 50_000))
-    static let failureWindow: Double = 15 * 60
-    /// Password checks waiting for `bcryptThreads` (past `maxWaiting`, 429 at once: a flood of
-    /// wrong passwords queues here, never on the threads that do ledger and hub work, and no
-    /// check waits more than a few bcrypt times).
-    private let waiting = Atomic<Int>(0)
-    static let maxWaiting = 8
-    /// bcrypt's own threads: a wrong password costs 0.1 s of one of them, never a registration's.
-    private static let bcryptThreads = BlockingThreads(count: 2)
 
     init(settings: ApiSettings, logger: Logger) {
         self.settings = settings
-        users = CurrentUsersFile(path: settings.usersPath)
+        passwords = PasswordCheck(usersPath: settings.usersPath, limits: .init(failures: settings.signInFailures))
         keys = settings.jwt.map { _ in JWTKeys(settings: settings, logger: logger) }
     }
+
+    /// The users file, as it is now.
+    var users: CurrentUsersFile<ApiRole> { passwords.users }
 
     /// The caller, or why the credential is refused.
     func caller(authorization: String?, network: String = "", now: Date) async -> Result<Caller, CredentialRefusal> {
         guard let authorization, !authorization.isEmpty else { return .success(.anonymous) }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2 else {
+        guard let (scheme, value) = BasicCredential.split(authorization) else {
             return .failure(CredentialRefusal(reason: "the Authorization header is malformed"))
         }
-        let scheme = parts[0].lowercased()
-        let value = String(parts[1]).trimmingCharacters(in: .whitespaces)
         switch scheme {
-        case "basic": return await basic(value, network: network)
+        case "basic": return await basic(value, network: network, now: now)
         case "bearer":
             guard let keys else {
                 return .failure(CredentialRefusal(reason: "bearer tokens are not taken here (no api.jwt)"))
@@ -74,87 +50,18 @@ final class ApiCredentials: Sendable {
         }
     }
 
-    private func basic(_ value: String, network: String) async -> Result<Caller, CredentialRefusal> {
-        guard let data = Data(base64Encoded: value), let text = String(data: data, encoding: .utf8),
-            let colon = text.firstIndex(of: ":")
-        else { return .failure(CredentialRefusal(reason: "the Basic credential is not base64 of name:password")) }
-        let name = String(text[..<colon])
-        let password = String(text[text.index(after: colon)...])
+    private func basic(_ value: String, network: String, now: Date) async -> Result<Caller, CredentialRefusal> {
+        guard let (name, password) = BasicCredential.parse(value) else {
+            return .failure(CredentialRefusal(reason: "the Basic credential is not base64 of name:password"))
+        }
         let wrong = CredentialRefusal(reason: "wrong user name or password")
-        let (file, stamp) = await users.current(stamped: ())
-        guard let file, !ApiSettings.isReservedName(name) else { return .failure(wrong) }
-        let key = Hex.string(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: cacheKey))
-        let now = Date()
-        let counted = file.users[name] != nil
-        let locked = counted ? retryAfter(name, now: now) : nil
-        // A credential already found good is taken without bcrypt; while the name is locked
-        // out, only from a network it was used from before: the guesser is stopped, the
-        // reader's own phones are not (and a right guess from elsewhere is not let in).
-        if let known = checked.withLock({ $0[key] }), known.stamp == stamp,
-            locked == nil || known.networks.contains(network)
-        {
-            if locked == nil && !known.networks.contains(network) { remember(key, network: network) }
-            return .success(.user(name: settings.basicUser(name), sender: known.role == .sender))
-        }
-        if let locked {
-            return .failure(CredentialRefusal(reason: "too many failed sign-ins for \(name)", retryAfter: locked))
-        }
-        // bcrypt reads a password up to a NUL and its first 72 bytes only: a longer one, or one
-        // holding NUL, would be matched by its start. `add-user` never stores such a password.
-        let verdict: Verdict =
-            password.utf8.contains(0) || password.utf8.count > 72 ? .wrong : await check(file, name, password)
-        switch verdict {
-        case .wrong:
-            if counted { failed(name, now: now) }
-            return .failure(wrong)
-        case .busy:
-            return .failure(CredentialRefusal(reason: "too many sign-ins being checked", retryAfter: 1))
-        case .right(let role):
-            checked.withLock {
-                if $0.count > 100_000 { $0.removeAll() }
-                $0[key] = Checked(role: role, stamp: stamp, networks: [network])
-            }
-            return .success(.user(name: settings.basicUser(name), sender: role == .sender))
-        }
-    }
-
-    /// Adds `network` to the networks a good credential was used from (the last 8).
-    private func remember(_ key: String, network: String) {
-        checked.withLock { checked in
-            guard var known = checked[key] else { return }
-            known.networks = Array((known.networks + [network]).suffix(8))
-            checked[key] = known
-        }
-    }
-
-    /// What a password check came to.
-    private enum Verdict {
-        case right(ApiRole), wrong, busy
-    }
-
-    /// `password` checked against `name`'s hash on bcrypt's threads, unless too many wait.
-    private func check(_ file: UsersFile<ApiRole>, _ name: String, _ password: String) async -> Verdict {
-        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
-            waiting.subtract(1, ordering: .relaxed)
-            return .busy
-        }
-        defer { waiting.subtract(1, ordering: .relaxed) }
-        let role = try? await Self.bcryptThreads.run { file.check(name, password: password) }
-        return (role ?? nil).map(Verdict.right) ?? .wrong
-    }
-
-    /// Seconds until `name` may be tried again; nil when a try is allowed now.
-    private func retryAfter(_ name: String, now: Date) -> Int? {
-        let recent = failures.withLock { $0.peek(name) ?? [] }.filter { now.timeIntervalSince($0) < Self.failureWindow }
-        guard recent.count >= settings.signInFailures, let oldest = recent.first else { return nil }
-        return max(1, Int((Self.failureWindow - now.timeIntervalSince(oldest)).rounded(.up)))
-    }
-
-    private func failed(_ name: String, now: Date) {
-        failures.withLock { failures in
-            var recent = (failures.take(name) ?? []).filter { now.timeIntervalSince($0) < Self.failureWindow }
-            recent.append(now)
-            failures.put(name, Array(recent.suffix(settings.signInFailures)))
+        guard !ApiSettings.isReservedName(name) else { return .failure(wrong) }
+        switch await passwords.check(name: name, password: password, network: network, now: now) {
+        case .signedIn(let role): return .success(.user(name: settings.basicUser(name), sender: role == .sender))
+        case .wrong: return .failure(wrong)
+        case .tooMany(let wait):
+            return .failure(CredentialRefusal(reason: "too many failed sign-ins for \(name)", retryAfter: wait))
+        case .busy: return .failure(CredentialRefusal(reason: "too many sign-ins being checked", retryAfter: 1))
         }
     }
 

@@ -107,7 +107,9 @@ struct ApiAuthenticator: RouterMiddleware {
             context.caller = caller
         }
         if let name = context.caller.name,
-            let wait = backend.limits.take("u:" + name, limit: backend.context.config.api.ratePerUser, now: now)
+            let wait = backend.limits.take(
+                "u:" + name, count: backend.context.config.api.ratePerUser.count,
+                per: backend.context.config.api.ratePerUser.period, now: now)
         {
             return ApiGuard.tooMany(wait)
         }

@@ -142,7 +142,9 @@ struct ApiGuard: RouterMiddleware {
         let now = backend.context.clock.now()
         context.address = FrontEnd.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
         context.network = ClientNetwork.key(context.address, ipv4Prefix: api.ipv4Prefix, ipv6Prefix: api.ipv6Prefix)
-        if let wait = backend.limits.take("a:" + context.network, limit: api.ratePerAddress, now: now) {
+        if let wait = backend.limits.take(
+            "a:" + context.network, count: api.ratePerAddress.count, per: api.ratePerAddress.period, now: now)
+        {
             return Self.tooMany(wait)
         }
         if request.method != .get && request.method != .head {

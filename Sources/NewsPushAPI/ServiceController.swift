@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NewsPushHTTP
 import NewsPushSessions
 
 /// `GET /openapi.json` and `GET /healthz` (and HEAD of each: GET without the body, RFC 9110;
@@ -34,5 +35,25 @@ struct ServiceController: Sendable {
         let told = context.caller.isSender || ClientNetwork.isLoopback(context.address)
         return ApiServer.answer(
             HealthAnswer(status: "unavailable", error: told ? problem : nil), status: .serviceUnavailable)
+    }
+}
+
+/// `GET /healthz`'s answer, checked at most once per `maxAge` however many ask: one check in
+/// flight, the others wait for it.
+actor HealthCheck {
+    static let maxAge: Double = 30
+    private var last: (problem: String?, at: ContinuousClock.Instant)?
+    private var running: Task<String?, Never>?
+
+    /// What is wrong (nil: nothing) as `check` last found it, checked again when stale.
+    func problem(_ check: @escaping @Sendable () async -> String?) async -> String? {
+        if let last, ContinuousClock.now - last.at < .seconds(Self.maxAge) { return last.problem }
+        if let running { return await running.value }
+        let task = Task { await check() }
+        running = task
+        let problem = await task.value
+        last = (problem, ContinuousClock.now)
+        running = nil
+        return problem
     }
 }

@@ -81,7 +81,7 @@ public final class Ledger {
 
     /// `open`; `verify: false` skips the check of the file's pages (a process that checked it
     /// once and opens more connections).
-    static func open(configured: String, access: LedgerAccess, lock: LedgerLock?, verify: Bool)
+    public static func open(configured: String, access: LedgerAccess, lock: LedgerLock?, verify: Bool)
         throws(LedgerError) -> Ledger
     {
         if case .postgres(let address) = try address(configured) {

@@ -118,6 +118,7 @@ struct ExportRows {
             [
                 .text(url), text(feed["etag"]), text(feed["last_modified"]), date(feed["last_fetched"]),
                 date(feed["last_success"]), date(feed["listed_at"]), date(feed["retry_after"]), text(feed["moved_to"]),
+                date(feed["fresh_until"]),
             ]
         }
         let stories = (export["items"] as? [String: [String: Any]] ?? [:]).sorted { $0.key < $1.key }.map { key, s in

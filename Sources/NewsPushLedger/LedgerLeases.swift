@@ -7,15 +7,21 @@ import NewsPushModel
 /// and another watcher takes the feed. Each watcher holds about its share (the feeds divided by
 /// the watchers alive), so a second watcher takes half the feeds from the first.
 extension Ledger {
-    /// Renews `holder`'s membership and leases for `lease` seconds from `now`, gives back what
-    /// is over its share, takes free feeds of `feeds` (never leased, or whose lease ended) up
-    /// to its share, and returns the feeds it holds. One transaction; a feed another watcher
-    /// holds is never taken while its lease runs (the take is one conditional upsert per feed).
+    /// Renews `holder`'s membership and leases for `lease` seconds from now on the database's
+    /// clock (every host sharing the ledger counts on the same one), gives back what is over its
+    /// share, takes free feeds of `feeds` (never leased, or whose lease ended) up to its share,
+    /// and returns the feeds it holds. One transaction; a feed another watcher holds is never
+    /// taken while its lease runs (the take is one conditional upsert per feed).
+    public func leaseFeeds(_ feeds: [String], holder: String, lease: Double) throws(LedgerError) -> Set<String> {
+        try leaseFeeds(feeds, holder: holder, lease: lease, now: try databaseNow())
+    }
+
+    /// `leaseFeeds` at `now`, a reading of the database's clock.
     public func leaseFeeds(_ feeds: [String], holder: String, lease: Double, now: Date) throws(LedgerError)
         -> Set<String>
     {
-        let until = now.addingTimeInterval(lease)
-        return try writing {
+        try writing {
+            let until = now.addingTimeInterval(lease)
             try db.run(
                 "INSERT INTO watch_members (holder, expires_at) VALUES (?, ?) "
                     + "ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at",

@@ -4,7 +4,8 @@ import NewsPushModel
 extension Ledger {
     // MARK: Rows
 
-    static let feedColumns = "url, etag, last_modified, last_fetched, last_success, listed_at, retry_after, moved_to"
+    static let feedColumns =
+        "url, etag, last_modified, last_fetched, last_success, listed_at, retry_after, moved_to, fresh_until"
     static let storyColumns =
         "key, feed, title, link, link_key, category, first_seen, last_seen, published, status, pushed_at, "
         + "notification_id, error, origin"
@@ -27,7 +28,7 @@ extension Ledger {
             validators: etag == nil && modified == nil
                 ? nil : ConditionalGetValidators(etag: etag, lastModified: modified),
             lastFetched: row.date(3), lastSuccess: row.date(4), listedAt: row.date(5), retryAfter: row.date(6),
-            movedTo: row.text(7))
+            movedTo: row.text(7), freshUntil: row.values.count > 8 ? row.date(8) : nil)
     }
 
     static func story(_ row: SQLRow) -> StoryRecord {

@@ -102,6 +102,16 @@ enum LedgerMigrations {
             "CREATE INDEX watch_leases_holder ON watch_leases (holder)",
             "CREATE TABLE watch_members (holder TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)",
         ],
+        // 7: each feed's WebSub subscription, shared by the watchers (its secret and callback
+        // token), and the server's freshness limit of each feed, kept with its validators.
+        [
+            "ALTER TABLE feeds ADD COLUMN fresh_until BIGINT",
+            """
+            CREATE TABLE websub_subscriptions (
+                feed TEXT PRIMARY KEY, token TEXT NOT NULL UNIQUE, hub TEXT NOT NULL, topic TEXT NOT NULL,
+                secret TEXT NOT NULL, state TEXT NOT NULL, failures INTEGER NOT NULL)
+            """,
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time; false

@@ -90,6 +90,7 @@ public struct LedgerView: Sendable {
                     "last_fetched": date(feed.lastFetched), "last_success": date(feed.lastSuccess),
                     "listed_at": date(feed.listedAt),
                     "retry_after": date(feed.retryAfter), "moved_to": text(feed.movedTo),
+                    "fresh_until": date(feed.freshUntil),
                 ] as [String: Any]
         }
         let entries: [[String: Any]] = outbox.map { entry in

@@ -269,17 +269,17 @@ extension Ledger {
     private func upsertChunk(_ feeds: ArraySlice<FeedRecord>) throws {
         try db.run(
             """
-            INSERT INTO feeds (\(Self.feedColumns)) VALUES \(Self.rows(8, feeds.count))
+            INSERT INTO feeds (\(Self.feedColumns)) VALUES \(Self.rows(9, feeds.count))
             ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
                 last_fetched = excluded.last_fetched, last_success = excluded.last_success,
                     listed_at = excluded.listed_at,
-                retry_after = excluded.retry_after, moved_to = excluded.moved_to
+                retry_after = excluded.retry_after, moved_to = excluded.moved_to, fresh_until = excluded.fresh_until
             """,
             feeds.flatMap { feed -> [SQLValue] in
                 [
                     .text(feed.url), SQLValue(feed.validators?.etag), SQLValue(feed.validators?.lastModified),
                     SQLValue(feed.lastFetched), SQLValue(feed.lastSuccess), SQLValue(feed.listedAt),
-                    SQLValue(feed.retryAfter), SQLValue(feed.movedTo),
+                    SQLValue(feed.retryAfter), SQLValue(feed.movedTo), SQLValue(feed.freshUntil),
                 ]
             })
     }

@@ -185,10 +185,10 @@ public struct LegacyJSONState: Codable, Sendable {
                     url: url, lastFetched: feed.lastFetched, lastSuccess: feed.lastFetched,
                     listedAt: feed.lastFetched, retryAfter: feed.retryAfter, movedTo: feed.movedTo)
                 try db.run(
-                    "INSERT INTO feeds (\(Ledger.feedColumns)) VALUES (\(Ledger.marks(8)))",
+                    "INSERT INTO feeds (\(Ledger.feedColumns)) VALUES (\(Ledger.marks(9)))",
                     [
                         .text(record.url), .null, .null, SQLValue(record.lastFetched), SQLValue(record.lastSuccess),
-                        SQLValue(record.listedAt), SQLValue(record.retryAfter), SQLValue(record.movedTo),
+                        SQLValue(record.listedAt), SQLValue(record.retryAfter), SQLValue(record.movedTo), .null,
                     ])
             }
             for (key, story) in state.stories where story.status != "pending" {

@@ -119,6 +119,14 @@ final class PostgresDatabase: LedgerDatabase {
 
     var isConnected: Bool { !connection.isClosed }
 
+    func now() throws(DatabaseError) -> Date {
+        let milliseconds = try query("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)", [])
+        guard let value = milliseconds.first?.int(0) else {
+            throw DatabaseError(kind: .other, message: "the server did not say its time")
+        }
+        return Date(timeIntervalSince1970: Double(value) / 1000)
+    }
+
     /// Takes the ledger's advisory lock on this connection, waiting up to `wait` seconds; false
     /// when another host holds it. Keyed by the schema, so two ledgers in one database do not
     /// share a lock.

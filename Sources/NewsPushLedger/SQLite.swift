@@ -253,6 +253,8 @@ extension SQLiteDatabase: LedgerDatabase {
 
     var isConnected: Bool { true }
 
+    func now() throws(DatabaseError) -> Date { Date() }
+
     func forgetErased() throws(DatabaseError) {
         _ = try query("PRAGMA wal_checkpoint(TRUNCATE)", [])
     }

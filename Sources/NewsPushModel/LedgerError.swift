@@ -57,6 +57,7 @@ public enum LedgerSchema {
     /// The schema version this newspush reads and writes; a newer ledger stops every command.
     /// (2: the review queue and the audit trail; 3: the app back-end's installation index;
     /// 4: secure pushes; 5: the hub's owed state and each installation's template set; 6: the
-    /// watcher's leases and each push's acceptance time.)
-    public static let version = 6
+    /// watcher's leases and each push's acceptance time; 7: the WebSub subscriptions and each
+    /// feed's freshness limit.)
+    public static let version = 7
 }

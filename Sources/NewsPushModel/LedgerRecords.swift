@@ -107,14 +107,18 @@ public struct FeedRecord: Sendable, Equatable {
     public var listedAt: Date?
     /// Not to be fetched before this time (the server's Retry-After).
     public var retryAfter: Date?
+    /// Until when the server said its last answer stays fresh (`Cache-Control: max-age`,
+    /// `Expires`, RSS `<ttl>`): a watcher that takes the feed over fetches it no sooner.
+    public var freshUntil: Date?
     /// Where the feed said it moved for good (301/308), to tell the operator.
     public var movedTo: String?
 
     /// A feed as the ledger records it.
     public init(
         url: String, validators: ConditionalGetValidators? = nil, lastFetched: Date? = nil, lastSuccess: Date? = nil,
-        listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil
+        listedAt: Date? = nil, retryAfter: Date? = nil, movedTo: String? = nil, freshUntil: Date? = nil
     ) {
+        self.freshUntil = freshUntil
         self.url = url
         self.validators = validators
         self.lastFetched = lastFetched

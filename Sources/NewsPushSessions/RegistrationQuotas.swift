@@ -1,40 +1,12 @@
 import Foundation
 import NewsPushCore
-import Synchronization
 
-/// The caps that keep the hub's device quota for real readers (SPEC §9, "Abuse"), shared by a
-/// back-end's sessions: new anonymous installations per network per day, and none at all past
-/// `api.max_installations` (signed-in readers still register: their own cap is
-/// `api.max_devices_per_user`, enforced by the write itself under the user's key).
-public final class RegistrationQuotas: Sendable {
-    let settings: ApiSettings
-    private let perNetwork: RateLimits
-    /// The index's size as last counted, and when (counted again after `totalMaxAge`: a count
-    /// is a walk of the index, too dear for every registration).
-    private let total = Mutex<(count: Int, at: Date)?>(nil)
-    static let totalMaxAge: Double = 10
-
-    /// The caps of `settings`, none used yet.
-    public init(settings: ApiSettings) {
-        self.settings = settings
-        perNetwork = RateLimits(capacity: 100_000)
-    }
-
+/// Whether a new anonymous installation may be made (SPEC §9, "Abuse"): the front end keeps
+/// the caps (new anonymous installations per network per day, in its memory; none past
+/// `api.max_installations`) and the session asks, under the installation's keys, only when the
+/// write would make a new device.
+public protocol AnonymousAdmission: Sendable {
     /// Nil when a new anonymous installation from `network` may be made now; else the answer.
     /// `count` counts the index (when the last count is too old).
-    func admitAnonymous(network: String?, now: Date, count: () throws -> Int) throws -> RegistrationOutcome? {
-        let known = total.withLock { $0.flatMap { now.timeIntervalSince($0.at) < Self.totalMaxAge ? $0.count : nil } }
-        let installations = try known ?? count()
-        if known == nil { total.withLock { $0 = (installations, now) } }
-        guard installations < settings.maxInstallations else {
-            return .hubUnavailable(
-                "no room for new anonymous installations (api.max_installations): sign in, or try again later",
-                retryAfter: 3600)
-        }
-        if let network, let wait = perNetwork.take("n:" + network, limit: settings.newAnonymousPerNetwork, now: now) {
-            return .tooMany("too many new anonymous installations from this network", retryAfter: wait)
-        }
-        total.withLock { $0?.count += 1 }
-        return nil
-    }
+    func admitAnonymous(network: String?, now: Date, count: () throws -> Int) throws -> RegistrationOutcome?
 }

@@ -20,6 +20,10 @@ public struct RunRequest: Sendable {
     public var lockWait: Double?
     /// Documents already in hand, by feed URL (a WebSub distribution): read instead of fetched.
     public var delivered: [String: FetchedFeed] = [:]
+    /// This process found the ledger whole before (a watcher's earlier cycle): its pages are not
+    /// checked again (a `PRAGMA quick_check` of a large ledger on every cycle of a resident
+    /// watcher, whenever the back-end or the desk keeps a `-wal` file, was its slowest part).
+    public var ledgerChecked = false
 
     /// A run (or, with `dryRun`, a preview) of `feeds` (all when empty).
     public init(
@@ -88,7 +92,9 @@ public struct RunSession: Sendable {
         let feeds = try selectedFeeds(request.feeds)
         let client = try context.hubClient()
         let now = context.clock.now()
-        return try context.withLedger(request.dryRun ? .read : .write, wait: request.lockWait) { ledger, lock in
+        return try context.withLedger(
+            request.dryRun ? .read : .write, wait: request.lockWait, checked: request.ledgerChecked
+        ) { ledger, lock in
             var result = try run(feeds, ledger: ledger, client: client, request: request, now: now)
             result.lockWait = lock?.waited ?? 0
             return result

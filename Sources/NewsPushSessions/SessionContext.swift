@@ -68,9 +68,9 @@ public struct SessionContext: Sendable {
 
     /// `SessionLedger.with` on the config's ledger.
     func withLedger<T>(
-        _ access: LedgerAccess, wait: Double? = nil, _ body: (Ledger, LedgerLock?) throws -> T
+        _ access: LedgerAccess, wait: Double? = nil, checked: Bool = false, _ body: (Ledger, LedgerLock?) throws -> T
     ) throws(SessionError) -> T {
-        try SessionLedger.with(config.statePath, access, wait: wait, body)
+        try SessionLedger.with(config.statePath, access, wait: wait, checked: checked, body)
     }
 
     /// The hub client for the configured hub over libcurl (or the injected transport).
@@ -89,13 +89,16 @@ enum SessionLedger {
     /// `wait` seconds for a running job) and held until `body` returns (it gets the lock, nil
     /// when reading); to read, the ledger is opened without it. A ledger error becomes
     /// `SessionError.ledger`, anything else that is not a session error `.unreadable`.
+    /// `checked`: this process found the ledger whole before, so its pages are not checked again.
     static func with<T>(
-        _ location: String, _ access: LedgerAccess, wait: Double? = nil, _ body: (Ledger, LedgerLock?) throws -> T
+        _ location: String, _ access: LedgerAccess, wait: Double? = nil, checked: Bool = false,
+        _ body: (Ledger, LedgerLock?) throws -> T
     ) throws(SessionError) -> T {
         do {
             let lock = access == .write ? try LedgerLock(configured: location, wait: wait) : nil
             defer { withExtendedLifetime(lock) {} }
-            return try body(try Ledger.open(configured: location, access: access, lock: lock), lock)
+            let ledger = try Ledger.open(configured: location, access: access, lock: lock, verify: !checked)
+            return try body(ledger, lock)
         } catch let error as SessionError {
             throw error
         } catch let error as LedgerError {

@@ -8,7 +8,9 @@ import NewsPushModel
 /// on its own `FeedSchedule`, at once when pinged, and read from its WebSub distributions. A
 /// cycle is a run of the due feeds by `RunSession`, the same code, ledger promises and lock as
 /// `run` (it waits for a cron run, `publish` or an approval that holds the lock), so they
-/// interleave with it. Feeds are leased in the ledger: watchers sharing one take a share each.
+/// interleave with it. Feeds are leased in the ledger, on its clock, by a keeper of their own
+/// (`LeaseKeeper`): watchers sharing one poll a share each, and any of them reads a feed it was
+/// pinged for or sent a distribution of, under the ledger's lock, whoever holds it.
 public struct WatchSession: Sendable {
     /// The newsroom the watcher works for.
     public var context: SessionContext
@@ -24,102 +26,176 @@ public struct WatchSession: Sendable {
     }
 
     /// Watches until `inbox` is raised; `cycle` gets each cycle's result. A cycle that cannot
-    /// take the lock in `lockWait`, or whose feeds' clocks are too far off, is logged and
-    /// tried again; anything else that would stop a run stops the watcher (thrown). The leases
-    /// are given back when it stops.
-    public func watch(_ inbox: WatchInbox, cycle: (RunResult) -> Void) throws(SessionError) {
-        var loop = WatchLoop(session: self, inbox: inbox, start: context.clock.now())
-        defer { loop.releaseLeases() }
+    /// take the lock in `lockWait`, whose feeds' clocks are too far off, or whose ledger is out
+    /// of reach for a while is logged, said by `health` and tried again later (what it had in
+    /// hand waits for it); a ledger that is corrupt or newer than this newspush stops the
+    /// watcher (thrown: exit 1, as for `run`). The leases are given back when it stops.
+    public func watch(_ inbox: WatchInbox, health: WatchHealth, cycle: (RunResult) -> Void) throws(SessionError) {
         if context.config.watch.webSub && context.config.watch.callbackURL == nil {
             context.logger.notice("watch: no watch.callback_url, so no WebSub subscriptions: every feed is polled")
         }
+        let keeper = LeaseKeeper(session: self, inbox: inbox, health: health)
+        keeper.start()
+        defer { keeper.stop() }
+        var loop = WatchLoop(session: self, inbox: inbox, health: health, start: context.clock.now())
         while !inbox.isRaised {
             try loop.step(cycle: cycle)
         }
     }
 
-    /// One cycle over `due`, with the documents `delivered`; nil when it is to be tried again
-    /// (the lock held too long, the feeds' clocks off), after a pause.
-    func runCycle(_ due: [String], delivered: [String: FetchedFeed], inbox: WatchInbox) throws(SessionError)
-        -> RunResult?
-    {
-        do {
-            return try RunSession(context: context).run(
-                RunRequest(feeds: due, lockWait: lockWait, delivered: delivered))
-        } catch .ledger(.locked) {
-            context.logger.warning(
-                "watch: the ledger is still locked by another job after \(Int(lockWait)) s; trying again")
-        } catch .clockSkew(let problem) {
-            context.logger.error("watch: \(problem); nothing was decided this cycle")
-            inbox.wait(until: Date().addingTimeInterval(context.config.watch.minInterval / context.clock.rate))
+    /// Whether `error` means the watcher must stop (the ledger is damaged or newer: going on
+    /// could re-send old news), not wait and try again.
+    static func isFatal(_ error: SessionError) -> Bool {
+        switch error {
+        case .ledger(.corrupt), .ledger(.newerSchema), .config, .missingConfig, .connectionString: return true
+        default: return false
         }
-        return nil
-    }
-
-    /// The callback URL of `feed` (the configured base and the feed's path segment).
-    static func callback(base: String, feed: FeedSettings) -> String {
-        (base.hasSuffix("/") ? base : base + "/") + WatchFeeds.segment(feed)
     }
 }
 
-/// The watcher's state between cycles: each feed's schedule, the feeds it holds, when pings
-/// were last answered, and when the leases are next renewed.
+/// The watcher's state between cycles: each feed's schedule, the feeds it holds, the one-off
+/// fetches pings asked for, when pings were last answered, and its own handle on the ledger for
+/// the subscriptions.
 struct WatchLoop {
     let session: WatchSession
     let inbox: WatchInbox
+    let health: WatchHealth
     var schedules: [String: FeedSchedule]
     var held: Set<String> = []
-    var nextHeartbeat: Date
+    /// Feeds this watcher does not hold but was pinged for: fetched once, when due.
+    var oneOff: [String: Date] = [:]
     var lastPinged: [String: Date] = [:]
+    /// When the subscriptions are next looked at.
+    var subscriptionsDue: Date = .distantPast
+    /// Cycles in a row that could not run for a ledger out of reach (the pause doubles).
+    var troubles = 0
+    /// Whether a cycle found the ledger whole: later cycles skip the check of its pages.
+    var checked = false
+    let requests: SubscriptionRequests
+    /// The loop's own connection to the ledger (the subscriptions, the feeds' records), opened
+    /// when first needed and again after it failed; the cycles open theirs under the lock.
+    var ledger: Ledger?
+    /// The held feeds whose hub distributes them now (as last read from the ledger).
+    var subscribedFeeds: Set<String> = []
 
-    private var context: SessionContext { session.context }
-    private var settings: WatchSettings { context.config.watch }
+    var context: SessionContext { session.context }
+    var settings: WatchSettings { context.config.watch }
 
-    init(session: WatchSession, inbox: WatchInbox, start: Date) {
+    init(session: WatchSession, inbox: WatchInbox, health: WatchHealth, start: Date) {
         self.session = session
         self.inbox = inbox
+        self.health = health
         let settings = session.context.config.watch
         schedules = Dictionary(
             session.context.config.feeds.map { ($0.url, FeedSchedule.first(at: start, settings: settings)) },
             uniquingKeysWith: { first, _ in first })
-        nextHeartbeat = start
+        requests = SubscriptionRequests(inbox: inbox, context: session.context)
     }
 
-    /// Renews the leases when due, answers pings and distributions, asks the hubs for the
-    /// subscriptions due, runs the due feeds (or waits until something is due), and notes the
-    /// hubs the cycle's documents named.
+    /// Takes what arrived and the leases' news, asks the hubs for the subscriptions due, runs
+    /// the feeds due (or waits until something is), and notes the hubs the cycle's documents
+    /// named.
     mutating func step(cycle: (RunResult) -> Void) throws(SessionError) {
+        if let failure = inbox.failure { throw failure }
         let now = context.clock.now()
-        if now >= nextHeartbeat { heartbeat(at: now) }
-        let (pings, delivered) = inbox.take()
-        for (feed, at) in pings where schedules[feed] != nil {
-            // Pings within a second of a pinged fetch wait for one more, a second after it.
-            let earliest = lastPinged[feed].map { $0.addingTimeInterval(1) } ?? at
-            let due = schedules[feed]?.due ?? at
-            schedules[feed]?.due = min(due, max(at, earliest))
-            lastPinged[feed] = max(at, earliest)
-        }
-        requestSubscriptions(at: now)
+        takeLeases(at: now)
+        let (pings, documents, answers) = inbox.take()
+        settle(answers, at: now)
+        schedule(pings)
+        if now >= subscriptionsDue { askSubscriptions(at: now) }
         let due = schedules.filter { $0.value.due <= now && held.contains($0.key) }.map(\.key)
-        let feeds = Set(due).union(delivered.keys).sorted()
-        guard !feeds.isEmpty else {
-            inbox.wait(
-                until: Date().addingTimeInterval(nextWake(after: now).timeIntervalSince(now) / context.clock.rate))
-            return
+        let pinged = oneOff.filter { $0.value <= now }.map(\.key)
+        let feeds = Set(due).union(pinged).union(documents.keys).sorted()
+        guard !feeds.isEmpty else { return pause(until: nextWake(after: now), from: now) }
+        for url in pinged { oneOff[url] = nil }
+        switch runCycle(feeds, documents: documents) {
+        case .ran(let result):
+            troubles = 0
+            checked = true
+            health.worked("loop", at: context.clock.now())
+            reschedule(feeds, after: result, startedAt: now)
+            observeHubs(result)
+            cycle(result)
+        case .later(let pause):
+            inbox.putBack(pings: Dictionary(uniqueKeysWithValues: pinged.map { ($0, now) }), documents: documents)
+            self.pause(until: now.addingTimeInterval(pause), from: now)
+        case .stop(let error):
+            throw error
         }
-        guard let result = try session.runCycle(feeds, delivered: delivered, inbox: inbox) else { return }
-        reschedule(feeds, after: result, startedAt: now)
-        observeHubs(result)
-        requestSubscriptions(at: context.clock.now())
-        cycle(result)
     }
 
-    /// The next moment something is due: a feed held, the leases' renewal, a subscription.
+    /// What a cycle came to.
+    enum CycleEnd {
+        case ran(RunResult)
+        /// Not run (the lock held too long, the clocks off, the ledger out of reach): tried again
+        /// after this many seconds, with what it had in hand.
+        case later(Double)
+        case stop(SessionError)
+    }
+
+    /// One cycle over `feeds`, with the `documents` distributed.
+    private mutating func runCycle(_ feeds: [String], documents: [String: FetchedFeed]) -> CycleEnd {
+        do {
+            var request = RunRequest(feeds: feeds, lockWait: session.lockWait, delivered: documents)
+            request.ledgerChecked = checked
+            return .ran(try RunSession(context: context).run(request))
+        } catch .ledger(.locked) {
+            context.logger.warning(
+                "watch: the ledger is still locked by another job after \(Int(session.lockWait)) s; trying again")
+            return .later(1)
+        } catch .clockSkew(let problem) {
+            context.logger.error("watch: \(problem); nothing was decided this cycle")
+            health.failed("loop", problem)
+            return .later(settings.minInterval)
+        } catch {
+            guard !WatchSession.isFatal(error) else { return .stop(error) }
+            troubles += 1
+            let pause = min(60, pow(2, Double(min(troubles - 1, 6))))
+            context.logger.warning("watch: \(error); trying again in \(Int(pause)) s")
+            health.failed("loop", "\(error)")
+            return .later(pause)
+        }
+    }
+
+    /// Waits until `deadline` on the session's clock, or until something arrives.
+    private func pause(until deadline: Date, from now: Date) {
+        inbox.wait(until: Date().addingTimeInterval(max(0, deadline.timeIntervalSince(now)) / context.clock.rate))
+    }
+
+    /// The feeds the lease keeper says this watcher holds; one newly taken is due at once, unless
+    /// its server's limits (kept in the ledger) say later.
+    private mutating func takeLeases(at now: Date) {
+        let (feeds, new) = inbox.heldFeeds()
+        held = feeds
+        guard !new.isEmpty else { return }
+        subscriptionsDue = now
+        let records = withLedger { ledger throws(LedgerError) in try ledger.feeds(Array(new)) } ?? [:]
+        for url in new {
+            let limit = [records[url]?.freshUntil, records[url]?.retryAfter].compactMap { $0 }.max()
+            schedules[url]?.due = max(now, limit ?? now)
+        }
+    }
+
+    /// Pings: a feed held is fetched at once (pings within a second of a pinged fetch wait for one
+    /// more, a second after it); one held elsewhere is fetched here once, all the same.
+    private mutating func schedule(_ pings: [String: Date]) {
+        for (feed, at) in pings where schedules[feed] != nil {
+            let earliest = lastPinged[feed].map { $0.addingTimeInterval(1) } ?? at
+            let when = max(at, earliest)
+            lastPinged[feed] = when
+            if held.contains(feed) {
+                let due = schedules[feed]?.due ?? when
+                schedules[feed]?.due = min(due, when)
+            } else {
+                oneOff[feed] = min(oneOff[feed] ?? when, when)
+            }
+        }
+    }
+
+    /// The next moment something is due: a feed held, a one-off fetch, a subscription.
     private func nextWake(after now: Date) -> Date {
         let feeds = schedules.filter { held.contains($0.key) }.map(\.value.due)
-        let subscriptions = inbox.withSubscriptions { $0.nextAction() }
-        return (feeds + [nextHeartbeat] + [subscriptions].compactMap { $0 }).min()
-            ?? now.addingTimeInterval(settings.interval)
+        return (feeds + Array(oneOff.values) + [subscriptionsDue]).min() ?? now.addingTimeInterval(settings.interval)
     }
 
     /// Each fetch was answered somewhere between the cycle's start and its end. The feed's own
@@ -130,103 +206,33 @@ struct WatchLoop {
     /// (the safety net).
     private mutating func reschedule(_ feeds: [String], after result: RunResult, startedAt now: Date) {
         let ended = context.clock.now()
-        for url in feeds {
+        let active = Set(result.fetches.keys.filter { subscribedFeeds.contains($0) })
+        for url in feeds where held.contains(url) {
             var outcome = result.fetches[url] ?? FetchOutcome(.failed)
             outcome.notBefore = outcome.notBefore?.addingTimeInterval(max(0, ended.timeIntervalSince(now)))
             let jitter = Double.random(in: 0.9...1.1)
             guard var next = schedules[url]?.next(after: outcome, at: now, settings: settings, jitter: jitter)
             else { continue }
             next.due = max(next.due, ended.addingTimeInterval(settings.minInterval))
-            if inbox.withSubscriptions({ $0.isActive(feed: url, at: ended) }) {
+            if active.contains(url) {
                 next.due = max(next.due, ended.addingTimeInterval(settings.maxInterval * min(1, jitter)))
             }
             schedules[url] = next
         }
     }
 
-    /// Renews the leases; a ledger that cannot be reached keeps the feeds held until it can
-    /// (the ledger's own promises keep a story from going out twice meanwhile).
-    private mutating func heartbeat(at now: Date) {
-        let urls = context.config.feeds.map(\.url)
-        nextHeartbeat = now.addingTimeInterval(max(1, settings.lease / 4))
+    /// `body` with the loop's ledger connection; nil (logged, said by the health, the connection
+    /// let go) when the ledger cannot be used now.
+    mutating func withLedger<T>(_ body: (Ledger) throws(LedgerError) -> T) -> T? {
         do {
-            let ledger = try Ledger.open(configured: context.config.statePath, access: .write)
-            let taken = try ledger.leaseFeeds(urls, holder: session.holder, lease: settings.lease, now: now)
-            if taken != held {
-                context.logger.notice("watch: this watcher holds \(taken.count) of \(urls.count) feeds")
-                for url in taken.subtracting(held) {
-                    let due = schedules[url]?.due ?? now
-                    schedules[url]?.due = min(due, now)
-                }
-            }
-            held = taken
+            let open = try ledger ?? Ledger.open(configured: context.config.statePath, access: .write)
+            ledger = open
+            return try body(open)
         } catch {
-            context.logger.warning("watch: the feeds' leases could not be renewed: \(error)")
+            ledger = nil
+            context.logger.warning("watch: \(error)")
+            health.failed("loop", "\(error)")
+            return nil
         }
-    }
-
-    /// Gives the feeds back (the watcher stops).
-    func releaseLeases() {
-        do {
-            try Ledger.open(configured: context.config.statePath, access: .write).releaseLeases(holder: session.holder)
-        } catch {
-            context.logger.warning(
-                "watch: the feeds' leases could not be given back (they end by themselves): \(error)")
-        }
-    }
-
-    /// Notes the hubs the cycle's documents named (or the config names) for the feeds held.
-    private func observeHubs(_ result: RunResult) {
-        guard settings.callbackURL != nil else { return }
-        let feeds = Dictionary(context.config.feeds.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
-        inbox.withSubscriptions { subscriptions in
-            for (url, outcome) in result.fetches {
-                guard let feed = feeds[url], held.contains(url) else { continue }
-                switch feed.webSub {
-                case .off:
-                    subscriptions.observe(feed: url, links: nil, secret: WebSubSubscriptions.newSecret)
-                case .hub(let hub):
-                    subscriptions.observe(
-                        feed: url, links: WebSubLinks(hub: hub, topic: url), secret: WebSubSubscriptions.newSecret)
-                case nil:
-                    // A 304 or a failure names no hub: the subscription in hand stays.
-                    guard settings.webSub, let links = outcome.webSub else { continue }
-                    subscriptions.observe(feed: url, links: links, secret: WebSubSubscriptions.newSecret)
-                }
-            }
-        }
-    }
-
-    /// Asks each hub for the subscriptions that are due: new, to renew, after a denial or a
-    /// failure.
-    private func requestSubscriptions(at now: Date) {
-        guard let base = settings.callbackURL else { return }
-        let due = inbox.withSubscriptions { $0.due(at: now) }
-        guard !due.isEmpty else { return }
-        let feeds = Dictionary(context.config.feeds.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
-        for subscription in due {
-            guard let feed = feeds[subscription.feed] else { continue }
-            request(subscription, callback: WatchSession.callback(base: base, feed: feed), at: now)
-        }
-    }
-
-    /// One subscription request (§5.1): a 202 means the hub will verify; anything else is a
-    /// failure, tried again later.
-    private func request(_ subscription: WebSubSubscription, callback: String, at now: Date) {
-        let answer = DocumentFetch.postForm(
-            subscription.links.hub, fields: WebSubSubscriptions.form(subscription, callback: callback),
-            userAgent: FeedFetcher(settings: context.config.fetch, baseFolder: "").userAgent, timeout: 10)
-        let reason: String
-        switch answer {
-        case .success(let answer) where (200..<300).contains(answer.status):
-            context.logger.info("watch: asked \(subscription.links.hub) for \(subscription.links.topic)")
-            return
-        case .success(let answer):
-            reason = "the hub answered \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))"
-        case .failure(let failure):
-            reason = failure.description
-        }
-        context.logger.warning("watch: WebSub subscription to \(subscription.links.topic) failed: \(reason)")
-        inbox.withSubscriptions { $0.failed(feed: subscription.feed, reason: reason, at: context.clock.now()) }
     }
 }

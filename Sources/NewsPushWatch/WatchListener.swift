@@ -2,148 +2,193 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import NewsPushCore
 import NewsPushHTTP
 import NewsPushSessions
+import Synchronization
+
+/// The request context of the watcher's listener: who is calling, from which network.
+public struct WatchContext: RequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's address: the connection's.
+    let peer: String
+    /// The client's address: the peer's, or behind a trusted proxy its `X-Forwarded-For`'s.
+    var address: String
+    /// The client's network (`ClientNetwork`): what the penalties and the sign-in counts count.
+    var network = ""
+
+    /// The context of one request.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        peer = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        address = peer
+    }
+
+    /// No route reads a body through the context: a distribution's is read by its handler, once
+    /// the path and signature header are known good, up to `fetch.max_bytes`.
+    public var maxUploadSize: Int { 0 }
+}
 
 /// The watcher's listener (`watch.listen`, SPEC §10): the WebSub callbacks, the publish pings,
-/// `/metrics` and `/healthz`. Its handlers only check and hand over: what arrives goes into the
-/// watcher's inbox, and the loop does the work under the ledger's lock.
+/// `/metrics` and `/healthz`. It faces the internet (the hubs and the CMS must reach it), so it
+/// is a guard first and handlers second, as the app back-end is: every request's network is
+/// known and one that keeps asking for what it may not have is answered 429 before anything is
+/// read; a callback path is a subscription's random token; a body is read only for a known
+/// callback with a signature header, at most a few at once, at most `fetch.max_bytes`; a ping's
+/// Basic credential goes through the one `PasswordCheck`. Its handlers check and hand over to the
+/// inbox; the loop does the work under the ledger's lock.
 public struct WatchListener: Sendable {
-    /// The watcher's inbox.
-    public var inbox: WatchInbox
-    /// The configured feeds (the paths name them).
-    public var feeds: [FeedSettings]
-    /// The config's `watch:`.
-    public var settings: WatchSettings
-    /// The largest distribution taken (`fetch.max_bytes`, as for a fetch).
-    public var maxBytes: Int
-    /// The app back-end's users file: a sender's Basic credential may ping any feed.
-    public var apiUsersPath: String
-    /// What `/metrics` reports.
-    public var metrics: WatchMetrics
-    /// Where it logs.
-    public var logger: Logger
+    /// What the listener works with.
+    public struct Parts: Sendable {
+        /// The watcher's inbox.
+        public var inbox: WatchInbox
+        /// The subscriptions (the ledger's, shared by the watchers).
+        public var callbacks: WebSubCallbacks
+        /// What `/metrics` reports.
+        public var metrics: WatchMetrics
+        /// What `/healthz` says.
+        public var health: WatchHealth
 
-    /// A listener over `inbox` for `config`'s feeds.
-    public init(inbox: WatchInbox, config: NewsPushConfig, metrics: WatchMetrics, logger: Logger) {
-        self.inbox = inbox
-        feeds = config.feeds
-        settings = config.watch
-        maxBytes = config.fetch.maxBytes
-        apiUsersPath = config.api.usersPath
-        self.metrics = metrics
-        self.logger = logger
+        /// The listener's parts.
+        public init(inbox: WatchInbox, callbacks: WebSubCallbacks, metrics: WatchMetrics, health: WatchHealth) {
+            self.inbox = inbox
+            self.callbacks = callbacks
+            self.metrics = metrics
+            self.health = health
+        }
+    }
+
+    let parts: Parts
+    let context: SessionContext
+    let passwords: PasswordCheck<ApiRole>
+    let penalties = Penalties()
+    let bodies = BodyGate(limit: 4)
+
+    /// A listener over `parts` for `context`'s feeds; a sender's Basic credential (`api.users`)
+    /// may ping, checked by the back-end's sign-in rules.
+    public init(parts: Parts, context: SessionContext) {
+        self.parts = parts
+        self.context = context
+        passwords = PasswordCheck(
+            usersPath: context.config.api.usersPath, limits: .init(failures: context.config.api.signInFailures))
     }
 
     /// Serves until SIGTERM or SIGINT; `onReady` receives the bound port.
     public func run(address: ListenAddress, onReady: @escaping @Sendable (Int) async -> Void) async throws {
-        try await FrontEnd.serve(router(), name: "watch", address: address, logger: logger, onReady: onReady)
+        try await FrontEnd.serve(router(), name: "watch", address: address, logger: context.logger, onReady: onReady)
     }
 
-    /// The routes.
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
-        router.get("/healthz") { _, _ in FrontEnd.answer("ok\n", type: "text/plain") }
-        router.get("/metrics") { _, _ in
-            FrontEnd.answer(
-                metrics.text(subscriptions: inbox.activeSubscriptions(at: Date())), type: "text/plain; version=0.0.4")
-        }
-        router.get("/websub/:feed") { request, context in verification(request, feed: context.parameters.get("feed")) }
-        router.post("/websub/:feed") { request, context in
-            await distribution(request, feed: context.parameters.get("feed"))
-        }
-        router.post("/ping/:feed") { request, context in await ping(request, feed: context.parameters.get("feed")) }
+    /// The routes behind the guard.
+    public func router() -> Router<WatchContext> {
+        let router = Router(context: WatchContext.self)
+        router.add(middleware: ListenerGuard(listener: self))
+        ServiceRoutes(listener: self).add(to: router)
+        WebSubRoutes(listener: self).add(to: router)
+        PingRoutes(listener: self).add(to: router)
         return router
     }
 
-    /// The hub's verification of intent (§5.3), or its denial (§5.2): the challenge is echoed
-    /// only for a subscription this watcher asked for, in this mode, for this topic.
-    func verification(_ request: Request, feed segment: String?) -> Response {
-        let query = request.uri.queryParameters
-        guard let feed = segment.flatMap({ WatchFeeds.find($0, in: feeds) }),
-            let mode = query.get("hub.mode"), let topic = query.get("hub.topic")
-        else { return FrontEnd.answer("unknown feed or request\n", type: "text/plain", status: .notFound) }
-        let now = Date()
-        if mode == "denied" {
-            let reason = query.get("hub.reason") ?? "no reason given"
-            guard inbox.denied(feed: feed.url, topic: topic, reason: reason, at: now) else {
-                return FrontEnd.answer("no such subscription\n", type: "text/plain", status: .notFound)
-            }
-            logger.warning("watch: the hub denied the subscription to \(topic): \(reason); asking again later")
-            return FrontEnd.answer("ok\n", type: "text/plain")
-        }
-        let lease = query.get("hub.lease_seconds").flatMap(Double.init)
-        guard let challenge = query.get("hub.challenge"),
-            inbox.verify(feed: feed.url, mode: mode, topic: topic, leaseSeconds: lease, at: now)
-        else {
-            logger.warning("watch: refused a WebSub verification (\(mode) of \(topic)) this watcher did not ask for")
-            return FrontEnd.answer("not asked for\n", type: "text/plain", status: .notFound)
-        }
-        logger.notice("watch: WebSub \(mode) of \(topic) verified (lease \(lease.map { "\(Int($0)) s" } ?? "unset"))")
-        return FrontEnd.answer(challenge, type: "text/plain")
+    /// A small plain-text answer.
+    static func text(_ text: String, _ status: HTTPResponse.Status = .ok) -> Response {
+        FrontEnd.answer(text, type: "text/plain", status: status)
     }
 
-    /// A distribution (§7): acknowledged whatever it holds (a hub retries only a failure); read
-    /// in the next cycle only when its `X-Hub-Signature` is valid for the subscription's
-    /// secret. One too large for `fetch.max_bytes` is not read: the feed is fetched instead.
-    func distribution(_ request: Request, feed segment: String?) async -> Response {
-        let acknowledged = FrontEnd.answer("", type: "text/plain", status: .accepted)
-        guard let feed = segment.flatMap({ WatchFeeds.find($0, in: feeds) }) else {
-            metrics.distributed(valid: false)
-            return FrontEnd.answer("unknown feed\n", type: "text/plain", status: .notFound)
-        }
-        guard let buffer = try? await request.body.collect(upTo: maxBytes) else {
-            metrics.distributed(valid: false)
-            logger.warning("watch: a WebSub distribution of \(feed.url) is over fetch.max_bytes; fetching it instead")
-            inbox.ping(feed: feed.url, at: Date())
-            return acknowledged
-        }
-        let body = Data(buffer: buffer)
-        guard let secret = inbox.secret(feed: feed.url),
-            WebSubSignature.isValid(request.headers[FrontEnd.field("X-Hub-Signature")], body: body, secret: secret)
-        else {
-            metrics.distributed(valid: false)
-            logger.warning("watch: ignored a WebSub distribution of \(feed.url) without a valid X-Hub-Signature")
-            return acknowledged
-        }
-        metrics.distributed(valid: true)
-        var document = FetchedFeed(
-            url: feed.url, status: .ok, httpStatus: 200, body: body, contentType: request.headers[.contentType],
-            finalURL: feed.url)
-        document.linkHeader = request.headers[values: FrontEnd.field("Link")].joined(separator: ", ")
-        inbox.deliver(feed: feed.url, document: document)
-        return acknowledged
-    }
-
-    /// A publish ping: `Authorization: Bearer` the feed's token (`watch.ping_tokens`), or a
-    /// sender's Basic credential of the app back-end; 202, and the feed is fetched now.
-    func ping(_ request: Request, feed segment: String?) async -> Response {
-        guard let feed = segment.flatMap({ WatchFeeds.find($0, in: feeds) }) else {
-            return FrontEnd.answer("{\"error\":\"no such feed\"}\n", type: "application/json", status: .notFound)
-        }
-        guard
-            await PingAuthorization.allows(
-                request.headers[.authorization], feed: feed, settings: settings, usersPath: apiUsersPath)
-        else {
-            var refused = FrontEnd.answer(
-                "{\"error\":\"a ping needs the feed's token (Bearer) or a sender's credential (Basic)\"}\n",
-                type: "application/json", status: .unauthorized)
-            refused.headers[.wwwAuthenticate] = "Bearer realm=\"newspush watch\", Basic realm=\"newspush watch\""
-            return refused
-        }
-        metrics.pinged()
-        inbox.ping(feed: feed.url, at: Date())
-        return FrontEnd.answer(
-            "{\"feed\":\"\(WatchFeeds.id(feed).jsonEscaped)\",\"status\":\"fetching\"}\n", type: "application/json",
-            status: .accepted)
+    /// `status` with `Retry-After: seconds`.
+    static func later(_ status: HTTPResponse.Status, _ why: String, retryAfter seconds: Int) -> Response {
+        var response = text(why + "\n", status)
+        response.headers[FrontEnd.retryAfter] = String(seconds)
+        return response
     }
 }
 
-extension String {
-    /// The string's content as it goes between JSON quotes.
-    fileprivate var jsonEscaped: String {
-        let data = (try? JSONEncoder().encode(self)) ?? Data("\"\"".utf8)
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+/// Before any route: the client's address and network, and a network that has been refused too
+/// often lately is answered 429 at once; after: HEAD without a body and the security headers.
+struct ListenerGuard: RouterMiddleware {
+    typealias Context = WatchContext
+    let listener: WatchListener
+
+    func handle(_ request: Request, context: WatchContext, next: (Request, WatchContext) async throws -> Response)
+        async throws -> Response
+    {
+        var context = context
+        let api = listener.context.config.api
+        context.address = FrontEnd.clientAddress(request, peer: context.peer, trusted: api.trustedProxies)
+        context.network = ClientNetwork.key(context.address, ipv4Prefix: api.ipv4Prefix, ipv6Prefix: api.ipv6Prefix)
+        let now = listener.context.clock.now()
+        return try await FrontEnd.shell(
+            request, context: context, secure: { FrontEnd.secured($0, policy: "default-src 'none'") },
+            unexpected: { error, _, _ in WatchListener.later(.serviceUnavailable, "\(error)", retryAfter: 5) }
+        ) {
+            if let wait = listener.penalties.waiting(context.network, now: now) {
+                return WatchListener.later(.tooManyRequests, "too many refused requests from this network", retryAfter: wait)
+            }
+            return try await next(request, context)
+        }
+    }
+}
+
+/// Networks that keep asking for what they may not have (unknown callbacks, bad signatures, bad
+/// ping credentials): 30 such requests a minute, then 429 until the bucket refills. A hub's or a
+/// CMS's own good requests never count.
+final class Penalties: Sendable {
+    private let buckets = RateLimits(capacity: 100_000)
+    static let perMinute = 30
+
+    /// Counts a refused request from `network`.
+    func refused(_ network: String, now: Date) {
+        _ = buckets.take(network, count: Self.perMinute, per: 60, now: now)
+    }
+
+    /// Seconds until `network` is heard again, or nil.
+    func waiting(_ network: String, now: Date) -> Int? {
+        buckets.waiting(network, count: Self.perMinute, per: 60, now: now)
+    }
+}
+
+/// At most `limit` request bodies read at once (each up to `fetch.max_bytes`).
+final class BodyGate: Sendable {
+    private let reading = Atomic<Int>(0)
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Whether one more may be read now; `leave` once it is read.
+    func enter() -> Bool {
+        guard reading.add(1, ordering: .relaxed).newValue <= limit else {
+            reading.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() { reading.subtract(1, ordering: .relaxed) }
+}
+
+/// `/healthz` and `/metrics` (GET and HEAD).
+struct ServiceRoutes {
+    let listener: WatchListener
+
+    func add(to router: Router<WatchContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/healthz", method: method, use: health)
+            router.on("/metrics", method: method, use: metrics)
+        }
+    }
+
+    /// 200 `ok` while the loop and the lease keeper last found the ledger usable; else 503 (the
+    /// reason for a caller on this machine, only `unavailable` for others).
+    @Sendable func health(_ request: Request, context: WatchContext) -> Response {
+        guard let problem = listener.parts.health.problem else { return WatchListener.text("ok\n") }
+        let told = ClientNetwork.isLoopback(context.address)
+        return WatchListener.later(
+            .serviceUnavailable, told ? "unavailable: \(problem)" : "unavailable", retryAfter: 30)
+    }
+
+    @Sendable func metrics(_ request: Request, context: WatchContext) -> Response {
+        let active = (try? listener.parts.callbacks.activeCount()) ?? 0
+        return FrontEnd.answer(
+            listener.parts.metrics.text(subscriptions: active), type: "text/plain; version=0.0.4")
     }
 }

@@ -25,22 +25,34 @@ struct Watch: ParsableCommand {
     @Option(help: "The ledger (default: `state` from the config).", completion: .file())
     var state: String?
 
+    @Option(help: "ADDRESS:PORT the listener takes WebSub callbacks and pings on (default: watch.listen), or off.")
+    var listen: String?
+
+    func validate() throws {
+        if let listen, listen.lowercased() != "off" { _ = try Serving.address(listen) }
+    }
+
     func run() throws {
         var context = global.context(try global.loadConfig())
         if let state { context.config.statePath = state }
+        if let listen { context.config.watch.listen = listen.lowercased() == "off" ? nil : listen }
         let inbox = WatchInbox()
         let signals = Task {
             for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
-                Terminal.error("newspush watch: stopping after the cycle in hand")
+                // An orderly stop, said as one: journald and operators read "error" as a fault.
+                FileHandle.standardError.write(Data("newspush watch: stopping after the cycle in hand\n".utf8))
                 inbox.raise()
             }
         }
         defer { signals.cancel() }
         let metrics = WatchMetrics()
-        let listener = try listen(inbox: inbox, context: context, metrics: metrics)
+        let health = WatchHealth()
+        let parts = WatchListener.Parts(
+            inbox: inbox, callbacks: WebSubCallbacks(context: context), metrics: metrics, health: health)
+        let listener = try listen(parts: parts, context: context)
         defer { listener?.cancel() }
         let quiet = global.quiet
-        try WatchSession(context: context).watch(inbox) { result in
+        try WatchSession(context: context).watch(inbox, health: health) { result in
             metrics.record(result)
             if let text = result.report.changesText(failuresOnly: quiet) { Terminal.output(text) }
             if !quiet { for line in Self.latencyLines(result) { Terminal.output(line) } }
@@ -50,11 +62,10 @@ struct Watch: ParsableCommand {
 
     /// Starts the listener (`watch.listen`) unless it is off; a port that cannot be bound
     /// stops the watcher before it watches (exit 1), so an operator sees it at once.
-    private func listen(inbox: WatchInbox, context: SessionContext, metrics: WatchMetrics) throws -> Task<Void, Never>?
-    {
+    private func listen(parts: WatchListener.Parts, context: SessionContext) throws -> Task<Void, Never>? {
         guard let listen = context.config.watch.listen else { return nil }
         let address = try Serving.address(listen)
-        let listener = WatchListener(inbox: inbox, config: context.config, metrics: metrics, logger: context.logger)
+        let listener = WatchListener(parts: parts, context: context)
         let bound = ListenerStart()
         let task = Task {
             do {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HubEmulator
 import NewsPushCore
+import NewsPushHTTP
 import NewsPushModel
 import NewsPushTesting
 import Synchronization
@@ -403,9 +404,8 @@ struct ApiAbuseTests {
             ClientNetwork.key("198.51.100.7", ipv4Prefix: 24, ipv6Prefix: 64)
                 == ClientNetwork.key("198.51.100.200", ipv4Prefix: 24, ipv6Prefix: 64))
         let limits = RateLimits(capacity: 10_000)
-        let limit = ApiSettings.RateLimit(count: 60, period: 60)
         let now = Date()
-        for n in 0..<1_000_000 { _ = limits.take("a:\(n)", limit: limit, now: now) }
+        for n in 0..<1_000_000 { _ = limits.take("a:\(n)", count: 60, per: 60, now: now) }
         #expect(limits.count <= 20_000, "\(limits.count) buckets for a million networks")
     }
 

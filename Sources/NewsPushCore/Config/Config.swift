@@ -161,6 +161,12 @@ public struct WatchSettings: Sendable, Equatable {
     public var lease: Double = 120
     /// The ping token of each feed, by feed name (`watch.ping_tokens`).
     public var pingTokens: [String: String] = [:]
+    /// Whether a feed's WebSub hub may be at a loopback, private or link-local address
+    /// (`watch.hubs.private: allow`; a staging hub, the tests): by default it is not subscribed to.
+    public var privateHubs = false
+    /// Whether a feed's WebSub hub may be reached over plain `http://` (`watch.hubs.http: allow`):
+    /// by default not, so a subscription's secret never travels unencrypted.
+    public var httpHubs = false
 
     /// The defaults: 60 s, between 15 s and 30 min, listening on 127.0.0.1:8082.
     public init() {}

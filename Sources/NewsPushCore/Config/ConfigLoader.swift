@@ -176,6 +176,7 @@ public struct ConfigLoader: Sendable {
             node, path: "watch",
             allowed: [
                 "interval", "min_interval", "max_interval", "listen", "callback_url", "websub", "lease", "ping_tokens",
+                "hubs",
             ])
         if let n = m["interval"], let v = reader.duration(n, path: "watch.interval") { watch.interval = v }
         if let n = m["min_interval"], let v = reader.duration(n, path: "watch.min_interval") { watch.minInterval = v }
@@ -211,7 +212,24 @@ public struct ConfigLoader: Sendable {
         if let n = m["ping_tokens"], let v = reader.string(n, path: "watch.ping_tokens") {
             watch.pingTokens = readPingTokens(n, text: v, reader: reader)
         }
+        if let n = m["hubs"] { readHubs(n, into: &watch, reader: reader) }
         return watch
+    }
+
+    /// `watch.hubs: {private: allow|deny, http: allow|deny}`: which WebSub hubs may be
+    /// subscribed to besides public ones over https.
+    private func readHubs(_ node: Node, into watch: inout WatchSettings, reader: NodeReader) {
+        let m = reader.mapping(node, path: "watch.hubs", allowed: ["private", "http"])
+        for (key, path) in [("private", "watch.hubs.private"), ("http", "watch.hubs.http")] {
+            guard let n = m[key], let v = reader.string(n, path: path) else { continue }
+            switch v.lowercased() {
+            case "allow", "deny":
+                if key == "private" { watch.privateHubs = v.lowercased() == "allow" } else {
+                    watch.httpHubs = v.lowercased() == "allow"
+                }
+            default: reader.report(n, path, "must be allow or deny, not '\(v)'")
+            }
+        }
     }
 
     /// `watch.ping_tokens`: `name=token,…` (usually from the environment); a token is at least

@@ -82,28 +82,32 @@ public enum DocumentFetch {
     }
 
     /// A form POSTed to `url` (a WebSub hub's subscription request): its status and body, or
-    /// why there was none.
-    public static func postForm(_ url: String, fields: [(String, String)], userAgent: String, timeout: Double)
-        -> Result<(status: Int, body: Data), TransferFailure>
-    {
+    /// why there was none. `publicAddressesOnly`: refused (`.privateAddress`) when the host is
+    /// at a loopback, private or link-local address.
+    public static func postForm(
+        _ url: String, fields: [(String, String)], userAgent: String, timeout: Double,
+        publicAddressesOnly: Bool = false
+    ) -> Result<(status: Int, body: Data), TransferFailure> {
         post(
             url, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Data(formEncoded(fields).utf8),
-            userAgent: userAgent, timeout: timeout)
+            userAgent: userAgent, timeout: timeout, publicAddressesOnly: publicAddressesOnly)
     }
 
     /// A POST to `url` (redirects not followed: a hub or a listener answers where it is asked);
     /// an answer of at most 64 KB.
     public static func post(
-        _ url: String, headers: [(name: String, value: String)], body: Data, userAgent: String, timeout: Double
+        _ url: String, headers: [(name: String, value: String)], body: Data, userAgent: String, timeout: Double,
+        publicAddressesOnly: Bool = false
     ) -> Result<(status: Int, body: Data), TransferFailure> {
         let handle: CurlEasyHandle
         do throws(TransferFailure) {
             handle = try CurlEasyHandle()
-            try handle.prepare(
-                HTTPTransfer(
-                    url: url, method: "POST", headers: headers, body: body, userAgent: userAgent, timeout: timeout,
-                    connectTimeout: min(10, timeout), maxBytes: 1 << 16, followRedirects: false,
-                    lowSpeedTime: max(1, Int(timeout.rounded(.up)))))
+            var transfer = HTTPTransfer(
+                url: url, method: "POST", headers: headers, body: body, userAgent: userAgent, timeout: timeout,
+                connectTimeout: min(10, timeout), maxBytes: 1 << 16, followRedirects: false,
+                lowSpeedTime: max(1, Int(timeout.rounded(.up))))
+            transfer.publicAddressesOnly = publicAddressesOnly
+            try handle.prepare(transfer)
         } catch {
             return .failure(error)
         }

@@ -22,6 +22,10 @@ struct HTTPTransfer: Sendable {
     /// Abort when slower than 1 byte/s for this many seconds (slowloris); default: half the
     /// timeout, at most 10 s.
     var lowSpeedTime: Int?
+    /// Connect only to public addresses (`NetworkAddress.isPublic`), judged on the address
+    /// libcurl is about to use, after its DNS lookup (so a name that resolves to a private
+    /// address now and then is refused each time).
+    var publicAddressesOnly = false
 }
 
 /// How a transfer that got no usable response failed.
@@ -33,6 +37,9 @@ public enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible
     case tooLarge(limit: Int)
     case disallowedProtocol(String)
     case tooManyRedirects
+    /// The host's address is loopback, private or link-local, and the transfer was for public
+    /// addresses only.
+    case privateAddress(String)
     case connection(String)
     /// libcurl could not be set up for the transfer (out of memory, or an option this libcurl
     /// lacks).
@@ -48,6 +55,7 @@ public enum TransferFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .tooLarge(let limit): return "response larger than \(limit) bytes"
         case .disallowedProtocol(let detail): return "only http and https are allowed: \(detail)"
         case .tooManyRedirects: return "more than 5 redirects"
+        case .privateAddress(let address): return "\(address) is a loopback, private or link-local address"
         case .connection(let detail): return "connection error: \(detail)"
         case .setup(let detail): return "libcurl could not be set up: \(detail)"
         }
@@ -85,6 +93,8 @@ final class CurlEasyHandle {
     private var pendingStatus = 0
     private var pendingHeaders: [String: String] = [:]
     private var pendingReason = ""
+    private var publicOnly = false
+    private var refusedAddress: String?
     // libcurl writes error text here during a transfer, so it must have a stable address.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -108,6 +118,8 @@ final class CurlEasyHandle {
         headerList = nil
         result = HTTPTransferResult(effectiveURL: transfer.url)
         maxBytes = transfer.maxBytes
+        publicOnly = transfer.publicAddressesOnly
+        refusedAddress = nil
         pendingStatus = 0
         pendingHeaders = [:]
         try setOptions(transfer)
@@ -188,6 +200,19 @@ final class CurlEasyHandle {
                 data.withMemoryRebound(to: UInt8.self, capacity: length) { easy.result.body.append($0, count: length) }
                 return length
             })
+        try check(np_easy_setopt_pointer(handle, CURLOPT_PREREQDATA, me))
+        try check(
+            np_easy_setopt_prereq_function(handle, CURLOPT_PREREQFUNCTION) { userdata, address, _, _, _ in
+                guard let userdata else { return 1 }
+                let easy = Unmanaged<CurlEasyHandle>.fromOpaque(userdata).takeUnretainedValue()
+                guard easy.publicOnly else { return 0 }
+                let ip = address.map { String(cString: $0) } ?? ""
+                guard NetworkAddress.isPublic(ip) else {
+                    easy.refusedAddress = ip
+                    return 1
+                }
+                return 0
+            })
         try check(np_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me))
         try check(
             np_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
@@ -251,6 +276,10 @@ final class CurlEasyHandle {
         result.requestSent = requestSize > 0
         if code == CURLE_OK { return }
         if result.failure != nil { return }  // set by a callback (too large)
+        if let refusedAddress {
+            result.failure = .privateAddress(refusedAddress)
+            return
+        }
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 /// What one fetch of a feed tells the watcher's schedule.
 public struct FetchOutcome: Sendable, Equatable {

@@ -3,20 +3,7 @@ import FeedParsing
 import Foundation
 import NewsPushModel
 
-/// Where a feed's changes are announced (W3C WebSub §4, discovery): the hub to subscribe at and
-/// the topic, the feed's own canonical URL.
-public struct WebSubLinks: Sendable, Equatable, Hashable {
-    /// The hub's URL.
-    public var hub: String
-    /// The topic: the feed's `rel="self"` URL (the fetched URL when it names none).
-    public var topic: String
-
-    /// A hub and topic.
-    public init(hub: String, topic: String) {
-        self.hub = hub
-        self.topic = topic
-    }
-
+extension WebSubLinks {
     /// The links a fetch found: the HTTP `Link` header first, then the document's own links
     /// (`<atom:link rel="hub">`), as the Recommendation orders them; nil without a hub.
     public static func discover(linkHeader: String?, documentLinks: [FeedLink], fetchedURL: String) -> WebSubLinks? {
@@ -63,6 +50,14 @@ public struct WebSubLinks: Sendable, Equatable, Hashable {
 /// millions), and the comparison takes the same time whatever the bytes (swift-crypto's
 /// `isValidAuthenticationCode`).
 public enum WebSubSignature {
+    /// The method a signature header names when it is one this watcher checks (`sha256`,
+    /// `sha384`, `sha512`): a distribution without one is not even read.
+    public static func method(of header: String) -> String? {
+        guard let equals = header.firstIndex(of: "=") else { return nil }
+        let method = header[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+        return ["sha256", "sha384", "sha512"].contains(method) ? method : nil
+    }
+
     /// Whether `header` signs `body` with `secret`.
     public static func isValid(_ header: String?, body: Data, secret: String) -> Bool {
         guard let header, let equals = header.firstIndex(of: "=") else { return false }

@@ -2,142 +2,124 @@ import Crypto
 import Foundation
 import NewsPushModel
 
-/// One feed's WebSub subscription (W3C WebSub §5): at which hub, for which topic, with which
-/// secret, and where it stands.
-public struct WebSubSubscription: Sendable, Equatable {
-    /// Where a subscription stands.
-    public enum State: Sendable, Equatable {
-        /// Not asked for yet (or to be asked again now).
-        case wanted
-        /// Asked for at `at`; the hub's verification of intent (`mode`) is awaited.
-        case requested(mode: String, at: Date)
-        /// Verified: the hub distributes until `until`; renewed from `renewAt`.
-        case active(until: Date, renewAt: Date)
-        /// Denied by the hub, or the request failed: asked again from `retryAt`.
-        case retrying(retryAt: Date, reason: String)
-    }
-
-    /// The feed's URL (as configured).
-    public var feed: String
-    /// The hub and topic.
-    public var links: WebSubLinks
-    /// The `hub.secret` the hub signs distributions with (made for this subscription).
-    public var secret: String
-    /// Where it stands.
-    public var state: State = .wanted
-    /// Requests in a row that failed or were denied (the wait doubles with each).
-    public var failures = 0
-
-    /// Whether the hub distributes this feed now (the poll is only a safety net then).
-    public func isActive(at now: Date) -> Bool {
-        if case .active(let until, _) = state { return until > now }
-        return false
-    }
-}
-
-/// Every WebSub subscription of a watcher, as values: what to ask the hubs for and when, which
-/// verification of intent to confirm, which secret checks a distribution. The watcher keeps one
-/// behind a lock (its listener answers the hubs while its loop subscribes).
-public struct WebSubSubscriptions: Sendable, Equatable {
-    /// By feed URL.
-    public private(set) var byFeed: [String: WebSubSubscription] = [:]
-    /// How long a request may wait for the hub's verification before it is asked again.
+/// What a WebSub subscription does next, as functions of values (the ledger keeps the
+/// subscriptions; the watcher that holds a feed asks its hub, and whichever watcher a hub calls
+/// answers it): when to ask, which verification of intent to confirm, how long a lease runs,
+/// how long to wait after a failure.
+public enum WebSubPolicy {
+    /// How long a request may wait for the hub's verification before it counts as failed.
     public static let verificationPatience: TimeInterval = 60
-    /// The first wait after a denial or a failure (doubling, at most `longestWait`).
+    /// The first wait after a denial, a failure or a request left unverified (doubling, at
+    /// most `longestWait`).
     public static let firstWait: TimeInterval = 30
     /// The longest wait between two tries.
     public static let longestWait: TimeInterval = 3600
+    /// The longest lease taken, whatever a hub grants (SPEC §10: 10 days); renewed at four
+    /// fifths of it.
+    public static let longestLease: TimeInterval = 10 * 86400
+    /// The lease assumed when a hub names none.
+    public static let defaultLease: TimeInterval = 86400
 
-    /// No subscriptions.
-    public init() {}
-
-    /// What the feed named this time: a new hub or topic starts a new subscription with a new
-    /// secret; the same keeps the one in hand; none ends it (the hub's lease runs out).
-    public mutating func observe(feed: String, links: WebSubLinks?, secret: () -> String) {
-        guard let links else {
-            byFeed[feed] = nil
-            return
-        }
-        if byFeed[feed]?.links == links { return }
-        byFeed[feed] = WebSubSubscription(feed: feed, links: links, secret: secret())
-    }
-
-    /// The subscriptions to ask for now (new, to renew, to retry, or unverified for too long),
-    /// marked as requested: a verification that arrives while the request is on its way finds
-    /// them so.
-    public mutating func due(at now: Date) -> [WebSubSubscription] {
-        var due: [WebSubSubscription] = []
-        for (feed, subscription) in byFeed.sorted(by: { $0.key < $1.key }) {
-            let ask: Bool
-            switch subscription.state {
-            case .wanted: ask = true
-            case .requested(_, let at): ask = now.timeIntervalSince(at) >= Self.verificationPatience
-            case .active(_, let renewAt): ask = now >= renewAt
-            case .retrying(let retryAt, _): ask = now >= retryAt
-            }
-            guard ask else { continue }
-            byFeed[feed]?.state = .requested(mode: "subscribe", at: now)
-            due.append(byFeed[feed] ?? subscription)
-        }
-        return due
-    }
-
-    /// The hub's verification of intent (§5.3) for `feed`: true (answer with the challenge) only
-    /// for a subscription requested in this `mode` for this `topic`; a subscription then runs
-    /// for `leaseSeconds` and is renewed at four fifths of it.
-    public mutating func verify(feed: String, mode: String, topic: String, leaseSeconds: Double?, at now: Date)
-        -> Bool
+    /// What a fetch found for `feed` against the subscription the ledger has: nil when it is to
+    /// be kept as it is, `.some(nil)` when it ends (the feed names no hub any more: the lease
+    /// runs out by itself), or a new subscription (new hub or topic, new secret and token).
+    public static func observe(_ existing: WebSubSubscription?, feed: String, links: WebSubLinks?)
+        -> WebSubSubscription??
     {
-        guard let subscription = byFeed[feed], subscription.links.topic == topic,
-            case .requested(let requested, _) = subscription.state, requested == mode
-        else { return false }
-        let lease = max(1, leaseSeconds ?? 86400)
-        byFeed[feed]?.state = .active(
-            until: now.addingTimeInterval(lease), renewAt: now.addingTimeInterval(lease * 0.8))
-        byFeed[feed]?.failures = 0
-        return true
+        guard let links else { return existing == nil ? nil : .some(nil) }
+        if existing?.links == links { return nil }
+        return .some(WebSubSubscription(feed: feed, links: links, secret: newSecret(), token: newToken()))
     }
 
-    /// The hub denied the subscription (§5.2) or the request failed: asked again after a wait
-    /// that doubles with each failure in a row. False when `topic` is not this feed's.
-    @discardableResult
-    public mutating func failed(feed: String, topic: String? = nil, reason: String, at now: Date) -> Bool {
-        guard let subscription = byFeed[feed], topic == nil || subscription.links.topic == topic else { return false }
-        let failures = subscription.failures + 1
-        let wait = min(Self.longestWait, Self.firstWait * pow(2, Double(min(failures - 1, 16))))
-        byFeed[feed]?.failures = failures
-        byFeed[feed]?.state = .retrying(retryAt: now.addingTimeInterval(wait), reason: reason)
-        return true
+    /// Whether `subscription` is to be asked for at `now` (new, to renew, or to retry).
+    public static func isDue(_ subscription: WebSubSubscription, at now: Date) -> Bool {
+        nextAction(subscription) <= now
     }
 
-    /// When the next subscription is to be asked for (nil: none waits for a time).
-    public func nextAction() -> Date? {
-        byFeed.values.compactMap { subscription -> Date? in
-            switch subscription.state {
-            case .wanted: return .distantPast
-            case .requested(_, let at): return at.addingTimeInterval(Self.verificationPatience)
-            case .active(_, let renewAt): return renewAt
-            case .retrying(let retryAt, _): return retryAt
-            }
-        }.min()
+    /// When `subscription` is next to be acted on: asked for, or, when a request went
+    /// unverified, counted as failed.
+    public static func nextAction(_ subscription: WebSubSubscription) -> Date {
+        switch subscription.state {
+        case .wanted: return .distantPast
+        case .requested(_, let at): return at.addingTimeInterval(verificationPatience)
+        case .active(_, let renewAt): return renewAt
+        case .retrying(let retryAt, _): return retryAt
+        }
     }
 
-    /// The secret that signs `feed`'s distributions, while it has a subscription.
-    public func secret(feed: String) -> String? { byFeed[feed]?.secret }
+    /// The subscription once it is asked for at `now` (a verification that arrives while the
+    /// request is on its way finds it so); a request left unverified for too long is instead a
+    /// failure, waited on like any other.
+    public static func asking(_ subscription: WebSubSubscription, at now: Date) -> WebSubSubscription {
+        if case .requested = subscription.state {
+            return failed(subscription, reason: "the hub never verified the request", at: now)
+        }
+        var asked = subscription
+        asked.state = .requested(mode: "subscribe", at: now)
+        return asked
+    }
 
-    /// Whether the hub distributes `feed` now.
-    public func isActive(feed: String, at now: Date) -> Bool { byFeed[feed]?.isActive(at: now) ?? false }
+    /// The hub's verification of intent (§5.3): the subscription as verified, or nil (answer
+    /// 404, change nothing) unless it was requested in this `mode` for this `topic`. The lease
+    /// runs for `leaseSeconds` (at most `longestLease`) and is renewed at four fifths of it.
+    public static func verify(
+        _ subscription: WebSubSubscription, mode: String, topic: String, leaseSeconds: Double?, at now: Date
+    ) -> WebSubSubscription? {
+        guard subscription.links.topic == topic, case .requested(let requested, _) = subscription.state,
+            requested == mode
+        else { return nil }
+        let lease = min(longestLease, max(1, leaseSeconds ?? defaultLease))
+        var verified = subscription
+        verified.state = .active(until: now.addingTimeInterval(lease), renewAt: now.addingTimeInterval(lease * 0.8))
+        verified.failures = 0
+        return verified
+    }
+
+    /// The hub denied the subscription (§5.2), the request failed or went unverified: asked
+    /// again after a wait that doubles with each failure in a row.
+    public static func failed(_ subscription: WebSubSubscription, reason: String, at now: Date) -> WebSubSubscription {
+        var failed = subscription
+        failed.failures += 1
+        let wait = min(longestWait, firstWait * pow(2, Double(min(failed.failures - 1, 16))))
+        failed.state = .retrying(retryAt: now.addingTimeInterval(wait), reason: reason)
+        return failed
+    }
+
+    /// A hub's `hub.lease_seconds`: a whole number of seconds (at most twelve digits, so no
+    /// value can overflow), or nil when absent; `.some(nil)` when it is there but no such
+    /// number (`1e308`, `inf`, `nan`, `-5`): such a verification is refused.
+    public static func leaseSeconds(_ text: String?) -> Double?? {
+        guard let text else { return .some(nil) }
+        guard (1...12).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return .some(Double(text))
+    }
 
     /// The form of a subscription request (§5.1) with callback `callback`.
     public static func form(_ subscription: WebSubSubscription, callback: String) -> [(String, String)] {
         [
             ("hub.callback", callback), ("hub.mode", "subscribe"), ("hub.topic", subscription.links.topic),
-            ("hub.secret", subscription.secret),
+            ("hub.secret", subscription.secret), ("hub.lease_seconds", String(Int(longestLease))),
         ]
+    }
+
+    /// The callback URL of a subscription: the configured base, the feed's path segment and the
+    /// subscription's token.
+    public static func callback(base: String, feedSegment: String, token: String) -> String {
+        (base.hasSuffix("/") ? base : base + "/") + feedSegment + "/" + token
     }
 
     /// A new `hub.secret`: 32 random bytes in hex (the Recommendation allows up to 200).
     public static func newSecret() -> String {
         Hex.string(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+    }
+
+    /// A new callback token: 128 random bits in hex (SPEC §10: at least 128).
+    public static func newToken() -> String {
+        Hex.string(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
+    }
+
+    /// Whether `token` has a callback token's form (32 lower-case hex digits).
+    public static func isToken(_ token: String) -> Bool {
+        token.utf8.count == 32 && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 }

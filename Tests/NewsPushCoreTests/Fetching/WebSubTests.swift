@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NewsPushModel
 import Testing
 
 @testable import FeedParsing
@@ -68,57 +69,83 @@ struct WebSubTests {
         }
     }
 
-    @Test func onlyAVerificationAskedForIsConfirmedAndTheLeaseIsRenewedBeforeItEnds() {
+    @Test func onlyAVerificationAskedForIsConfirmedAndTheLeaseIsRenewedBeforeItEnds() throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let links = WebSubLinks(hub: "https://hub/", topic: "https://news/feed")
-        var subscriptions = WebSubSubscriptions()
-        func verify(_ feed: String, _ mode: String, _ topic: String, at seconds: Double = 0) -> Bool {
-            subscriptions.verify(
-                feed: feed, mode: mode, topic: topic, leaseSeconds: 100, at: start.addingTimeInterval(seconds))
+        let made = try #require(WebSubPolicy.observe(nil, feed: "f", links: links) ?? nil)
+        #expect(WebSubPolicy.isToken(made.token) && made.secret.count == 64 && made.state == .wanted)
+        func verify(_ s: WebSubSubscription, _ mode: String, _ topic: String, lease: Double? = 100, at seconds: Double = 0)
+            -> WebSubSubscription?
+        {
+            WebSubPolicy.verify(s, mode: mode, topic: topic, leaseSeconds: lease, at: start.addingTimeInterval(seconds))
         }
-        subscriptions.observe(feed: "f", links: links, secret: { "secret-1" })
         // Nothing asked yet: a verification is refused.
-        #expect(!verify("f", "subscribe", links.topic))
-        let first = subscriptions.due(at: start)
-        #expect(first.map(\.feed) == ["f"])
-        let again = subscriptions.due(at: start)
-        #expect(again.isEmpty, "asked once, awaiting the verification")
-        #expect(!verify("f", "unsubscribe", links.topic))
-        #expect(!verify("f", "subscribe", "https://evil/"))
-        #expect(!verify("g", "subscribe", links.topic))
-        #expect(verify("f", "subscribe", links.topic))
-        #expect(subscriptions.isActive(feed: "f", at: start.addingTimeInterval(99)))
-        #expect(!verify("f", "subscribe", links.topic))
-        let early = subscriptions.due(at: start.addingTimeInterval(79))
-        #expect(early.isEmpty)
-        #expect(subscriptions.nextAction() == start.addingTimeInterval(80))
-        let renewal = subscriptions.due(at: start.addingTimeInterval(80))
-        #expect(renewal.map(\.secret) == ["secret-1"], "renewed, same secret")
-        // The same links keep the subscription; a new hub starts another with a new secret.
-        subscriptions.observe(feed: "f", links: links, secret: { "secret-2" })
-        #expect(subscriptions.secret(feed: "f") == "secret-1")
-        subscriptions.observe(feed: "f", links: WebSubLinks(hub: "https://hub2/", topic: links.topic), secret: { "s3" })
-        #expect(subscriptions.secret(feed: "f") == "s3" && subscriptions.byFeed["f"]?.state == .wanted)
+        #expect(verify(made, "subscribe", links.topic) == nil)
+        #expect(WebSubPolicy.isDue(made, at: start))
+        let asked = WebSubPolicy.asking(made, at: start)
+        #expect(!WebSubPolicy.isDue(asked, at: start), "asked once, awaiting the verification")
+        #expect(verify(asked, "unsubscribe", links.topic) == nil)
+        #expect(verify(asked, "subscribe", "https://evil/") == nil)
+        let active = try #require(verify(asked, "subscribe", links.topic))
+        #expect(active.isActive(at: start.addingTimeInterval(99)) && !active.isActive(at: start.addingTimeInterval(101)))
+        #expect(verify(active, "subscribe", links.topic) == nil, "verified once")
+        #expect(!WebSubPolicy.isDue(active, at: start.addingTimeInterval(79)))
+        #expect(WebSubPolicy.nextAction(active) == start.addingTimeInterval(80))
+        let renewal = WebSubPolicy.asking(active, at: start.addingTimeInterval(80))
+        #expect(renewal.secret == made.secret && renewal.token == made.token, "renewed, same secret and callback")
+        // The same links keep the subscription; a new hub starts another with a new secret and token.
+        #expect(WebSubPolicy.observe(active, feed: "f", links: links) == nil)
+        let moved = try #require(
+            WebSubPolicy.observe(active, feed: "f", links: WebSubLinks(hub: "https://hub2/", topic: links.topic)) ?? nil)
+        #expect(moved.secret != made.secret && moved.token != made.token && moved.state == .wanted)
+        // A feed that names no hub any more ends it.
+        #expect(WebSubPolicy.observe(active, feed: "f", links: nil).map { $0 == nil } == true)
+        // Leases are capped at ten days whatever the hub grants.
+        let long = try #require(verify(asked, "subscribe", links.topic, lease: 1e15))
+        #expect(!long.isActive(at: start.addingTimeInterval(10 * 86400 + 1)))
     }
 
-    @Test func aDenialOrAFailureIsAskedAgainAfterAWaitThatDoubles() {
+    @Test func aHubsLeaseIsAWholeNumberOfSecondsOrTheVerificationIsRefused() {
+        for hostile in ["1e308", "inf", "nan", "-5", "100000000000000000000", " 60", "6 0", "0x10", ""] {
+            #expect(WebSubPolicy.leaseSeconds(hostile) == nil, "\(hostile)")
+        }
+        #expect(WebSubPolicy.leaseSeconds("864000") == .some(864000))
+        #expect(WebSubPolicy.leaseSeconds(nil) == .some(nil), "absent: the default")
+    }
+
+    @Test func aDenialOrAFailureIsAskedAgainAfterAWaitThatDoublesAndAnUnverifiedRequestCountsAsOne() throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let links = WebSubLinks(hub: "https://hub/", topic: "https://news/feed")
-        var subscriptions = WebSubSubscriptions()
-        subscriptions.observe(feed: "f", links: links, secret: { "s" })
-        _ = subscriptions.due(at: start)
-        let other = subscriptions.failed(feed: "f", topic: "https://other/", reason: "denied", at: start)
-        #expect(!other)
-        let denied = subscriptions.failed(feed: "f", topic: links.topic, reason: "denied", at: start)
-        #expect(denied)
-        func dueCount(_ seconds: Double) -> Int { subscriptions.due(at: start.addingTimeInterval(seconds)).count }
-        #expect(dueCount(29) == 0)
-        #expect(dueCount(30) == 1)
-        subscriptions.failed(feed: "f", reason: "503", at: start.addingTimeInterval(30))
-        #expect(dueCount(89) == 0)
-        #expect(dueCount(90) == 1, "60 s after the second failure")
-        // An unanswered request is asked again after a minute.
-        #expect(dueCount(149) == 0)
-        #expect(dueCount(150) == 1)
+        var s = try #require(WebSubPolicy.observe(nil, feed: "f", links: links) ?? nil)
+        s = WebSubPolicy.asking(s, at: start)
+        s = WebSubPolicy.failed(s, reason: "denied", at: start)
+        #expect(!WebSubPolicy.isDue(s, at: start.addingTimeInterval(29)))
+        #expect(WebSubPolicy.isDue(s, at: start.addingTimeInterval(30)))
+        s = WebSubPolicy.asking(s, at: start.addingTimeInterval(30))
+        s = WebSubPolicy.failed(s, reason: "503", at: start.addingTimeInterval(30))
+        #expect(!WebSubPolicy.isDue(s, at: start.addingTimeInterval(89)))
+        #expect(WebSubPolicy.isDue(s, at: start.addingTimeInterval(90)), "60 s after the second failure")
+        // A request the hub never verifies is, after a minute, a third failure: 120 s more.
+        s = WebSubPolicy.asking(s, at: start.addingTimeInterval(90))
+        #expect(WebSubPolicy.isDue(s, at: start.addingTimeInterval(150)))
+        s = WebSubPolicy.asking(s, at: start.addingTimeInterval(150))
+        #expect(s.failures == 3 && !WebSubPolicy.isDue(s, at: start.addingTimeInterval(269)))
+        #expect(WebSubPolicy.isDue(s, at: start.addingTimeInterval(270)))
+        // Never more than an hour apart.
+        for _ in 0..<20 { s = WebSubPolicy.failed(s, reason: "503", at: start) }
+        #expect(WebSubPolicy.nextAction(s) == start.addingTimeInterval(3600))
+    }
+
+    @Test func onlyPublicAddressesArePublic() {
+        for address in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "ff02::1",
+            "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "2001:db8::1", "not an address", "",
+        ] {
+            #expect(!NetworkAddress.isPublic(address), "\(address)")
+        }
+        for address in ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            #expect(NetworkAddress.isPublic(address), "\(address)")
+        }
     }
 }

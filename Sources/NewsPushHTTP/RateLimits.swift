@@ -1,9 +1,9 @@
 import Foundation
-import NewsPushCore
 import Synchronization
 
-/// `api.rate`: a token bucket per client network and per user, in this instance's memory (a
-/// limit is the instance's own: N instances behind a balancer let N times as much through).
+/// Token buckets by key (a client network, a user), in this instance's memory: `api.rate` and
+/// the watcher's listener take from them (a limit is the instance's own: N instances behind a
+/// balancer let N times as much through).
 public final class RateLimits: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -17,17 +17,29 @@ public final class RateLimits: Sendable {
         buckets = Mutex(Generations(capacity: capacity))
     }
 
-    /// Takes one request from `key`'s bucket; nil when allowed, else the seconds until it would be.
-    public func take(_ key: String, limit: ApiSettings.RateLimit, now: Date) -> Int? {
-        let rate = Double(limit.count) / limit.period
+    /// Takes one request from `key`'s bucket of `count` requests per `period` seconds; nil when
+    /// allowed, else the seconds until it would be.
+    public func take(_ key: String, count: Int, per period: Double, now: Date) -> Int? {
+        let rate = Double(count) / period
         return buckets.withLock { buckets in
-            var bucket = buckets.take(key) ?? Bucket(tokens: Double(limit.count), at: now)
-            bucket.tokens = min(Double(limit.count), bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
+            var bucket = buckets.take(key) ?? Bucket(tokens: Double(count), at: now)
+            bucket.tokens = min(Double(count), bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
             bucket.at = now
             defer { buckets.put(key, bucket) }
             guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
             bucket.tokens -= 1
             return nil
+        }
+    }
+
+    /// Seconds until `key`'s bucket of `count` per `period` has a request again; nil when it has
+    /// one now (nothing is taken).
+    public func waiting(_ key: String, count: Int, per period: Double, now: Date) -> Int? {
+        let rate = Double(count) / period
+        return buckets.withLock { buckets in
+            guard let bucket = buckets.peek(key) else { return nil }
+            let tokens = min(Double(count), bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
+            return tokens >= 1 ? nil : max(1, Int(((1 - tokens) / rate).rounded(.up)))
         }
     }
 

@@ -1,6 +1,4 @@
 import Foundation
-import NewsPushCore
-import NewsPushModel
 
 #if canImport(Glibc)
     import Glibc
@@ -10,8 +8,9 @@ import NewsPushModel
 /// `api.rate.ipv4_prefix` bits (all 32 by default), an IPv6 address's first
 /// `api.rate.ipv6_prefix` (64: a subscriber picks any address of their /64 at will). An
 /// IPv4-mapped IPv6 address counts as its IPv4 address; text that is no address is its own key.
-enum ClientNetwork {
-    static func key(_ address: String, ipv4Prefix: Int, ipv6Prefix: Int) -> String {
+public enum ClientNetwork {
+    /// The key of `address`'s network.
+    public static func key(_ address: String, ipv4Prefix: Int, ipv6Prefix: Int) -> String {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 {
             return "4:" + masked(withUnsafeBytes(of: &v4) { Array($0) }, prefix: ipv4Prefix)
@@ -26,7 +25,7 @@ enum ClientNetwork {
     }
 
     /// Whether `address` is this machine's (127.0.0.0/8 or ::1).
-    static func isLoopback(_ address: String) -> Bool {
+    public static func isLoopback(_ address: String) -> Bool {
         address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
     }
 
@@ -41,26 +40,6 @@ enum ClientNetwork {
                 kept[index] &= UInt8(0xff << (8 - bits) & 0xff)
             }
         }
-        return Hex.string(kept) + "/" + String(prefix)
-    }
-}
-
-/// `GET /healthz`'s answer, checked at most once per `maxAge` however many ask: one check in
-/// flight, the others wait for it.
-actor HealthCheck {
-    static let maxAge: Double = 30
-    private var last: (problem: String?, at: ContinuousClock.Instant)?
-    private var running: Task<String?, Never>?
-
-    /// What is wrong (nil: nothing) as `check` last found it, checked again when stale.
-    func problem(_ check: @escaping @Sendable () async -> String?) async -> String? {
-        if let last, ContinuousClock.now - last.at < .seconds(Self.maxAge) { return last.problem }
-        if let running { return await running.value }
-        let task = Task { await check() }
-        running = task
-        let problem = await task.value
-        last = (problem, ContinuousClock.now)
-        running = nil
-        return problem
+        return kept.map { String(format: "%02x", $0) }.joined() + "/" + String(prefix)
     }
 }
