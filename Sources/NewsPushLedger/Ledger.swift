@@ -151,8 +151,8 @@ public final class Ledger {
         case .read:
             return try inMemory(path: path, legacy: legacy)
         case .write:
-            try createFile(path: path, legacy: legacy)
-            if legacy != nil {
+            let made = try createFile(path: path, legacy: legacy)
+            if legacy != nil && made {
                 let migrated = location.legacyJSONPath + ".migrated"
                 guard rename(location.legacyJSONPath, migrated) == 0 else {
                     throw .writeFailed(path: migrated, reason: String(cString: strerror(errno)))
@@ -236,9 +236,13 @@ public final class Ledger {
     }
 
     /// Creates the ledger file whole, or not at all: built under a temporary name, then renamed.
-    private static func createFile(path: String, legacy: LegacyJSONState?) throws(LedgerError) {
-        let temporary = "\(path).tmp-\(getpid())"
-        unlink(temporary)
+    /// Makes a new ledger at `path`, whole or not at all: built in a file of its own, then
+    /// linked into place, which fails when another process or thread made one first (that one
+    /// is then used: a rename would replace a ledger someone already writes to).
+    /// Returns whether this call made it.
+    @discardableResult
+    private static func createFile(path: String, legacy: LegacyJSONState?) throws(LedgerError) -> Bool {
+        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
             let db = try SQLiteDatabase(path: temporary, mode: .create)
             try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
@@ -251,10 +255,10 @@ public final class Ledger {
             unlink(temporary)
             throw .writeFailed(path: path, reason: "\(error)")
         }
-        guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .writeFailed(path: path, reason: reason)
+        defer { unlink(temporary) }
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { return false }
+            throw .writeFailed(path: path, reason: String(cString: strerror(errno)))
         }
         let folder = (path as NSString).deletingLastPathComponent
         let fd = Glibc.open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -262,6 +266,7 @@ public final class Ledger {
             fsync(fd)
             close(fd)
         }
+        return true
     }
 
     static func wrap<T>(_ path: String, writing: Bool, _ body: () throws -> T) throws(LedgerError) -> T {

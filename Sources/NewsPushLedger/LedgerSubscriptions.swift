@@ -17,7 +17,9 @@ extension Ledger {
                 let rows = try db.query(
                     "SELECT \(Self.subscriptionColumns) FROM websub_subscriptions WHERE feed IN (\(Self.marks(chunk.count)))",
                     chunk.map { .text($0) })
-                for row in rows { if let subscription = Self.subscription(row) { found[subscription.feed] = subscription } }
+                for row in rows {
+                    if let subscription = Self.subscription(row) { found[subscription.feed] = subscription }
+                }
             }
             return found
         }

@@ -181,7 +181,8 @@ public final class DeviceSession {
     /// is left in `lastHubAnswer`. `reservedFor`: the tutorials' `PUT /api/register/{id}`,
     /// whose id must be an installation's or handed out to that user.
     public func registerChange(
-        _ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil, quotas: (any AnonymousAdmission)? = nil
+        _ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil,
+        quotas: (any AnonymousAdmission)? = nil
     ) throws(SessionError) -> RegistrationOutcome {
         let checked: (record: InstallationRecord, handle: String, ignored: [String])
         switch registration(request, caller: caller) {

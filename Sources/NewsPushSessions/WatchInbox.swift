@@ -15,6 +15,7 @@ public final class WatchInbox: @unchecked Sendable {
     private var held: Set<String> = []
     private var newlyHeld: Set<String> = []
     private var answers: [SubscriptionAnswer] = []
+    private var subscriptionsChanged = false
     private var arrivals = 0
 
     /// A distribution, and its place among those that arrived (a later one replaces it).
@@ -93,12 +94,26 @@ public final class WatchInbox: @unchecked Sendable {
         locked { answers.append(answer) }
     }
 
+    /// A hub verified or denied a subscription (through this watcher's listener): the loop reads
+    /// the subscriptions again (a renewal is due at four fifths of the lease just granted).
+    public func subscriptionChanged() {
+        locked { subscriptionsChanged = true }
+    }
+
+    /// Whether a subscription changed since the last call.
+    func takeSubscriptionChange() -> Bool {
+        locked {
+            defer { subscriptionsChanged = false }
+            return subscriptionsChanged
+        }
+    }
+
     /// Waits until `deadline` (the machine's time), the stop, a failure, or a ping, distribution,
     /// lease change or hub answer.
     func wait(until deadline: Date) {
         condition.lock()
         while !raised && fatal == nil && pings.isEmpty && documents.isEmpty && newlyHeld.isEmpty && answers.isEmpty
-            && condition.wait(until: deadline)
+            && !subscriptionsChanged && condition.wait(until: deadline)
         {}
         condition.unlock()
     }

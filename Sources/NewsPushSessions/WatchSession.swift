@@ -101,6 +101,7 @@ struct WatchLoop {
         takeLeases(at: now)
         let (pings, documents, answers) = inbox.take()
         settle(answers, at: now)
+        if inbox.takeSubscriptionChange() { subscriptionsDue = now }
         schedule(pings)
         if now >= subscriptionsDue { askSubscriptions(at: now) }
         let due = schedules.filter { $0.value.due <= now && held.contains($0.key) }.map(\.key)

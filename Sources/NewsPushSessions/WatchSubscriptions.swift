@@ -21,6 +21,8 @@ extension WatchLoop {
             guard let subscription = kept[feed.url] else { continue }
             guard WebSubPolicy.isDue(subscription, at: now) else {
                 subscriptionsDue = min(subscriptionsDue, WebSubPolicy.nextAction(subscription))
+                // Awaiting a verification that may reach another watcher: looked at again soon.
+                if case .requested = subscription.state { subscriptionsDue = min(subscriptionsDue, now + 5) }
                 continue
             }
             let asked = withLedger { ledger throws(LedgerError) in
@@ -31,7 +33,7 @@ extension WatchLoop {
                 }
             }
             guard let asked = asked ?? nil, asked.token == subscription.token else { continue }
-            subscriptionsDue = min(subscriptionsDue, WebSubPolicy.nextAction(asked))
+            subscriptionsDue = min(subscriptionsDue, WebSubPolicy.nextAction(asked), now + 5)
             if case .requested = asked.state {
                 let callback = WebSubPolicy.callback(
                     base: base, feedSegment: WatchFeeds.segment(feed), token: asked.token)
@@ -177,16 +179,23 @@ final class LeaseKeeper: @unchecked Sendable {
         let urls = context.config.feeds.map(\.url)
         let every = max(0.25, context.config.watch.lease / 4)
         var ledger: Ledger?
+        var held: Set<String> = []
         var wait = 0.0
         while !isStopping(after: wait) {
             wait = every
             do throws(LedgerError) {
                 let open: Ledger
-                if let ledger { open = ledger } else {
+                if let ledger {
+                    open = ledger
+                } else {
                     open = try Ledger.open(configured: context.config.statePath, access: .write)
                 }
                 ledger = open
                 let taken = try open.leaseFeeds(urls, holder: session.holder, lease: context.config.watch.lease)
+                if taken != held {
+                    context.logger.notice("watch: this watcher holds \(taken.count) of \(urls.count) feeds")
+                    held = taken
+                }
                 inbox.setHeld(taken)
                 health.worked("leases", at: context.clock.now())
             } catch {

@@ -10,12 +10,15 @@ import NewsPushModel
 /// changes nothing. One connection of its own, taken in turns, opened again after a failure.
 public final class WebSubCallbacks: @unchecked Sendable {
     private let context: SessionContext
+    private let changed: @Sendable () -> Void
     private let lock = NSLock()
     private var ledger: Ledger?
 
-    /// The callbacks of `context`'s watcher.
-    public init(context: SessionContext) {
+    /// The callbacks of `context`'s watcher; `changed` is called when a verification or a
+    /// denial changed a subscription.
+    public init(context: SessionContext, changed: @escaping @Sendable () -> Void = {}) {
         self.context = context
+        self.changed = changed
     }
 
     /// What a callback path names: the feed (when its segment is the subscription's feed) and
@@ -51,6 +54,7 @@ public final class WebSubCallbacks: @unchecked Sendable {
                 WebSubPolicy.verify($0, mode: mode, topic: topic, leaseSeconds: leaseSeconds, at: now)
             }
         }
+        if verified != nil { changed() }
         return verified != nil
     }
 
@@ -64,6 +68,7 @@ public final class WebSubCallbacks: @unchecked Sendable {
                 current.links.topic == topic ? WebSubPolicy.failed(current, reason: "denied: \(reason)", at: now) : nil
             }
         }
+        if changed != nil { self.changed() }
         return changed != nil
     }
 
@@ -81,7 +86,9 @@ public final class WebSubCallbacks: @unchecked Sendable {
         defer { lock.unlock() }
         do {
             let open: Ledger
-            if let ledger { open = ledger } else {
+            if let ledger {
+                open = ledger
+            } else {
                 open = try Ledger.open(configured: context.config.statePath, access: .write)
             }
             ledger = open

@@ -122,7 +122,8 @@ struct ListenerGuard: RouterMiddleware {
             unexpected: { error, _, _ in WatchListener.later(.serviceUnavailable, "\(error)", retryAfter: 5) }
         ) {
             if let wait = listener.penalties.waiting(context.network, now: now) {
-                return WatchListener.later(.tooManyRequests, "too many refused requests from this network", retryAfter: wait)
+                return WatchListener.later(
+                    .tooManyRequests, "too many refused requests from this network", retryAfter: wait)
             }
             return try await next(request, context)
         }

@@ -83,7 +83,8 @@ struct WebSubRoutes {
             defer { listener.bodies.leave() }
             body = try await request.body.collect(upTo: listener.context.config.fetch.maxBytes)
         } catch {
-            return ignored(context, acknowledged, "a WebSub distribution of \(callback.feed) over fetch.max_bytes or cut off")
+            return ignored(
+                context, acknowledged, "a WebSub distribution of \(callback.feed) over fetch.max_bytes or cut off")
         }
         let data = Data(buffer: body)
         guard WebSubSignature.isValid(signature, body: data, secret: callback.subscription.secret) else {

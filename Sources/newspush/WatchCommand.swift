@@ -48,7 +48,8 @@ struct Watch: ParsableCommand {
         let metrics = WatchMetrics()
         let health = WatchHealth()
         let parts = WatchListener.Parts(
-            inbox: inbox, callbacks: WebSubCallbacks(context: context), metrics: metrics, health: health)
+            inbox: inbox, callbacks: WebSubCallbacks(context: context) { inbox.subscriptionChanged() },
+            metrics: metrics, health: health)
         let listener = try listen(parts: parts, context: context)
         defer { listener?.cancel() }
         let quiet = global.quiet

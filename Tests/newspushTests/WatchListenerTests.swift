@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HubEmulator
 import NewsPushHTTP
+import NewsPushLedger
 import NewsPushTesting
 import Synchronization
 import Testing
@@ -16,12 +17,14 @@ struct WebSubHub: Sendable {
     /// Why the hub cannot run here (flask-websub or Celery missing), nil when it can.
     static let missing: String? = {
         let probe = try? ChildProcess.run(
-            "/usr/bin/env", ["python3", "-c", "import flask_websub.hub, celery"], environment: ["PATH": "/usr/bin:/bin"]
-        )
+            "/usr/bin/env", ["python3", "-c", "import flask_websub.hub, celery"], environment: pythonEnvironment)
         guard let probe else { return "python3 cannot be started" }
         return probe.status == 0
             ? nil : "flask-websub 0.4.1 and celery are not installed (scripts/setup.sh --tests installs them)"
     }()
+
+    /// The test process's own `PATH` (python3 with flask-websub may be a pyenv's, not Debian's).
+    static let pythonEnvironment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
 
     let child: RunningChild
     /// The hub's URL (`…/hub`).
@@ -43,7 +46,7 @@ struct WebSubHub: Sendable {
                 "python3", packageRoot.appendingPathComponent("Tests/websub/hub.py").path, folder.path + "/hub.db",
                 "\(lease)",
             ],
-            environment: ["PATH": "/usr/bin:/bin"], errors: .read(copyTo: logPath))
+            environment: pythonEnvironment, errors: .read(copyTo: logPath))
         let line = try await child.stdout.orFail().firstLine()
         guard let start = line.range(of: "http://") else {
             child.stop()
@@ -157,6 +160,7 @@ struct WatchListenerTests {
                   listen: "127.0.0.1:\(port)"
                   callback_url: "http://127.0.0.1:\(port)/websub/"
                   ping_tokens: "topic=topic-token-0123456789"
+                  hubs: {private: allow, http: allow}
                 \(extra)
                 """, feeds: feeds)
     }
@@ -205,13 +209,14 @@ struct WatchListenerTests {
 
             // 2. Distributions without a valid signature are acknowledged and ignored; the next
             // signed one (distributions are read in order) shows they were read and dropped.
+            let token = try Self.callbackToken(folder, topic: topic)
             let forged = Wire.document(["Forged: markets collapse"], me: topic, hub: websub.url)
             let wrongKey = HMAC<SHA512>.authenticationCode(for: Data(forged.utf8), using: SymmetricKey(size: .bits256))
             for signature in [
                 "X-Hub-Signature: sha512=\(Data(wrongKey).map { String(format: "%02x", $0) }.joined())", nil,
             ] {
                 let answer = await ListenerCall.post(
-                    "http://127.0.0.1:\(port)/websub/topic", body: forged,
+                    "http://127.0.0.1:\(port)/websub/topic/\(token)", body: forged,
                     headers: ["Content-Type: application/rss+xml"] + (signature.map { [$0] } ?? []))
                 #expect(answer.status == 202, "acknowledged: \(answer.status)")
             }
@@ -226,7 +231,7 @@ struct WatchListenerTests {
                 "hub.mode=subscribe&hub.topic=http%3A%2F%2Fevil.example%2Ffeed&hub.challenge=c-123",
                 "hub.mode=unsubscribe&hub.topic=\(topic.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&hub.challenge=c-123",
             ] {
-                let answer = await ListenerCall.get("http://127.0.0.1:\(port)/websub/topic?\(query)")
+                let answer = await ListenerCall.get("http://127.0.0.1:\(port)/websub/topic/\(token)?\(query)")
                 #expect(answer.status == 404 && !answer.body.contains("c-123"), "\(answer.status) \(answer.body)")
             }
 
@@ -239,6 +244,14 @@ struct WatchListenerTests {
             #expect(metrics.contains("newspush_websub_ignored_total 2"), "\(metrics)")
             #expect(watcher.output.current.contains("accepted"), "a latency line per alert: \(watcher.output.current)")
         }
+    }
+
+    /// The callback token of the newsroom's one subscription (the random part of its callback
+    /// path), as the ledger keeps it.
+    static func callbackToken(_ folder: TemporaryFolder, topic: String) throws -> String {
+        let ledger = try Ledger.open(configured: folder.file("newspush-state.db"), access: .read)
+        let found = try ledger.subscriptions(feeds: [topic])
+        return try #require(found.values.first?.token)
     }
 
     /// A metric's value from the listener's `/metrics` (nil when absent).

@@ -224,7 +224,9 @@ public struct ConfigLoader: Sendable {
             guard let n = m[key], let v = reader.string(n, path: path) else { continue }
             switch v.lowercased() {
             case "allow", "deny":
-                if key == "private" { watch.privateHubs = v.lowercased() == "allow" } else {
+                if key == "private" {
+                    watch.privateHubs = v.lowercased() == "allow"
+                } else {
                     watch.httpHubs = v.lowercased() == "allow"
                 }
             default: reader.report(n, path, "must be allow or deny, not '\(v)'")

@@ -74,7 +74,9 @@ struct WebSubTests {
         let links = WebSubLinks(hub: "https://hub/", topic: "https://news/feed")
         let made = try #require(WebSubPolicy.observe(nil, feed: "f", links: links) ?? nil)
         #expect(WebSubPolicy.isToken(made.token) && made.secret.count == 64 && made.state == .wanted)
-        func verify(_ s: WebSubSubscription, _ mode: String, _ topic: String, lease: Double? = 100, at seconds: Double = 0)
+        func verify(
+            _ s: WebSubSubscription, _ mode: String, _ topic: String, lease: Double? = 100, at seconds: Double = 0
+        )
             -> WebSubSubscription?
         {
             WebSubPolicy.verify(s, mode: mode, topic: topic, leaseSeconds: lease, at: start.addingTimeInterval(seconds))
@@ -87,7 +89,8 @@ struct WebSubTests {
         #expect(verify(asked, "unsubscribe", links.topic) == nil)
         #expect(verify(asked, "subscribe", "https://evil/") == nil)
         let active = try #require(verify(asked, "subscribe", links.topic))
-        #expect(active.isActive(at: start.addingTimeInterval(99)) && !active.isActive(at: start.addingTimeInterval(101)))
+        #expect(
+            active.isActive(at: start.addingTimeInterval(99)) && !active.isActive(at: start.addingTimeInterval(101)))
         #expect(verify(active, "subscribe", links.topic) == nil, "verified once")
         #expect(!WebSubPolicy.isDue(active, at: start.addingTimeInterval(79)))
         #expect(WebSubPolicy.nextAction(active) == start.addingTimeInterval(80))
@@ -96,7 +99,8 @@ struct WebSubTests {
         // The same links keep the subscription; a new hub starts another with a new secret and token.
         #expect(WebSubPolicy.observe(active, feed: "f", links: links) == nil)
         let moved = try #require(
-            WebSubPolicy.observe(active, feed: "f", links: WebSubLinks(hub: "https://hub2/", topic: links.topic)) ?? nil)
+            WebSubPolicy.observe(active, feed: "f", links: WebSubLinks(hub: "https://hub2/", topic: links.topic)) ?? nil
+        )
         #expect(moved.secret != made.secret && moved.token != made.token && moved.state == .wanted)
         // A feed that names no hub any more ends it.
         #expect(WebSubPolicy.observe(active, feed: "f", links: nil).map { $0 == nil } == true)
