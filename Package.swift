@@ -264,6 +264,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The watcher's listener in process (Hummingbird's testing framework): every route, its
+        // guard and the hostile requests, without a WebSub hub (newspushTests runs a real one).
+        .testTarget(
+            name: "NewsPushWatchTests",
+            dependencies: [
+                "NewsPushWatch", "NewsPushHTTP", "NewsPushSessions", "NewsPushCore", "NewsPushLedger", "NewsPushModel",
+                "NewsPushTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The app side of `newspush api` for iOS apps (and any Swift app): Foundation only, none
         // of the server, so that an app depending on it builds nothing else of this package.
         .target(name: "NewsPushAppKit"),

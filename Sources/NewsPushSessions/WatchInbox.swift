@@ -131,6 +131,12 @@ public final class WatchInbox: @unchecked Sendable {
         }
     }
 
+    /// What `take` would take (the tests of the listener look at what it handed over).
+    public func takeForTests() -> (pings: [String: Date], documents: [String: FetchedFeed]) {
+        let taken = take()
+        return (taken.pings, taken.documents)
+    }
+
     /// Gives back what a cycle that could not run took (the ledger busy with a cron run or an
     /// approval, or out of reach): read in a later cycle, unless a newer distribution of the
     /// feed arrived meanwhile.
@@ -165,7 +171,7 @@ public final class WatchHealth: @unchecked Sendable {
     public init() {}
 
     /// `part` (`loop`, `leases`) worked at `now`.
-    func worked(_ part: String, at now: Date) {
+    public func worked(_ part: String, at now: Date) {
         lock.withLock {
             problems[part] = nil
             lastGood = now
@@ -173,7 +179,7 @@ public final class WatchHealth: @unchecked Sendable {
     }
 
     /// `part` failed: `problem` says why.
-    func failed(_ part: String, _ problem: String) {
+    public func failed(_ part: String, _ problem: String) {
         lock.withLock { problems[part] = problem }
     }
 

@@ -179,7 +179,7 @@ final class LeaseKeeper: @unchecked Sendable {
         let urls = context.config.feeds.map(\.url)
         let every = max(0.25, context.config.watch.lease / 4)
         var ledger: Ledger?
-        var held: Set<String> = []
+        var held: Set<String>?
         var wait = 0.0
         while !isStopping(after: wait) {
             wait = every

@@ -53,7 +53,14 @@ struct Watch: ParsableCommand {
         let listener = try listen(parts: parts, context: context)
         defer { listener?.cancel() }
         let quiet = global.quiet
-        try WatchSession(context: context).watch(inbox, health: health) { result in
+        var session = WatchSession(context: context)
+        #if DEBUG
+            // Debug builds (the tests): how long a cycle waits for another job's lock.
+            if let wait = ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOCK_WAIT"].flatMap(Double.init) {
+                session.lockWait = wait
+            }
+        #endif
+        try session.watch(inbox, health: health) { result in
             metrics.record(result)
             if let text = result.report.changesText(failuresOnly: quiet) { Terminal.output(text) }
             if !quiet { for line in Self.latencyLines(result) { Terminal.output(line) } }

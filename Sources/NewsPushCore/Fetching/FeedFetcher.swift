@@ -139,6 +139,7 @@ public struct FeedFetcher: Sendable {
             if var document = delivered[feed.url] {
                 // Brought by the feed's WebSub hub: read as if fetched, the validators kept.
                 document.validators = document.validators ?? records[feed.url]?.validators
+                document.freshUntil = document.freshUntil ?? records[feed.url]?.freshUntil
                 deliver(index, document)
             } else if let until = records[feed.url]?.retryAfter, until > now {
                 deliver(

@@ -82,6 +82,12 @@ extension RunRecord {
         var feed = previous ?? FeedRecord(url: url)
         feed.movedTo = fetched.movedTo
         feed.retryAfter = fetched.retryAfter
+        if fetched.status != .error {
+            // The server's word on when to ask again, kept so a watcher that takes the feed over
+            // (or starts again) honours it too.
+            let ttl = read.feed?.ttl.map { time.addingTimeInterval(min(Double($0) * 60, HTTPFreshness.longest)) }
+            feed.freshUntil = [fetched.freshUntil, ttl].compactMap { $0 }.max()
+        }
         // Its last full response stays its list of stories until the next one: they are alive.
         feed.listedAt = time
         switch read.status {
