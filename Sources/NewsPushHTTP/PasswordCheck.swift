@@ -25,7 +25,7 @@ public enum BasicCredential {
 /// The one check of a name and password against a users file, for every front end that takes
 /// them (the app back-end's HTTP Basic, the watcher's ping):
 ///
-/// - bcrypt runs on two threads of its own, at most `maxWaiting` checks wait for them (past
+/// - bcrypt runs on threads of its own (two, or one), at most `maxWaiting` checks wait for them (past
 ///   that: `busy`, at once), so a flood of wrong passwords never queues on the threads that do
 ///   ledger and hub work;
 /// - failures are counted per name and network (`perNetwork` in a window) and per name from
@@ -76,7 +76,7 @@ public final class PasswordCheck<Role: UserRole>: Sendable {
     private let waiting = Atomic<Int>(0)
     /// Checks that may wait for bcrypt's threads at once.
     public static var maxWaiting: Int { 8 }
-    private let bcryptThreads = BlockingThreads(count: 2)
+    private let bcryptThreads: BlockingThreads
 
     /// A credential found good: its role, the file version it was checked against, and the
     /// networks it was used from (the last 8: a reader's phones).
@@ -86,10 +86,12 @@ public final class PasswordCheck<Role: UserRole>: Sendable {
         var networks: [String]
     }
 
-    /// Checks against the users file at `path` with `limits`.
-    public init(usersPath path: String, limits: Limits) {
+    /// Checks against the users file at `path` with `limits`, bcrypt on `threads` threads (at
+    /// most that many cores ever go to checking passwords, however many guesses come).
+    public init(usersPath path: String, limits: Limits, threads: Int = 2) {
         users = CurrentUsersFile(path: path)
         self.limits = limits
+        bcryptThreads = BlockingThreads(count: threads)
     }
 
     /// Whether `password` is `name`'s, asked from `network` at `now`.

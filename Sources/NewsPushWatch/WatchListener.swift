@@ -71,8 +71,11 @@ public struct WatchListener: Sendable {
     public init(parts: Parts, context: SessionContext) {
         self.parts = parts
         self.context = context
+        // One bcrypt thread: a CMS pings rarely, and a flood of guesses takes at most one core
+        // from the watcher's cycles.
         passwords = PasswordCheck(
-            usersPath: context.config.api.usersPath, limits: .init(failures: context.config.api.signInFailures))
+            usersPath: context.config.api.usersPath, limits: .init(failures: context.config.api.signInFailures),
+            threads: 1)
     }
 
     /// Serves until SIGTERM or SIGINT; `onReady` receives the bound port.

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import NewsPushCore
+import NewsPushLedger
 import NewsPushTesting
 import Synchronization
 
@@ -26,7 +28,11 @@ struct FirstAlert: AsyncParsableCommand {
     @Option(help: "Seconds each mode is measured.") var seconds = 180.0
     @Option(help: "Seconds the server takes to answer each request.") var latency = 0.1
     @Option(help: "Seconds the idle watcher is measured over unchanged feeds.") var idle = 120.0
-    @Option(help: "Modes to measure, of cron, poll, websub, ping.") var modes = "cron,poll,websub,ping"
+    @Option(
+        help:
+            "Modes to measure, of cron, poll, websub, ping, and websub-hostile, ping-hostile (the same with 200 bad pings/s and 50 forged distributions/s at the listener)."
+    )
+    var modes = "cron,poll,websub,ping,websub-hostile,ping-hostile"
     @Option(help: "The WebSub hub script (flask-websub 0.4.1).") var hubScript = "Tests/websub/hub.py"
 
     func run() async throws {
@@ -44,7 +50,7 @@ struct FirstAlert: AsyncParsableCommand {
         print("first-alert: \(feeds) feeds answering in \(Int(latency * 1000)) ms, \(stories) stories per mode")
         var rows: [String] = []
         for mode in modes.split(separator: ",").map(String.init) {
-            if mode == "websub" && websub == nil {
+            if mode.hasPrefix("websub") && websub == nil {
                 rows.append("websub: skipped (python3 with flask-websub 0.4.1 and celery is not installed)")
                 continue
             }
@@ -98,6 +104,8 @@ struct FirstAlertRound {
     static func config(_ folder: TemporaryFolder, hub: LocalHub, wire: BenchWire, mode: String, port: Int = 0) throws
         -> String
     {
+        // The attack comes from other networks (X-Forwarded-For from the trusted loopback), the
+        // hub's distributions and the CMS's pings from this machine.
         let feeds = (0..<wire.count).map { "  - {url: \"\(wire.url($0))\", name: f\($0), category: World}" }
         let tokens = (0..<wire.count).map { "f\($0)=\(pingToken)" }.joined(separator: ",")
         return try folder.write(
@@ -106,14 +114,16 @@ struct FirstAlertRound {
             hub: {name: breaking-news, connection_string: "${NEWSPUSH_HUB_CONNECTION_STRING}", endpoint: "\(hub.endpoint)"}
             policy: {budget: {per_category: 10000, per: 1h}}
             fetch: {concurrency: 64, per_host: 64, timeout: 30s}
+            api: {trusted_proxies: [127.0.0.1]}
             watch:
               interval: 60s
               min_interval: 15s
               max_interval: 60s
               listen: "127.0.0.1:\(port)"
               callback_url: "http://127.0.0.1:\(port)/websub/"
-              websub: \(mode == "websub" ? "auto" : "off")
+              websub: \(mode.hasPrefix("websub") ? "auto" : "off")
               ping_tokens: "\(tokens)"
+              hubs: {private: allow, http: allow}
             feeds:
             \(feeds.joined(separator: "\n"))
             """)
@@ -132,7 +142,7 @@ struct FirstAlertRound {
         } else {
             watcher = try BenchProcess.start(binary, ["watch", "--quiet", "--config", config], Self.env)
             try await wire.waitUntilEachFetched(since: started)
-            if mode == "websub" { try await waitForSubscriptions(port: port) }
+            if mode.hasPrefix("websub") { try await waitForSubscriptions(port: port) }
         }
         defer { watcher?.stop() }
         let cpu = watcher?.cpuSeconds() ?? 0, requests = wire.totalRequests, window = Date()
@@ -142,6 +152,10 @@ struct FirstAlertRound {
         let arrivals = BenchArrivals()
         let polling = Task { await arrivals.poll(hub) }
         defer { polling.cancel() }
+        let attack =
+            mode.hasSuffix("-hostile") ? try HostileListenerTraffic(port: port, folder: folder, wire: wire) : nil
+        attack?.start()
+        defer { attack?.stop() }
         let appeared = try await publishStories(port: port)
         let accepted = try await waitForDeliveries(
             of: appeared, arrivals: arrivals, timeout: ["cron", "poll"].contains(mode) ? 75 : 30)
@@ -152,7 +166,7 @@ struct FirstAlertRound {
         let cpuLine =
             watcher.map { String(format: ", watcher CPU %.1f s/hour", ($0.cpuSeconds() - cpu) / elapsed * 3600) } ?? ""
         return "\(mode): \(BenchLatency.summary(latencies)) (\(latencies.count) of \(appeared.count) stories), "
-            + String(format: "%.0f requests/feed/hour", perHour) + cpuLine
+            + String(format: "%.0f requests/feed/hour", perHour) + cpuLine + (attack?.summary ?? "")
             + ", \(wire.fetchedTooSoon - early) fetches of a max-age=300 feed sooner than 300 s"
     }
 
@@ -169,7 +183,7 @@ struct FirstAlertRound {
             let title = BenchHeadlines.make(mode: mode, index: index)
             let at = wire.publish(title, in: feed)
             appeared.append((title, at))
-            switch mode {
+            switch mode.split(separator: "-").first.map(String.init) ?? mode {
             case "websub":
                 if let websub { Task { _ = try? await websub.publish(wire.url(feed)) } }
             case "ping":
@@ -249,6 +263,88 @@ final class BenchArrivals: Sendable {
             }
             return first
         }
+    }
+}
+
+/// The hostile side of a round: 200 bad pings a second (wrong tokens, and one in ten a Basic
+/// guess at a sender) and 50 forged distributions a second (real callback paths, read from the
+/// ledger, signed with a wrong secret), each from one of 1,000 other networks, while the
+/// stories flow. Counts what the listener answered.
+final class HostileListenerTraffic: @unchecked Sendable {
+    private let port: Int
+    private let paths: [String]
+    private let stopped = Atomic<Bool>(false)
+    private let answers = Mutex<[Int: Int]>([:])
+    private var threads: [Thread] = []
+
+    init(port: Int, folder: TemporaryFolder, wire: BenchWire) throws {
+        self.port = port
+        let ledger = try Ledger.open(configured: folder.file("newspush-state.db"), access: .read)
+        let feeds = Dictionary(uniqueKeysWithValues: (0..<wire.count).map { (wire.url($0), $0) })
+        paths = try ledger.subscriptions(feeds: Array(feeds.keys)).values.compactMap { subscription in
+            feeds[subscription.feed].map { "/websub/f\($0)/\(subscription.token)" }
+        }
+    }
+
+    /// Starts the attack on threads of its own (five of pings, two of distributions).
+    func start() {
+        for n in 0..<5 { spawn(perSecond: 40) { self.badPing(n: $0 * 5 + n) } }
+        for n in 0..<2 { spawn(perSecond: 25) { self.forgedDistribution(n: $0 * 2 + n) } }
+    }
+
+    func stop() { stopped.store(true, ordering: .relaxed) }
+
+    /// `, listener answered … to the attack`.
+    var summary: String {
+        let counts = answers.withLock { $0 }.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }
+        return ", attack answered " + counts.joined(separator: " ")
+    }
+
+    private func spawn(perSecond: Double, _ request: @escaping @Sendable (Int) -> Void) {
+        let thread = Thread { [self] in
+            var n = 0
+            let start = Date()
+            while !stopped.load(ordering: .relaxed) {
+                request(n)
+                n += 1
+                let due = start.addingTimeInterval(Double(n) / perSecond)
+                if due > Date() { Thread.sleep(until: due) }
+            }
+        }
+        threads.append(thread)
+        thread.start()
+    }
+
+    private static func network(_ n: Int) -> String { "198.18.\(n % 1000 / 250).\(n % 250 + 1)" }
+
+    private func badPing(n: Int) {
+        let feed = "f\(n % 100)"
+        let credential =
+            n % 10 == 0
+            ? "Basic " + Data("cms:guess-\(n)".utf8).base64EncodedString() : "Bearer wrong-token-\(n)-0123456789"
+        post("/ping/\(feed)", headers: [("Authorization", credential)], body: Data(), from: Self.network(n))
+    }
+
+    private func forgedDistribution(n: Int) {
+        guard !paths.isEmpty else { return }
+        let body = Data(
+            ("<rss version=\"2.0\"><channel><title>forged \(n)</title>" + String(repeating: " ", count: 900)
+                + "</channel></rss>").utf8)
+        post(
+            paths[n % paths.count],
+            headers: [
+                ("Content-Type", "application/rss+xml"),
+                ("X-Hub-Signature", "sha256=" + String(repeating: "ab", count: 32)),
+            ],
+            body: body, from: Self.network(n + 500))
+    }
+
+    private func post(_ path: String, headers: [(String, String)], body: Data, from address: String) {
+        let answer = DocumentFetch.post(
+            "http://127.0.0.1:\(port)\(path)", headers: headers + [("X-Forwarded-For", address)], body: body,
+            userAgent: "hostile", timeout: 5)
+        let status = (try? answer.get().status) ?? 0
+        answers.withLock { $0[status, default: 0] += 1 }
     }
 }
 

@@ -53,16 +53,15 @@ struct WatchSharingTests {
     /// A newsroom's config for watchers of `feeds` (name: URL), its hub named for each.
     static func config(
         _ folder: TemporaryFolder, hub: LocalHub, feeds: [(name: String, url: String)], state: String,
-        lease: String = "3s", extra: String = ""
+        lease: String = "3s", intervals: String = "interval: 1h, min_interval: 15s, max_interval: 1h",
+        extra: String = ""
     ) throws -> String {
         try HostileOperatorTests().config(
             folder, hub: hub.endpoint,
             extra: """
                 \(state)
                 watch:
-                  interval: 1h
-                  min_interval: 15s
-                  max_interval: 1h
+                  \(intervals.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n  "))
                   lease: \(lease)
                   listen: "127.0.0.1:0"
                   callback_url: "https://push.example/websub/"
@@ -307,6 +306,47 @@ struct WatchSharingTests {
             let said = try await newspush(
                 ["watch", "--listen", "127.0.0.1:0", "--config", config], environment: hubEnvironment)
             #expect(said.status == 1 && said.stderr.contains(folder.file("newspush-state.db")), "\(said.stderr)")
+        }
+    }
+
+    // 6. Leases are counted on the database's clock and renewed on their own schedule: two
+    // watchers on PostgreSQL, one of them on a machine whose clock is an hour ahead, share six
+    // feeds three and three (on their own clocks, the one ahead saw every lease of the other as
+    // ended, and took every feed); and a cycle that lasts longer than the lease (each feed takes
+    // 3 s to answer, the leases 2 s) loses none of them (before, leases were renewed only
+    // between cycles).
+    @Test(
+        .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: HostileClockTests.faketime), "needs faketime"))
+    func leasesAreCountedOnTheDatabasesClockAndRenewedThroughALongCycle() async throws {
+        let postgres = try await LocalPostgres.start()
+        defer { postgres.stop() }
+        let database = try await postgres.createDatabase()
+        try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
+            let server = try await LocalHTTPServer.start { _ in
+                CannedResponse(body: Data(Wire.document([]).utf8), delay: 3)
+            }
+            defer { server.stop() }
+            let feeds = (1...6).map { (name: "f\($0)", url: "\(server.baseURL)/f\($0).xml") }
+            let config = try Self.config(
+                folder, hub: hub, feeds: feeds, state: "state: \"\(database)\"", lease: "2s",
+                intervals: "interval: 1s, min_interval: 1s, max_interval: 2s")
+            let environment = hubEnvironment.merging(postgres.environment) { $1 }
+            let first = try await DeskProcess.start(["watch", "--config", config], environment: environment)
+            defer { first.stop() }
+            #expect(await first.errors.until("holds 6 of 6 feeds"), "\(first.errors.current)")
+            let ahead = try await DeskProcess.start(
+                ["watch", "--config", config], environment: environment,
+                launcher: [HostileClockTests.faketime, "-f", "+1h"])
+            defer { ahead.stop() }
+            #expect(await ahead.errors.until("holds 3 of 6 feeds"), "\(ahead.errors.current)")
+            #expect(await first.errors.until("holds 3 of 6 feeds"), "\(first.errors.current)")
+            // Through cycles longer than the lease (each watcher fetches its feeds, 3 s each).
+            #expect(try await WatchTests.until { await server.requests().count >= 6 + 6 })
+            for watcher in [first, ahead] {
+                let said = watcher.errors.current.components(separatedBy: "holds ").dropFirst().map { $0.prefix(6) }
+                #expect(said.last == "3 of 6", "no feed lost or taken through long cycles: \(said)")
+            }
         }
     }
 
