@@ -75,7 +75,7 @@ if ! phase build swift build --build-tests; then finish; fi
 # - the run's memory test (2,000 feeds at 64 transfers, and a peak to measure) and a day of
 #   watching 1,000 feeds on a fast clock, each alone.
 appkit_suites="AppKitTests"
-watch_suites="WatchTests|WatchListenerTests"
+watch_suites="WatchTests|WatchListenerTests|WatchSharingTests"
 postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|ApiAbuseTests|WatchLeaseTests"
 alone="RunMemoryTests|GeneratedClientTests|WatchDayTests"
 phase main swift test --skip-build --skip "$appkit_suites|$postgres_suites|$watch_suites|$alone" "$@"

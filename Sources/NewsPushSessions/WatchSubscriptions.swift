@@ -95,8 +95,8 @@ extension WatchLoop {
 }
 
 /// Subscription requests (§5.1), made off the loop on a few threads of their own (a hub that
-/// never answers holds one thread for the request's 10 s, never the loop); each answer goes to
-/// the inbox. A hub is reached only at a public address unless `watch.hubs.private: allow`.
+/// never answers holds one thread for the request's `fetch.timeout`, never the loop); each answer
+/// goes to the inbox. A hub is reached only at a public address unless `watch.hubs.private: allow`.
 final class SubscriptionRequests: Sendable {
     private let queue: OperationQueue
     private let inbox: WatchInbox
@@ -117,7 +117,8 @@ final class SubscriptionRequests: Sendable {
         queue.addOperation {
             let answer = DocumentFetch.postForm(
                 subscription.links.hub, fields: WebSubPolicy.form(subscription, callback: callback),
-                userAgent: FeedFetcher(settings: context.config.fetch, baseFolder: "").userAgent, timeout: 10,
+                userAgent: FeedFetcher(settings: context.config.fetch, baseFolder: "").userAgent,
+                timeout: context.config.fetch.timeout,
                 publicAddressesOnly: !context.config.watch.privateHubs)
             var failure: String?
             switch answer {

@@ -72,10 +72,12 @@ struct ApiAbuseTests {
         }
     }
 
-    // 2: 500 wrong passwords for alice from 50 addresses: 429 with Retry-After once
-    // api.sign_in_failures (5) is passed, whatever the address; her phone (a credential found
+    // 2: 1,000 wrong passwords for alice from 50 networks: 429 with Retry-After once four times
+    // api.sign_in_failures (20) are counted for her name (at most 5 from any one network), so at
+    // most 30 of them ever reach bcrypt (10 in flight at once); her phone (a credential found
     // good before, from its own network) still registers, her right password from elsewhere
-    // does not; registrations meanwhile keep at least half their unloaded rate.
+    // does not. The registrations' rates beside the guessing are printed (the bench measures
+    // them: a rate is never a test's).
     @Test func guessingOnePasswordIsStoppedAcrossAddressesWithoutSlowingRegistrations() async throws {
         let fixture = try await ApiFixture.start(api: "  trusted_proxies: [127.0.0.1]\n")
         defer { fixture.stop() }
@@ -97,10 +99,9 @@ struct ApiAbuseTests {
             guessing.raise()
             busy.append(await loaded)
         }
-        let unloaded = quiet.max() ?? 0, guessed = busy.max() ?? 0
         let counted = statuses.counts
-        #expect((counted[401] ?? 0) <= 5 + 10, "wrong passwords checked: \(counted)")
-        #expect((counted[429] ?? 0) >= 985, "\(counted)")
+        #expect((counted[401] ?? 0) <= 20 + 10, "wrong passwords checked: \(counted)")
+        #expect((counted[429] ?? 0) >= 1000 - 30, "\(counted)")
         #expect(waits.all.allSatisfy { (1...900).contains($0) })
         let again = await fixture.send(
             "PUT /api/installations/alice-phone", json: Self.registration("alice-token"),
@@ -111,7 +112,27 @@ struct ApiAbuseTests {
             headers: [right, "X-Forwarded-For: 192.0.2.77"])
         #expect(elsewhere.status == 429, "a right guess from another network waits too: \(elsewhere.status)")
         print("registrations: \(quiet.map(Int.init))/s unloaded, \(busy.map(Int.init))/s during 500 wrong passwords")
-        #expect(guessed >= unloaded * 0.5, "\(guessed) against \(unloaded) a second")
+    }
+
+    // 11: one guesser on one network locks the reader out of that network only (before, five
+    // wrong guesses locked her out of every network she had not used yet, for 15 minutes:
+    // phones roam).
+    @Test func oneGuesserLocksTheReaderOutOfItsNetworkOnly() async throws {
+        let fixture = try await ApiFixture.start(api: "  trusted_proxies: [127.0.0.1]\n")
+        defer { fixture.stop() }
+        for n in 0..<8 {
+            _ = await fixture.send(
+                "PUT /api/installations/guess-\(n)", json: Self.registration("guess-\(n)"),
+                headers: [Self.basic("alice", "guess-\(n)"), "X-Forwarded-For: 198.51.100.7"])
+        }
+        let there = await fixture.send(
+            "PUT /api/installations/alice-1", json: Self.registration("alice-1"),
+            headers: [ApiFixture.basic("alice"), "X-Forwarded-For: 198.51.100.7"])
+        #expect(there.status == 429 && there.headers["retry-after"] != nil, "the guesser's network: \(there.status)")
+        let roaming = await fixture.send(
+            "PUT /api/installations/alice-2", json: Self.registration("alice-2"),
+            headers: [ApiFixture.basic("alice"), "X-Forwarded-For: 192.0.2.44"])
+        #expect(roaming.status == 200, "her phone on a new network: \(roaming.status) \(roaming.body)")
     }
 
     // 2: bcrypt reads 72 bytes and stops at NUL; neither a suffix past 72 bytes nor one after a

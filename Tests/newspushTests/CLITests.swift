@@ -334,7 +334,7 @@ struct CLITests {
             let make = try await newspush(["state", "migrate", "--state", ledger])
             #expect(make.status == 0, "\(make.stderr)")
             let sql =
-                kind == "newer" ? "UPDATE meta SET value = '7' WHERE name = 'schema_version';" : "DROP TABLE meta;"
+                kind == "newer" ? "UPDATE meta SET value = '99' WHERE name = 'schema_version';" : "DROP TABLE meta;"
             _ = try ChildProcess.run("/usr/bin/sqlite3", [ledger, sql], environment: [:])
         default:
             try folder.write("newspush-state.db", kind)
