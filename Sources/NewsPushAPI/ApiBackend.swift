@@ -5,6 +5,7 @@ import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
 import NotificationHubs
+import Synchronization
 
 /// The app back-end's work: the device sessions (one ledger connection each, on threads of the
 /// back-end's own so the event loops never wait for the ledger or the hub), who is calling, and
@@ -29,6 +30,8 @@ public struct ApiBackend: Sendable {
     let health = HealthCheck()
     /// The caps on new installations.
     let quotas: RegistrationQuotas
+    /// Whether a forget erased rows since the sweeper last emptied the engine's copies of them.
+    let erased = ErasureNote()
 
     /// The back-end of `context`'s newsroom; opens (and checks) the ledger once, so a ledger
     /// that cannot be used stops `newspush api` before it listens.
@@ -108,21 +111,49 @@ public struct ApiBackend: Sendable {
     private static let threads = BlockingThreads(count: 32)
 
     /// Settles what is owed to the hub (a host killed between hub and index, a hub that was
-    /// down, an answer that was lost), once a minute until cancelled.
+    /// down, an answer that was lost), once a minute until cancelled; and, within a second of a
+    /// forget, empties the engine's copies of what it erased (not in the forget's request: on
+    /// SQLite that checkpoint takes the shared connection's turn from every other request).
     func sweep() async {
+        var nextOwed = ContinuousClock.now
         while !Task.isCancelled {
-            do {
-                let (finished, failed) = try await withSession { try $0.finishOwed(grace: 30) }
-                if finished > 0 { context.logger.info("api: \(finished) installations settled at the hub") }
-                if !failed.isEmpty {
-                    context.logger.warning("api: \(failed.count) installations still owed at the hub: \(failed[0])")
+            if erased.take() {
+                do {
+                    try await withSession { $0.forgetErasedCopies() }
+                    context.logger.notice("api: the forgotten readers' erased rows are gone from the ledger's files")
+                } catch {
+                    erased.note()
                 }
-            } catch {
-                context.logger.warning("api: owed removals not checked: \(error)")
             }
-            try? await Task.sleep(for: .seconds(60))
+            if ContinuousClock.now >= nextOwed {
+                nextOwed = ContinuousClock.now + .seconds(60)
+                await settleOwed()
+            }
+            try? await Task.sleep(for: .seconds(1))
         }
     }
+
+    private func settleOwed() async {
+        do {
+            let (finished, failed) = try await withSession { try $0.finishOwed(grace: 30) }
+            if finished > 0 { context.logger.info("api: \(finished) installations settled at the hub") }
+            if !failed.isEmpty {
+                context.logger.warning("api: \(failed.count) installations still owed at the hub: \(failed[0])")
+            }
+        } catch {
+            context.logger.warning("api: owed removals not checked: \(error)")
+        }
+    }
+}
+
+/// Whether a forget erased rows since the engine's copies of them were last emptied.
+final class ErasureNote: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    func note() { flag.store(true, ordering: .relaxed) }
+
+    /// Whether one did, and now none has.
+    func take() -> Bool { flag.exchange(false, ordering: .relaxed) }
 }
 
 /// Device sessions kept open between requests, one per thread that uses them. On PostgreSQL

@@ -261,9 +261,10 @@ public final class DeviceSession {
             }
             let dropped = try ledger.dropOwedWrites(owner: user)
             // Everything else that names them goes with them (SPEC §9, "Forgetting erases").
-            try ledger.eraseReader(
-                user, tag: api.tag(forUser: user),
-                digest: "sha256:" + Hex.sha256(Data(user.utf8)).prefix(16))
+            let tag = api.tag(forUser: user)
+            try ledger.eraseReader(user, tag: tag, digest: "sha256:" + Hex.sha256(Data(user.utf8)).prefix(16)) {
+                Self.reach(of: $0, without: tag)
+            }
             try ledger.recordAudit([
                 AuditRecord(
                     at: now, editor: by == user ? "the reader" : by, action: .forgotten,
@@ -276,6 +277,26 @@ public final class DeviceSession {
         var failed: [String] = []
         for id in removed + dropped { failed += try settle(owed: id) }
         return (removed.count, failed)
+    }
+
+    /// Empties the engine's own copies of what forgets erased (SQLite's write-ahead log):
+    /// after `forget`, outside its transaction; the back-end does it once a minute at most.
+    public func forgetErasedCopies() {
+        ledger.forgetErased()
+    }
+
+    /// What a forgotten reader's tag leaves of a push's `expression`: nothing when it reached
+    /// them alone, else the expression as it reached everyone else (their tag taken as absent:
+    /// `World && !username:alice` is `World`). An expression that cannot be read (none the hub
+    /// would have taken) is erased with them.
+    static func reach(of expression: String, without tag: String) -> ForgottenReach {
+        guard let node = try? TagExpression.parse(expression) else { return .onlyThem }
+        switch node.deciding(tag, as: false) {
+        case .constant(false): return .onlyThem
+        // Everyone but them: the broadcast it was (an empty expression).
+        case .constant(true): return .others("")
+        case .depends(let rest): return .others(rest.text)
+        }
     }
 
     // MARK: The tutorials' registration ids

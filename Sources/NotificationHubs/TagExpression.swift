@@ -237,3 +237,58 @@ extension TagExpression.Node {
         }
     }
 }
+
+extension TagExpression {
+    /// An expression once some tag is decided: true or false whatever the others, or what is left.
+    public enum Decided: Sendable, Equatable {
+        case constant(Bool)
+        case depends(Node)
+    }
+}
+
+extension TagExpression.Node {
+    /// The expression with `tag` decided (`value`), simplified: a constant when nothing else is
+    /// left to decide (`username:alice` with alice's tag false is false: it reached her alone),
+    /// else what is left (`World && !username:alice` with her tag false is `World`: what it meant
+    /// for everyone else). What a forget leaves of a push's expression (SPEC §9).
+    public func deciding(_ tag: String, as value: Bool) -> TagExpression.Decided {
+        switch self {
+        case .tag(let name): return name == tag ? .constant(value) : .depends(self)
+        case .not(let inner):
+            switch inner.deciding(tag, as: value) {
+            case .constant(let constant): return .constant(!constant)
+            case .depends(let node): return .depends(.not(node))
+            }
+        case .and(let a, let b):
+            switch (a.deciding(tag, as: value), b.deciding(tag, as: value)) {
+            case (.constant(false), _), (_, .constant(false)): return .constant(false)
+            case (.constant(true), let other), (let other, .constant(true)): return other
+            case (.depends(let x), .depends(let y)): return .depends(.and(x, y))
+            }
+        case .or(let a, let b):
+            switch (a.deciding(tag, as: value), b.deciding(tag, as: value)) {
+            case (.constant(true), _), (_, .constant(true)): return .constant(true)
+            case (.constant(false), let other), (let other, .constant(false)): return other
+            case (.depends(let x), .depends(let y)): return .depends(.or(x, y))
+            }
+        }
+    }
+
+    /// The expression as the hub reads it, with only the parentheses it needs (`!` binds tighter
+    /// than `&&`, which binds tighter than `||`).
+    public var text: String {
+        switch self {
+        case .tag(let name): return name
+        case .not(let inner):
+            if case .tag = inner { return "!" + inner.text }
+            return "!(" + inner.text + ")"
+        case .and(let a, let b): return [a, b].map { $0.isOr ? "(\($0.text))" : $0.text }.joined(separator: " && ")
+        case .or(let a, let b): return a.text + " || " + b.text
+        }
+    }
+
+    private var isOr: Bool {
+        if case .or = self { return true }
+        return false
+    }
+}

@@ -104,6 +104,7 @@ struct DevicesCommand: ParsableCommand {
         func run() throws {
             let session = try DeviceSession.open(context: global.context(try global.loadConfig()))
             let outcome = try session.forget(user: name, by: editor ?? ReviewSession.loginName())
+            session.forgetErasedCopies()
             if format == .json {
                 Terminal.output(
                     JSONText.encode(["removed": outcome.removed, "hub_deletes_owed": outcome.failed.count]))
