@@ -29,7 +29,12 @@ extension HubEmulator {
     /// Returns once something (a request held by a fault's delay, a scheduled send) waits for
     /// the emulator's time to move: a test knows its request has reached the hub.
     public func untilSomethingWaits() async {
-        while waiters.isEmpty {
+        await untilWaiting(1)
+    }
+
+    /// Returns once at least `count` requests or timers wait for the emulator's time to move.
+    public func untilWaiting(_ count: Int) async {
+        while waiters.count < count {
             await withCheckedContinuation { waitingWatchers.append($0) }
         }
     }

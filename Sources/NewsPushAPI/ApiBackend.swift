@@ -85,18 +85,30 @@ public struct ApiBackend: Sendable {
         } else if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) {
             return answer
         }
-        let (sessions, gate, quotas) = (sessions, gate, quotas)
-        return try await Self.threads.run { () throws -> RegistrationOutcome in
-            do throws(HubWriteGate.Busy) { try gate.enter() } catch {
-                return .hubUnavailable(
-                    "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
+        let quotas = quotas
+        do {
+            return try await withHubTurn {
+                try $0.registerChange(request, caller: caller, reservedFor: reservedFor, quotas: quotas)
             }
-            var answer: InstallationOutcome?
-            defer { gate.leave(answer) }
-            return try sessions.using { session in
-                defer { answer = session.lastHubAnswer }
-                return try session.registerChange(request, caller: caller, reservedFor: reservedFor, quotas: quotas)
-            }
+        } catch let busy as HubWriteGate.Busy {
+            return .hubUnavailable(
+                "this instance's writes to the hub are all in use: try again later", retryAfter: busy.retryAfter)
+        }
+    }
+
+    /// `body` with a device session, in its turn at the hub (`api.hub_writes`): the turn is
+    /// waited for first, holding no thread, and past the gate's queue `HubWriteGate.Busy` is
+    /// thrown at once (503 with its Retry-After). Every change that may write to the hub takes
+    /// one: registrations, removals, forgets, the sweeper's settling. The hub's answer to the
+    /// writes `body` made (and only those) tells the gate how the hub is doing.
+    func withHubTurn<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
+        try await gate.enter()
+        let answer = Mutex<InstallationOutcome?>(nil)
+        defer { gate.leave(answer.withLock { $0 }) }
+        return try await withSession { session in
+            session.lastHubAnswer = nil
+            defer { answer.withLock { $0 = session.lastHubAnswer } }
+            return try body(session)
         }
     }
 
@@ -135,7 +147,7 @@ public struct ApiBackend: Sendable {
 
     private func settleOwed() async {
         do {
-            let (finished, failed) = try await withSession { try $0.finishOwed(grace: 30) }
+            let (finished, failed) = try await withHubTurn { try $0.finishOwed(grace: 30) }
             if finished > 0 { context.logger.info("api: \(finished) installations settled at the hub") }
             if !failed.isEmpty {
                 context.logger.warning("api: \(failed.count) installations still owed at the hub: \(failed[0])")

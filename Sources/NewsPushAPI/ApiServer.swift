@@ -123,7 +123,11 @@ struct ApiGuard: RouterMiddleware {
     /// back-end: a notice, and a short wait.
     private func failed(_ error: any Error, _ request: Request, _ context: ApiContext) -> Response {
         let retryAfter: Int
-        if case SessionError.ledger(.busy) = error {
+        if let busy = error as? HubWriteGate.Busy {
+            return ApiRoutes.later(
+                .serviceUnavailable, "this instance's writes to the hub are all in use: try again later",
+                retryAfter: busy.retryAfter)
+        } else if case SessionError.ledger(.busy) = error {
             backend.context.logger.notice("api: \(request.method) \(request.uri.path): \(error)")
             retryAfter = 2
         } else {

@@ -47,7 +47,7 @@ struct InstallationsController: Sendable {
     ) async throws -> Response {
         guard DeviceRules.isValidId(id) else { return ApiRoutes.badId }
         let caller = context.caller
-        let outcome = try await backend.withSession { try $0.remove(id: id, caller: caller, handle: handle) }
+        let outcome = try await backend.withHubTurn { try $0.remove(id: id, caller: caller, handle: handle) }
         switch outcome {
         case .notYours:
             return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")

@@ -80,7 +80,7 @@ struct AccountController: Sendable {
 
     @Sendable func forgetMe(_ request: Request, context: ApiContext) async throws -> Response {
         let name = context.caller.name ?? ""
-        let outcome = try await backend.withSession { try $0.forget(user: name, by: name) }
+        let outcome = try await backend.withHubTurn { try $0.forget(user: name, by: name) }
         backend.erased.note()
         if !outcome.failed.isEmpty {
             backend.context.logger.warning("api: \(outcome.failed.count) hub deletes owed after a user left")

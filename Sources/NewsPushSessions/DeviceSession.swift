@@ -100,13 +100,11 @@ public final class DeviceSession {
     /// The ledger's index (on SQLite, one connection every session of the process shares).
     public let ledger: Ledger
     let hub: NotificationHubClient
-    /// The hub's answer to this session's last installation write (for the gate).
-    public internal(set) var lastHubAnswer: InstallationOutcome?
+    /// The hub's answer to this session's installation writes since `lastHubAnswer` was last
+    /// set to nil (for the gate: the back-end resets it each time it lends the session out).
+    public var lastHubAnswer: InstallationOutcome?
     /// What a registration asks for, worked out without the ledger.
     let planner: RegistrationPlanner
-    /// The instance's turns at the hub (`api.hub_writes`), when the back-end shares one among
-    /// its sessions; nil: this session's writes go at once (the command line).
-    public var gate: HubWriteGate?
 
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.
     public static let reservationLifetime = Ledger.reservationLifetime
@@ -141,22 +139,6 @@ public final class DeviceSession {
     var api: ApiSettings { context.config.api }
 
     // MARK: Registering
-
-    /// Registers `request` for `caller` (SPEC §9): checks it, decides its tags; answers from
-    /// the index when it changes nothing (`answerUnchanged`); else, in its turn at the hub
-    /// (`gate`), writes it (`registerChange`).
-    public func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil)
-        throws(SessionError) -> RegistrationOutcome
-    {
-        if let answer = try answerUnchanged(request, caller: caller) { return answer }
-        do { try gate?.enter() } catch {
-            return .hubUnavailable(
-                "this instance's writes to the hub are all in use: try again later", retryAfter: error.retryAfter)
-        }
-        lastHubAnswer = nil
-        defer { gate?.leave(lastHubAnswer) }
-        return try registerChange(request, caller: caller, reservedFor: reservedFor)
-    }
 
     /// The answer to `request` when it needs no hub request: refused (`invalid`), or the
     /// installation as the index holds it when the request changes nothing of it and its

@@ -1,84 +1,145 @@
 import Foundation
 import NotificationHubs
+import Synchronization
 
 /// The installation writes one `newspush api` instance has at the hub at once (SPEC §9,
-/// `api.hub_writes`): the rest wait their turn, first come first served, and past the queue a
-/// phone is told to come back (`503` with `Retry-After`) rather than wait. The hub's own
-/// throttling slows the writes down: a `429` (or a `403` with `Retry-After`) pauses them for the
-/// time it asks and halves how many go at once; each write it takes lets one more go again, up
-/// to the setting. Written here because a counting semaphore neither queues in order nor
-/// adapts to the hub.
-public final class HubWriteGate: @unchecked Sendable {
+/// `api.hub_writes`): the rest wait their turn, first come first served, in a queue of their own
+/// that holds no thread (a request waiting here is a suspended task, ahead of the back-end's
+/// blocking threads, so the quick answers of unchanged registrations never queue behind hub
+/// writes), and past the queue a phone is told to come back (`503` with `Retry-After`) at once
+/// rather than wait. The hub's own throttling slows the writes down: a `429` (or a `403` with
+/// `Retry-After`) pauses them for the time it asks and halves how many go at once; each write it
+/// takes lets one more go again, up to the setting. Written here because a counting semaphore
+/// neither queues in order, nor bounds its queue, nor adapts to the hub.
+public final class HubWriteGate: Sendable {
     /// Why a write did not get its turn, and when to try again.
     public struct Busy: Error, Sendable, Equatable {
         /// Seconds for the phone to wait.
         public var retryAfter: Int
     }
 
+    private struct Waiter {
+        var ticket: UInt64
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        /// How many may be in flight now (halved by throttling, back up by each success).
+        var allowed: Int
+        var inFlight = 0
+        /// The writes waiting, in order.
+        var waiting: [Waiter] = []
+        var nextTicket: UInt64 = 0
+        /// No write starts before this (the hub asked to wait).
+        var pausedUntil = Date.distantPast
+        /// A wake-up is scheduled for the end of the pause.
+        var wakeScheduled = false
+    }
+
     private let most: Int
     private let queueLimit: Int
     private let patience: Double
-    private let condition = NSCondition()
-    /// How many may be in flight now (halved by throttling, back up by each success).
-    private var allowed: Int
-    private var inFlight = 0
-    /// The tickets waiting, in order.
-    private var waiting: [UInt64] = []
-    private var nextTicket: UInt64 = 0
-    /// No write starts before this (the hub asked to wait).
-    private var pausedUntil = Date.distantPast
+    private let state: Mutex<State>
 
     /// At most `writes` in flight, `queue` waiting, none waiting longer than `patience` seconds.
     public init(writes: Int, queue: Int? = nil, patience: Double = 20) {
         most = max(1, writes)
-        allowed = most
         queueLimit = queue ?? most * 8
         self.patience = patience
+        state = Mutex(State(allowed: max(1, writes)))
     }
 
-    /// Waits for a turn; `Busy` when the queue is full or the wait passes `patience`.
-    public func enter() throws(Busy) {
-        condition.lock()
-        defer { condition.unlock() }
-        let free = waiting.isEmpty && inFlight < allowed && Date() >= pausedUntil
-        guard free || waiting.count < queueLimit else { throw Busy(retryAfter: retryAfter()) }
-        let ticket = nextTicket
-        nextTicket += 1
-        waiting.append(ticket)
-        let deadline = Date().addingTimeInterval(patience)
-        while waiting.first != ticket || inFlight >= allowed || Date() < pausedUntil {
-            if Date() >= deadline {
-                waiting.removeAll { $0 == ticket }
-                condition.broadcast()
-                throw Busy(retryAfter: retryAfter())
+    /// Writes in flight and waiting now (the tests' and the metrics' view).
+    public var load: (inFlight: Int, waiting: Int) { state.withLock { ($0.inFlight, $0.waiting.count) } }
+
+    /// Waits for a turn; `Busy` at once when the queue is full, or when the wait passes
+    /// `patience`.
+    public func enter() async throws(Busy) {
+        let now = Date()
+        let admitted = state.withLock { state -> Result<UInt64?, Busy> in
+            if state.waiting.isEmpty && state.inFlight < state.allowed && now >= state.pausedUntil {
+                state.inFlight += 1
+                return .success(nil)
             }
-            // Woken by a write that ends or a ticket that leaves; by the clock when paused.
-            _ = condition.wait(until: Date() < pausedUntil ? min(deadline, pausedUntil) : deadline)
+            guard state.waiting.count < queueLimit else { return .failure(Busy(retryAfter: retryAfter(state))) }
+            defer { state.nextTicket += 1 }
+            return .success(state.nextTicket)
         }
-        waiting.removeFirst()
-        inFlight += 1
-        condition.broadcast()
+        guard case .success(let ticket?) = admitted else {
+            if case .failure(let busy) = admitted { throw busy }
+            return
+        }
+        let timeout = Task { [self] in
+            try await Task.sleep(for: .milliseconds(Int(patience * 1000)))
+            expire(ticket)
+        }
+        defer { timeout.cancel() }
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.waiting.append(Waiter(ticket: ticket, continuation: continuation)) }
+                admit()
+            }
+        } catch let busy as Busy {
+            throw busy
+        } catch {
+            throw Busy(retryAfter: 1)
+        }
     }
 
-    /// A write is done; `outcome` is the hub's answer to it.
+    /// A write is done; `outcome` is the hub's answer to it (nil when it made none).
     public func leave(_ outcome: InstallationOutcome?) {
-        condition.lock()
-        defer { condition.unlock() }
-        inFlight -= 1
-        switch outcome {
-        case .refused(let status, _, let wait)? where status == 429 || (status == 403 && wait != nil):
-            pausedUntil = max(pausedUntil, Date().addingTimeInterval(wait ?? 1))
-            allowed = max(1, allowed / 2)
-        case .done?:
-            allowed = min(most, allowed + 1)
-        default:
-            break
+        state.withLock { state in
+            state.inFlight -= 1
+            switch outcome {
+            case .refused(let status, _, let wait)? where status == 429 || (status == 403 && wait != nil):
+                state.pausedUntil = max(state.pausedUntil, Date().addingTimeInterval(wait ?? 1))
+                state.allowed = max(1, state.allowed / 2)
+            case .done?:
+                state.allowed = min(most, state.allowed + 1)
+            default:
+                break
+            }
         }
-        condition.broadcast()
+        admit()
+    }
+
+    /// Lets the waiters go that may go now, in order; when the hub paused the writes, wakes up
+    /// at the pause's end to do so.
+    private func admit() {
+        let (ready, pause) = state.withLock { state -> ([Waiter], Date?) in
+            var ready: [Waiter] = []
+            let now = Date()
+            if now >= state.pausedUntil {
+                while state.inFlight < state.allowed, !state.waiting.isEmpty {
+                    ready.append(state.waiting.removeFirst())
+                    state.inFlight += 1
+                }
+            }
+            guard !state.waiting.isEmpty, now < state.pausedUntil, !state.wakeScheduled else { return (ready, nil) }
+            state.wakeScheduled = true
+            return (ready, state.pausedUntil)
+        }
+        for waiter in ready { waiter.continuation.resume() }
+        if let pause {
+            Task { [self] in
+                try? await Task.sleep(for: .milliseconds(Int(max(0, pause.timeIntervalSinceNow) * 1000) + 1))
+                state.withLock { $0.wakeScheduled = false }
+                admit()
+            }
+        }
+    }
+
+    /// The waiter of `ticket` waited its patience out: told `Busy`, unless it got its turn.
+    private func expire(_ ticket: UInt64) {
+        let expired = state.withLock { state -> (Waiter, Busy)? in
+            guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket }) else { return nil }
+            return (state.waiting.remove(at: index), Busy(retryAfter: retryAfter(state)))
+        }
+        if let (waiter, busy) = expired { waiter.continuation.resume(throwing: busy) }
     }
 
     /// The wait to tell a phone turned away: the hub's pause, at least a second.
-    private func retryAfter() -> Int {
-        max(1, Int(pausedUntil.timeIntervalSinceNow.rounded(.up)))
+    private func retryAfter(_ state: State) -> Int {
+        max(1, Int(state.pausedUntil.timeIntervalSinceNow.rounded(.up)))
     }
 }

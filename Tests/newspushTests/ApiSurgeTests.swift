@@ -1,6 +1,7 @@
 import Foundation
 import HubEmulator
 import NewsPushTesting
+import Synchronization
 import Testing
 
 /// The app-open surge after a breaking alert costs the hub nothing (SPEC §9): a registration
@@ -117,6 +118,54 @@ struct ApiSurgeTests {
         #expect(await emulator.requestCount("installation") == writes + 10, "and not again")
     }
 
+    // 2. The hub-write limit answers: with every write held at the hub, 8 go (api.hub_writes),
+    // 64 wait their turn holding no thread, and the other 28 of 100 new phones are told 503 with
+    // Retry-After while the hub still holds them all; an unchanged phone is answered from the
+    // index meanwhile, and the health check answers. Once the hub answers, the 72 get in (before,
+    // the waiting writes held the back-end's threads, the queue never formed, and everything
+    // else, refreshes included, waited in line behind them).
+    @Test(arguments: LedgerBackend.allCases)
+    func theHubWriteLimitAnswersAndNothingElseWaitsBehindIt(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend, api: "  hub_writes: 8\n")
+        defer { fixture.stop() }
+        let emulator = fixture.hub.emulator
+        #expect(await fixture.send("PUT /api/installations/known", json: Self.body(9999)).status == 200)
+        await emulator.inject(Fault(delaySeconds: 600, count: 1000, format: "installation"))
+        let answers = Answers()
+        let all = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for n in 0..<100 {
+                    group.addTask {
+                        let answer = await fixture.send("PUT /api/installations/p-\(n)", json: Self.body(n))
+                        answers.set(n, answer)
+                    }
+                }
+            }
+        }
+        await emulator.untilWaiting(8)
+        #expect(
+            try await WatchTests.until { answers.all.count >= 28 },
+            "the writes past the queue are answered while the hub holds the others")
+        let early = answers.all
+        #expect(early.count == 28, "\(early.count) answered before the hub answered")
+        #expect(
+            early.values.allSatisfy { $0.status == 503 && Int($0.headers["retry-after"] ?? "") != nil },
+            "\(early.values.map(\.status))")
+        let unchanged = await fixture.send("PUT /api/installations/known", json: Self.body(9999))
+        #expect(unchanged.status == 200, "an unchanged phone is answered from the index: \(unchanged.status)")
+        #expect([200, 503].contains(await fixture.send("GET /healthz").status))
+        await emulator.clearFaults()
+        _ = await emulator.advanceClock(by: 601)
+        await all.value
+        // The eight at the hub get in; the 64 waiting do, unless the machine took longer than their
+        // 20 s of patience to get here (then 503 with Retry-After, as for the 28).
+        let late = answers.all.filter { early[$0.key] == nil }
+        #expect(late.count == 72 && late.values.filter { $0.status == 200 }.count >= 8, "\(late.values.map(\.status))")
+        #expect(
+            late.values.allSatisfy { $0.status == 200 || ($0.status == 503 && $0.headers["retry-after"] != nil) },
+            "\(late.values.map { "\($0.status) \($0.body)" })")
+    }
+
     // A hub that throttles (429 with Retry-After for its next 64 installation writes, however
     // fast they come): every changed registration is answered 200 or 503 with Retry-After; a
     // phone that tries again gets in; unchanged ones are answered 200 throughout; in the end
@@ -159,4 +208,13 @@ struct ApiSurgeTests {
         let all = Set((0..<500).map { "p-\($0)" })
         #expect(ids == all && atHub == all, "index \(ids.count), hub \(atHub.count) of 500")
     }
+}
+
+/// Answers by request number, from many tasks.
+final class Answers: Sendable {
+    private let answers = Mutex<[Int: RawAnswer]>([:])
+
+    func set(_ n: Int, _ answer: RawAnswer) { answers.withLock { $0[n] = answer } }
+
+    var all: [Int: RawAnswer] { answers.withLock { $0 } }
 }
