@@ -36,6 +36,9 @@ public final class HubWriteGate: Sendable {
         var wakeScheduled = false
     }
 
+    /// The longest the gate stops every write for the hub's throttling, whatever it asks.
+    static let longestPause: Double = 60
+
     private let most: Int
     private let queueLimit: Int
     private let patience: Double
@@ -92,7 +95,8 @@ public final class HubWriteGate: Sendable {
             state.inFlight -= 1
             switch outcome {
             case .refused(let status, _, let wait)? where status == 429 || (status == 403 && wait != nil):
-                state.pausedUntil = max(state.pausedUntil, Date().addingTimeInterval(wait ?? 1))
+                // The phone is told the hub's whole wait; the instance tries again within a minute.
+                state.pausedUntil = max(state.pausedUntil, Date().addingTimeInterval(min(wait ?? 1, Self.longestPause)))
                 state.allowed = max(1, state.allowed / 2)
             case .done?:
                 state.allowed = min(most, state.allowed + 1)

@@ -384,11 +384,15 @@ public struct NotificationHubClient: Sendable {
         if trimmed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }),
             trimmed.utf8.filter({ $0 == 0x2E }).count <= 1
         {
-            return Double(trimmed)
+            return Double(trimmed).map { min($0, longestRetryAfter) }
         }
         guard let date = parseHTTPDate(trimmed) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        return min(longestRetryAfter, max(0, date.timeIntervalSince(now)))
     }
+
+    /// The longest wait a `Retry-After` is taken for (a day): whatever a hub says, no wait is
+    /// longer, and no number it sends can overflow what is computed from it.
+    public static let longestRetryAfter: Double = 86400
 
     /// An HTTP-date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110's preferred form), as `Date` and
     /// `Retry-After` headers carry it; nil for anything else.

@@ -72,6 +72,20 @@ struct ApiConsistencyTests {
         #expect(await fixture.atHub("phone-2")?.tags == ["World", "username:alice", "newspush:signed-in"])
     }
 
+    // 4. A hub that asks to wait longer than a number holds (26 digits of Retry-After) is taken
+    // at its word up to a day: the phone is told 503 with Retry-After 86400, and the back-end
+    // lives (before, it trapped converting the wait and `newspush api` died).
+    @Test func aHubsRetryAfterPastAnyNumberIsADay() async throws {
+        let fixture = try await ApiFixture.start(hubSettings: "retries: 0, retry_delay: 10ms, timeout: 60s")
+        defer { fixture.stop() }
+        await fixture.hub.emulator.inject(
+            Fault(status: 429, retryAfter: "99999999999999999999999999", count: 5, format: "installation"))
+        let answer = await Self.put(fixture, "phone-1", handle: "aa01", topics: ["World"], auth: [])
+        #expect(answer.status == 503 && answer.headers["retry-after"] == "86400", "\(answer.status) \(answer.headers)")
+        #expect(fixture.api.isRunning)
+        #expect([200, 503].contains(await fixture.send("GET /healthz").status), "it still answers")
+    }
+
     /// Two requests over one installation, the first held at the hub while the second comes.
     enum Race: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case putAndDelete, oneHandleUnderTwoIds, putAndForget, pruneAndPut

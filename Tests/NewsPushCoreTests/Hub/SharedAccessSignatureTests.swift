@@ -107,6 +107,9 @@ struct SharedAccessSignatureTests {
         #expect(NotificationHubClient.parseRetryAfter("Su\u{033D}2t9:5M", now: now) == nil)
         #expect(NotificationHubClient.parseRetryAfter("inf", now: now) == nil)
         #expect(NotificationHubClient.parseRetryAfter("1e9999", now: now) == nil)
+        // Past Int's range (or any number past a day): a day, never a trap further on.
+        #expect(NotificationHubClient.parseRetryAfter("99999999999999999999999999", now: now) == 86400)
+        #expect(NotificationHubClient.parseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now: now) == 86400)
         #expect(NotificationHubClient.parseRetryAfter(" 2 ", now: now) == 2)
         #expect(NotificationHubClient.parseRetryAfter("1.5", now: now) == 1.5)
         let date = now.addingTimeInterval(30)
