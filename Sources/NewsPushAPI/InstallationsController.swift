@@ -41,7 +41,9 @@ struct InstallationsController: Sendable {
             backend: backend, answer: .noContent)
     }
 
-    /// Removes installation `id` for the caller: `answer` when done (or when there was none).
+    /// Removes installation `id` for the caller: `answer` when done, when there was none, and
+    /// when it is someone else's (which stays as it is): the answer never tells an id in use
+    /// from one that is not.
     static func remove(
         id: String, handle: String?, context: ApiContext, backend: ApiBackend, answer: HTTPResponse.Status
     ) async throws -> Response {
@@ -50,7 +52,8 @@ struct InstallationsController: Sendable {
         let outcome = try await backend.withHubTurn { try $0.remove(id: id, caller: caller, handle: handle) }
         switch outcome {
         case .notYours:
-            return ApiServer.error(.forbidden, "installation \(id) belongs to another user or device")
+            backend.context.logger.info("api: a removal of installation \(id) by someone else changed nothing")
+            return Response(status: answer)
         case .removed(let hubError?):
             backend.context.logger.warning(
                 "api: installation \(id) removed from the index; the hub's delete is owed: \(hubError)")

@@ -12,9 +12,10 @@ public enum DeviceRules {
         public var message: String
     }
 
-    /// `[A-Za-z0-9._-]{1,64}`.
+    /// `[A-Za-z0-9._-]{1,64}`, and not dots alone (`.` and `..` are path steps).
     public static func isValidId(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count)
+        // `.` and `..` are path steps, not names (a request for them would reach the hub's own path).
+        (1...64).contains(id.utf8.count) && !id.utf8.allSatisfy({ $0 == UInt8(ascii: ".") })
             && id.utf8.allSatisfy {
                 isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
             }

@@ -254,8 +254,12 @@ extension NotificationHubClient {
     }
 
     /// An id made safe as one path segment.
+    /// `id` as one path segment: every byte but the unreserved ones escaped, and a segment of
+    /// dots alone (`.`, `..`) escaped too, so no client or proxy takes it for a dot segment and
+    /// sends the request to the hub's own path (RFC 3986 §5.2.4) instead.
     static func pathSegment(_ id: String) -> String {
-        id.addingPercentEncoding(withAllowedCharacters: unreserved) ?? id
+        if !id.isEmpty && id.allSatisfy({ $0 == "." }) { return String(repeating: "%2E", count: id.count) }
+        return id.addingPercentEncoding(withAllowedCharacters: unreserved) ?? id
     }
 
     /// RFC 3986's unreserved characters (built once: a `CharacterSet` is costly to make).

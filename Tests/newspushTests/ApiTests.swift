@@ -243,15 +243,28 @@ struct ApiTests {
             "PUT /api/installations/anon-1",
             json: #"{"platform":"fcmv1","pushChannel":"anon-token","topics":["username:bob","Sports"]}"#)
         #expect(anonymous.status == 200 && ApiFixture.object(anonymous)["tags"] as? [String] == ["Sports"])
-        // 4. bob's installation id without its handle, anonymously and as alice: 403.
+        // 4. bob's installation id without its handle, anonymously and as alice: a PUT is 403; a
+        // DELETE is 204 as for an id no one has (no oracle of ids in use), and changes nothing.
+        let absent = await fixture.send("DELETE /api/installations/never-registered", headers: [alice])
         for headers in [[], [alice]] {
             let hijack = await fixture.send(
                 "PUT /api/installations/\(bobId)",
                 json: #"{"platform":"fcmv1","pushChannel":"attacker-token","topics":["World"]}"#, headers: headers)
             #expect(hijack.status == 403, "\(headers): \(hijack.body)")
             let delete = await fixture.send("DELETE /api/installations/\(bobId)", headers: headers)
-            #expect(delete.status == 403, "\(headers): \(delete.body)")
+            #expect(delete.status == 204 && delete.status == absent.status, "\(headers): \(delete.body)")
+            #expect(delete.body == absent.body)
+            #expect(await fixture.atHub(bobId) != nil, "bob's installation stays")
         }
+        // 14. `.` and `..` are path steps, not ids: refused before anything reaches the hub (libcurl
+        // would have sent the back-end's PUT and DELETE to the hub's own path).
+        for id in [".", "..", "..."] {
+            let put = await fixture.send(
+                "PUT /api/installations/\(id)",
+                json: #"{"platform":"fcmv1","pushChannel":"dots-token","topics":["World"]}"#)
+            #expect(put.status == 400 || put.status == 404, "\(id): \(put.status) \(put.body)")
+        }
+        #expect(await fixture.hub.emulator.allInstallations().allSatisfy { !$0.installationId.hasPrefix(".") })
         // 5. a service tag as a topic: dropped.
         let service = await fixture.send(
             "PUT /api/installations/anon-2",

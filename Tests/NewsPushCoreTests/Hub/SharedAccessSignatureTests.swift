@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-import NotificationHubs
 import Testing
+
+@testable import NotificationHubs
 
 @Suite("SAS tokens and connection strings (hub-api.md §2)")
 struct SharedAccessSignatureTests {
@@ -107,6 +108,9 @@ struct SharedAccessSignatureTests {
         #expect(NotificationHubClient.parseRetryAfter("Su\u{033D}2t9:5M", now: now) == nil)
         #expect(NotificationHubClient.parseRetryAfter("inf", now: now) == nil)
         #expect(NotificationHubClient.parseRetryAfter("1e9999", now: now) == nil)
+        // A segment of dots alone is escaped: never a dot segment a client removes.
+        #expect(NotificationHubClient.pathSegment("..") == "%2E%2E" && NotificationHubClient.pathSegment(".") == "%2E")
+        #expect(NotificationHubClient.pathSegment("a.b") == "a.b")
         // Past Int's range (or any number past a day): a day, never a trap further on.
         #expect(NotificationHubClient.parseRetryAfter("99999999999999999999999999", now: now) == 86400)
         #expect(NotificationHubClient.parseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now: now) == 86400)
