@@ -312,11 +312,12 @@ public struct NotificationHubClient: Sendable {
     }
 
     /// `text` with anything shaped like a push handle replaced by `[handle]`: a WNS channel URI
-    /// (a URL on a `notify.windows.com` host), and a run of 32 or more of `A-Z a-z 0-9 _ : -`
-    /// holding at least 4 digits (an APNs token's hex, an FCM registration token), except the
-    /// service's own TrackingId (a GUID). A hub's detail may quote what it was sent, and a
-    /// handle is never logged nor told to a caller (SPEC §9). Hand-written: a scan of one
-    /// short string, where a regular expression per shape would cost more than the rule.
+    /// (a URL on a `notify.windows.com` host, as written or percent-encoded), and a run of 32 or
+    /// more of `A-Z a-z 0-9 _ : - %` holding at least 4 digits (an APNs token's hex, an FCM
+    /// registration token, either percent-encoded), except the service's own TrackingId (a
+    /// GUID). A hub's detail may quote what it was sent, and a handle is never logged nor told to
+    /// a caller (SPEC §9). Hand-written: a scan of one short string, where a regular expression
+    /// per shape would cost more than the rule.
     public static func redactingHandles(_ text: String) -> String {
         var out = ""
         var run = ""
@@ -335,7 +336,7 @@ public struct NotificationHubClient: Sendable {
                 rest = rest.dropFirst(url)
                 continue
             }
-            if character.isASCII && (character.isLetter || character.isNumber || "_-:".contains(character)) {
+            if character.isASCII && (character.isLetter || character.isNumber || "_-:%".contains(character)) {
                 run.append(character)
             } else {
                 flush()
@@ -350,9 +351,13 @@ public struct NotificationHubClient: Sendable {
     /// The length of a WNS channel URI starting `text` (to the next space, quote or angle
     /// bracket), if it is one.
     private static func channelURI(at text: Substring) -> Int? {
-        guard text.hasPrefix("https://") || text.hasPrefix("http://") else { return nil }
+        let start = text.prefix(16).lowercased()
+        guard start.hasPrefix("http://") || start.hasPrefix("https://") || start.hasPrefix("http%3a")
+            || start.hasPrefix("https%3a")
+        else { return nil }
         let url = text.prefix { !$0.isWhitespace && !"\"'<>".contains($0) }
-        let host = url.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != ":" }
+        let decoded = String(url).removingPercentEncoding ?? String(url)
+        let host = decoded.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != ":" }
         return host.lowercased().hasSuffix("notify.windows.com") ? url.count : nil
     }
 

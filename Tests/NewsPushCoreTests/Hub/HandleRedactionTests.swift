@@ -25,4 +25,22 @@ struct HandleRedactionTests {
             #expect(NotificationHubClient.redactingHandles(detail) == expected, "\(detail)")
         }
     }
+
+    // 15. A WNS channel quoted percent-encoded (as a URL's query or a form carries it), its token
+    // split by %2B and %2F: nothing of the token reaches the log (before, the runs between the
+    // escapes came through).
+    @Test func aPercentEncodedChannelIsReplacedWhole() {
+        let token = "AwYAAAB3qK2x%2BxZ9kLm7Hq3%2FyZ8jKn6Gp2wVt5Rs4Qp3Oo2Nn1Mm0Ll9Kk8Jj7Ii6Hh5"
+        let encoded = "https%3A%2F%2Fdb5p.notify.windows.com%2F%3Ftoken%3D" + token
+        for detail in [
+            "The channel \(encoded) expired", "pushChannel=\(encoded)&platform=wns",
+            "token%3D\(token) was refused",
+        ] {
+            let said = NotificationHubClient.redactingHandles(detail)
+            #expect(said.contains("[handle]"), "\(said)")
+            for fragment in ["AwYAAAB3qK2x", "xZ9kLm7Hq3", "yZ8jKn6Gp2wVt5", "Rs4Qp3Oo2Nn1Mm0Ll9Kk8Jj7"] {
+                #expect(!said.contains(fragment), "\(fragment) in \(said)")
+            }
+        }
+    }
 }
