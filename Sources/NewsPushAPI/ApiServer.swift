@@ -152,10 +152,27 @@ struct ApiGuard: RouterMiddleware {
             return Self.tooMany(wait)
         }
         if request.method != .get && request.method != .head {
-            let buffer = try await request.collectBody(upTo: context.maxUploadSize)
-            context.body = Data(buffer.readableBytesView)
+            if let coding = Self.unknownTransferCoding(request) {
+                return ApiServer.error(.badRequest, "the transfer coding '\(coding)' is not taken (chunked is)")
+            }
+            do {
+                let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+                context.body = Data(buffer.readableBytesView)
+            } catch let error as HTTPError where error.status == .contentTooLarge {
+                throw error
+            } catch {
+                // A chunked body that breaks off or lies about its sizes: the client's fault.
+                return ApiServer.error(.badRequest, "the body is malformed (its chunks or its length)")
+            }
         }
         return try await next(request, context)
+    }
+
+    /// A transfer coding of the request other than `chunked` (`gzip, chunked`), which the back-end
+    /// does not undo: the body would be read as if it were not compressed.
+    static func unknownTransferCoding(_ request: Request) -> String? {
+        request.headers[values: .transferEncoding].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.first { !$0.isEmpty && $0 != "chunked" }
     }
 
     /// 429 with `Retry-After`.

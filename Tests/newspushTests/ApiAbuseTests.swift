@@ -361,6 +361,26 @@ struct ApiAbuseTests {
         #expect(document is [String: Any], "one JSON document: \(forgot.stdout)")
     }
 
+    // 16. A malformed chunked body is the client's fault: 400, not a 503 the phone would retry
+    // (before, 503 without Retry-After, logged as an error); a body in a transfer coding the
+    // back-end does not undo (`gzip, chunked`) is 400 too, never read as if it were plain.
+    @Test func aMalformedBodyIs400() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        let head = "PUT /api/installations/chunky HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        let broken = await fixture.api.sendRaw(
+            head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\n{\"pla\r\nzz\r\nnope\r\n")
+        #expect(broken.status == 400 || broken.status == 0, "\(broken.status) \(broken.body)")
+        #expect(broken.status != 503)
+        let json = #"{"platform":"fcmv1","pushChannel":"gz","topics":["World"]}"#
+        let gzip = await fixture.api.sendRaw(
+            head + "Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+                + String(json.utf8.count, radix: 16) + "\r\n\(json)\r\n0\r\n\r\n")
+        #expect(gzip.status == 400 && gzip.body.contains("gzip"), "\(gzip.status) \(gzip.body)")
+        #expect(!fixture.api.errors.current.contains("error"), "\(fixture.api.errors.current)")
+        #expect(await fixture.atHub("chunky") == nil)
+    }
+
     // 1: a registration flood from 10,000 addresses of one IPv6 /64 and from 1,000 networks:
     // the /64 is one client (its rate, its 3 new anonymous installations a day), each network
     // another; a signed-in reader still registers throughout (p99 before and during reported);

@@ -62,6 +62,12 @@ final class DeskProcess: @unchecked Sendable {
         await Self.exchange(head, port: port, body: body, headers: headers)
     }
 
+    /// The bytes of `request` as they are (no header added); the answer.
+    func sendRaw(_ request: String) async -> RawAnswer {
+        let (bytes, port) = (Array(request.utf8), port)
+        return await offThePool { RawAnswer(Self.exchange(bytes, port: port)) }
+    }
+
     /// `send` to any local server on `port`.
     static func exchange(_ head: String, port: UInt16, body: String = "", headers: [String] = []) async -> RawAnswer {
         var request = head + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
