@@ -259,7 +259,8 @@ extension Ledger {
         try writingOne(
             """
             INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET since = excluded.since, owner = excluded.owner, intended = excluded.intended
+            ON CONFLICT (id) DO UPDATE SET since = excluded.since, owner = excluded.owner, intended = excluded.intended,
+                tries = 0, next_try = NULL
             """, [.text(intended.id), SQLValue(time), SQLValue(intended.owner), .text(json)], durable: true)
     }
 
@@ -329,14 +330,36 @@ extension Ledger {
         }
     }
 
-    /// The ids whose state at the hub is owed agreement with the index, noted before
-    /// `before`, oldest first, at most `limit`.
-    public func owedHubStates(before: Date, limit: Int) throws(LedgerError) -> [String] {
+    /// The ids whose state at the hub is owed agreement with the index, noted before `before`
+    /// and not waiting after a failure at `now`, those never tried first, then by when they are
+    /// due (a note that keeps failing goes to the back and waits longer each time, so it never
+    /// keeps newer ones from being settled), at most `limit`.
+    public func owedHubStates(before: Date, now: Date, limit: Int) throws(LedgerError) -> [String] {
         try reading {
             try db.query(
-                "SELECT id FROM hub_owed WHERE since <= ? ORDER BY since LIMIT ?",
-                [SQLValue(before), .integer(Int64(limit))]
+                """
+                SELECT id FROM hub_owed WHERE since <= ? AND (next_try IS NULL OR next_try <= ?)
+                ORDER BY tries, since LIMIT ?
+                """,
+                [SQLValue(before), SQLValue(now), .integer(Int64(limit))]
             ).compactMap { $0.text(0) }
+        }
+    }
+
+    /// Settling `ids` failed at `now`: each is tried again after a minute per failure so far,
+    /// at most an hour.
+    public func owedFailed(_ ids: [String], at now: Date) throws(LedgerError) {
+        guard !ids.isEmpty else { return }
+        try writing {
+            for id in ids {
+                let tries = try db.query("SELECT tries FROM hub_owed WHERE id = ?", [.text(id)]).first?.int(0) ?? 0
+                try db.run(
+                    "UPDATE hub_owed SET tries = ?, next_try = ? WHERE id = ?",
+                    [
+                        .integer(Int64(tries + 1)), SQLValue(now.addingTimeInterval(Double(min(60, tries + 1)) * 60)),
+                        .text(id),
+                    ])
+            }
         }
     }
 
@@ -383,7 +406,7 @@ extension Ledger {
         try db.run(
             """
             INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, NULL, NULL)
-            ON CONFLICT (id) DO UPDATE SET owner = NULL, intended = NULL
+            ON CONFLICT (id) DO UPDATE SET owner = NULL, intended = NULL, tries = 0, next_try = NULL
             """, [.text(id), SQLValue(time)])
     }
 

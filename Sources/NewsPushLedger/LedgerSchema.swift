@@ -103,9 +103,12 @@ enum LedgerMigrations {
             "CREATE TABLE watch_members (holder TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)",
         ],
         // 7: each feed's WebSub subscription, shared by the watchers (its secret and callback
-        // token), and the server's freshness limit of each feed, kept with its validators.
+        // token), the server's freshness limit of each feed, kept with its validators, and how
+        // often settling what is owed to the hub failed, and when to try again.
         [
             "ALTER TABLE feeds ADD COLUMN fresh_until BIGINT",
+            "ALTER TABLE hub_owed ADD COLUMN tries INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE hub_owed ADD COLUMN next_try BIGINT",
             """
             CREATE TABLE websub_subscriptions (
                 feed TEXT PRIMARY KEY, token TEXT NOT NULL UNIQUE, hub TEXT NOT NULL, topic TEXT NOT NULL,

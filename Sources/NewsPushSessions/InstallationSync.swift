@@ -179,18 +179,38 @@ extension DeviceSession {
 
     /// Finishes what has been owed to the hub for more than `grace` seconds (a host killed
     /// between the index and the hub, a hub that was down, an answer that was lost); returns
-    /// how many were finished and what failed.
+    /// how many were finished and what failed. A note whose settling fails waits longer each
+    /// time (`Ledger.owedFailed`), behind the others; three failures in a row end the pass (a hub
+    /// that is down is not asked a thousand times, each waiting out its timeout).
     public func finishOwed(grace: Double = 30, limit: Int = 1000) throws(SessionError) -> (Int, [String]) {
+        let now = context.clock.now()
         let owed: [String]
-        do {
-            owed = try ledger.owedHubStates(before: context.clock.now().addingTimeInterval(-grace), limit: limit)
-        } catch {
+        do { owed = try ledger.owedHubStates(before: now.addingTimeInterval(-grace), now: now, limit: limit) } catch {
             throw .ledger(error)
         }
         var failed: [String] = []
-        for id in owed { failed += try settle(owed: id) }
-        return (owed.count - failed.count, failed)
+        var finished = 0
+        var inARow = 0
+        var tried = 0
+        for id in owed where inARow < Self.failuresEndingAPass {
+            tried += 1
+            let failures = try settle(owed: id)
+            failed += failures
+            if failures.isEmpty {
+                finished += 1
+                inARow = 0
+            } else {
+                inARow += 1
+                do { try ledger.owedFailed([id], at: now) } catch { throw .ledger(error) }
+            }
+        }
+        let untried = owed.count - tried
+        if untried > 0 { failed.append("\(untried) more not tried this time: the hub failed three in a row") }
+        return (finished, failed)
     }
+
+    /// Failures in a row that end a pass over what is owed.
+    static let failuresEndingAPass = 3
 
     /// Makes the hub agree with the index about `id`, holding its keys: a write whose answer
     /// was lost and that landed is recorded (it was the last word on the id); otherwise the hub

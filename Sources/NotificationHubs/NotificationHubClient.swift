@@ -352,8 +352,9 @@ public struct NotificationHubClient: Sendable {
     /// bracket), if it is one.
     private static func channelURI(at text: Substring) -> Int? {
         let start = text.prefix(16).lowercased()
-        guard start.hasPrefix("http://") || start.hasPrefix("https://") || start.hasPrefix("http%3a")
-            || start.hasPrefix("https%3a")
+        guard
+            start.hasPrefix("http://") || start.hasPrefix("https://") || start.hasPrefix("http%3a")
+                || start.hasPrefix("https%3a")
         else { return nil }
         let url = text.prefix { !$0.isWhitespace && !"\"'<>".contains($0) }
         let decoded = String(url).removingPercentEncoding ?? String(url)

@@ -86,6 +86,44 @@ struct ApiConsistencyTests {
         #expect([200, 503].contains(await fixture.send("GET /healthz").status), "it still answers")
     }
 
+    static func hex(_ n: Int) -> String { String(format: "%08x", n) }
+
+    // 6. With the hub down, a pass over what is owed ends after three failures in a row (before,
+    // it asked the hub for each of a thousand notes, each waiting out its timeout, holding a
+    // session); a note that failed waits behind the others and is tried again later.
+    @Test(arguments: LedgerBackend.allCases)
+    func aPassOverWhatIsOwedStopsWhenTheHubIsDownAndFailuresWaitTheirTurn(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        for n in 0..<20 {
+            #expect(await Self.put(fixture, "p-\(n)", handle: Self.hex(n), topics: ["World"], auth: []).status == 200)
+        }
+        await fixture.hub.emulator.inject(Fault(status: 503, count: 100_000, format: "installation"))
+        for n in 0..<20 {
+            let removed = await fixture.send(
+                "DELETE /api/installations/p-\(n)", headers: ["X-Push-Channel: \(Self.hex(n))"])
+            #expect(removed.status == 204)
+        }
+        let asked = await fixture.hub.emulator.requestCount("installation")
+        let prune = try await newspush(
+            ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(
+            prune.status != 0 && (prune.stdout + prune.stderr).contains("17 more not tried"),
+            "\(prune.stdout) \(prune.stderr)")
+        let during = await fixture.hub.emulator.requestCount("installation") - asked
+        #expect(during <= 3 * 2, "three deletes tried (each with its one retry): \(during) requests")
+        await fixture.hub.emulator.clearFaults()
+        let next = try await newspush(
+            ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
+        #expect(next.status == 0, "\(next.stdout) \(next.stderr)")
+        #expect(await fixture.hub.emulator.allInstallations().count == 3, "the three that failed wait their turn")
+        let later = try await newspush(
+            ["devices", "prune", "--config", fixture.config],
+            environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(120))) { $1 })
+        #expect(later.status == 0, "\(later.stdout) \(later.stderr)")
+        #expect(await fixture.hub.emulator.allInstallations().isEmpty)
+    }
+
     /// Two requests over one installation, the first held at the hub while the second comes.
     enum Race: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case putAndDelete, oneHandleUnderTwoIds, putAndForget, pruneAndPut
