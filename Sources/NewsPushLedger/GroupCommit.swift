@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Group commit for one connection shared by many threads (`newspush api` on SQLite): the
 /// writes that arrive while a transaction is being committed wait, and the next thread to go
 /// commits them all in one transaction, each in a savepoint of its own, so one write's error
@@ -31,11 +35,15 @@ final class GroupCommit: @unchecked Sendable {
     private let condition = NSCondition()
     private var waiting: [Job] = []
     private var committing = false
+    /// The thread committing a batch now: a write its jobs make runs inside their transaction.
+    private var committer: pthread_t?
 
     /// Runs `body` in a transaction of `db` shared with the writes waiting beside it;
     /// `durable`: that transaction waits for the disk (`synchronous = FULL`), as a run's send
-    /// journal does, instead of the index's `NORMAL`.
+    /// journal does, instead of the index's `NORMAL`. A write made inside another's body (on the
+    /// committing thread) is a savepoint of that transaction, never a wait for itself.
     func write<T>(_ db: any LedgerDatabase, durable: Bool = false, _ body: () throws -> T) throws -> T {
+        if isCommitter() { return try nested(db, body) }
         var value: T?
         try withoutActuallyEscaping(body) { body in
             let job = Job(durable: durable) { value = try body() }
@@ -47,6 +55,7 @@ final class GroupCommit: @unchecked Sendable {
                     continue
                 }
                 committing = true
+                committer = pthread_self()
                 let batch = waiting
                 waiting = []
                 condition.unlock()
@@ -57,6 +66,7 @@ final class GroupCommit: @unchecked Sendable {
                     member.done = true
                 }
                 committing = false
+                committer = nil
                 condition.broadcast()
             }
             condition.unlock()
@@ -66,8 +76,39 @@ final class GroupCommit: @unchecked Sendable {
         return value
     }
 
+    /// How many writes wait for the next batch (the tests' view).
+    var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting.count
+    }
+
+    private func isCommitter() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let committer else { return false }
+        return pthread_equal(committer, pthread_self()) != 0
+    }
+
+    /// A write inside a job's body: a savepoint of the batch's transaction.
+    private func nested<T>(_ db: any LedgerDatabase, _ body: () throws -> T) throws -> T {
+        try db.run("SAVEPOINT nested_write", [])
+        do {
+            let value = try body()
+            try db.run("RELEASE nested_write", [])
+            return value
+        } catch {
+            if Self.isOpen(db) {
+                try db.run("ROLLBACK TO nested_write", [])
+                try db.run("RELEASE nested_write", [])
+            }
+            throw error
+        }
+    }
+
     /// Runs each job of `batch` in its own savepoint of one transaction; the transaction's
-    /// failure (the commit's), if any.
+    /// failure (the commit's), if any. When SQLite rolls the whole transaction back by itself (a
+    /// full disk, an I/O error), every job of the batch, done or not, fails with that error.
     private func commit(_ batch: [Job], db: any LedgerDatabase) -> (any Error)? {
         turn.lock()
         defer { turn.unlock() }
@@ -85,14 +126,27 @@ final class GroupCommit: @unchecked Sendable {
                         try db.run("RELEASE one_write", [])
                     } catch {
                         job.failure = error
+                        guard Self.isOpen(db) else { throw RolledBack(cause: error) }
                         try db.run("ROLLBACK TO one_write", [])
                         try db.run("RELEASE one_write", [])
                     }
                 }
             }
             return nil
+        } catch let rolledBack as RolledBack {
+            return rolledBack.cause
         } catch {
             return error
         }
+    }
+
+    /// SQLite ended the batch's transaction by itself; `cause` is why.
+    private struct RolledBack: Error {
+        var cause: any Error
+    }
+
+    /// Whether the batch's transaction is still open.
+    private static func isOpen(_ db: any LedgerDatabase) -> Bool {
+        (db as? SQLiteDatabase)?.inTransaction ?? true
     }
 }

@@ -54,6 +54,8 @@ public final class Ledger {
     /// Set when several threads share this ledger's one connection (`openIndex`): reads and
     /// transactions take turns on it, and the writes that wait are committed together.
     private var shared: GroupCommit?
+    /// The group commit of a connection shared by threads (the tests look at its queue).
+    var sharedCommit: GroupCommit? { shared }
 
     private init(path: String, db: any LedgerDatabase, isNew: Bool, migratedFrom: String?, writable: Bool) {
         self.path = path

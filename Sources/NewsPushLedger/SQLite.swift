@@ -102,6 +102,10 @@ final class SQLiteDatabase {
         return "file:\(escaped)?\(query)"
     }
 
+    /// Whether a transaction is open (SQLite rolls one back by itself after some errors: a full
+    /// disk, an I/O error).
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)

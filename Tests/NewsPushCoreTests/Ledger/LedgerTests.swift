@@ -54,6 +54,72 @@ struct LedgerTests {
         #expect(written == Set((0..<320).filter { $0 % 7 != 0 }.map { "id-\($0)" }))
     }
 
+    /// 8. A write made inside another write's body on the shared connection is a savepoint of
+    /// the same transaction (before, it waited for the batch it was part of: a deadlock).
+    @Test(.timeLimit(.minutes(1))) func aWriteInsideAWriteOnTheSharedConnectionIsASavepoint() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let ledger = try Ledger.openIndex(configured: folder.file("index.db"), verify: true)
+        try ledger.writing {
+            try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('outer', 0)", [])
+            try ledger.writing { try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('inner', 0)", []) }
+            _ = try? ledger.writing { () throws -> Void in
+                try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('undone', 0)", [])
+                throw DatabaseError(kind: .constraint, message: "refused")
+            }
+        }
+        let written = try ledger.reading { try ledger.db.query("SELECT id FROM hub_owed ORDER BY id", []) }
+        #expect(written.compactMap { $0.text(0) } == ["inner", "outer"])
+    }
+
+    /// 8. When SQLite rolls a batch's transaction back by itself (a full disk, an I/O error),
+    /// every write of the batch fails with that cause, and none is kept (before, the others were
+    /// told "no such savepoint", or that they were written when they were not).
+    @Test(.timeLimit(.minutes(1))) func aTransactionSQLiteRolledBackFailsEveryWriteOfItsBatchWithItsCause() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        nonisolated(unsafe) let ledger = try Ledger.openIndex(configured: folder.file("index.db"), verify: true)
+        let shared = try #require(ledger.sharedCommit)
+        let hold = DispatchSemaphore(value: 0)
+        let outcomes = Mutex<[String: String]>([:])
+        func write(_ name: String, _ body: @escaping @Sendable () throws -> Void) -> Thread {
+            let thread = Thread {
+                do {
+                    try ledger.writing { try body() }
+                    outcomes.withLock { $0[name] = "written" }
+                } catch {
+                    outcomes.withLock { $0[name] = "\(error)" }
+                }
+            }
+            thread.start()
+            return thread
+        }
+        // A first batch holds the connection while two more writes queue behind it, in order.
+        let started = DispatchSemaphore(value: 0)
+        _ = write("first") {
+            started.signal()
+            hold.wait()
+        }
+        started.wait()
+        _ = write("full") {
+            try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('full', 0)", [])
+            // As SQLite does on SQLITE_FULL: the whole transaction rolled back, then the error.
+            try ledger.db.run("ROLLBACK", [])
+            throw DatabaseError(kind: .diskFull, message: "database or disk is full")
+        }
+        while shared.waitingCount < 1 { sched_yield() }
+        _ = write("other") { try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('other', 0)", []) }
+        while shared.waitingCount < 2 { sched_yield() }
+        hold.signal()
+        while outcomes.withLock({ $0.count }) < 3 { sched_yield() }
+        let said = outcomes.withLock { $0 }
+        #expect(said["first"] == "written")
+        #expect(said["full"]?.contains("full") == true, "\(said)")
+        #expect(said["other"]?.contains("full") == true, "the batch's cause, not a savepoint's: \(said)")
+        let kept = try ledger.reading { try ledger.db.query("SELECT id FROM hub_owed", []) }
+        #expect(kept.isEmpty, "nothing of the rolled-back batch is kept")
+    }
+
     /// The send journal's writes on the app back-end's shared connection wait for the disk as
     /// a run's do (`synchronous = FULL`: a power cut never loses a sealed secure push whose id
     /// went out, nor the note of a hub write); the index's own stay at `NORMAL`.
