@@ -123,8 +123,16 @@ extension DeviceSession {
 
     /// `POST /api/notifications` without `to_tag`: a secure push of `text` to `caller`'s own
     /// devices: an id-only push through the outbox once, its text kept in the ledger for a day
-    /// (`SecurePush`), each device given only the `secureId`.
+    /// (`SecurePush`), each device given only the `secureId`. The hourly limit is counted and the
+    /// push recorded holding the caller's key, so requests at once, on any instance, never pass
+    /// it together.
     public func securePush(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
+        try ordered([.user(caller)]) { _ throws -> Keyed<SecureSendOutcome> in
+            .done(try securePushHoldingKey(text, caller: caller))
+        }
+    }
+
+    private func securePushHoldingKey(_ text: String, caller: String) throws(SessionError) -> SecureSendOutcome {
         guard !AlertText.isBlank(text) else { return .invalid("the message is blank") }
         guard text.count <= Self.secureLimit else {
             return .invalid(

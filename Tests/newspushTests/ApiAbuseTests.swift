@@ -361,6 +361,37 @@ struct ApiAbuseTests {
         #expect(document is [String: Any], "one JSON document: \(forgot.stdout)")
     }
 
+    // 12. The hourly secure-push limit holds for requests at once: twenty secure pushes of
+    // alice's at the same moment (each of the hub's answers taking a fifth of a second), ten are
+    // sent and ten told 429 with Retry-After (before, the count was checked before any was
+    // recorded, and more went).
+    @Test(arguments: LedgerBackend.allCases)
+    func theHourlySecureLimitHoldsForRequestsAtOnce(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = ApiFixture.basic("alice")
+        let phone = await fixture.send(
+            "PUT /api/installations/a-1", json: #"{"platform":"apns","pushChannel":"aa01","topics":["World"]}"#,
+            headers: [alice])
+        #expect(phone.status == 200, "\(phone.body)")
+        await fixture.hub.emulator.inject(Fault(delaySeconds: 0.2, delayAfterDelivery: true, count: 100))
+        let answers = Answers()
+        await withTaskGroup(of: Void.self) { group in
+            for n in 0..<20 {
+                group.addTask {
+                    answers.set(
+                        n, await fixture.send("POST /api/notifications", json: "\"secret \(n)\"", headers: [alice]))
+                }
+            }
+        }
+        let statuses = answers.all.values.map(\.status)
+        #expect(statuses.filter { $0 == 200 }.count == 10, "\(statuses.sorted())")
+        #expect(
+            answers.all.values.filter { $0.status != 200 }.allSatisfy {
+                $0.status == 429 && $0.headers["retry-after"] != nil
+            }, "\(statuses.sorted())")
+    }
+
     // 16. A malformed chunked body is the client's fault: 400, not a 503 the phone would retry
     // (before, 503 without Retry-After, logged as an error); a body in a transfer coding the
     // back-end does not undo (`gzip, chunked`) is 400 too, never read as if it were plain.
