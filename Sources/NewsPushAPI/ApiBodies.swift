@@ -17,6 +17,12 @@ struct InstallationBody: CaseInsensitiveBody {
     var language: String?
 }
 
+/// `POST /api/register` with the handle in its body (where no proxy logs it).
+struct RegistrationIdBody: CaseInsensitiveBody {
+    static let fieldNames = ["handle"]
+    var handle: String?
+}
+
 /// The tutorials' `PUT /api/register/{id}` (their `DeviceRegistration`).
 struct RegistrationBody: CaseInsensitiveBody {
     static let fieldNames = ["Platform", "Handle", "Tags"]

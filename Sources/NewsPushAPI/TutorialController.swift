@@ -13,11 +13,20 @@ struct TutorialController: Sendable {
         group.delete("/api/register/:id", use: delete)
     }
 
-    /// `POST /api/register?handle=H`: a registration id, as a JSON string (the apps drop one
-    /// character at each end).
+    /// `POST /api/register?handle=H` (or with `{"handle": "H"}` in the body, which no proxy
+    /// logs): a registration id, as a JSON string (the apps drop one character at each end).
     @Sendable func newId(_ request: Request, context: ApiContext) async throws -> Response {
-        let (name, handle) = (context.caller.name ?? "", request.uri.queryParameters.get("handle"))
-        let id = try await backend.withSession { try $0.registrationId(handle: handle, caller: name) }
+        var handle = request.uri.queryParameters.get("handle").map { String($0) }
+        if !context.body.isEmpty {
+            do throws(RequestBody.Problem) {
+                handle = try RequestBody.decode(RegistrationIdBody.self, from: context.body).handle ?? handle
+            } catch {
+                return ApiServer.error(.badRequest, error.message)
+            }
+        }
+        let name = context.caller.name ?? ""
+        let asked = handle
+        let id = try await backend.withSession { try $0.registrationId(handle: asked, caller: name) }
         return ApiServer.answer(id)
     }
 
