@@ -38,6 +38,7 @@ public struct ApiBackend: Sendable {
     public init(context: SessionContext) throws(SessionError) {
         self.context = context
         let first = try DeviceSession.open(context: context, verify: true)
+        try first.checkPlainNames()
         let api = context.config.api
         // PostgreSQL: a quarter of api.pool reads for the unchanged registrations, the rest are
         // the sessions, at most three quarters of which wait on the hub at once.

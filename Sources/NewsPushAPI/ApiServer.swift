@@ -158,8 +158,8 @@ struct ApiGuard: RouterMiddleware {
             do {
                 let buffer = try await request.collectBody(upTo: context.maxUploadSize)
                 context.body = Data(buffer.readableBytesView)
-            } catch let error as HTTPError where error.status == .contentTooLarge {
-                throw error
+            } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+                throw error  // NIO's too-many-bytes, answered 413 in the API's words
             } catch {
                 // A chunked body that breaks off or lies about its sizes: the client's fault.
                 return ApiServer.error(.badRequest, "the body is malformed (its chunks or its length)")

@@ -467,3 +467,37 @@ extension Ledger {
             created: created, refreshed: refreshed, templateDigest: row.text(8))
     }
 }
+
+// MARK: Who owns plain names
+
+extension Ledger {
+    /// Which source owned the plain user names of the index when `newspush api` last started
+    /// (`basic` or `tokens`; SPEC §9, "Abuse"); nil before any start recorded it.
+    public func plainNamesOwner() throws(LedgerError) -> String? {
+        try reading { try db.query("SELECT value FROM meta WHERE name = 'plain_names'", []).first?.text(0) }
+    }
+
+    /// Records which source owns plain user names from now on.
+    public func recordPlainNamesOwner(_ owner: String) throws(LedgerError) {
+        try writingOne(
+            "INSERT INTO meta (name, value) VALUES ('plain_names', ?) "
+                + "ON CONFLICT (name) DO UPDATE SET value = excluded.value", [.text(owner)], durable: true)
+    }
+
+    /// How many readers with a plain name (no `basic:` or `jwt:`) own installations, ids
+    /// reserved for them or secure pushes' reads, and how many installations those readers own.
+    public func plainNamedReaders() throws(LedgerError) -> (readers: Int, installations: Int) {
+        try reading {
+            let plain = "owner IS NOT NULL AND owner NOT LIKE 'basic:%' AND owner NOT LIKE 'jwt:%'"
+            let readers = try db.query(
+                """
+                SELECT COUNT(*) FROM (SELECT owner FROM installations WHERE \(plain)
+                UNION SELECT owner FROM registration_ids WHERE \(plain)
+                UNION SELECT reader FROM secure_reads WHERE reader NOT LIKE 'basic:%' AND reader NOT LIKE 'jwt:%') named
+                """, []
+            ).first?.int(0)
+            let installations = try db.query("SELECT COUNT(*) FROM installations WHERE \(plain)", []).first?.int(0)
+            return (readers ?? 0, installations ?? 0)
+        }
+    }
+}

@@ -138,6 +138,41 @@ public final class DeviceSession {
 
     var api: ApiSettings { context.config.api }
 
+    /// Refuses to serve when the config gives plain user names to another source than the one
+    /// the index's readers were registered under (SPEC §9, "Abuse"): turning on `api.jwt` with
+    /// `names: own` over Basic readers' installations would hand their personal and secure
+    /// pushes to token users of the same names, and turning it off the other way round. An index
+    /// without plain-named readers takes the config's owner as it is; the first start records it.
+    public func checkPlainNames() throws(SessionError) {
+        let configured = api.plainNamesOwner
+        do {
+            let recorded = try ledger.plainNamesOwner()
+            guard recorded != configured else { return }
+            let named = try ledger.plainNamedReaders()
+            guard let recorded, named.readers > 0 else { return try ledger.recordPlainNamesOwner(configured) }
+            let problem = ConfigProblem(
+                file: context.config.file, line: 0, key: "api.jwt.names",
+                message: Self.plainNamesChange(from: recorded, readers: named.readers, installations: named.installations))
+            throw SessionError.config(ConfigError(problems: [problem]))
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw .ledger(error as? LedgerError ?? .unreadable(path: context.config.statePath, reason: "\(error)"))
+        }
+    }
+
+    static func plainNamesChange(from recorded: String, readers: Int, installations: Int) -> String {
+        let whose = "\(readers) reader(s) with \(installations) installation(s) in the index"
+        return recorded == "basic"
+            ? "\(whose) signed in with Basic under plain names; with api.jwt.names: own (the default) a token "
+                + "user of the same name would get their personal and secure pushes. Set api.jwt.names: prefixed "
+                + "(token users are then jwt:SUB and Basic readers keep their names), or forget those readers "
+                + "first (newspush devices forget-user NAME; `devices list` names them)"
+            : "\(whose) signed in with tokens under plain names; without api.jwt.names: own a Basic user of the "
+                + "same name would get their personal and secure pushes. Keep api.jwt with names: own, or forget "
+                + "those readers first (newspush devices forget-user NAME; `devices list` names them)"
+    }
+
     // MARK: Registering
 
     /// The answer to `request` when it needs no hub request: refused (`invalid`), or the

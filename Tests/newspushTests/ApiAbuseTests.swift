@@ -208,6 +208,46 @@ struct ApiAbuseTests {
         #expect((ApiFixture.object(byPassword)["tags"] as? [String])?.contains(basicTag) == true, "\(byPassword.body)")
     }
 
+    // Turning on api.jwt (names: own) over Basic readers' installations would hand alice's
+    // phone to the token user alice: the back-end refuses to start and says how to go on;
+    // with names: prefixed it starts, and a token alice is jwt:alice.
+    @Test(arguments: LedgerBackend.allCases)
+    func tokensNeverTakeOverTheNamesBasicReadersRegisteredUnder(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let alice = await fixture.send(
+            "PUT /api/installations/alice-phone", json: Self.registration("alice-token"),
+            headers: [ApiFixture.basic("alice")])
+        #expect(alice.status == 200 && alice.body.contains("username:alice"), "\(alice.status) \(alice.body)")
+        fixture.api.stop()
+        let maker = TokenMaker()
+        let jwks = try fixture.folder.write("jwks.json", maker.jwks())
+        let plain = try String(contentsOfFile: fixture.config, encoding: .utf8)
+        func serve(_ names: String) async throws -> DeskProcess {
+            let jwt = "  jwt: {issuer: \"\(TokenMaker.issuer)\", audience: \(TokenMaker.audience), jwks: \(jwks), names: \(names)}\n"
+            try plain.replacingOccurrences(of: "\napi:\n", with: "\napi:\n" + jwt)
+                .write(toFile: fixture.config, atomically: true, encoding: .utf8)
+            return try await DeskProcess.start(
+                ["api", "--listen", "127.0.0.1:0", "--config", fixture.config], environment: ApiFixture.environment)
+        }
+        do {
+            let started = try await serve("own")
+            started.stop()
+            Issue.record("newspush api started with api.jwt.names: own over Basic readers' installations")
+        } catch DeskProcessError.notListening(let said) {
+            #expect(said.contains("api.jwt.names") && said.contains("prefixed") && said.contains("1 reader(s)"), "\(said)")
+            let status = try await newspush(
+                ["api", "--listen", "127.0.0.1:0", "--config", fixture.config], environment: ApiFixture.environment)
+            #expect(status.status == 78, "\(status.status) \(status.stderr)")
+        }
+        let prefixed = try await serve("prefixed")
+        defer { prefixed.stop() }
+        let token = await prefixed.send(
+            "PUT /api/installations/token-alice HTTP/1.1", body: Self.registration("token-alice"),
+            headers: ["Authorization: Bearer \(maker.token(["sub": "alice"]))", "Content-Type: application/json"])
+        #expect(token.body.contains("username:jwt:alice"), "\(token.status) \(token.body)")
+    }
+
     // 5: /healthz asks the hub at most once per 30 s however often it is called; anyone else
     // than this machine or a sender hears only "unavailable", never why.
     @Test func healthAsksTheHubOnceAndTellsStrangersNothing() async throws {

@@ -127,6 +127,9 @@ public struct ApiSettings: Sendable {
         jwt?.names == .own ? "basic:" + name : name
     }
 
+    /// Which source owns plain user names: `tokens` (api.jwt with `names: own`) or `basic`.
+    public var plainNamesOwner: String { jwt?.names == .own ? "tokens" : "basic" }
+
     /// How the audit names a forgotten reader: `reader hmac:` and the HMAC-SHA256 of the name
     /// under `api.pseudonym_key` (hex; not reversible without the key), or "a
     /// reader" when no key is set.
