@@ -5,10 +5,10 @@ import NewsPushSessions
 import Synchronization
 
 /// The caps that keep the hub's device quota for real readers (SPEC §9, "Abuse"), shared by a
-/// back-end's sessions: new anonymous installations per network per day, and none at all past
-/// `api.max_installations` (signed-in readers still register: their own cap is
-/// `api.max_devices_per_user`, enforced by the write itself under the user's key).
-final class RegistrationQuotas: AnonymousAdmission {
+/// back-end's sessions: new installations of anonymous phones and token users per network per
+/// day, and none at all past `api.max_installations` (Basic readers still register: their own
+/// cap is `api.max_devices_per_user`, enforced by the write itself under the user's key).
+final class RegistrationQuotas: NewInstallationAdmission {
     let settings: ApiSettings
     private let perNetwork = RateLimits(capacity: 100_000)
     /// The index's size as last counted, and when (counted again after `totalMaxAge`: a count
@@ -21,18 +21,18 @@ final class RegistrationQuotas: AnonymousAdmission {
         self.settings = settings
     }
 
-    func admitAnonymous(network: String?, now: Date, count: () throws -> Int) throws -> RegistrationOutcome? {
+    func admitNew(network: String?, now: Date, count: () throws -> Int) throws -> RegistrationOutcome? {
         let known = total.withLock { $0.flatMap { now.timeIntervalSince($0.at) < Self.totalMaxAge ? $0.count : nil } }
         let installations = try known ?? count()
         if known == nil { total.withLock { $0 = (installations, now) } }
         guard installations < settings.maxInstallations else {
             return .hubUnavailable(
-                "no room for new anonymous installations (api.max_installations): sign in, or try again later",
+                "no room for new installations (api.max_installations): try again later",
                 retryAfter: 3600)
         }
         let limit = settings.newAnonymousPerNetwork
         if let network, let wait = perNetwork.take("n:" + network, count: limit.count, per: limit.period, now: now) {
-            return .tooMany("too many new anonymous installations from this network", retryAfter: wait)
+            return .tooMany("too many new installations from this network", retryAfter: wait)
         }
         total.withLock { $0?.count += 1 }
         return nil

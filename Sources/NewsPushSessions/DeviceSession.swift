@@ -199,7 +199,7 @@ public final class DeviceSession {
     /// whose id must be an installation's or handed out to that user.
     public func registerChange(
         _ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil,
-        quotas: (any AnonymousAdmission)? = nil
+        quotas: (any NewInstallationAdmission)? = nil
     ) throws(SessionError) -> RegistrationOutcome {
         let checked: (record: InstallationRecord, handle: String, ignored: [String])
         switch registration(request, caller: caller) {

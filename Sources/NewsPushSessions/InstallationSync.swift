@@ -66,7 +66,7 @@ extension DeviceSession {
     /// nothing is answered from the index.
     func write(
         _ record: InstallationRecord, handle: String, ignored: [String], caller: Caller,
-        quotas: (any AnonymousAdmission)? = nil, network: String? = nil, mayUse: (InstallationState) throws -> Bool
+        quotas: (any NewInstallationAdmission)? = nil, network: String? = nil, mayUse: (InstallationState) throws -> Bool
     ) throws(SessionError) -> RegistrationOutcome {
         var keys: Set<InstallationKey> = [.id(record.id), .handle(record.handleDigest)]
         if let name = caller.name { keys.insert(.user(name)) }
@@ -82,8 +82,8 @@ extension DeviceSession {
                 return .done(.registered(try refresh(current), ignored: ignored))
             }
             let isNewDevice = state.current == nil && state.holders.isEmpty
-            if isNewDevice, caller == .anonymous, let quotas,
-                let refusal = try quotas.admitAnonymous(
+            if isNewDevice, caller.name.map(api.isTokenUser) ?? true, let quotas,
+                let refusal = try quotas.admitNew(
                     network: network, now: context.clock.now(), count: { try ledger.installationTotal() })
             {
                 return .done(refusal)

@@ -599,6 +599,49 @@ struct ApiAbuseTests {
         #expect(check.stdout.contains("api.max_installations") && check.stdout.contains("113%"), "\(check.stdout)")
     }
 
+    // Anyone can get a token from an open identity provider: a token user's new installation
+    // counts against the per-network cap and api.max_installations as an anonymous phone's
+    // does; Basic readers, whom the operator added, still register. The default cap is nine
+    // tenths of hub.tier's device quota.
+    @Test func tokenUsersCountAgainstTheCapsAsAnonymousPhonesDo() async throws {
+        let maker = TokenMaker()
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let jwks = try folder.write("jwks.json", maker.jwks())
+        let fixture = try await ApiFixture.start(
+            api: """
+                  trusted_proxies: [127.0.0.1]
+                  max_installations: 3
+                  rate: {per_address: 1000/min, per_user: 1000/min, new_anonymous_per_network: 2/day}
+                  jwt: {issuer: "\(TokenMaker.issuer)", audience: \(TokenMaker.audience), jwks: \(jwks)}
+                """)
+        defer { fixture.stop() }
+        func register(_ subject: String, from address: String) async -> Int {
+            let answer = await fixture.send(
+                "PUT /api/installations/\(subject)-phone", json: Self.registration("\(subject)-token"),
+                headers: ["Authorization: Bearer \(maker.token(["sub": subject]))", "X-Forwarded-For: \(address)"])
+            if answer.status >= 429 { #expect(answer.headers["retry-after"] != nil, "\(answer.headers)") }
+            return answer.status
+        }
+        var statuses: [Int] = []
+        for subject in ["t1", "t2", "t3"] { statuses.append(await register(subject, from: "198.51.100.1")) }
+        statuses.append(await register("t4", from: "198.51.100.200"))
+        statuses.append(await register("t5", from: "192.0.2.7"))
+        #expect(statuses == [200, 200, 429, 200, 503], "\(statuses)")
+        let alice = await fixture.send(
+            "PUT /api/installations/alice-phone", json: Self.registration("alice-token"),
+            headers: [ApiFixture.basic("alice"), "X-Forwarded-For: 192.0.2.7"])
+        #expect(alice.status == 200, "a Basic reader still registers: \(alice.body)")
+        let text = try String(contentsOfFile: fixture.config, encoding: .utf8)
+        let free = fixture.folder.file("free.yaml")
+        try text.replacingOccurrences(of: "retries: 1,", with: "tier: free, retries: 1,")
+            .replacingOccurrences(of: "  max_installations: 3\n", with: "")
+            .write(toFile: free, atomically: true, encoding: .utf8)
+        let counted = try await newspush(
+            ["devices", "count", "--format", "json", "--config", free], environment: ApiFixture.environment)
+        #expect(counted.stdout.contains("\"max_installations\" : 450"), "\(counted.stdout) \(counted.stderr)")
+    }
+
     // 4: after a forget, no row of the ledger names the reader, a digest of the name, their
     // handles' texts or their messages: the whole SQLite file (and its log) and a pg_dump are
     // searched for them. The audit keeps that a forget happened, asked by the reader, under

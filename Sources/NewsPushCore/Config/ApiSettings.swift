@@ -48,8 +48,8 @@ public struct ApiSettings: Sendable {
     public var strictHandles = true
     /// Installations one signed-in user may have; a new one past it replaces their oldest.
     public var maxDevicesPerUser = 10
-    /// Past this many installations in the index, anonymous registrations get 503 (signed-in
-    /// readers still register). Default: nine tenths of the Standard tier's 10 million devices.
+    /// Past this many installations in the index, new anonymous phones and token users get 503
+    /// (Basic readers still register). Default: nine tenths of `hub.tier`'s device quota.
     public var maxInstallations = 9_000_000
     /// The key of the pseudonym a forget's audit row keeps (`HMAC-SHA256(key, name)`); without
     /// it the row names no one.
@@ -125,6 +125,14 @@ public struct ApiSettings: Sendable {
     /// plain names. JWT subjects and Basic users never share a name (SPEC §9, "Abuse").
     public func basicUser(_ name: String) -> String {
         jwt?.names == .own ? "basic:" + name : name
+    }
+
+    /// Whether `user` (as the back-end forms names) signed in with a token: `jwt:SUB`, or a plain
+    /// name when tokens own plain names. Anyone can get a token from an open identity provider,
+    /// so token users' new installations count against the caps as anonymous ones do.
+    public func isTokenUser(_ user: String) -> Bool {
+        guard let jwt else { return false }
+        return user.hasPrefix("jwt:") || (jwt.names == .own && !user.hasPrefix("basic:"))
     }
 
     /// Which source owns plain user names: `tokens` (api.jwt with `names: own`) or `basic`.
@@ -213,8 +221,11 @@ public struct ApiSettings: Sendable {
 
 extension ConfigLoader {
     /// `api:` (SPEC §9); `categoryTags` are the default topics.
-    func readApi(_ node: Node?, folder: String, categoryTags: [String], reader: NodeReader) -> ApiSettings {
+    func readApi(_ node: Node?, folder: String, categoryTags: [String], tier: HubTier, reader: NodeReader)
+        -> ApiSettings
+    {
         var settings = ApiSettings()
+        settings.maxInstallations = tier.deviceQuota * 9 / 10
         settings.topics = categoryTags
         settings.usersPath = (folder as NSString).appendingPathComponent("api-users.yaml")
         guard let node else { return settings }
@@ -262,9 +273,8 @@ extension ConfigLoader {
             settings.maxDevicesPerUser = v
         }
         if let n = m["max_installations"], let v = reader.string(n, path: "api.max_installations") {
-            let tiers = ["free": 500, "basic": 200_000, "standard": 10_000_000]
-            if let quota = tiers[v.lowercased()] {
-                settings.maxInstallations = quota * 9 / 10
+            if let tier = HubTier(rawValue: v.lowercased()) {
+                settings.maxInstallations = tier.deviceQuota * 9 / 10
             } else if let count = Int(v.replacingOccurrences(of: "_", with: "")), count > 0 {
                 settings.maxInstallations = count
             } else {

@@ -141,6 +141,23 @@ public struct HubSettings: Sendable {
     public var retries: Int = 3
     /// Seconds before the first retry (`hub.retry_delay`).
     public var retryDelay: Double = 1
+    /// The namespace's tier (`hub.tier`, default standard): its device quota is the default of
+    /// `api.max_installations`.
+    public var tier: HubTier = .standard
+}
+
+/// A Notification Hubs pricing tier (hub-api.md §3).
+public enum HubTier: String, Sendable, CaseIterable {
+    case free, basic, standard
+
+    /// Active devices a namespace of this tier may hold.
+    public var deviceQuota: Int {
+        switch self {
+        case .free: return 500
+        case .basic: return 200_000
+        case .standard: return 10_000_000
+        }
+    }
 }
 
 /// `watch:`: the resident watcher's schedule (SPEC §10).

@@ -85,7 +85,9 @@ public struct ConfigLoader: Sendable {
         if let node = top["link_params"] { config.linkParams = readLinkParams(node, reader: reader) }
         if let node = top["review"] { config.review = readReview(node, reader: reader) }
         (config.deskUsersPath, config.deskTrustedProxies) = readDesk(top["desk"], folder: folder, reader: reader)
-        config.api = readApi(top["api"], folder: folder, categoryTags: Self.tags(of: categories), reader: reader)
+        config.api = readApi(
+            top["api"], folder: folder, categoryTags: Self.tags(of: categories), tier: hub?.tier ?? .standard,
+            reader: reader)
         if let node = top["watch"] { config.watch = readWatch(node, reader: reader) }
         guard let hub else { return requireHub ? nil : config }
         config.hub = hub
@@ -102,7 +104,7 @@ public struct ConfigLoader: Sendable {
             hubNode, path: "hub",
             allowed: [
                 "name", "connection_string", "connection_string_file", "endpoint",
-                "api_version", "concurrency", "timeout", "retries", "retry_delay",
+                "api_version", "concurrency", "timeout", "retries", "retry_delay", "tier",
             ])
         let name = m["name"].flatMap { reader.string($0, path: "hub.name") }
         let connection = m.present ? connectionString(m, hubNode: hubNode, reader: reader) : nil
@@ -127,6 +129,13 @@ public struct ConfigLoader: Sendable {
         }
         if let n = m["retries"], let v = reader.integer(n, path: "hub.retries", range: 0...10) { settings.retries = v }
         if let n = m["retry_delay"], let v = reader.duration(n, path: "hub.retry_delay") { settings.retryDelay = v }
+        if let n = m["tier"], let v = reader.string(n, path: "hub.tier") {
+            if let tier = HubTier(rawValue: v.lowercased()) {
+                settings.tier = tier
+            } else {
+                reader.report(n, "hub.tier", "'\(v)' is not a tier (free, basic, standard)")
+            }
+        }
         return settings
     }
 
