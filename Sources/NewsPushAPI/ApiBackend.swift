@@ -52,7 +52,10 @@ public struct ApiBackend: Sendable {
             patience: DeviceSession.hubPatience)
         planner = RegistrationPlanner(context: context)
         sessions = SessionPool(context: context, first: first, limit: sessionCount)
-        credentials = ApiCredentials(settings: context.config.api, logger: context.logger)
+        credentials = ApiCredentials(
+            settings: context.config.api, logger: context.logger,
+            shared: LedgerCredentialMemory(
+                sessions: sessions, digests: first.credentialDigests, logger: context.logger))
         limits = RateLimits()
         quotas = RegistrationQuotas(settings: api)
     }

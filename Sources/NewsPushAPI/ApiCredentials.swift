@@ -23,9 +23,10 @@ final class ApiCredentials: Sendable {
     let passwords: PasswordCheck<ApiRole>
     let keys: JWTKeys?
 
-    init(settings: ApiSettings, logger: Logger) {
+    init(settings: ApiSettings, logger: Logger, shared: (any SharedCredentialMemory)? = nil) {
         self.settings = settings
-        passwords = PasswordCheck(usersPath: settings.usersPath, limits: .init(failures: settings.signInFailures))
+        passwords = PasswordCheck(
+            usersPath: settings.usersPath, limits: .init(failures: settings.signInFailures), shared: shared)
         keys = settings.jwt.map { _ in JWTKeys(settings: settings, logger: logger) }
     }
 
@@ -70,6 +71,33 @@ final class ApiCredentials: Sendable {
         settings.jwt == nil
             ? #"Basic realm="newspush", charset="UTF-8""#
             : #"Bearer realm="newspush", Basic realm="newspush", charset="UTF-8""#
+    }
+}
+
+/// The ledger as the instances' memory of good Basic credentials (`PasswordCheck`): after a
+/// secure push every signed-in phone fetches its text at once, and a reader's first request at
+/// an instance that restarted, or never saw them, is answered without a bcrypt check.
+struct LedgerCredentialMemory: SharedCredentialMemory {
+    let sessions: SessionPool
+    let digests: CredentialDigests
+    let logger: Logger
+
+    func digest(name: String, password: String, hash: String) -> String {
+        digests.credential(name: name, password: password, hash: hash)
+    }
+
+    func recalls(_ digest: String) async -> Bool {
+        let sessions = sessions
+        return (try? await ApiBackend.blocking { try sessions.using { try $0.recallsCredential(digest) } }) ?? false
+    }
+
+    func keeps(_ digest: String, name: String) async {
+        let sessions = sessions
+        do {
+            try await ApiBackend.blocking { try sessions.using { try $0.keepCredential(digest, name: name) } }
+        } catch {
+            logger.warning("api: a good credential is remembered by this instance only (the ledger: \(error))")
+        }
     }
 }
 

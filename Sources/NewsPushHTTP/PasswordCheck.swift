@@ -22,19 +22,36 @@ public enum BasicCredential {
     }
 }
 
+/// Where the instances of a front end remember the credentials they found good, beyond one
+/// process (the app back-end: the ledger): a keyed digest of each, never the password, so after a
+/// restart, or at another instance, a reader's first request needs no bcrypt check. The key is
+/// not stored beside the digests (the back-end derives it from the hub's key): a copy of the
+/// ledger and the users file together cannot check guesses faster than bcrypt does.
+public protocol SharedCredentialMemory: Sendable {
+    /// The digest of `name`'s `password` checked against their bcrypt `hash` (a new password
+    /// or user makes another digest: an old one never matches).
+    func digest(name: String, password: String, hash: String) -> String
+    /// Whether `digest` was found good and is not too old.
+    func recalls(_ digest: String) async -> Bool
+    /// Remembers `digest`, found good for `name`, for the other instances and later starts.
+    func keeps(_ digest: String, name: String) async
+}
+
 /// The one check of a name and password against a users file, for every front end that takes
 /// them (the app back-end's HTTP Basic, the watcher's ping):
 ///
-/// - bcrypt runs on threads of its own (two, or one), at most `maxWaiting` checks wait for them (past
-///   that: `busy`, at once), so a flood of wrong passwords never queues on the threads that do
-///   ledger and hub work;
+/// - bcrypt runs on threads of its own (two, or one), at most `maxWaiting` credentials wait for
+///   them (past that: `busy`, at once), so a flood of wrong passwords never queues on the
+///   threads that do ledger and hub work; requests with a credential already being checked wait
+///   for that one check;
 /// - failures are counted per name and network (`perNetwork` in a window) and per name from
 ///   any network (`perName`, higher): one guesser is stopped on their network without locking
 ///   the reader out of the networks a phone roams to, and many guessers are stopped together;
 ///   only names of the file are counted, so made-up names fill nothing;
 /// - a credential found good is remembered (a keyed digest of it, with a key of this process,
-///   never the password) while the file is unchanged: bcrypt runs once per credential, and a
-///   locked-out name is still let in from a network it was used from before;
+///   never the password) while the user's entry in the file is unchanged (adding another user
+///   forgets nothing), and in the `shared` memory when there is one: bcrypt runs once per
+///   credential, and a locked-out name is still let in from a network it was used from before;
 /// - a password holding NUL or longer than 72 bytes never matches (bcrypt would match it by its
 ///   start; `add-user` never stores one).
 public final class PasswordCheck<Role: UserRole>: Sendable {
@@ -70,61 +87,87 @@ public final class PasswordCheck<Role: UserRole>: Sendable {
     /// The users file, read again when it changes on disk.
     public let users: CurrentUsersFile<Role>
     let limits: Limits
+    private let shared: (any SharedCredentialMemory)?
     private let cacheKey = SymmetricKey(size: .bits256)
     private let remembered = Mutex(Generations<Remembered>(capacity: 100_000))
     private let failures = Mutex(Generations<[Date]>(capacity: 50_000))
-    private let waiting = Atomic<Int>(0)
-    /// Checks that may wait for bcrypt's threads at once.
+    /// The bcrypt checks under way, by credential: a request whose credential is being checked
+    /// waits for that check instead of starting another.
+    private let checking = Mutex<[String: Task<Role?, Never>]>([:])
+    /// Credentials that may wait for bcrypt's threads at once.
     public static var maxWaiting: Int { 8 }
     private let bcryptThreads: BlockingThreads
 
-    /// A credential found good: its role, the file version it was checked against, and the
-    /// networks it was used from (the last 8: a reader's phones).
+    /// A credential found good: the bcrypt hash it was checked against (the user's entry then),
+    /// and the networks it was used from (the last 8: a reader's phones).
     private struct Remembered {
-        var role: Role
-        var stamp: [Int]
+        var hash: String
         var networks: [String]
     }
 
     /// Checks against the users file at `path` with `limits`, bcrypt on `threads` threads (at
-    /// most that many cores ever go to checking passwords, however many guesses come).
-    public init(usersPath path: String, limits: Limits, threads: Int = 2) {
+    /// most that many cores ever go to checking passwords, however many guesses come), good
+    /// credentials remembered in `shared` too when given.
+    public init(
+        usersPath path: String, limits: Limits, threads: Int = 2, shared: (any SharedCredentialMemory)? = nil
+    ) {
         users = CurrentUsersFile(path: path)
         self.limits = limits
+        self.shared = shared
         bcryptThreads = BlockingThreads(count: threads)
     }
 
     /// Whether `password` is `name`'s, asked from `network` at `now`.
     public func check(name: String, password: String, network: String, now: Date) async -> Outcome {
-        let (file, stamp) = await users.current(stamped: ())
-        guard let file else { return .wrong }
+        guard let file = await users.current() else { return .wrong }
+        let user = file.users[name]
         let key = Data(HMAC<SHA256>.authenticationCode(for: Data((name + ":" + password).utf8), using: cacheKey))
             .base64EncodedString()
-        let counted = file.users[name] != nil
-        let locked = counted ? retryAfter(name, network: network, now: now) : nil
-        if let known = remembered.withLock({ $0.peek(key) }), known.stamp == stamp,
+        let locked = user != nil ? retryAfter(name, network: network, now: now) : nil
+        if let user, let known = remembered.withLock({ $0.peek(key) }), known.hash == user.password,
             locked == nil || known.networks.contains(network)
         {
             if !known.networks.contains(network) { remember(key, network: network) }
-            return .signedIn(known.role)
+            return .signedIn(user.role)
         }
         if let locked { return .tooMany(retryAfter: locked) }
         guard !password.utf8.contains(0), password.utf8.count <= 72 else {
-            if counted { failed(name, network: network, now: now) }
+            if user != nil { failed(name, network: network, now: now) }
             return .wrong
         }
-        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
-            waiting.subtract(1, ordering: .relaxed)
-            return .busy
+        let digest = user.flatMap { user in shared?.digest(name: name, password: password, hash: user.password) }
+        if let user, let digest, let shared, await shared.recalls(digest) {
+            remembered.withLock { $0.put(key, Remembered(hash: user.password, networks: [network])) }
+            return .signedIn(user.role)
         }
-        let role = try? await bcryptThreads.run { file.check(name, password: password) }
-        waiting.subtract(1, ordering: .relaxed)
-        guard let role = role ?? nil else {
-            if counted { failed(name, network: network, now: now) }
+        guard let check = bcrypt(key, file: file, name: name, password: password) else { return .busy }
+        guard let role = await check.value, let user else {
+            if user != nil { failed(name, network: network, now: now) }
             return .wrong
         }
-        remembered.withLock { $0.put(key, Remembered(role: role, stamp: stamp, networks: [network])) }
+        let first = remembered.withLock { remembered in
+            let first = remembered.peek(key)?.hash != user.password
+            if first { remembered.put(key, Remembered(hash: user.password, networks: [network])) }
+            return first
+        }
+        if first, let digest, let shared { await shared.keeps(digest, name: name) }
         return .signedIn(role)
+    }
+
+    /// The bcrypt check of a credential: the one under way, or a new one when fewer than
+    /// `maxWaiting` are; nil when that many are.
+    private func bcrypt(_ key: String, file: UsersFile<Role>, name: String, password: String) -> Task<Role?, Never>? {
+        checking.withLock { checking in
+            if let running = checking[key] { return running }
+            guard checking.count < Self.maxWaiting else { return nil }
+            let task = Task { [bcryptThreads, self] () -> Role? in
+                let role = (try? await bcryptThreads.run { file.check(name, password: password) }) ?? nil
+                _ = self.checking.withLock { $0.removeValue(forKey: key) }
+                return role
+            }
+            checking[key] = task
+            return task
+        }
     }
 
     /// Adds `network` to the networks a good credential was used from (the last 8).

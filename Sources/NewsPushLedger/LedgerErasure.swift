@@ -19,14 +19,18 @@ extension Ledger {
     /// is kept, whatever its state (held, scheduled, pending, sent), its expression rewritten by
     /// `reach` without their tag. Their installations are removed by the forget itself, under
     /// their keys. `digest`: the form earlier forgets wrote of the name (`sha256:` and 16 hex
-    /// digits, which a dictionary reverses). Returns how many rows were erased or rewritten. The
+    /// digits, which a dictionary reverses); `credentials`: the digests their remembered
+    /// credentials are filed under. Returns how many rows were erased or rewritten. The
     /// write-ahead log's copies of the erased rows go at the next checkpoint (`forgetErased`).
     @discardableResult
     public func eraseReader(
-        _ user: String, tag: String, digest: String, reach: (String) -> ForgottenReach
+        _ user: String, tag: String, digest: String, credentials: [String] = [], reach: (String) -> ForgottenReach
     ) throws(LedgerError) -> Int {
         try writing(durable: true) { () throws -> Int in
             var count = try db.run("DELETE FROM registration_ids WHERE owner = ?", [.text(user)])
+            for reader in credentials {
+                count += try db.run("DELETE FROM remembered_credentials WHERE reader = ?", [.text(reader)])
+            }
             count += try db.run("DELETE FROM secure_reads WHERE reader = ?", [.text(user)])
             count += try eraseSecurePushes(user, tag: tag, reach: reach)
             count += try eraseOutbox(user, tag: tag, reach: reach)

@@ -115,6 +115,13 @@ enum LedgerMigrations {
                 secret TEXT NOT NULL, state TEXT NOT NULL, failures INTEGER NOT NULL)
             """,
         ],
+        // 8: the Basic credentials the back-end's instances found good, as keyed digests, so a
+        // reader's first request at another instance or after a restart needs no bcrypt.
+        [
+            "CREATE TABLE remembered_credentials (digest TEXT PRIMARY KEY, reader TEXT NOT NULL, checked_at BIGINT NOT NULL)",
+            "CREATE INDEX remembered_credentials_reader ON remembered_credentials (reader)",
+            "CREATE INDEX remembered_credentials_checked ON remembered_credentials (checked_at)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time; false

@@ -173,6 +173,37 @@ public final class DeviceSession {
                 + "those readers first (newspush devices forget-user NAME; `devices list` names them)"
     }
 
+    // MARK: Remembered credentials
+
+    /// The digests of the Basic credentials the back-end's instances remember (SPEC §9).
+    public var credentialDigests: CredentialDigests { CredentialDigests(secret: context.config.hub.connectionString) }
+
+    /// Whether a Basic credential of this digest was found good within its lifetime.
+    public func recallsCredential(_ digest: String) throws(SessionError) -> Bool {
+        let since = context.clock.now().addingTimeInterval(-CredentialDigests.lifetime)
+        do { return try ledger.recallsCredential(digest, since: since) } catch { throw .ledger(error) }
+    }
+
+    /// Remembers a Basic credential of `name` found good now, for the other instances and
+    /// later starts.
+    public func keepCredential(_ digest: String, name: String) throws(SessionError) {
+        let now = context.clock.now()
+        do {
+            try ledger.keepCredential(
+                digest, reader: credentialDigests.reader(name), at: now,
+                expiredBefore: now.addingTimeInterval(-CredentialDigests.lifetime))
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// The name in the users file of a Basic user as the back-end forms it (`basic:alice` is
+    /// `alice` when tokens own plain names); nil for a token user.
+    func basicName(of user: String) -> String? {
+        if api.isTokenUser(user) { return nil }
+        return api.jwt?.names == .own && user.hasPrefix("basic:") ? String(user.dropFirst("basic:".count)) : user
+    }
+
     // MARK: Registering
 
     /// The answer to `request` when it needs no hub request: refused (`invalid`), or the
@@ -279,9 +310,10 @@ public final class DeviceSession {
             let dropped = try ledger.dropOwedWrites(owner: user)
             // Everything else that names them goes with them (SPEC §9, "Forgetting erases").
             let tag = api.tag(forUser: user)
-            try ledger.eraseReader(user, tag: tag, digest: "sha256:" + Hex.sha256(Data(user.utf8)).prefix(16)) {
-                Self.reach(of: $0, without: tag)
-            }
+            try ledger.eraseReader(
+                user, tag: tag, digest: "sha256:" + Hex.sha256(Data(user.utf8)).prefix(16),
+                credentials: basicName(of: user).map { [credentialDigests.reader($0)] } ?? []
+            ) { Self.reach(of: $0, without: tag) }
             try ledger.recordAudit([
                 AuditRecord(
                     at: now, editor: by == user ? "the reader" : by, action: .forgotten,

@@ -35,6 +35,51 @@ struct ApiSurgeTests {
         #"{"platform":"fcmv1","pushChannel":"surge-\#(n)","topics":\#(topics)}"#
     }
 
+    // After a secure push every signed-in phone fetches its text at once. Forty readers who
+    // registered at one instance fetch at another (here: the back-end restarted) all at once:
+    // every credential is known from the ledger and each is answered as a signed-in reader,
+    // none refused because bcrypt's threads are busy (before: 8 checked, the rest 429).
+    @Test(arguments: LedgerBackend.allCases)
+    func readersKnownAtOneInstanceAreKnownAtTheNextWithoutBcrypt(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        let usersFile = fixture.folder.file("api-users.yaml")
+        let users = try String(contentsOfFile: usersFile, encoding: .utf8)
+        let alice = try #require(users.split(separator: "\n").first { $0.contains("\"alice\"") })
+        let readers = (0..<40).map { "reader\($0)" }
+        let lines = readers.map { alice.replacingOccurrences(of: "\"alice\"", with: "\"\($0)\"") }
+        try (users + lines.joined(separator: "\n") + "\n").write(toFile: usersFile, atomically: true, encoding: .utf8)
+        func credential(_ name: String) -> String {
+            "Authorization: Basic " + Data("\(name):alice-password".utf8).base64EncodedString()
+        }
+        for pair in stride(from: 0, to: readers.count, by: 2) {
+            let answers = await withTaskGroup(of: Int.self) { group in
+                for name in readers[pair..<pair + 2] {
+                    group.addTask {
+                        await fixture.send(
+                            "PUT /api/installations/\(name)-phone", json: Self.body(pair), headers: [credential(name)]
+                        ).status
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0 == 200 }, "\(answers)")
+        }
+        fixture.api.stop()
+        let restarted = try await DeskProcess.start(
+            ["api", "--listen", "127.0.0.1:0", "--config", fixture.config], environment: ApiFixture.environment)
+        defer { restarted.stop() }
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for name in readers {
+                group.addTask {
+                    await restarted.send("GET /api/notifications/7 HTTP/1.1", headers: [credential(name)]).status
+                }
+            }
+            return await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
+        }
+        #expect(statuses == [404: readers.count], "signed in, and no such push: \(statuses)")
+    }
+
     // 1,000 phones registered, then opened again with nothing changed: the hub gets no
     // request; one phone that adds a topic: exactly one hub write. A phone opened a day later
     // writes its `refreshed` time (still without the hub), one opened the same day does not.

@@ -1,0 +1,32 @@
+import Crypto
+import Foundation
+
+/// The keyed digests under which the app back-end's instances remember the Basic credentials
+/// they found good, in the ledger (SPEC §9, "Abuse"): HMAC-SHA256 under a key derived (HKDF)
+/// from the hub's connection string, a secret every instance holds and neither the ledger nor
+/// the users file does. A digest covers the name, the password and the user's bcrypt hash, so a
+/// new password never matches an old digest; the reader's own digest lets a forget find theirs.
+public struct CredentialDigests: Sendable {
+    private let key: SymmetricKey
+    /// How long a remembered credential spares a bcrypt check.
+    public static let lifetime: Double = 30 * 86400
+
+    /// The digests keyed by `secret` (the hub's connection string).
+    public init(secret: String) {
+        key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
+            info: Data("newspush remembered credentials".utf8), outputByteCount: 32)
+    }
+
+    /// The digest of `name`'s `password`, checked against their bcrypt `hash`.
+    public func credential(name: String, password: String, hash: String) -> String {
+        code("credential\u{0}\(name)\u{0}\(password)\u{0}\(hash)")
+    }
+
+    /// The digest a remembered credential of Basic user `name` is filed under.
+    public func reader(_ name: String) -> String { code("reader\u{0}\(name)") }
+
+    private func code(_ text: String) -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)).base64EncodedString()
+    }
+}
