@@ -209,7 +209,7 @@ let package = Package(
             name: "newspush-bench",
             dependencies: [
                 "NewsPushCore", "FeedParsing", "NewsClassifier", "NewsPushModel", "NewsPushLedger", "NewsPushSessions",
-                "NotificationHubs", "NewsPushTesting", "CLibXML2",
+                "NotificationHubs", "NewsPushTesting", "NewsPushHTTP", "CLibXML2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -232,6 +232,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

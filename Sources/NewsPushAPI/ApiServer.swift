@@ -44,6 +44,8 @@ public enum ApiServer {
     public static func run(
         _ backend: ApiBackend, address: ListenAddress, logger: Logger, onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
+        // The users file read before the first request: a surge at start waits for no parse.
+        _ = await backend.credentials.users.current()
         let sweeper = Task { await backend.sweep() }
         let reader = Task { await backend.reader?.run() }
         defer {

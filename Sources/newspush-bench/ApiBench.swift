@@ -27,6 +27,8 @@ struct ApiRegistrations: AsyncParsableCommand {
     @Option(help: "Installations in the index `devices count` reads (0: skip).") var index = 1_000_000
     @Option(help: "Live secure pushes the GET measurement fetches from (0: skip).") var secure = 10_000
     @Option(help: "Installations in the index beside them.") var secureInstallations = 100_000
+    @Option(help: "Readers of each kind (Basic, token) in the secure-push fetch surge (0: skip).")
+    var surgeReaders = 10_000
     /// The emulator (its CPU time is reported beside the API's).
     private var hubProcess: BenchProcess? { Self.hub }
     nonisolated(unsafe) private static var hub: BenchProcess?
@@ -88,6 +90,7 @@ struct ApiRegistrations: AsyncParsableCommand {
         if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
         if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
         if secure > 0 { try secureFetches(newspush, folder: folder, hubPort: hub.port) }
+        if surgeReaders > 0 { try secureSurge(newspush, folder: folder, hubPort: hub.port, readers: surgeReaders) }
     }
 
     static func config(hubPort: Int, state: String) -> String {
@@ -270,7 +273,7 @@ extension ApiRegistrations {
                 + "Authorization: Basic \(credentials[user])\r\n\r\n"
         }
         // Each credential's bcrypt check happens once; then the fetches are timed.
-        _ = try LoadClients.run(port: api.port, clients: clients, count: users * 2, request: request)
+        _ = try LoadClients.run(port: api.port, clients: 2, count: users, request: request)
         let timing = try LoadClients.run(port: api.port, clients: clients, count: 20000, request: request)
         print(
             "GET /api/notifications/{id}, \(secure) live secure pushes, \(secureInstallations) installations: "

@@ -277,6 +277,27 @@ struct LedgerTests {
         #expect(!FileManager.default.fileExists(atPath: folder.file("state.db")))
     }
 
+    /// A remembered credential is found while it is young enough, and a forget of its reader
+    /// erases it (and only theirs).
+    @Test(arguments: LedgerEngine.allCases) func rememberedCredentialsLiveAMonthAndGoWithTheirReader(
+        _ engine: LedgerEngine
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let ledger = try Ledger.open(configured: try await engine.location(folder), access: .write)
+        let month = CredentialDigests.lifetime
+        try ledger.keepCredential("d-alice", reader: "r-alice", at: now, expiredBefore: now.addingTimeInterval(-month))
+        try ledger.keepCredential("d-bob", reader: "r-bob", at: now, expiredBefore: now.addingTimeInterval(-month))
+        #expect(try ledger.recallsCredential("d-alice", since: now.addingTimeInterval(-month)))
+        #expect(try !ledger.recallsCredential("d-alice", since: now.addingTimeInterval(1)), "too old")
+        #expect(try !ledger.recallsCredential("d-carol", since: now.addingTimeInterval(-month)))
+        try ledger.eraseReader("alice", tag: "username:alice", digest: "sha256:0", credentials: ["r-alice"]) { _ in
+            .onlyThem
+        }
+        #expect(try !ledger.recallsCredential("d-alice", since: now.addingTimeInterval(-month)))
+        #expect(try ledger.recallsCredential("d-bob", since: now.addingTimeInterval(-month)))
+    }
+
     @Test(arguments: LedgerEngine.allCases) func storiesOfAFeedStayAliveOnlyWhileItsLastFullResponseListsThem(
         _ engine: LedgerEngine
     ) async throws {
