@@ -111,6 +111,7 @@ struct ApiChaosTests {
         let killed = KillOnce()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await Self.prunes(fixture) }
+            group.addTask { try await Self.broadcasts(fixture) }
             for client in 0..<clients {
                 group.addTask {
                     var random = SeededGenerator(seed: Self.seed &+ UInt64(client) &* 7919)
@@ -140,11 +141,74 @@ struct ApiChaosTests {
                     kind: .put, id: "tail-\(n)", handle: "tail-h\(n)", topics: ["World"], start: start, end: Date(),
                     status: answer.status))
         }
+        try await Self.slowHub(fixture, instances: instances, history: history)
         await emulator.clearFaults()
         let settle = try await newspush(
             ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
         #expect(settle.status == 0, "seed \(Self.seed): \(settle.stdout) \(settle.stderr)")
         try await Self.checkInvariants(fixture, ops: await history.ops)
+        try await Self.checkBroadcasts(fixture)
+    }
+
+    /// A hub that takes 2 s over every installation write: 64 clients keep registering, deleting
+    /// and forgetting while `/healthz` is asked; each request is answered (a full gate says 503
+    /// with `Retry-After`), `/healthz` within its 5 s, and the invariants still hold after.
+    private static func slowHub(_ fixture: ApiFixture, instances: Instances, history: History) async throws {
+        await fixture.hub.emulator.inject(
+            Fault(delaySeconds: 2, count: 1_000_000, format: "installation", chance: 1.0))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in 0..<64 {
+                group.addTask {
+                    var random = SeededGenerator(seed: Self.seed &+ 104_729 &+ UInt64(client))
+                    for n in 0..<3 {
+                        guard let api = await instances.pick(client + n) else { continue }
+                        await history.add(await Self.step(api, random: &random))
+                    }
+                }
+            }
+            group.addTask {
+                guard let api = await instances.pick(0) else { return }
+                for _ in 0..<3 {
+                    let start = Date()
+                    let health = await api.send("GET /healthz HTTP/1.1")
+                    let seconds = Date().timeIntervalSince(start)
+                    #expect(
+                        [200, 503].contains(health.status) && seconds < 8,
+                        "seed \(Self.seed): /healthz under a slow hub: \(health.status) after \(seconds) s")
+                    try await Task.sleep(for: .seconds(1))
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Broadcasts that first went to a chaos reader by name, then to everyone else (`World &&
+    /// !username:NAME`), published while the clients run: the readers are forgotten at random
+    /// meanwhile.
+    private static func broadcasts(_ fixture: ApiFixture) async throws {
+        for (n, reader) in ["alice", "bob", "alice", "bob"].enumerated() {
+            for target in [["--user", reader], []] {
+                let published = try await newspush(
+                    ["publish", "--config", fixture.config, "--yes", "--category", "World", "--title",
+                     "Chaos broadcast \(n)", "--url", "https://news.example.org/chaos-\(n)"] + target,
+                    environment: ApiFixture.environment)
+                #expect([0, 1].contains(published.status), "\(published.stdout) \(published.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+    }
+
+    /// Each broadcast is still in the outbox, whoever was forgotten meanwhile, and names no
+    /// forgotten reader.
+    private static func checkBroadcasts(_ fixture: ApiFixture) async throws {
+        let outbox = try await ApiForgetTests.outbox(fixture)
+        for n in 0..<4 {
+            let rows = outbox.filter { row in
+                let text = String(decoding: (try? JSONSerialization.data(withJSONObject: row)) ?? Data(), as: UTF8.self)
+                return text.contains("Chaos broadcast \(n)") && (row["tags"] as? String)?.hasPrefix("World") == true
+            }
+            #expect(rows.count == 1, "seed \(Self.seed): broadcast \(n): \(rows)")
+        }
     }
 
     actor KillOnce {
