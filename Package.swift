@@ -224,6 +224,12 @@ let package = Package(
             name: "newspush-fuzz",
             dependencies: ["NewsPushFuzzing"]
         ),
+        // What the parser makes of every feed under the paths given: the test command compares
+        // its debug and release builds' outputs (the release tricks must change nothing).
+        .executableTarget(
+            name: "newspush-parse-digest",
+            dependencies: ["FeedParsing"]
+        ),
         // Real HTTP servers on 127.0.0.1 for the tests (feed servers, a recording hub).
         .target(
             name: "NewsPushTesting",

@@ -152,7 +152,8 @@ public final class DeviceSession {
             guard let recorded, named.readers > 0 else { return try ledger.recordPlainNamesOwner(configured) }
             let problem = ConfigProblem(
                 file: context.config.file, line: 0, key: "api.jwt.names",
-                message: Self.plainNamesChange(from: recorded, readers: named.readers, installations: named.installations))
+                message: Self.plainNamesChange(
+                    from: recorded, readers: named.readers, installations: named.installations))
             throw SessionError.config(ConfigError(problems: [problem]))
         } catch let error as SessionError {
             throw error

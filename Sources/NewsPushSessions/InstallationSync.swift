@@ -66,7 +66,8 @@ extension DeviceSession {
     /// nothing is answered from the index.
     func write(
         _ record: InstallationRecord, handle: String, ignored: [String], caller: Caller,
-        quotas: (any NewInstallationAdmission)? = nil, network: String? = nil, mayUse: (InstallationState) throws -> Bool
+        quotas: (any NewInstallationAdmission)? = nil, network: String? = nil,
+        mayUse: (InstallationState) throws -> Bool
     ) throws(SessionError) -> RegistrationOutcome {
         var keys: Set<InstallationKey> = [.id(record.id), .handle(record.handleDigest)]
         if let name = caller.name { keys.insert(.user(name)) }

@@ -4,11 +4,16 @@ import Foundation
 /// Bearer tokens as an identity provider signs them, made here with swift-crypto so a test can
 /// also make the forgeries jwt libraries refuse to produce.
 public struct TokenMaker: Sendable {
+    /// The signing key (its public half is the key set's).
     public let key = P256.Signing.PrivateKey()
+    /// The key's id in the set and in each token's header.
     public let kid: String
+    /// The tokens' `iss`.
     public static let issuer = "https://id.newsroom.example/"
+    /// The tokens' `aud`.
     public static let audience = "newsroom-app"
 
+    /// A new key with id `kid`.
     public init(kid: String = "key-1") { self.kid = kid }
 
     /// The key set with this key (and `extra` keys' JSON).
@@ -32,10 +37,12 @@ public struct TokenMaker: Sendable {
         return input + "." + Self.base64url(signature)
     }
 
+    /// A JSON object as a token's base64url segment.
     public static func segment(_ object: [String: Any]) -> String {
         base64url((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
     }
 
+    /// Base64url without padding.
     public static func base64url(_ data: some DataProtocol) -> String {
         Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
             of: "/", with: "_"

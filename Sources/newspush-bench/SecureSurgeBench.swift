@@ -30,7 +30,8 @@ extension ApiRegistrations {
             """)
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
         let usersPath = folder.file("api-users.yaml")
-        try BenchProcess.runToEnd(binary, ["api", "add-user", "seed", "--config", config], environment, input: "surge-password\n")
+        try BenchProcess.runToEnd(
+            binary, ["api", "add-user", "seed", "--config", config], environment, input: "surge-password\n")
         let hash = try UsersFile<ApiRole>.load(path: usersPath).users["seed"]?.password ?? ""
         let names = (0..<readers).map { "surge\($0)" }
         try ("users:\n" + names.map { "  \"\($0)\": {role: reader, password: \"\(hash)\"}\n" }.joined())
@@ -38,18 +39,19 @@ extension ApiRegistrations {
         try BenchProcess.runToEnd(binary, ["devices", "prune", "--config", config], environment)
         let database = folder.file("surge-state.db")
         try BenchProcess.runToEnd("/usr/bin/sqlite3", [database], [], input: Self.surgeRows(readers))
-        let digests = CredentialDigests(secret: testConnectionString)
-        let remembered = names.map { name in
-            let digest = digests.credential(name: name, password: "surge-password", hash: hash)
-            return "('\(digest)', '\(digests.reader(name))', \(Int64(Date().timeIntervalSince1970 * 1000)))"
-        }
-        try BenchProcess.runToEnd(
-            "/usr/bin/sqlite3", [database], [],
-            input: "INSERT INTO remembered_credentials (digest, reader, checked_at) VALUES "
-                + remembered.joined(separator: ",\n") + ";\n")
+        try BenchProcess.runToEnd("/usr/bin/sqlite3", [database], [], input: Self.remembered(names, hash: hash))
+        try surgeRounds(binary, config: config, database: database, names: names, maker: maker)
+    }
+
+    /// The three rounds, each against a `newspush api` started for it.
+    private func surgeRounds(
+        _ binary: String, config: String, database: String, names: [String], maker: TokenMaker
+    ) throws {
+        let readers = names.count
         let basic: @Sendable (Int) -> String = { n in
             let credential = Data("surge\(n):surge-password".utf8).base64EncodedString()
-            return "GET /api/notifications/\(n + 1) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic \(credential)\r\n\r\n"
+            return
+                "GET /api/notifications/\(n + 1) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic \(credential)\r\n\r\n"
         }
         let tokens = names.map { maker.token(["sub": $0]) }
         let bearer: @Sendable (Int) -> String = { n in
@@ -61,7 +63,8 @@ extension ApiRegistrations {
             ("Basic readers, nothing remembered (unseen for 30 days)", basic, true),
         ] {
             if forget {
-                try BenchProcess.runToEnd("/usr/bin/sqlite3", [database], [], input: "DELETE FROM remembered_credentials;\n")
+                try BenchProcess.runToEnd(
+                    "/usr/bin/sqlite3", [database], [], input: "DELETE FROM remembered_credentials;\n")
             }
             let api = try BenchProcess.start(
                 binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
@@ -70,9 +73,21 @@ extension ApiRegistrations {
             api.stop()
             print(
                 "secure-push surge, \(readers) \(label), each one's first fetch at a fresh instance: "
-                    + String(format: "%.1f %% answered 200; ", 100 * Double(readers - timing.failures) / Double(readers))
+                    + String(
+                        format: "%.1f %% answered 200; ", 100 * Double(readers - timing.failures) / Double(readers))
                     + timing.line.replacingOccurrences(of: "registrations/s", with: "fetches/s"))
         }
+    }
+
+    /// The rows earlier sign-ins of `names` (password `surge-password`, bcrypt `hash`) left.
+    static func remembered(_ names: [String], hash: String) -> String {
+        let digests = CredentialDigests(secret: testConnectionString)
+        let rows = names.map { name in
+            let digest = digests.credential(name: name, password: "surge-password", hash: hash)
+            return "('\(digest)', '\(digests.reader(name))', \(Int64(Date().timeIntervalSince1970 * 1000)))"
+        }
+        return "INSERT INTO remembered_credentials (digest, reader, checked_at) VALUES "
+            + rows.joined(separator: ",\n") + ";\n"
     }
 
     /// Each reader's installation and live secure push: `surgeN` (Basic) reads push N + 1,

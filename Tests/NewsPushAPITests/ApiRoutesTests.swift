@@ -152,16 +152,20 @@ struct ApiRoutesTests {
     @Test func theTutorialsIdCanBeAskedWithTheHandleInTheBody() async throws {
         try await withApi { app, _ in
             try await app.test(.router) { client in
-                let (headers, body) = Self.json(#"{"Platform":"fcm","Handle":"h-body","Tags":["World"]}"#, Self.basic("alice"))
+                let (headers, body) = Self.json(
+                    #"{"Platform":"fcm","Handle":"h-body","Tags":["World"]}"#, Self.basic("alice"))
                 let first = try await client.execute(uri: "/api/register", method: .post, headers: Self.basic("alice"))
                 let id = String(String(buffer: first.body).dropFirst().dropLast())
-                let put = try await client.execute(uri: "/api/register/\(id)", method: .put, headers: headers, body: body)
+                let put = try await client.execute(
+                    uri: "/api/register/\(id)", method: .put, headers: headers, body: body)
                 #expect(put.status == .ok, "\(String(buffer: put.body))")
                 let (asking, handle) = Self.json(#"{"handle":"h-body"}"#, Self.basic("alice"))
                 let again = try await client.execute(uri: "/api/register", method: .post, headers: asking, body: handle)
-                #expect(again.status == .ok && String(buffer: again.body) == "\"\(id)\"", "\(String(buffer: again.body))")
+                #expect(
+                    again.status == .ok && String(buffer: again.body) == "\"\(id)\"", "\(String(buffer: again.body))")
                 let (_, wrong) = Self.json(#"{"handle":7}"#)
-                let refused = try await client.execute(uri: "/api/register", method: .post, headers: asking, body: wrong)
+                let refused = try await client.execute(
+                    uri: "/api/register", method: .post, headers: asking, body: wrong)
                 #expect(refused.status == .badRequest && String(buffer: refused.body).contains("handle"))
             }
         }

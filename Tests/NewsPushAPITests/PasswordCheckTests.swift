@@ -55,17 +55,23 @@ struct PasswordCheckTests {
         let path = try usersFile(folder, ["alice": "alice-password", "bob": "bob-password"])
         let memory = Memory()
         let first = PasswordCheck<ApiRole>(usersPath: path, limits: .init(failures: 5), shared: memory)
-        #expect(await first.check(name: "alice", password: "alice-password", network: "a", now: Date()) == .signedIn(.reader))
+        #expect(
+            await first.check(name: "alice", password: "alice-password", network: "a", now: Date())
+                == .signedIn(.reader))
         #expect(await first.check(name: "bob", password: "wrong-password", network: "a", now: Date()) == .wrong)
         #expect(memory.kept.withLock { Array($0.values) } == ["alice"], "only a good credential is remembered")
         let second = PasswordCheck<ApiRole>(usersPath: path, limits: .init(failures: 5), shared: memory)
-        #expect(await second.check(name: "alice", password: "alice-password", network: "b", now: Date()) == .signedIn(.reader))
+        #expect(
+            await second.check(name: "alice", password: "alice-password", network: "b", now: Date())
+                == .signedIn(.reader))
         #expect(memory.recalled.load(ordering: .relaxed) == 1, "the second instance recalled it")
         var file = try UsersFile<ApiRole>.load(path: path)
         try file.set("alice", role: .reader, password: "a-new-password")
         let third = PasswordCheck<ApiRole>(usersPath: path, limits: .init(failures: 5), shared: memory)
         #expect(await third.check(name: "alice", password: "alice-password", network: "c", now: Date()) == .wrong)
         #expect(await second.check(name: "alice", password: "alice-password", network: "b", now: Date()) == .wrong)
-        #expect(await third.check(name: "alice", password: "a-new-password", network: "c", now: Date()) == .signedIn(.reader))
+        #expect(
+            await third.check(name: "alice", password: "a-new-password", network: "c", now: Date())
+                == .signedIn(.reader))
     }
 }

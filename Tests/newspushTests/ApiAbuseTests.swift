@@ -224,7 +224,8 @@ struct ApiAbuseTests {
         let jwks = try fixture.folder.write("jwks.json", maker.jwks())
         let plain = try String(contentsOfFile: fixture.config, encoding: .utf8)
         func serve(_ names: String) async throws -> DeskProcess {
-            let jwt = "  jwt: {issuer: \"\(TokenMaker.issuer)\", audience: \(TokenMaker.audience), jwks: \(jwks), names: \(names)}\n"
+            let jwt =
+                "  jwt: {issuer: \"\(TokenMaker.issuer)\", audience: \(TokenMaker.audience), jwks: \(jwks), names: \(names)}\n"
             try plain.replacingOccurrences(of: "\napi:\n", with: "\napi:\n" + jwt)
                 .write(toFile: fixture.config, atomically: true, encoding: .utf8)
             return try await DeskProcess.start(
@@ -235,7 +236,8 @@ struct ApiAbuseTests {
             started.stop()
             Issue.record("newspush api started with api.jwt.names: own over Basic readers' installations")
         } catch DeskProcessError.notListening(let said) {
-            #expect(said.contains("api.jwt.names") && said.contains("prefixed") && said.contains("1 reader(s)"), "\(said)")
+            #expect(
+                said.contains("api.jwt.names") && said.contains("prefixed") && said.contains("1 reader(s)"), "\(said)")
             let status = try await newspush(
                 ["api", "--listen", "127.0.0.1:0", "--config", fixture.config], environment: ApiFixture.environment)
             #expect(status.status == 78, "\(status.status) \(status.stderr)")

@@ -189,8 +189,10 @@ struct ApiChaosTests {
         for (n, reader) in ["alice", "bob", "alice", "bob"].enumerated() {
             for target in [["--user", reader], []] {
                 let published = try await newspush(
-                    ["publish", "--config", fixture.config, "--yes", "--category", "World", "--title",
-                     "Chaos broadcast \(n)", "--url", "https://news.example.org/chaos-\(n)"] + target,
+                    [
+                        "publish", "--config", fixture.config, "--yes", "--category", "World", "--title",
+                        "Chaos broadcast \(n)", "--url", "https://news.example.org/chaos-\(n)",
+                    ] + target,
                     environment: ApiFixture.environment)
                 #expect([0, 1].contains(published.status), "\(published.stdout) \(published.stderr)")
             }
