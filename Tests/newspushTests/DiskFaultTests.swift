@@ -141,11 +141,12 @@ struct DiskFaultTests {
             ])
             defer { feeds.stop() }
             let disk = folder.file("disk")
-            try SmallDisk.mount(disk, kilobytes: 512)
+            // Room for a new ledger (its tables, and their copy in the write-ahead log as it is made).
+            try SmallDisk.mount(disk, kilobytes: 4096)
             defer { SmallDisk.unmount(disk) }
             let config = try newsroom(folder, hub: hub, feeds: feeds, ledger: disk + "/ledger.db")
-            #expect(
-                try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment).status == 0)
+            let made = try await newspush(["state", "migrate", "--config", config], environment: hubEnvironment)
+            #expect(made.status == 0, "\(made.stderr)")
             try #require(SmallDisk.run("/bin/mount", ["-o", "remount,ro", disk]) == 0)
             let run = try await newspush(["run", "--config", config], environment: hubEnvironment)
             #expect(run.status == 1)
