@@ -105,9 +105,11 @@ public final class HubWriteGate: Sendable {
 
     /// Wakes those waiting for a change of the load.
     private func changed() {
-        for watcher in state.withLock({ state in defer { state.watchers = [] }; return state.watchers }) {
-            watcher.resume()
+        let watchers = state.withLock { state in
+            defer { state.watchers = [] }
+            return state.watchers
         }
+        for watcher in watchers { watcher.resume() }
     }
 
     /// Waits for a turn; `Busy` at once when the queue is full, or when the wait passes
