@@ -10,6 +10,8 @@ logs=${NEWSPUSH_TEST_PHASE_LOGS:-$(mktemp -d -t newspush-test-phases.XXXXXX)}
 mkdir -p "$logs"
 failed=()
 summary=()
+# The longest any phase may take (the slowest, main, takes about 5 minutes on two cores).
+phase_limit=${NEWSPUSH_TEST_PHASE_LIMIT:-1500}
 
 # The tests a phase's log shows started and never ended (Swift Testing's `◇ Test NAME started.`
 # without a `Test NAME passed|failed|skipped`): what a crash took down with it.
@@ -31,9 +33,18 @@ phase() {
     shift
     local started=$SECONDS
     printf '\n=== phase %s: %s\n' "$name" "$*"
-    "$@" 2>&1 | tee "$logs/$name.log"
+    if [ "$(type -t "$1")" = function ]; then
+        "$@" 2>&1 | tee "$logs/$name.log"
+    else
+        # A phase that hangs ends at its limit with the tests it left unfinished named below,
+        # instead of taking the whole of CI's time (timeout signals the phase's process group).
+        timeout --kill-after=30 "$phase_limit" "$@" 2>&1 | tee "$logs/$name.log"
+    fi
     local status=${PIPESTATUS[0]}
     local took=$((SECONDS - started))
+    if [ "$status" -eq 124 ]; then
+        printf '=== phase %s did not end within %s s\n' "$name" "$phase_limit"
+    fi
     if [ "$status" -eq 0 ]; then
         summary+=("passed  $name ($took s)")
         return 0
