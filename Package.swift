@@ -297,3 +297,9 @@ let package = Package(
         ),
     ]
 )
+
+// Warnings in newspush's own code are errors (the README's test command builds with them): a
+// warning left for later is what a newcomer's first build shows them. Dependencies keep theirs.
+for target in package.targets where [.regular, .executable].contains(target.type) {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

@@ -59,10 +59,10 @@ public actor HubEmulator {
         self.registry = registry
         self.fileDevices = registry.devices
         if let logPath {
-            if !FileManager.default.fileExists(atPath: logPath) {
-                FileManager.default.createFile(atPath: logPath, contents: nil)
-            }
-            guard let handle = FileHandle(forWritingAtPath: logPath) else {
+            let exists =
+                FileManager.default.fileExists(atPath: logPath)
+                || FileManager.default.createFile(atPath: logPath, contents: nil)
+            guard exists, let handle = FileHandle(forWritingAtPath: logPath) else {
                 throw DeviceRegistry.LoadError(description: "\(logPath): cannot open the delivery log for writing")
             }
             handle.seekToEndOfFile()

@@ -307,7 +307,7 @@ extension Ledger {
     public func touchInstallation(id: String, at time: Date) throws(LedgerError) {
         // The phone's next start writes it again if a crash loses it.
         try writing(redone: true) {
-            try db.run("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])
+            _ = try db.run("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])
         }
     }
 

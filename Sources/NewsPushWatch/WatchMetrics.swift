@@ -22,26 +22,36 @@ public final class WatchMetrics: Sendable {
     /// Latency buckets: sub-second up to the cron-like minutes.
     static let buckets: [Double] = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900]
 
+    /// `newspush_<name>_<unit>`, with its help line.
+    private static func name(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "newspush", metricName: name, unitName: unit, helpText: help)
+    }
+
     /// Empty metrics.
     public init() {
         latency = registry.makeValueHistogram(
-            name: "newspush_alert_latency_seconds", buckets: Self.buckets,
-            help: "Seconds from the watcher first seeing a story to the hub accepting its push")
+            descriptor: Self.name(
+                "alert_latency", "seconds",
+                "Seconds from the watcher first seeing a story to the hub accepting its push"),
+            buckets: Self.buckets)
         age = registry.makeValueHistogram(
-            name: "newspush_alert_age_seconds", buckets: Self.buckets + [3600, 86400],
-            help: "Seconds from a story's own date (pubDate) to the hub accepting its push")
-        cycles = registry.makeCounter(name: "newspush_watch_cycles_total", help: "Cycles the watcher ran")
-        pushes = registry.makeCounter(name: "newspush_watch_pushes_total", help: "Pushes the hub accepted")
+            descriptor: Self.name(
+                "alert_age", "seconds", "Seconds from a story's own date (pubDate) to the hub accepting its push"),
+            buckets: Self.buckets + [3600, 86400])
+        cycles = registry.makeCounter(descriptor: Self.name("watch_cycles", "total", "Cycles the watcher ran"))
+        pushes = registry.makeCounter(descriptor: Self.name("watch_pushes", "total", "Pushes the hub accepted"))
         fetches = registry.makeCounter(
-            name: "newspush_watch_fetches_total", help: "Feed documents fetched or distributed")
-        pings = registry.makeCounter(name: "newspush_watch_pings_total", help: "Publish pings taken")
+            descriptor: Self.name("watch_fetches", "total", "Feed documents fetched or distributed"))
+        pings = registry.makeCounter(descriptor: Self.name("watch_pings", "total", "Publish pings taken"))
         distributions = registry.makeCounter(
-            name: "newspush_websub_distributions_total", help: "WebSub distributions with a valid signature")
+            descriptor: Self.name("websub_distributions", "total", "WebSub distributions with a valid signature"))
         ignored = registry.makeCounter(
-            name: "newspush_websub_ignored_total",
-            help: "WebSub distributions acknowledged and ignored (no valid signature, too large, unknown feed)")
+            descriptor: Self.name(
+                "websub_ignored", "total",
+                "WebSub distributions acknowledged and ignored (no valid signature, too large, unknown feed)"))
         subscriptions = registry.makeGauge(
-            name: "newspush_websub_subscriptions_active", help: "Feeds a WebSub hub distributes now (verified leases)")
+            descriptor: Self.name(
+                "websub_subscriptions", "active", "Feeds a WebSub hub distributes now (verified leases)"))
     }
 
     /// A cycle's pushes and fetches.
