@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// NewsPushCore's folders follow the data (issue 38 §2): a folder may use the types of the
+/// NewsPushCore's folders follow the data: a folder may use the types of the
 /// folders before it in `order`, never of one after it, so no two folders use each other in a
 /// circle. The compiler does not guard folders inside a module; this test does, over the
 /// sources, and keeps docs/architecture.md's list in step.

@@ -39,7 +39,7 @@ struct DocumentationTests {
     }
 
     @Test func noPageNamesATrackerNumber() throws {
-        let number = try NSRegularExpression(pattern: #"\b[Ii]ssues? #?[0-9]+|\(#[0-9]+\)"#)
+        let number = try NSRegularExpression(pattern: Self.trackerWords)
         var found: [String] = []
         for (name, text) in try Self.pages() {
             for match in number.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
@@ -54,11 +54,41 @@ struct DocumentationTests {
         #expect(found.isEmpty, "tracker numbers a reader cannot see:\n\(found.joined(separator: "\n"))")
     }
 
+    /// Words that name this project's tracker or development rounds: an issue or item number, a
+    /// session or wave of work.
+    static let trackerWords = [
+        #"\b[Ii]ssues? #?[0-9]+"#, #"\(#[0-9]+\)"#, #"\b[Ss]ession [0-9]+"#, #"\b[Ww]ave [0-9]+"#,
+        #"\([Ii]tems? [0-9]+"#,
+    ].joined(separator: "|")
+
+    /// The code's comments speak to its reader too: no tracker numbers in Sources or Tests (the
+    /// fixtures are other people's text).
+    @Test func noCommentNamesATrackerNumber() throws {
+        let root = CoreFolderOrderTests.root
+        let number = try NSRegularExpression(pattern: Self.trackerWords)
+        var found: [String] = []
+        for folder in ["Sources", "Tests"] {
+            let files = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
+            while let path = files?.nextObject() as? String {
+                guard path.hasSuffix(".swift"), !path.contains("Fixtures/") else { continue }
+                let text = try String(contentsOf: root.appendingPathComponent(folder + "/" + path), encoding: .utf8)
+                for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    guard let comment = line.range(of: "//").map({ String(line[$0.lowerBound...]) }) else { continue }
+                    let range = NSRange(comment.startIndex..., in: comment)
+                    if number.firstMatch(in: comment, range: range) != nil {
+                        found.append("\(folder)/\(path):\(index + 1)")
+                    }
+                }
+            }
+        }
+        #expect(found.isEmpty, "comments naming tracker numbers:\n\(found.joined(separator: "\n"))")
+    }
+
     @Test func theReferenceListsEveryCommand() throws {
         let reference = try #require(try Self.pages().first { $0.name == "docs/reference.md" }).text
         for command in [
             "run", "preview", "publish", "parse", "classify", "check", "state", "hub token", "hub test-send",
-            "hub status", "hub cancel", "review", "desk", "api", "devices",
+            "hub status", "hub cancel", "review", "desk", "api", "devices", "watch", "ping",
         ] {
             #expect(reference.contains("`newspush \(command)"), "docs/reference.md lacks newspush \(command)")
         }

@@ -10,8 +10,8 @@ import NewsPushSessions
 import NewsPushTesting
 import Testing
 
-/// The desk's guard, forms and answers in process, through Hummingbird's testing framework
-/// (issue 38 §4): sign-in, sessions, CSRF, roles and SPEC §8's headers, on every machine.
+/// The desk's guard, forms and answers in process, through Hummingbird's testing framework:
+/// sign-in, sessions, CSRF, roles and SPEC §8's headers, on every machine.
 @Suite("The desk in process")
 struct DeskGuardTests {
     /// A newsroom whose users file has editor alice and viewer vera, and its desk's application.
@@ -138,7 +138,7 @@ extension HTTPFields {
     }
 }
 
-/// The desk reads the newsroom's session clock, not the machine's (issue 38 §3): a held push
+/// The desk reads the newsroom's session clock, not the machine's: a held push
 /// made by a run on that clock shows the freshness that clock gives it.
 @Suite("The desk's clock")
 struct DeskClockTests {

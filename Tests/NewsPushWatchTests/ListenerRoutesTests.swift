@@ -96,7 +96,7 @@ struct ListenerRoutesTests {
     static let story =
         #"<rss version="2.0"><channel><title>wire</title><item><title>Dam bursts</title><guid>d1</guid></item></channel></rss>"#
 
-    // 1. Guessing through the ping: a sender's password is checked by the back-end's sign-in rules.
+    // Guessing through the ping: a sender's password is checked by the back-end's sign-in rules.
     // Five wrong guesses from a network, then 429 with Retry-After for that name there, the right
     // password included (before, the thirty-first try with the right one was taken at once).
     @Test func guessingASendersPasswordThroughThePingIsStopped() async throws {
@@ -146,7 +146,7 @@ struct ListenerRoutesTests {
         }
     }
 
-    // 2. Nothing unsigned fetches: a distribution without a signature, with a wrong one, or over
+    // Nothing unsigned fetches: a distribution without a signature, with a wrong one, or over
     // fetch.max_bytes is acknowledged (202) and ignored: no document and no ping (before, one too
     // large was turned into a fetch). Only a signed one is read.
     @Test func aDistributionIsReadOnlyWhenSignedAndNeverFetches() async throws {
@@ -178,7 +178,7 @@ struct ListenerRoutesTests {
         }
     }
 
-    // 3. Callbacks are not guessable: only `/websub/{feed}/{token}` of the subscription answers;
+    // Callbacks are not guessable: only `/websub/{feed}/{token}` of the subscription answers;
     // the feed's name alone, another token, a short one or another feed's segment is 404 and
     // changes nothing.
     @Test func onlyTheSubscriptionsOwnPathIsACallback() async throws {
@@ -275,7 +275,7 @@ struct ListenerRoutesTests {
         }
     }
 
-    // 10. HEAD /healthz and /metrics answer as GET without the body; the health says what the
+    // HEAD /healthz and /metrics answer as GET without the body; the health says what the
     // loop knows (503 once the loop or the leases failed), not a constant.
     @Test func healthAndMetricsAnswerHeadAndTheHealthIsTheLoops() async throws {
         try await withListener { listener in

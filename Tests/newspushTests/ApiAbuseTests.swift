@@ -11,7 +11,7 @@ import Testing
 @testable import NewsPushAPI
 @testable import NewsPushSessions
 
-/// The back-end under attack (issue 48), through the built binary against the emulator: quota
+/// The back-end under attack, through the built binary against the emulator: quota
 /// exhaustion, password guessing, borrowed identities, a forgotten reader left behind, and the
 /// contract's defects.
 @Suite("The app back-end under attack", .serialized)
@@ -352,7 +352,7 @@ struct ApiAbuseTests {
         #expect(removed.status == 401, "a key removed from the set no longer works: \(removed.status)")
     }
 
-    // 8: HEAD on every GET route; a name given twice, or in two cases, is a 400 naming it; a
+    // HEAD on every GET route; a name given twice, or in two cases, is a 400 naming it; a
     // handle quoted in a hub's error never reaches the log or the phone; a message over the
     // limit is refused with the limit named.
     @Test func theContractHoldsAtItsEdges() async throws {
@@ -403,7 +403,7 @@ struct ApiAbuseTests {
         #expect(document is [String: Any], "one JSON document: \(forgot.stdout)")
     }
 
-    // 12. The hourly secure-push limit holds for requests at once: twenty secure pushes of
+    // The hourly secure-push limit holds for requests at once: twenty secure pushes of
     // alice's at the same moment (each of the hub's answers taking a fifth of a second), ten are
     // sent and ten told 429 with Retry-After (before, the count was checked before any was
     // recorded, and more went).
@@ -434,7 +434,7 @@ struct ApiAbuseTests {
             }, "\(statuses.sorted())")
     }
 
-    // 16. A malformed chunked body is the client's fault: 400, not a 503 the phone would retry
+    // A malformed chunked body is the client's fault: 400, not a 503 the phone would retry
     // (before, 503 without Retry-After, logged as an error); a body in a transfer coding the
     // back-end does not undo (`gzip, chunked`) is 400 too, never read as if it were plain.
     @Test func aMalformedBodyIs400() async throws {
@@ -809,7 +809,7 @@ struct ApiAbuseTests {
         var isRaised: Bool { value.load(ordering: .relaxed) }
     }
 
-    // 8: PostgreSQL stopped at once (`-m immediate`) and started again under load: a request in
+    // PostgreSQL stopped at once (`-m immediate`) and started again under load: a request in
     // flight at the stop may fail, those that arrive while it is down wait for it, and after
     // it is back none fails (a connection the server closed is replaced before it is used).
     @Test(.enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))

@@ -72,7 +72,7 @@ struct ApiConsistencyTests {
         #expect(await fixture.atHub("phone-2")?.tags == ["World", "username:alice", "newspush:signed-in"])
     }
 
-    // 4. A hub that asks to wait longer than a number holds (26 digits of Retry-After) is taken
+    // A hub that asks to wait longer than a number holds (26 digits of Retry-After) is taken
     // at its word up to a day: the phone is told 503 with Retry-After 86400, and the back-end
     // lives (before, it trapped converting the wait and `newspush api` died).
     @Test func aHubsRetryAfterPastAnyNumberIsADay() async throws {
@@ -88,7 +88,7 @@ struct ApiConsistencyTests {
 
     static func hex(_ n: Int) -> String { String(format: "%08x", n) }
 
-    // 6. With the hub down, a pass over what is owed ends after three failures in a row (before,
+    // With the hub down, a pass over what is owed ends after three failures in a row (before,
     // it asked the hub for each of a thousand notes, each waiting out its timeout, holding a
     // session); a note that failed waits behind the others and is tried again later.
     @Test(arguments: LedgerBackend.allCases)
@@ -269,7 +269,7 @@ struct ApiConsistencyTests {
         #expect(late.map(\.device) == ["droid-1/newspush"], "the iPhone, off past the alert's hour, never shows it")
     }
 
-    // Bounded (item 6): messages, secure pushes and their reads, and registration ids a phone
+    // Bounded: messages, secure pushes and their reads, and registration ids a phone
     // never used leave the ledger once older than the retention (and their day).
     @Test(arguments: LedgerBackend.allCases)
     func theBackEndsRowsAreBoundedByTheRetention(_ backend: LedgerBackend) async throws {

@@ -27,7 +27,7 @@ struct ApiForgetTests {
         return try #require(document?["outbox"] as? [[String: Any]], "\(export.stdout)")
     }
 
-    // 1. Stories that first went to alice by name went to everyone else as `World &&
+    // Stories that first went to alice by name went to everyone else as `World &&
     // !username:alice`: a sent one, a scheduled one and one still pending (the hub down). When
     // alice is forgotten, each broadcast stays, as it reached everyone else (`World`), and only
     // what reached her alone goes (before, every row naming her went: the broadcasts vanished
@@ -80,7 +80,7 @@ struct ApiForgetTests {
         #expect(await fixture.deliveries(to: "b-1").contains { $0.payload.contains("Glacier retreat") })
     }
 
-    // 1. Forgetting reader `al` rewrites no mention of reader `alice` in the audit trail (before,
+    // Forgetting reader `al` rewrites no mention of reader `alice` in the audit trail (before,
     // the tag was replaced as a substring: `username:al` turned `username:alice` into
     // `[a forgotten reader]ice`).
     @Test func forgettingAReaderLeavesALongerNameAlone() async throws {

@@ -5,7 +5,7 @@ import NewsPushAPI
 import NewsPushTesting
 import Testing
 
-/// Identity and limits of `newspush api` (issue 36, items 4 and 7).
+/// Identity and limits of `newspush api`.
 @Suite("The app back-end: identity and limits")
 struct ApiIdentityTests {
     static let register = #"{"platform":"fcmv1","pushChannel":"token-of-a-phone","topics":["World"]}"#

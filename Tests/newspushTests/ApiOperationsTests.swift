@@ -9,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-/// Operating the app back-end (issue 36, items 1, 8 and 10): the devices commands, the OpenAPI
+/// Operating the app back-end: the devices commands, the OpenAPI
 /// contract, and several instances on one PostgreSQL ledger under kills.
 @Suite("The app back-end in operation")
 struct ApiOperationsTests {
@@ -66,7 +66,7 @@ struct ApiOperationsTests {
         #expect(try await fixture.index().compactMap { $0["id"] as? String } == ["a1"])
     }
 
-    // Reach (issue 37 §5): `devices count --tags EXPR` evaluates the expression over the index
+    // Reach: `devices count --tags EXPR` evaluates the expression over the index
     // and equals the emulator's own count of the installations it would route the send to.
     @Test(arguments: LedgerBackend.allCases)
     func devicesCountOfATagExpressionEqualsTheHubsOwnCount(_ backend: LedgerBackend) async throws {
@@ -98,7 +98,7 @@ struct ApiOperationsTests {
         }
     }
 
-    // Graceful shutdown (issue 36 §1): SIGTERM while a registration waits for the hub lets it
+    // Graceful shutdown: SIGTERM while a registration waits for the hub lets it
     // finish (200, at the hub and in the index), then the server exits 0.
     @Test func sigtermLetsARegistrationInFlightFinish() async throws {
         let fixture = try await ApiFixture.start()

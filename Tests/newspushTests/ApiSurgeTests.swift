@@ -163,7 +163,7 @@ struct ApiSurgeTests {
         #expect(await emulator.requestCount("installation") == writes + 10, "and not again")
     }
 
-    // 2. The hub-write limit answers: with every write held at the hub, 8 go (api.hub_writes),
+    // The hub-write limit answers: with every write held at the hub, 8 go (api.hub_writes),
     // 64 wait their turn holding no thread, and the other 28 of 100 new phones are told 503 with
     // Retry-After while the hub still holds them all; an unchanged phone is answered from the
     // index meanwhile, and the health check answers. Once the hub answers, the 72 get in (before,

@@ -116,7 +116,7 @@ struct ApiFixture {
     }
 }
 
-/// The app back-end (issue 36): the tutorials' apps, the rules on tags and owners, identity,
+/// The app back-end: the tutorials' apps, the rules on tags and owners, identity,
 /// limits, the devices commands and the contract, through the built binary against the emulator.
 @Suite("The app back-end")
 struct ApiTests {
@@ -256,7 +256,7 @@ struct ApiTests {
             #expect(delete.body == absent.body)
             #expect(await fixture.atHub(bobId) != nil, "bob's installation stays")
         }
-        // 14. `.` and `..` are path steps, not ids: refused before anything reaches the hub (libcurl
+        // `.` and `..` are path steps, not ids: refused before anything reaches the hub (libcurl
         // would have sent the back-end's PUT and DELETE to the hub's own path).
         for id in [".", "..", "..."] {
             let put = await fixture.send(
@@ -291,7 +291,7 @@ struct ApiTests {
                 ])
     }
 
-    // Forgetting (issue 37 §4): after DELETE /api/users/me the hub and the index hold no
+    // Forgetting: after DELETE /api/users/me the hub and the index hold no
     // installation of alice, bob's stay, a push to her tag reaches nobody, the audit names who
     // did it; her phone registering again without signing in carries topics only. An operator's
     // `devices forget-user` does the same for bob, on the record under the operator's name.
@@ -335,7 +335,7 @@ struct ApiTests {
         #expect(!history.stdout.contains("bob"), "the audit keeps no forgotten reader's name")
     }
 
-    // Reach on the desk (issue 37 §5): a held push and the Publish preview say how many
+    // Reach on the desk: a held push and the Publish preview say how many
     // installations of the index they reach.
     @Test func theDeskSaysHowManyInstallationsAHeldPushAndAPreviewReach() async throws {
         let feed = try await LocalHTTPServer.serving([
@@ -368,7 +368,7 @@ struct ApiTests {
         #expect(preview.body.contains("reaches 2 installations registered through newspush api"), "\(preview.status)")
     }
 
-    // Send to a user (issue 37 §1): `publish --user alice` reaches exactly her two phones and no
+    // Send to a user: `publish --user alice` reaches exactly her two phones and no
     // other device; a second time it is refused, to bob it goes; after the story went to
     // everyone it is refused for anyone, unless --force. The story's own push is not blocked by
     // a personal one.
@@ -417,7 +417,7 @@ struct ApiTests {
         #expect(history.stdout.contains("to one reader: username:alice"), "\(history.stdout)")
     }
 
-    // Messages to one reader (issue 37 §2): a sender reaches exactly that user's phones; a reader
+    // Messages to one reader: a sender reaches exactly that user's phones; a reader
     // gets 403 and nothing is sent; the tutorials' unescaped body and text with quotes,
     // backslashes, markup, entities and a flag emoji arrive as typed in apple, FCM v1 and WNS
     // payloads.
@@ -472,7 +472,7 @@ struct ApiTests {
         #expect(missing.status == 400 && missing.body.contains("pns"))
     }
 
-    // The tutorials' secure-push flow (issue 37 §3, the app back-end's half): alice registers an
+    // The tutorials' secure-push flow (the app back-end's half): alice registers an
     // iPhone and an Android phone, triggers a secure push; each device receives only a secureId
     // (nothing of the text anywhere at the hub or in the outbox); her GET returns the text, Read
     // the second time; bob's GET of the same id, an unknown id and an expired one are 404; the

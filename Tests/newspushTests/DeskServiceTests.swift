@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// The desk as a service (issue 38 §4), against a running `newspush desk` in raw HTTP.
+/// The desk as a service, against a running `newspush desk` in raw HTTP.
 @Suite("The desk as a service")
 struct DeskServiceTests {
     let desk = HostileDeskTests()
@@ -142,7 +142,7 @@ extension DeskServiceTests {
     }
 }
 
-/// One path to the ledger (issue 38 §3): what cannot be read is said, never skipped.
+/// One path to the ledger: what cannot be read is said, never skipped.
 @Suite("Nothing the ledger holds vanishes")
 struct LoudLedgerTests {
     let first = HostileOperatorTests()

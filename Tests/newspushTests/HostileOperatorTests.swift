@@ -9,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-/// A careful, hostile operator's first day (issue 28): each case through the built binary against
+/// A careful, hostile operator's first day: each case through the built binary against
 /// the emulator and feed servers on 127.0.0.1, numbered as the issue numbers them.
 @Suite("A hostile operator's first day")
 struct HostileOperatorTests {
@@ -55,7 +55,7 @@ struct HostileOperatorTests {
 
     func alert(_ payload: [String: Any]) -> String? { (payload["aps"] as? [String: Any])?["alert"] as? String }
 
-    // 1. A test send never reaches readers: not scheduled, and on the record as a test.
+    // A test send never reaches readers: not scheduled, and on the record as a test.
     @Test func aTestSendIsNeverScheduledAndAlwaysRecordedAsATest() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try config(folder, hub: hub.endpoint)
@@ -102,7 +102,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 2. Every language any category declares is sent with every push.
+    // Every language any category declares is sent with every push.
     @Test func everyDeclaredLanguageGetsAMessageInEveryCategory() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try config(
@@ -131,7 +131,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 3. Control characters, bidirectional overrides and blank titles never reach a phone.
+    // Control characters, bidirectional overrides and blank titles never reach a phone.
     @Test func everyTextPropertyIsCleanedAndBlankIsJudgedAfterCleaning() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try config(folder, hub: hub.endpoint)
@@ -166,7 +166,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 3. In the run: an item whose title and summary are blank once cleaned is not pushed.
+    // In the run: an item whose title and summary are blank once cleaned is not pushed.
     @Test func aRunDoesNotPushAnItemWithNothingReadable() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
         defer { hub.stop() }
@@ -194,7 +194,7 @@ struct HostileOperatorTests {
         #expect(deliveries.count == 1 && deliveries[0].contains("Readable story here"), "\(deliveries)")
     }
 
-    // 4. A correction keeps the story's link and source; the same text again is refused.
+    // A correction keeps the story's link and source; the same text again is refused.
     @Test func aCorrectionKeepsTheLinkAndRefusesTheSameText() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let feeds = try await LocalHTTPServer.serving([
@@ -234,7 +234,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 5. A prune never lets a story be published twice, and never cuts inside policy.max_age.
+    // A prune never lets a story be published twice, and never cuts inside policy.max_age.
     @Test func aPrunedStoryIsNotPublishedAgainAndAShortRetentionIsRefused() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try config(folder, hub: hub.endpoint)
@@ -261,7 +261,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 6. A time without a zone is refused, as the message for other forms promises.
+    // A time without a zone is refused, as the message for other forms promises.
     @Test func aScheduleTimeWithoutAZoneIsRefused() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try config(folder, hub: hub.endpoint)
@@ -310,7 +310,7 @@ struct HostileOperatorTests {
         ["review", "history"],
     ]
 
-    // 7. Looking needs no write access: a read-only mount (and nothing left behind).
+    // Looking needs no write access: a read-only mount (and nothing left behind).
     @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
     func lookingWorksOnAReadOnlyMount() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
@@ -344,7 +344,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 7. Looking on a full disk.
+    // Looking on a full disk.
     @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
     func lookingWorksOnAFullDisk() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
@@ -380,7 +380,7 @@ struct HostileOperatorTests {
             ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : nil
     }()
 
-    // 7. Looking as a user who cannot write the ledger's folder.
+    // Looking as a user who cannot write the ledger's folder.
     @Test(.enabled(if: asAnotherUser != nil, "as root, needs setpriv to become another user"))
     func lookingWorksInAFolderTheUserCannotWrite() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)
@@ -402,7 +402,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 7. Looking leaves no trace: no -wal or -shm file, the ledger's bytes unchanged.
+    // Looking leaves no trace: no -wal or -shm file, the ledger's bytes unchanged.
     @Test func lookingLeavesTheLedgerUntouched() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let (config, stop) = try await ledgerWithAStory(folder, hub: hub)
@@ -419,7 +419,7 @@ struct HostileOperatorTests {
         }
     }
 
-    // 8. A damaged ledger is never written to: the run stops (exit 1), sends nothing, and leaves
+    // A damaged ledger is never written to: the run stops (exit 1), sends nothing, and leaves
     //    the file as it found it, even when the damage is in a page the run would not read.
     @Test func aRunStopsOnADamagedLedgerItDoesNotHappenToRead() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in

@@ -7,13 +7,13 @@ import Testing
     import Glibc
 #endif
 
-/// A hostile operator's second day (issue 40): each case through the built binary against the
+/// A hostile operator's second day: each case through the built binary against the
 /// emulator and feed servers on 127.0.0.1, numbered as the issue numbers them.
 @Suite("A hostile operator's second day")
 struct HostileSecondDayTests {
     let first = HostileOperatorTests()
 
-    // 6. Characters that render as nothing make a blank alert, on every path alike.
+    // Characters that render as nothing make a blank alert, on every path alike.
     static let invisible: [String] = [
         "\u{3164}\u{3164}", "\u{115F}\u{1160}", "\u{FFA0}", "\u{2800}\u{2800}", "\u{17B4}\u{17B5}",
         "\u{180E}\u{FE0F}", "\u{E0041}\u{E0042}", "\u{3000}\u{2028}", "\u{0301}\u{0302}",
@@ -61,7 +61,7 @@ struct HostileSecondDayTests {
         }
     }
 
-    // 7. A message template that renders blank is a configuration error.
+    // A message template that renders blank is a configuration error.
     @Test(arguments: ["\"\"", "\"   \"", "\"\u{3164}\"", "\"{url}\"", "\" {source} \""])
     func aBlankMessageTemplateIsAConfigError(message: String) async throws {
         let folder = try TemporaryFolder()
@@ -78,7 +78,7 @@ struct HostileSecondDayTests {
         }
     }
 
-    // 8. Every text property is bounded, by characters and by bytes.
+    // Every text property is bounded, by characters and by bytes.
     @Test func everyTextPropertyIsBoundedByCharactersAndBytes() async throws {
         try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
             let config = try first.config(folder, hub: hub.endpoint)
@@ -138,7 +138,7 @@ struct HostileDeskTests {
         return (cookie, try #require(page.csrf, "\(page.status) \(page.body.prefix(300))"))
     }
 
-    // 9. No request, signed in or not, can stop the desk; a bad one is a 400 or a refusal.
+    // No request, signed in or not, can stop the desk; a bad one is a 400 or a refusal.
     @Test func noRequestKillsTheDesk() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -176,7 +176,7 @@ struct HostileDeskTests {
         }
     }
 
-    // 10. The users file's current word holds on every request.
+    // The users file's current word holds on every request.
     @Test func aSessionFollowsTheUsersFile() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -213,7 +213,7 @@ struct HostileDeskTests {
         #expect(gone.status == 401, "\(gone.status)")
     }
 
-    // 15. GET /login when signed in goes to the desk; HEAD answers as GET without a body.
+    // GET /login when signed in goes to the desk; HEAD answers as GET without a body.
     @Test func signedInLoginAndHeadAnswerAsExpected() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -229,7 +229,7 @@ struct HostileDeskTests {
         #expect(anonymous.status == 200, "\(anonymous.status)")
     }
 
-    // 11. An unreadable ledger: every answer says why, with the security headers, and is logged.
+    // An unreadable ledger: every answer says why, with the security headers, and is logged.
     @Test func anUnreadableLedgerIsSaidWithTheSecurityHeaders() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -291,7 +291,7 @@ struct HostileNeverTwiceTests {
         try await newspush(["publish", "--config", config, "--yes"] + arguments, environment: hubEnvironment)
     }
 
-    // 1. A --tags push that can reach the category's readers is the story's push.
+    // A --tags push that can reach the category's readers is the story's push.
     @Test func tagsThatReachTheCategorysReadersAreTheStorysPush() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let desk = FeedDesk([
@@ -334,7 +334,7 @@ struct HostileNeverTwiceTests {
         }
     }
 
-    // 2. A held story published by hand, then approved: one alert.
+    // A held story published by hand, then approved: one alert.
     @Test func aHeldStoryPublishedByHandIsNotSentAgainOnApproval() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let desk = FeedDesk([
@@ -386,7 +386,7 @@ struct HostileNeverTwiceTests {
         }
     }
 
-    // 3. A rejected story does not come back: not from another feed, not under a new guid.
+    // A rejected story does not come back: not from another feed, not under a new guid.
     @Test func aRejectedStoryStaysRejectedFromEveryFeed() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let wire = FeedDesk([("r1", "Minister resigns over budget leak", 2)])
@@ -421,7 +421,7 @@ struct HostileNeverTwiceTests {
         }
     }
 
-    // 4. Correcting a story whose send is still scheduled cancels the old text's send.
+    // Correcting a story whose send is still scheduled cancels the old text's send.
     @Test func aCorrectionCancelsTheScheduledSendOfTheOldText() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try newsroom(folder, hub: hub)
@@ -449,7 +449,7 @@ struct HostileNeverTwiceTests {
         }
     }
 
-    // 5. A correction under another category reaches the readers of the wrong alert too.
+    // A correction under another category reaches the readers of the wrong alert too.
     @Test func aCorrectionToAnotherCategoryReachesBothAudiences() async throws {
         try await withNewsroom(devices: Self.devices) { hub, folder in
             let config = try newsroom(folder, hub: hub)
@@ -479,7 +479,7 @@ struct HostileNeverTwiceTests {
 struct HostileContractTests {
     let first = HostileOperatorTests()
 
-    // 12. A full temporary folder (TMPDIR) stops no run, and a message never blames the wrong disk.
+    // A full temporary folder (TMPDIR) stops no run, and a message never blames the wrong disk.
     @Test(.enabled(if: SmallDisk.available, "needs root and a tmpfs mount"))
     func aFullTemporaryFolderStopsNoRun() async throws {
         try await withNewsroom(devices: HostileOperatorTests.devices) { hub, folder in
@@ -515,7 +515,7 @@ struct HostileContractTests {
             "not one JSON document: \(result.stdout) \(result.stderr)")
     }
 
-    // 14. One JSON document on every path, one exit code per cause.
+    // One JSON document on every path, one exit code per cause.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: sqlite3), "needs sqlite3 to make a newer ledger"))
     func oneDocumentAndOneExitCodePerCause() async throws {
         let folder = try TemporaryFolder()
@@ -580,7 +580,7 @@ struct HostileContractTests {
         }
     }
 
-    // 15. The smaller cases.
+    // The smaller cases.
     @Test func theSmallerCases() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
@@ -638,7 +638,7 @@ struct HostileContractTests {
     }
 }
 
-/// 13. A machine whose clock runs hours ahead decides nothing by it.
+/// A machine whose clock runs hours ahead decides nothing by it.
 @Suite("A hostile operator's second day: the clock")
 struct HostileClockTests {
     let first = HostileOperatorTests()

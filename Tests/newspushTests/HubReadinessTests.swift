@@ -3,13 +3,13 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
-/// Ready for the real hub (issue 39): newspush reads a hub set up wrong, or not yet done, as the
+/// Ready for the real hub: newspush reads a hub set up wrong, or not yet done, as the
 /// service words it; each case through the built binary against the emulator configured so.
 @Suite("Ready for the real hub")
 struct HubReadinessTests {
     let first = HostileOperatorTests()
 
-    // 3. Telemetry right after a send: "not processed yet", not a wrong id; --wait asks again.
+    // Telemetry right after a send: "not processed yet", not a wrong id; --wait asks again.
     // (The hub's telemetry comes an hour after the send on its clock, which the test moves on.)
     @Test func telemetryRightAfterASendIsNotProcessedYet() async throws {
         try await withNewsroom(devices: HostileOperatorTests.devices + "\ntelemetry_delay: 3600s") { hub, folder in
@@ -53,7 +53,7 @@ struct HubReadinessTests {
           - {id: pixel, platform: fcmv1, tags: [Sports]}
         """
 
-    // 2. A hub without a platform's credential: one error, the other formats go on, nothing lost.
+    // A hub without a platform's credential: one error, the other formats go on, nothing lost.
     @Test func aMissingCredentialStopsItsFormatOnceAndKeepsItsPushes() async throws {
         let broken = try await LocalHub.start(devicesYAML: Self.mixed + "\ncredentials: [apple]")
         defer { broken.stop() }
@@ -132,7 +132,7 @@ struct HubReadinessTests {
         """
     }
 
-    // 1. The go-live check: every format the config sends reaches a device, or it says why.
+    // The go-live check: every format the config sends reaches a device, or it says why.
     @Test func theGoLiveCheckSaysWhatToFix() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }

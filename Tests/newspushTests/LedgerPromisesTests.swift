@@ -93,7 +93,7 @@ struct LedgerPromisesTests {
 
     func summary(_ report: [String: Any]) -> [String: Any] { report["summary"] as? [String: Any] ?? [:] }
 
-    // 1. A pending push is retried although its feed answers 304.
+    // A pending push is retried although its feed answers 304.
     @Test(arguments: LedgerBackend.allCases) func aPendingPushIsSentWhileItsFeedAnswers304(_ backend: LedgerBackend)
         async throws
     {
@@ -124,7 +124,7 @@ struct LedgerPromisesTests {
         }
     }
 
-    // 2. A wrong key stops sending with exit 1 and every story waits; fixed, all are sent.
+    // A wrong key stops sending with exit 1 and every story waits; fixed, all are sent.
     @Test(arguments: LedgerBackend.allCases) func aWrongKeyKeepsEveryStoryPendingUntilItIsFixed(
         _ backend: LedgerBackend
     ) async throws {
@@ -158,7 +158,7 @@ struct LedgerPromisesTests {
         }
     }
 
-    // 3. A publish to a hub that is down waits in the outbox; the feed's copy is not news again.
+    // A publish to a hub that is down waits in the outbox; the feed's copy is not news again.
     @Test(arguments: LedgerBackend.allCases) func aPublishToAHubThatIsDownIsSentLaterAndOnlyOnce(
         _ backend: LedgerBackend
     ) async throws {
@@ -194,7 +194,7 @@ struct LedgerPromisesTests {
         }
     }
 
-    // 4. A feed added after the first run records a baseline instead of flooding.
+    // A feed added after the first run records a baseline instead of flooding.
     @Test(arguments: LedgerBackend.allCases) func aFeedAddedLaterRecordsABaseline(_ backend: LedgerBackend) async throws
     {
         let state = try await backend.stateLine()
@@ -234,7 +234,7 @@ struct LedgerPromisesTests {
         #expect(await hub.emulator.allDeliveries().count == 1)
     }
 
-    // 5. `state forget` works although the feed would answer 304.
+    // `state forget` works although the feed would answer 304.
     @Test(arguments: LedgerBackend.allCases) func forgetMakesTheNextRunReadTheFeedInFull(_ backend: LedgerBackend)
         async throws
     {
@@ -257,7 +257,7 @@ struct LedgerPromisesTests {
         }
     }
 
-    // 6. A feed answering 304 keeps alive only the stories of its last full response.
+    // A feed answering 304 keeps alive only the stories of its last full response.
     @Test(arguments: LedgerBackend.allCases) func storiesGoneFromA304FeedArePruned(_ backend: LedgerBackend)
         async throws
     {

@@ -8,7 +8,7 @@ import Testing
     import Glibc
 #endif
 
-/// Two hosts, one PostgreSQL ledger (issue 24), through the built binary against a real server
+/// Two hosts, one PostgreSQL ledger, through the built binary against a real server
 /// and the emulator: one run at a time across hosts, a dead host's lock released, a lost
 /// connection never sending twice, failures that say what to fix, and moving a ledger.
 @Suite("PostgreSQL ledger: two hosts", .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))
@@ -164,7 +164,7 @@ struct PostgresLedgerTests {
         #expect(statuses.count == 3 && statuses.allSatisfy { $0 == "sent" || $0 == "unknown" }, "\(statuses)")
     }
 
-    /// Issue 38 §1: the ledger lost after the first feed arrived stops the run, and the feeds
+    /// The ledger lost after the first feed arrived stops the run, and the feeds
     /// not yet fetched are never fetched (the old fetch loop fetched all 30 and exited 1 after).
     @Test func aLedgerLostAfterTheFirstFeedStopsTheRunWithoutFetchingTheRest() async throws {
         let server = try await LocalPostgres.shared()

@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// The review queue (issue 25) through the built binary against the emulator: rules hold the
+/// The review queue through the built binary against the emulator: rules hold the
 /// right pushes, editors approve (edited), reject, or let them expire, exactly one push however
 /// many approve, and every decision is on the record with its editor.
 @Suite("Review queue")

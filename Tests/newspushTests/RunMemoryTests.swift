@@ -3,7 +3,7 @@ import NewsPushTesting
 import Testing
 
 /// A run's memory is bounded by the fetch concurrency and what a push needs, not by the number
-/// of feeds (issue 29): ten times the feeds barely moves the peak, in a preview with the whole
+/// of feeds: ten times the feeds barely moves the peak, in a preview with the whole
 /// JSON report and in a first run that records every item in the ledger.
 @Suite("Run memory")
 struct RunMemoryTests {

@@ -3,7 +3,7 @@ import HubEmulator
 import NewsPushTesting
 import Testing
 
-/// Categories with `format: id-only` (issue 37 §3): a run's push, a publish and a personal
+/// Categories with `format: id-only`: a run's push, a publish and a personal
 /// alert each send every device only a `secureId`; the text waits in the ledger for the
 /// signed-in reader; a platform the push reached is never sent it again.
 @Suite("Secure pushes of id-only categories")

@@ -198,7 +198,7 @@ struct WatchListenerTests {
             hub, folder, websub, wire, topic, port, config, watcher async throws in
             #expect(wire.requests("/topic.xml") == 1, "one poll at the start; WebSub brings the rest")
 
-            // 1. A story the hub distributes goes out at once, with no poll.
+            // A story the hub distributes goes out at once, with no poll.
             wire.add("Dam bursts upstream of the city", to: "/topic.xml")
             #expect(await websub.publish(topic) == 202)
             #expect(
@@ -207,7 +207,7 @@ struct WatchListenerTests {
             #expect(wire.requests("/topic.xml") == 1, "the watcher did not poll: the hub brought the story")
             #expect(wire.requests("/topic.xml", by: "python-requests") >= 1, "the hub fetched the topic")
 
-            // 2. Distributions without a valid signature are acknowledged and ignored; the next
+            // Distributions without a valid signature are acknowledged and ignored; the next
             // signed one (distributions are read in order) shows they were read and dropped.
             let token = try Self.callbackToken(folder, topic: topic)
             let forged = Wire.document(["Forged: markets collapse"], me: topic, hub: websub.url)
@@ -226,7 +226,7 @@ struct WatchListenerTests {
             #expect(await Self.pushes(hub, "Forged") == 0, "an unsigned or wrongly signed distribution is ignored")
             #expect(await Self.pushes(hub, "Dam bursts") == 1, "pushed once")
 
-            // 3. A verification of intent for a topic or mode never asked for is refused.
+            // A verification of intent for a topic or mode never asked for is refused.
             for query in [
                 "hub.mode=subscribe&hub.topic=http%3A%2F%2Fevil.example%2Ffeed&hub.challenge=c-123",
                 "hub.mode=unsubscribe&hub.topic=\(topic.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&hub.challenge=c-123",
@@ -235,10 +235,10 @@ struct WatchListenerTests {
                 #expect(answer.status == 404 && !answer.body.contains("c-123"), "\(answer.status) \(answer.body)")
             }
 
-            // 4. The 4-second lease is renewed before it ends (at four fifths), and verified again.
+            // The 4-second lease is renewed before it ends (at four fifths), and verified again.
             #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified", count: 3))
 
-            // 5. What the listener says of it: the latency histogram and the counts.
+            // What the listener says of it: the latency histogram and the counts.
             let metrics = await ListenerCall.get("http://127.0.0.1:\(port)/metrics").body
             #expect(metrics.contains("newspush_alert_latency_seconds_count 2"), "\(metrics)")
             #expect(metrics.contains("newspush_websub_ignored_total 2"), "\(metrics)")
@@ -273,7 +273,7 @@ struct WatchListenerTests {
         try await withSubscribedWatcher(lease: 600) {
             hub, folder, websub, wire, topic, port, config, watcher async throws in
 
-            // 1. Only the feed's token (or a sender) may ping, and only a configured feed.
+            // Only the feed's token (or a sender) may ping, and only a configured feed.
             #expect(await Self.ping(port, token: nil) == 401)
             #expect(await Self.ping(port, token: "not-the-token-0123456789") == 401)
             #expect(await Self.ping(port, feed: "nosuch") == 404)
@@ -303,7 +303,7 @@ struct WatchListenerTests {
             #expect(try await WatchTests.until { wire.requests("/topic.xml") > beforeSender })
             try await Task.sleep(for: .seconds(1.1))
 
-            // 2. `newspush ping` makes the watcher fetch now (its interval is an hour).
+            // `newspush ping` makes the watcher fetch now (its interval is an hour).
             wire.add("Pinged: the port closes at noon", to: "/topic.xml")
             let polls = wire.requests("/topic.xml")
             let pinged = try await newspush(["ping", "topic", "--config", config])
@@ -311,7 +311,7 @@ struct WatchListenerTests {
             #expect(try await WatchTests.until { await Self.pushes(hub, "port closes") == 1 })
             #expect(wire.requests("/topic.xml") == polls + 1)
 
-            // 3. Five pings at once: one fetch now, at most one more a second later.
+            // Five pings at once: one fetch now, at most one more a second later.
             let before = wire.requests("/topic.xml")
             let answers = await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<5 { group.addTask { await Self.ping(port) } }
@@ -322,7 +322,7 @@ struct WatchListenerTests {
             try await Task.sleep(for: .seconds(2.5))
             #expect(wire.requests("/topic.xml") - before <= 2, "coalesced: \(wire.requests("/topic.xml") - before)")
 
-            // 4. Every path at once (a cron run, the hub's distribution, a ping): one push.
+            // Every path at once (a cron run, the hub's distribution, a ping): one push.
             let distributed = await Self.metric("newspush_websub_distributions_total", port: port) ?? 0
             wire.add("Every path at once: the river floods", to: "/topic.xml")
             async let cron = newspush(["run", "--config", config], environment: hubEnvironment)

@@ -116,7 +116,7 @@ struct WatchSharingTests {
         await hub.emulator.allDeliveries().filter { $0.payload.contains(needle) }.count
     }
 
-    // 4. Two watchers on one ledger (one host's SQLite, or PostgreSQL): the first holds the feed;
+    // Two watchers on one ledger (one host's SQLite, or PostgreSQL): the first holds the feed;
     // a distribution and a ping sent to the second, which does not, are each pushed once (the
     // second reads the feed itself under the ledger's lock: the first, whose interval is an hour,
     // never fetches it again), and the feed keeps its one subscription.
@@ -166,7 +166,7 @@ struct WatchSharingTests {
         }
     }
 
-    // 5. A distribution that arrives while a cron run holds the ledger's lock (its push held at the
+    // A distribution that arrives while a cron run holds the ledger's lock (its push held at the
     // hub) waits, and is pushed once the lock frees (before, it was taken for a cycle that could
     // not run, and lost).
     @Test func aDistributionTakenWhileACronRunHoldsTheLockIsPushedWhenItFrees() async throws {
@@ -205,7 +205,7 @@ struct WatchSharingTests {
         }
     }
 
-    // 10. A WebSub hub that takes a subscription request and never answers stalls nothing: a ping
+    // A WebSub hub that takes a subscription request and never answers stalls nothing: a ping
     // of another feed is pushed while that request still waits (its fetch.timeout here is ten
     // minutes; before, the loop waited out each such request).
     @Test func aHubThatNeverAnswersStallsNothing() async throws {
@@ -252,7 +252,7 @@ struct WatchSharingTests {
         }
     }
 
-    // 10. A feed taken over by another watcher (or after a restart) is not fetched sooner than its
+    // A feed taken over by another watcher (or after a restart) is not fetched sooner than its
     // server allowed (max-age=300, kept in the ledger): the new watcher's first cycle fetches the
     // feed without a limit and not this one (before, it fetched both at once).
     @Test func aFeedTakenOverKeepsItsServersMaxAge() async throws {
@@ -310,7 +310,7 @@ struct WatchSharingTests {
         }
     }
 
-    // 6. Leases are counted on the database's clock and renewed on their own schedule: two
+    // Leases are counted on the database's clock and renewed on their own schedule: two
     // watchers on PostgreSQL, one of them on a machine whose clock is an hour ahead, share six
     // feeds three and three (on their own clocks, the one ahead saw every lease of the other as
     // ended, and took every feed); and a cycle that lasts longer than the lease (each feed takes
@@ -351,7 +351,7 @@ struct WatchSharingTests {
         }
     }
 
-    // 7. A ledger out of reach for a while (PostgreSQL restarted under the watcher) does not end
+    // A ledger out of reach for a while (PostgreSQL restarted under the watcher) does not end
     // the watcher: it says so, waits, and goes on (before, any ledger error but the lock ended it).
     @Test(.enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"))
     func aLedgerOutOfReachForAWhileDoesNotEndTheWatcher() async throws {

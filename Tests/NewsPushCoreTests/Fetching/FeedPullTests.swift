@@ -5,7 +5,7 @@ import Testing
 
 @testable import NewsPushCore
 
-/// The run pulls its feeds (issue 38 §1): the fetch loop runs on a thread of its own, so the
+/// The run pulls its feeds: the fetch loop runs on a thread of its own, so the
 /// work done on each feed never holds up a transfer, and an error in that work stops the
 /// fetches still to come.
 @Suite("The run pulls its feeds")

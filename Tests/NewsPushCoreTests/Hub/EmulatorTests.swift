@@ -290,7 +290,7 @@ struct EmulatorTests {
         return await hub.handle(request)
     }
 
-    /// Issue 36 §2 (the emulator's half): an installation is a device that receives the sends
+    /// The emulator's half of installations: an installation is a device that receives the sends
     /// its tags match, rendered with its templates; GET, PATCH and DELETE as the service answers.
     @Test func anInstallationReceivesWhatItsTagsMatchAndChangesByPatch() async throws {
         let hub = try emulator()

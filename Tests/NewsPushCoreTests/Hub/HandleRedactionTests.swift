@@ -26,7 +26,7 @@ struct HandleRedactionTests {
         }
     }
 
-    // 15. A WNS channel quoted percent-encoded (as a URL's query or a form carries it), its token
+    // A WNS channel quoted percent-encoded (as a URL's query or a form carries it), its token
     // split by %2B and %2F: nothing of the token reaches the log (before, the runs between the
     // escapes came through).
     @Test func aPercentEncodedChannelIsReplacedWhole() {

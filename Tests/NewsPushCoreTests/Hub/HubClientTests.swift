@@ -434,7 +434,7 @@ struct HubClientTests {
         }
     }
 
-    /// Issue 36 §2 (the client's half): the back-end writes and deletes installations through
+    /// The client's half of installations: the back-end writes and deletes installations through
     /// the hub client; the emulator holds them and routes sends to them.
     @Test func theClientWritesAndDeletesInstallations() async throws {
         let hub = try await LocalHub.start(devicesYAML: Self.devices)

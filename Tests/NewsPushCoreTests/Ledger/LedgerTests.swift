@@ -54,7 +54,7 @@ struct LedgerTests {
         #expect(written == Set((0..<320).filter { $0 % 7 != 0 }.map { "id-\($0)" }))
     }
 
-    /// 8. A write made inside another write's body on the shared connection is a savepoint of
+    /// A write made inside another write's body on the shared connection is a savepoint of
     /// the same transaction (before, it waited for the batch it was part of: a deadlock).
     @Test(.timeLimit(.minutes(1))) func aWriteInsideAWriteOnTheSharedConnectionIsASavepoint() throws {
         let folder = try TemporaryFolder()
@@ -72,7 +72,7 @@ struct LedgerTests {
         #expect(written.compactMap { $0.text(0) } == ["inner", "outer"])
     }
 
-    /// 8. When SQLite rolls a batch's transaction back by itself (a full disk, an I/O error),
+    /// When SQLite rolls a batch's transaction back by itself (a full disk, an I/O error),
     /// every write of the batch fails with that cause, and none is kept (before, the others were
     /// told "no such savepoint", or that they were written when they were not).
     @Test(.timeLimit(.minutes(1))) func aTransactionSQLiteRolledBackFailsEveryWriteOfItsBatchWithItsCause() throws {

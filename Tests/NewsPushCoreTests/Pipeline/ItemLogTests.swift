@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-/// A run's items kept out of memory (issue 29): the log gives back what it was given, the report
+/// A run's items kept out of memory: the log gives back what it was given, the report
 /// written in pieces is the report encoded whole, and the same-story question over the log
 /// answers as it did over every item of the run.
 @Suite("Item log: a run's items out of memory")
@@ -44,7 +44,7 @@ struct ItemLogTests {
         #expect(log.items(ofFeed: 2).isEmpty)  // a feed that failed lists nothing
     }
 
-    // Issue 38 §3: a chunk that cannot be read back whole is said, never read as no items.
+    // A chunk that cannot be read back whole is said, never read as no items.
     @Test func aShortReadIsAFailureNotAnEmptyFeed() throws {
         let folder = NSTemporaryDirectory() + "newspush-itemlog-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -433,7 +433,7 @@ struct RunPipelineTests {
             Set(summary.keys) == [
                 "feeds_ok", "feeds_failed", "items_new", "pushes_sent", "pushes_failed", "pushes_pending",
                 "pending_until",
-                // The review queue's (issue 25): how many wait for an editor, and the oldest's age.
+                // The review queue's: how many wait for an editor, and the oldest's age.
                 "review_held", "review_waiting", "review_oldest_age_seconds",
             ])
         #expect((object["started_at"] as? String)?.hasSuffix("Z") == true)
