@@ -84,6 +84,13 @@ struct DocumentationTests {
         #expect(found.isEmpty, "comments naming tracker numbers:\n\(found.joined(separator: "\n"))")
     }
 
+    /// The README is what a user reads first: short enough to read, the long parts in docs/.
+    @Test func theReadmeIsAtMostFourHundredLines() throws {
+        let readme = try #require(try Self.pages().first { $0.name == "README.md" }).text
+        let lines = readme.filter { $0 == "\n" }.count
+        #expect(lines <= 400, "README.md has \(lines) lines")
+    }
+
     @Test func theReferenceListsEveryCommand() throws {
         let reference = try #require(try Self.pages().first { $0.name == "docs/reference.md" }).text
         for command in [
