@@ -1,7 +1,6 @@
 import Foundation
 import NewsPushCore
 import NewsPushHTTP
-import NewsPushLedger
 import NewsPushModel
 import NewsPushSessions
 import NotificationHubs
@@ -21,11 +20,8 @@ public struct ApiBackend: Sendable {
     /// quarters of `api.pool`, so writes waiting for the hub never hold every connection the
     /// quick answers need.
     let gate: HubWriteGate
-    /// PostgreSQL: the unchanged question asked on the event loop (`IndexReader`); nil on
-    /// SQLite, whose shared connection answers in place.
-    let reader: IndexReader?
-    /// What a registration asks for, worked out without the ledger.
-    let planner: RegistrationPlanner
+    /// The unchanged question, asked without a session where the engine allows.
+    let unchanged: UnchangedRegistrations
     /// `GET /healthz`'s cached check.
     let health = HealthCheck()
     /// The caps on new installations.
@@ -42,15 +38,13 @@ public struct ApiBackend: Sendable {
         let api = context.config.api
         // PostgreSQL: a quarter of api.pool reads for the unchanged registrations, the rest are
         // the sessions, at most three quarters of which wait on the hub at once.
-        let readers = first.ledger.isShared ? 0 : max(1, api.pool / 4)
+        let shared = first.sharesOneConnection
+        let readers = shared ? 0 : max(1, api.pool / 4)
         let sessionCount = max(1, api.pool - readers)
-        do { reader = try IndexReader.make(configured: context.config.statePath, connections: readers) } catch {
-            throw .ledger(error)
-        }
+        unchanged = try UnchangedRegistrations(context: context, connections: readers)
         gate = HubWriteGate(
-            writes: first.ledger.isShared ? api.hubWrites : min(api.hubWrites, max(1, sessionCount * 3 / 4)),
+            writes: shared ? api.hubWrites : min(api.hubWrites, max(1, sessionCount * 3 / 4)),
             patience: DeviceSession.hubPatience)
-        planner = RegistrationPlanner(context: context)
         sessions = SessionPool(context: context, first: first, limit: sessionCount)
         credentials = ApiCredentials(
             settings: context.config.api, logger: context.logger,
@@ -71,23 +65,13 @@ public struct ApiBackend: Sendable {
     func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil) async throws
         -> RegistrationOutcome
     {
-        if let reader {
-            switch planner.registration(request, caller: caller, now: context.clock.now()) {
-            case .failure(let refusal): return .invalid(refusal.message)
-            case .success(let checked):
-                let found: (InstallationRecord, owed: Bool)?
-                do { found = try await reader.installationAndOwed(id: checked.record.id) } catch {
-                    throw SessionError.ledger(error)
-                }
-                let now = context.clock.now()
-                if let answer = RegistrationPlanner.unchanged(
-                    checked.record, ignored: checked.ignored, found: found, now: now)
-                {
-                    return answer
-                }
+        switch try await unchanged.answer(request, caller: caller) {
+        case .answered(let answer): return answer
+        case .changes: break
+        case .askASession:
+            if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) {
+                return answer
             }
-        } else if let answer = try await withSession({ try $0.answerUnchanged(request, caller: caller) }) {
-            return answer
         }
         let quotas = quotas
         do {
@@ -170,113 +154,4 @@ final class ErasureNote: Sendable {
 
     /// Whether one did, and now none has.
     func take() -> Bool { flag.exchange(false, ordering: .relaxed) }
-}
-
-/// Device sessions kept open between requests, one per thread that uses them. On PostgreSQL
-/// each holds a connection of its own, at most `api.pool` of them: a request finding them all
-/// in use waits for one (SPEC §9; docs/postgresql.md has the `max_connections` arithmetic).
-final class SessionPool: @unchecked Sendable {
-    /// Carries a session between threads: only one thread holds it at a time.
-    final class Box: @unchecked Sendable {
-        let session: DeviceSession
-        init(_ session: DeviceSession) { self.session = session }
-    }
-
-    private let context: SessionContext
-    /// Guards `idle` and `open`, and wakes a request waiting for a session.
-    private let turn = NSCondition()
-    private var idle: [Box]
-    /// Sessions open, idle or in use.
-    private var open: Int
-    /// The first session's ledger when its threads share it (SQLite): every session uses it.
-    private let shared: Box?
-    /// The most sessions (connections) open at once; unbounded when they share one.
-    private let limit: Int
-
-    init(context: SessionContext, first: DeviceSession, limit: Int) {
-        self.context = context
-        idle = [Box(first)]
-        open = 1
-        shared = first.ledger.isShared ? Box(first) : nil
-        self.limit = first.ledger.isShared ? .max : max(1, limit)
-    }
-
-    /// An idle session whose connection is open, a new one while fewer than the limit are
-    /// open, or the next one put back. A session the server closed (a PostgreSQL restart) is
-    /// let go and replaced here, before any request uses it.
-    func take() throws(SessionError) -> Box {
-        turn.lock()
-        while true {
-            while idle.isEmpty && open >= limit { turn.wait() }
-            guard let box = idle.popLast() else { break }
-            if box.session.ledger.isConnected {
-                turn.unlock()
-                return box
-            }
-            open -= 1
-        }
-        open += 1
-        turn.unlock()
-        return try opened()
-    }
-
-    /// How long a request waits for the ledger's server to take a new connection (a restart
-    /// of PostgreSQL takes seconds) before it is answered 503.
-    static let reconnectPatience: Double = 20
-
-    private func opened() throws(SessionError) -> Box {
-        let started = Date()
-        var pause = 0.1
-        while true {
-            do throws(SessionError) {
-                let session: DeviceSession
-                if let shared {
-                    session = try DeviceSession(context: context, ledger: shared.session.ledger)
-                } else {
-                    session = try DeviceSession.open(context: context, verify: false)
-                }
-                return Box(session)
-            } catch {
-                // The server not answering (not a wrong password, not a damaged ledger): wait for it.
-                guard shared == nil, case .ledger(.unreadable) = error,
-                    Date().timeIntervalSince(started) < Self.reconnectPatience
-                else {
-                    drop()
-                    throw error
-                }
-                Thread.sleep(forTimeInterval: pause)
-                pause = min(1, pause * 2)
-            }
-        }
-    }
-
-    /// Runs `body` with a session taken for it and put back after (dropped after a ledger
-    /// error, which may have left its connection unusable: the next request opens a new one).
-    func using<T>(_ body: (DeviceSession) throws -> T) throws -> T {
-        let box = try take()
-        do {
-            let value = try body(box.session)
-            put(box)
-            return value
-        } catch {
-            if case .ledger? = error as? SessionError { drop() } else { put(box) }
-            throw error
-        }
-    }
-
-    /// A session whose work is done, for the next request.
-    func put(_ box: Box) {
-        turn.lock()
-        idle.append(box)
-        turn.signal()
-        turn.unlock()
-    }
-
-    /// A session let go (its connection may be broken): a new one may open in its place.
-    func drop() {
-        turn.lock()
-        open -= 1
-        turn.signal()
-        turn.unlock()
-    }
 }

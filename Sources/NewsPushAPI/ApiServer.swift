@@ -47,7 +47,7 @@ public enum ApiServer {
         // The users file read before the first request: a surge at start waits for no parse.
         _ = await backend.credentials.users.current()
         let sweeper = Task { await backend.sweep() }
-        let reader = Task { await backend.reader?.run() }
+        let reader = Task { await backend.unchanged.run() }
         defer {
             sweeper.cancel()
             reader.cancel()

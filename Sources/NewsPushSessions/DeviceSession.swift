@@ -106,6 +106,12 @@ public final class DeviceSession {
     /// What a registration asks for, worked out without the ledger.
     let planner: RegistrationPlanner
 
+    /// Whether every session of the process shares this one's connection (SQLite's index).
+    public var sharesOneConnection: Bool { ledger.isShared }
+
+    /// Whether the session's connection is still open (a PostgreSQL restart closes it).
+    public var isConnected: Bool { ledger.isConnected }
+
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.
     public static let reservationLifetime = Ledger.reservationLifetime
 

@@ -1,0 +1,53 @@
+import NewsPushLedger
+import NewsPushModel
+
+/// The one question of every app start, does this registration change nothing?, asked without
+/// a session where the engine allows: on PostgreSQL by `IndexReader` on the request's event
+/// loop (connections of its own, so an app-open surge pays no hand-off to a session's thread per
+/// statement); on SQLite a session answers in place (`DeviceSession.answerUnchanged`), so the
+/// caller is told to ask one.
+public struct UnchangedRegistrations: Sendable {
+    /// What the index says of a registration.
+    public enum Answer: Sendable {
+        /// The answer for the phone: nothing changes, or the request is refused.
+        case answered(RegistrationOutcome)
+        /// The registration changes the installation: a write.
+        case changes
+        /// This engine answers in a session (`DeviceSession.answerUnchanged`).
+        case askASession
+    }
+
+    private let context: SessionContext
+    private let reader: IndexReader?
+    private let planner: RegistrationPlanner
+
+    /// For `context`'s ledger, with at most `connections` of the reader's own (none on SQLite).
+    public init(context: SessionContext, connections: Int) throws(SessionError) {
+        self.context = context
+        planner = RegistrationPlanner(context: context)
+        do {
+            reader = try IndexReader.make(configured: context.config.statePath, connections: connections)
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// Keeps the reader's connections until cancelled (returns at once on SQLite).
+    public func run() async { await reader?.run() }
+
+    /// What the index says of `request` by `caller`.
+    public func answer(_ request: DeviceRegistration, caller: Caller) async throws(SessionError) -> Answer {
+        guard let reader else { return .askASession }
+        switch planner.registration(request, caller: caller, now: context.clock.now()) {
+        case .failure(let refusal): return .answered(.invalid(refusal.message))
+        case .success(let checked):
+            let found: (InstallationRecord, owed: Bool)?
+            do { found = try await reader.installationAndOwed(id: checked.record.id) } catch {
+                throw .ledger(error)
+            }
+            let unchanged = RegistrationPlanner.unchanged(
+                checked.record, ignored: checked.ignored, found: found, now: context.clock.now())
+            return unchanged.map(Answer.answered) ?? .changes
+        }
+    }
+}
