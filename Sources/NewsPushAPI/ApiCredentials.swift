@@ -259,23 +259,22 @@ actor JWTKeys {
         }
         switch DocumentFetch.get(source, timeout: 10) {
         case .success(let answer) where answer.status == 200:
-            return (answer.body, maxAge(answer.headers["cache-control"]))
+            return (answer.body, maxAge(answer.headers))
         case .success(let answer): throw CredentialRefusal(reason: "the key set's server answered \(answer.status)")
         case .failure(let failure): throw failure
         }
     }
 
-    /// `Cache-Control`'s `max-age` (1 s to a day), a minute for `no-cache`/`no-store`, else
-    /// the default ten minutes.
-    static func maxAge(_ header: String?) -> Double {
-        let directives = (header ?? "").lowercased().split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        if let age = directives.first(where: { $0.hasPrefix("max-age=") }).flatMap({ Double($0.dropFirst(8)) }) {
-            return min(86400, max(1, age))
-        }
-        if directives.contains("no-cache") || directives.contains("no-store") { return refetchInterval }
-        return defaultMaxAge
+    /// How long a key set stays fresh: what its server says (`HTTPFreshness`, the reader of
+    /// feeds' answers: `max-age` less `Age`, or `Expires`; at most a day), at least a second; a
+    /// minute when it says not to keep it (`no-cache`, `no-store`, stale already); else the
+    /// default ten minutes. `headers`: names lower-cased.
+    static func maxAge(_ headers: [String: String]) -> Double {
+        if let lifetime = HTTPFreshness.lifetime(headers) { return max(1, lifetime) }
+        let cacheControl = (headers["cache-control"] ?? "").lowercased()
+        let saysStale =
+            ["no-cache", "no-store", "max-age"].contains { cacheControl.contains($0) } || headers["expires"] != nil
+        return saysStale ? refetchInterval : defaultMaxAge
     }
 }
 

@@ -27,7 +27,7 @@ public final class IndexReader: Sendable {
         }
         var configuration = PostgresClient.Configuration(
             host: address.host, port: address.port, username: address.user, password: password,
-            database: address.database, tls: try tls(address))
+            database: address.database, tls: tls(address))
         configuration.options.maximumConnections = max(1, connections)
         configuration.options.connectTimeout = .milliseconds(Int64(address.connectTimeout * 1000))
         configuration.options.tlsServerName = address.tls == .verifyFull ? address.host : nil
@@ -61,14 +61,9 @@ public final class IndexReader: Sendable {
         }
     }
 
-    private static func tls(_ address: PostgresAddress) throws(LedgerError) -> PostgresClient.Configuration.TLS {
-        var settings = TLSConfiguration.makeClientConfiguration()
-        switch address.tls {
-        case .disable: return .disable
-        case .allow, .prefer, .require: settings.certificateVerification = .none
-        case .verifyCA: settings.certificateVerification = .noHostnameVerification
-        case .verifyFull: settings.certificateVerification = .fullVerification
-        }
-        return address.tls == .allow || address.tls == .prefer ? .prefer(settings) : .require(settings)
+    /// TLS as `sslmode` says (`PostgresAddress.tlsSettings`, as the sessions' connections).
+    private static func tls(_ address: PostgresAddress) -> PostgresClient.Configuration.TLS {
+        guard let (settings, preferred) = address.tlsSettings else { return .disable }
+        return preferred ? .prefer(settings) : .require(settings)
     }
 }

@@ -47,19 +47,12 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
-    /// TLS as `sslmode` says: `disable` none; `allow`/`prefer` when the server offers it,
-    /// unverified; `require` always, unverified; `verify-ca` the chain; `verify-full` the name too.
+    /// TLS as `sslmode` says (`PostgresAddress.tlsSettings`).
     private static func tls(_ address: PostgresAddress) throws(DatabaseError) -> PostgresConnection.Configuration.TLS {
-        var settings = TLSConfiguration.makeClientConfiguration()
-        switch address.tls {
-        case .disable: return .disable
-        case .allow, .prefer, .require: settings.certificateVerification = .none
-        case .verifyCA: settings.certificateVerification = .noHostnameVerification
-        case .verifyFull: settings.certificateVerification = .fullVerification
-        }
+        guard let (settings, preferred) = address.tlsSettings else { return .disable }
         do {
             let context = try NIOSSLContext(configuration: settings)
-            return address.tls == .allow || address.tls == .prefer ? .prefer(context) : .require(context)
+            return preferred ? .prefer(context) : .require(context)
         } catch {
             throw DatabaseError(kind: .cannotOpen, message: "cannot set up TLS: \(error)")
         }
@@ -339,5 +332,22 @@ enum PostgresErrors {
             return "no answer within \(Int(address.connectTimeout)) s"
         }
         return "\(error)"
+    }
+}
+
+extension PostgresAddress {
+    /// TLS as `sslmode` says, for both of the ledger's connections (the sessions' and the index
+    /// reader's pool): nil for `disable`; else the settings (`allow`/`prefer`/`require`
+    /// unverified, `verify-ca` the chain, `verify-full` the name too) and whether TLS is only
+    /// preferred (`allow`, `prefer`: used when the server offers it).
+    var tlsSettings: (settings: TLSConfiguration, preferred: Bool)? {
+        var settings = TLSConfiguration.makeClientConfiguration()
+        switch tls {
+        case .disable: return nil
+        case .allow, .prefer, .require: settings.certificateVerification = .none
+        case .verifyCA: settings.certificateVerification = .noHostnameVerification
+        case .verifyFull: settings.certificateVerification = .fullVerification
+        }
+        return (settings, tls == .allow || tls == .prefer)
     }
 }
