@@ -13,9 +13,8 @@ struct KeySetFreshnessTests {
         #expect(JWTKeys.maxAge(["cache-control": "no-store"]) == JWTKeys.refetchInterval)
         #expect(JWTKeys.maxAge(["cache-control": "max-age=0"]) == JWTKeys.refetchInterval, "stale already")
         #expect(JWTKeys.maxAge(["expires": "0"]) == JWTKeys.refetchInterval, "an Expires that is no date")
-        #expect(
-            JWTKeys.maxAge(["date": "Sun, 29 Nov 2026 10:00:00 GMT", "expires": "Sun, 29 Nov 2026 10:05:00 GMT"]) == 300,
-            "Expires against the server's own Date")
+        let served = ["date": "Sun, 29 Nov 2026 10:00:00 GMT", "expires": "Sun, 29 Nov 2026 10:05:00 GMT"]
+        #expect(JWTKeys.maxAge(served) == 300, "Expires against the server's own Date")
         #expect(JWTKeys.maxAge([:]) == JWTKeys.defaultMaxAge)
     }
 }
