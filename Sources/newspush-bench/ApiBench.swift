@@ -39,7 +39,7 @@ struct ApiRegistrations: AsyncParsableCommand {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
-        let hub = try BenchProcess.start(
+        let hub = try await BenchProcess.start(
             here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
             ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
         defer { hub.stop() }
@@ -58,7 +58,8 @@ struct ApiRegistrations: AsyncParsableCommand {
                     (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
             let config = try folder.write(
                 "round-\(round).yaml", Self.config(hubPort: hub.port, state: "newspush-state-\(round).db"))
-            let sqlite = try throughApi(newspush, config: config, offset: round * registrations, count: registrations)
+            let sqlite = try await throughApi(
+                newspush, config: config, offset: round * registrations, count: registrations)
             print(
                 "round \(round + 1): through newspush api, SQLite: " + sqlite.timing.line
                     + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
@@ -75,22 +76,24 @@ struct ApiRegistrations: AsyncParsableCommand {
         defer { postgres.stop() }
         let pgConfig = try folder.write(
             "pg.yaml", Self.config(hubPort: hub.port, state: try await postgres.createDatabase()))
-        let shared = try throughApi(
+        let shared = try await throughApi(
             newspush, config: pgConfig, offset: 10_000_000, count: registrations,
             environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
         print(
             "through newspush api, PostgreSQL, one instance: " + shared.timing.line
                 + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
-        let two = try throughInstances(
+        let two = try await throughInstances(
             newspush, config: pgConfig, offset: 30_000_000, count: registrations,
             environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
         print(
             "through newspush api, PostgreSQL, two instances: " + two.line
                 + String(format: " (%.2f× direct)", two.rate / direct.rate))
-        if memory > 0 { try residentMemory(newspush, folder: folder, hubPort: hub.port) }
+        if memory > 0 { try await residentMemory(newspush, folder: folder, hubPort: hub.port) }
         if index > 0 { try countOverALargeIndex(newspush, folder: folder, hubPort: hub.port) }
-        if secure > 0 { try secureFetches(newspush, folder: folder, hubPort: hub.port) }
-        if surgeReaders > 0 { try secureSurge(newspush, folder: folder, hubPort: hub.port, readers: surgeReaders) }
+        if secure > 0 { try await secureFetches(newspush, folder: folder, hubPort: hub.port) }
+        if surgeReaders > 0 {
+            try await secureSurge(newspush, folder: folder, hubPort: hub.port, readers: surgeReaders)
+        }
     }
 
     static func config(hubPort: Int, state: String) -> String {
@@ -126,8 +129,8 @@ struct ApiRegistrations: AsyncParsableCommand {
     /// Starts `newspush api` on `config`, sends `count` anonymous registrations, stops it.
     private func throughApi(
         _ binary: String, config: String, offset: Int, count: Int, environment: [String] = []
-    ) throws -> (timing: Timing, process: BenchProcess?) {
-        let api = try BenchProcess.start(
+    ) async throws -> (timing: Timing, process: BenchProcess?) {
+        let api = try await BenchProcess.start(
             binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
             ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + environment)
         defer { api.stop() }
@@ -143,12 +146,14 @@ struct ApiRegistrations: AsyncParsableCommand {
 
     /// Two instances on one ledger, the clients split between them (a balancer's share).
     private func throughInstances(_ binary: String, config: String, offset: Int, count: Int, environment: [String])
-        throws -> Timing
+        async throws -> Timing
     {
-        let instances = try (0..<2).map { _ in
-            try BenchProcess.start(
-                binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
-                ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + environment)
+        var instances: [BenchProcess] = []
+        for _ in 0..<2 {
+            instances.append(
+                try await BenchProcess.start(
+                    binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
+                    ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + environment))
         }
         defer { for instance in instances { instance.stop() } }
         return try register(ports: instances.map(\.port), offset: offset, count: count)
@@ -167,9 +172,9 @@ struct ApiRegistrations: AsyncParsableCommand {
     }
 
     /// The API's resident memory after 1,000 registrations and after `memory`.
-    private func residentMemory(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
+    private func residentMemory(_ binary: String, folder: TemporaryFolder, hubPort: Int) async throws {
         let config = try folder.write("memory.yaml", Self.config(hubPort: hubPort, state: "memory-state.db"))
-        let api = try BenchProcess.start(
+        let api = try await BenchProcess.start(
             binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
             ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
         defer { api.stop() }
@@ -233,7 +238,7 @@ extension ApiRegistrations {
     /// `secureInstallations` installations of 25,000 users (four each at 100,000) and `secure`
     /// live secure pushes in a SQLite ledger (written with sqlite3), the pushes addressed to the
     /// 16 users.
-    func secureFetches(_ binary: String, folder: TemporaryFolder, hubPort: Int) throws {
+    func secureFetches(_ binary: String, folder: TemporaryFolder, hubPort: Int) async throws {
         let config = try folder.write("secure.yaml", Self.config(hubPort: hubPort, state: "secure-state.db"))
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
         _ = try BenchProcess.runToEnd(binary, ["devices", "prune", "--config", config], environment)
@@ -258,7 +263,7 @@ extension ApiRegistrations {
             COMMIT;
             """
         _ = try BenchProcess.runToEnd("/usr/bin/sqlite3", [folder.path + "/secure-state.db"], [], input: sql)
-        let api = try BenchProcess.start(
+        let api = try await BenchProcess.start(
             binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
             ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
         defer { api.stop() }
@@ -461,48 +466,39 @@ struct KeptAlive {
     }
 }
 
-/// A server process of the bench that prints "… listening on http://HOST:PORT/" first.
+/// A child of the bench (the emulator, `newspush api`, a watcher), started by the tests' kit
+/// (`ChildProcess`: `posix_spawn`, and it dies with the bench), and the port of its first line.
 final class BenchProcess {
-    let process: Process
+    let child: RunningChild
     let port: Int
 
-    private init(process: Process, port: Int) {
-        self.process = process
+    private init(child: RunningChild, port: Int) {
+        self.child = child
         self.port = port
     }
 
-    static func start(_ path: String, _ arguments: [String], _ environment: [String]) throws -> BenchProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = Dictionary(
-            (["PATH=/usr/bin:/bin"] + environment).map {
+    /// `environment`: `NAME=value` entries, beside a `PATH`.
+    static func start(_ path: String, _ arguments: [String], _ environment: [String]) async throws -> BenchProcess {
+        let child = try ChildProcess.start(
+            path, arguments, environment: variables(["PATH=/usr/bin:/bin"] + environment), errors: .discard)
+        guard let port = await child.stdout?.listeningPort().port else {
+            child.stop()
+            throw ValidationError("\(path) did not start")
+        }
+        return BenchProcess(child: child, port: port)
+    }
+
+    private static func variables(_ entries: [String]) -> [String: String] {
+        Dictionary(
+            entries.map {
                 let parts = $0.split(separator: "=", maxSplits: 1)
                 return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
             }, uniquingKeysWith: { $1 })
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.standardError
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard let range = text.range(of: #":(\d+)/"#, options: .regularExpression),
-            let port = Int(text[range].dropFirst().dropLast())
-        else {
-            process.terminate()
-            throw ValidationError("\(path) did not start: \(text)")
-        }
-        return BenchProcess(process: process, port: port)
     }
 
     /// The process's CPU time (user and system), in seconds.
     func cpuSeconds() -> Double {
-        let stat = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)) ?? ""
+        let stat = (try? String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8)) ?? ""
         let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -510,16 +506,16 @@ final class BenchProcess {
 
     /// VmRSS of the process, in kB.
     func residentKilobytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
+    /// Asks it to stop (SIGTERM) and waits for its end.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        guard child.isRunning else { return }
+        child.terminate()
+        _ = child.waitForExit()
     }
 
     /// Runs a command to its end; its standard output.
@@ -527,25 +523,11 @@ final class BenchProcess {
     static func runToEnd(_ path: String, _ arguments: [String], _ environment: [String], input: String? = nil) throws
         -> String
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = Dictionary(
-            environment.map {
-                let parts = $0.split(separator: "=", maxSplits: 1)
-                return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
-            }, uniquingKeysWith: { $1 })
-        let out = Pipe(), inp = Pipe()
-        process.standardOutput = out
-        process.standardInput = inp
-        try process.run()
-        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inp.fileHandleForWriting.close()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let finished = try ChildProcess.run(
+            path, arguments, environment: variables(environment), input: input.map { Data($0.utf8) })
+        guard finished.status == 0 else {
+            throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited \(finished.status)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: finished.stdout, as: UTF8.self)
     }
 }

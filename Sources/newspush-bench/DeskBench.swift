@@ -57,8 +57,8 @@ struct DeskPages: AsyncParsableCommand {
         var show: [Double] = []
         for _ in 0..<3 { show.append(try await spawn(binary, ["state", "show", "--config", config], environment).0) }
 
-        let (desk, base) = try Self.startDesk(binary, config: config)
-        defer { desk.terminate() }
+        let (desk, base) = try await Self.startDesk(binary, config: config)
+        defer { desk.stop() }
         let client = DeskClient(base: base.hasSuffix("/") ? String(base.dropLast()) : base)
         try await client.signIn(user: "bench", password: "bench-password")
         let firstPreview = try await client.time("/next")
@@ -82,38 +82,17 @@ struct DeskPages: AsyncParsableCommand {
 extension DeskPages {
     /// `desk add-user bench --role editor`, the password on standard input.
     static func addEditor(_ binary: String, config: String) throws {
-        let input = Pipe()
-        let add = Process()
-        add.executableURL = URL(fileURLWithPath: binary)
-        add.arguments = ["desk", "add-user", "bench", "--role", "editor", "--config", config]
-        add.standardInput = input
-        add.standardOutput = FileHandle.nullDevice
-        try add.run()
-        input.fileHandleForWriting.write(Data("bench-password\n".utf8))
-        try input.fileHandleForWriting.close()
-        add.waitUntilExit()
+        try BenchProcess.runToEnd(
+            binary, ["desk", "add-user", "bench", "--role", "editor", "--config", config], ["PATH=/usr/bin:/bin"],
+            input: "bench-password\n")
     }
 
     /// The desk on a free port, and its address from the line it prints.
-    static func startDesk(_ binary: String, config: String) throws -> (Process, String) {
-        let desk = Process()
-        desk.executableURL = URL(fileURLWithPath: binary)
-        desk.arguments = ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"]
-        desk.environment = ["NEWSPUSH_HUB_CONNECTION_STRING": testConnectionString, "PATH": "/usr/bin:/bin"]
-        let output = Pipe()
-        desk.standardOutput = output
-        desk.standardError = FileHandle.nullDevice
-        try desk.run()
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        guard
-            let base = line.split(separator: " ").last.map({
-                String($0).trimmingCharacters(in: .whitespacesAndNewlines)
-            })
-        else {
-            desk.terminate()
-            throw ValidationError("the desk did not start: \(line)")
-        }
-        return (desk, base)
+    static func startDesk(_ binary: String, config: String) async throws -> (BenchProcess, String) {
+        let desk = try await BenchProcess.start(
+            binary, ["desk", "--listen", "127.0.0.1:0", "--config", config, "--preview-age", "1h"],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        return (desk, "http://127.0.0.1:\(desk.port)")
     }
 }
 

@@ -27,7 +27,7 @@ struct FirstAlert: AsyncParsableCommand {
     @Option(help: "Stories per mode, at random moments in random feeds.") var stories = 30
     @Option(help: "Seconds each mode is measured.") var seconds = 180.0
     @Option(help: "Seconds the server takes to answer each request.") var latency = 0.1
-    @Option(help: "Seconds the idle watcher is measured over unchanged feeds.") var idle = 120.0
+    @Option(help: "Seconds the idle watcher is measured over unchanged feeds (0: skip).") var idle = 120.0
     @Option(
         help:
             "Modes to measure, of cron, poll, websub, ping, and websub-hostile, ping-hostile (the same with 200 bad pings/s and 50 forged distributions/s at the listener)."
@@ -44,7 +44,7 @@ struct FirstAlert: AsyncParsableCommand {
         let server = try await LocalHTTPServer.start { await wire.answer($0) }
         defer { server.stop() }
         wire.serve(at: server.baseURL)
-        let websub = try? BenchWebSubHub.start(script: hubScript)
+        let websub = try? await BenchWebSubHub.start(script: hubScript)
         defer { websub?.stop() }
         wire.hub = websub?.url
         print("first-alert: \(feeds) feeds answering in \(Int(latency * 1000)) ms, \(stories) stories per mode")
@@ -60,7 +60,7 @@ struct FirstAlert: AsyncParsableCommand {
             rows.append(measured)
             print(measured)
         }
-        rows.append(try await idleWatcher(binary: binary, hub: hub, wire: wire))
+        if idle > 0 { rows.append(try await idleWatcher(binary: binary, hub: hub, wire: wire)) }
         print("\nfirst-alert summary\n" + rows.joined(separator: "\n"))
     }
 
@@ -69,7 +69,8 @@ struct FirstAlert: AsyncParsableCommand {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let config = try FirstAlertRound.config(folder, hub: hub, wire: wire, mode: "poll")
-        let watcher = try BenchProcess.start(binary, ["watch", "--quiet", "--config", config], FirstAlertRound.env)
+        let watcher = try await BenchProcess.start(
+            binary, ["watch", "--quiet", "--config", config], FirstAlertRound.env)
         defer { watcher.stop() }
         try await wire.waitUntilEachFetched(since: Date())
         try await Task.sleep(for: .seconds(10))
@@ -140,7 +141,7 @@ struct FirstAlertRound {
             // Spawned off the concurrency pool: the feed server and the emulator answer on it.
             _ = try await spawn(binary, ["run", "--quiet", "--config", config], Self.env)
         } else {
-            watcher = try BenchProcess.start(binary, ["watch", "--quiet", "--config", config], Self.env)
+            watcher = try await BenchProcess.start(binary, ["watch", "--quiet", "--config", config], Self.env)
             try await wire.waitUntilEachFetched(since: started)
             if mode.hasPrefix("websub") { try await waitForSubscriptions(port: port) }
         }
@@ -481,34 +482,24 @@ enum BenchLatency {
     }
 }
 
-/// flask-websub's hub for the bench (the tests' `Tests/websub/hub.py`).
+/// flask-websub's hub for the bench (the tests' `Tests/websub/hub.py`), started by the tests'
+/// kit (`ChildProcess`).
 struct BenchWebSubHub: Sendable {
-    let process: Process
+    let child: RunningChild
     let url: String
 
-    static func start(script: String) throws -> BenchWebSubHub {
+    static func start(script: String) async throws -> BenchWebSubHub {
         guard FileManager.default.fileExists(atPath: script) else { throw ValidationError("no \(script)") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let database = NSTemporaryDirectory() + "first-alert-hub-\(UUID().uuidString).db"
-        process.arguments = ["python3", script, database, "86400"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let child = try ChildProcess.start(
+            "/usr/bin/env", ["python3", script, database, "86400"],
+            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"], errors: .discard)
+        let line = await child.stdout?.firstLine() ?? ""
+        guard let start = line.range(of: "http://") else {
+            child.stop()
+            throw ValidationError("the WebSub hub did not start: \(line)")
         }
-        let text = String(decoding: line, as: UTF8.self)
-        guard let start = text.range(of: "http://") else {
-            process.terminate()
-            throw ValidationError("the WebSub hub did not start: \(text)")
-        }
-        return BenchWebSubHub(
-            process: process, url: String(text[start.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))
+        return BenchWebSubHub(child: child, url: String(line[start.lowerBound...]).trimmingCharacters(in: .whitespaces))
     }
 
     func publish(_ topic: String) async throws -> Int {
@@ -518,10 +509,7 @@ struct BenchWebSubHub: Sendable {
             body: "hub.mode=publish&hub.topic=\(encoded)")
     }
 
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() { child.stop() }
 }
 
 /// Small HTTP calls of the bench (URLSession: the answers are 2xx, no challenge to hang on).

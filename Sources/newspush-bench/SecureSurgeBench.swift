@@ -13,7 +13,7 @@ extension ApiRegistrations {
     /// with the back-end's own digests: 10,000 bcrypt checks would take the bench half an hour);
     /// then the Basic round once more with nothing remembered, what a reader unseen for a month
     /// costs.
-    func secureSurge(_ binary: String, folder: TemporaryFolder, hubPort: Int, readers: Int) throws {
+    func secureSurge(_ binary: String, folder: TemporaryFolder, hubPort: Int, readers: Int) async throws {
         let maker = TokenMaker()
         let jwks = try folder.write("surge-jwks.json", maker.jwks())
         let config = try folder.write(
@@ -40,13 +40,13 @@ extension ApiRegistrations {
         let database = folder.file("surge-state.db")
         try BenchProcess.runToEnd("/usr/bin/sqlite3", [database], [], input: Self.surgeRows(readers))
         try BenchProcess.runToEnd("/usr/bin/sqlite3", [database], [], input: Self.remembered(names, hash: hash))
-        try surgeRounds(binary, config: config, database: database, names: names, maker: maker)
+        try await surgeRounds(binary, config: config, database: database, names: names, maker: maker)
     }
 
     /// The three rounds, each against a `newspush api` started for it.
     private func surgeRounds(
         _ binary: String, config: String, database: String, names: [String], maker: TokenMaker
-    ) throws {
+    ) async throws {
         let readers = names.count
         let basic: @Sendable (Int) -> String = { n in
             let credential = Data("surge\(n):surge-password".utf8).base64EncodedString()
@@ -66,7 +66,7 @@ extension ApiRegistrations {
                 try BenchProcess.runToEnd(
                     "/usr/bin/sqlite3", [database], [], input: "DELETE FROM remembered_credentials;\n")
             }
-            let api = try BenchProcess.start(
+            let api = try await BenchProcess.start(
                 binary, ["api", "--listen", "127.0.0.1:0", "--config", config],
                 ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
             let timing = try LoadClients.run(port: api.port, clients: clients, count: readers, request: request)

@@ -37,7 +37,7 @@ struct SurgeRegistrations: AsyncParsableCommand {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
-        let hub = try BenchProcess.start(
+        let hub = try await BenchProcess.start(
             here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
             ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
         defer { hub.stop() }
@@ -103,8 +103,11 @@ struct SurgeRegistrations: AsyncParsableCommand {
             ApiRegistrations.config(hubPort: hub.port, state: engine.state).replacingOccurrences(
                 of: "api: {", with: "api: {hub_writes: 32, "))
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"] + engine.environment
-        let apis = try (0..<instances).map { _ in
-            try BenchProcess.start(binary, ["api", "--listen", "127.0.0.1:0", "--config", config], environment)
+        var apis: [BenchProcess] = []
+        for _ in 0..<instances {
+            apis.append(
+                try await BenchProcess.start(
+                    binary, ["api", "--listen", "127.0.0.1:0", "--config", config], environment))
         }
         defer { for api in apis { api.stop() } }
         let ports = apis.map(\.port)
