@@ -3,13 +3,11 @@ import PackageDescription
 
 let package = Package(
     name: "newspush",
-    // iOS is for NewsPushAppKit alone (an app's package dependency); the rest is for servers.
-    platforms: [.macOS(.v14), .iOS(.v16)],
+    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "newspush", targets: ["newspush"]),
         .executable(name: "newspush-hub", targets: ["newspush-hub"]),
         .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
-        .library(name: "NewsPushAppKit", targets: ["NewsPushAppKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -25,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // The app side, a package of its own (Foundation only): its folder here, tested below.
+        .package(path: "NewsPushAppKit"),
     ],
     targets: [
         .systemLibrary(
@@ -283,15 +283,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The app side of `newspush api` for iOS apps (and any Swift app): Foundation only, none
-        // of the server, so that an app depending on it builds nothing else of this package.
-        .target(name: "NewsPushAppKit"),
         .testTarget(
             name: "newspushTests",
             dependencies: [
                 "newspush", "newspush-hub", "NewsPushTesting", "NotificationHubs", "NewsPushCore", "FeedParsing",
                 "NewsClassifier", "NewsPushModel",
-                "NewsPushLedger", "NewsPushAPI", "NewsPushAppKit", "NewsPushHTTP",
+                "NewsPushLedger", "NewsPushAPI", "NewsPushHTTP",
+                .product(name: "NewsPushAppKit", package: "NewsPushAppKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

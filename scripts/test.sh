@@ -72,7 +72,7 @@ finish() {
 
 # The code's shape first (.swift-format): formatting, line length, a /// summary on every public
 # declaration, no force unwrap or force try outside the tests.
-phase lint swift format lint --strict --recursive Sources Tests Package.swift
+phase lint swift format lint --strict --recursive Sources Tests Package.swift NewsPushAppKit
 # Nothing runs without a build: its failure ends the command here.
 if ! phase build swift build --build-tests; then finish; fi
 
@@ -90,7 +90,13 @@ watch_suites="WatchTests|WatchListenerTests|WatchSharingTests"
 postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|ApiAbuseTests|WatchLeaseTests"
 alone="RunMemoryTests|GeneratedClientTests|WatchDayTests"
 phase main swift test --skip-build --skip "$appkit_suites|$postgres_suites|$watch_suites|$alone" "$@"
-phase appkit swift test --skip-build --filter "$appkit_suites" "$@"
+# The app kit's package alone, as an app builds it (Foundation only, warnings are errors), then
+# its tests against the built back-end.
+appkit() {
+    swift build --package-path NewsPushAppKit -Xswiftc -warnings-as-errors || return 1
+    timeout --kill-after=30 "$phase_limit" swift test --skip-build --filter "$appkit_suites" "$@"
+}
+phase appkit appkit "$@"
 phase postgres swift test --skip-build --filter "$postgres_suites" "$@"
 phase watch swift test --skip-build --filter "$watch_suites" "$@"
 phase generated-clients swift test --skip-build --filter GeneratedClientTests "$@"

@@ -45,33 +45,7 @@ struct ApiRegistrations: AsyncParsableCommand {
         defer { hub.stop() }
         Self.hub = hub
         print("\(registrations) registrations per measurement, \(clients) clients, emulator on :\(hub.port)")
-        // The machine's speed drifts between measurements (other tenants of its host): each
-        // round measures both side by side, and the median round's ratio is the figure.
-        var ratios: [(ratio: Double, direct: Timing, api: Timing)] = []
-        for round in 0..<max(1, rounds) {
-            let cpu = hub.cpuSeconds()
-            let direct = try directPuts(hubPort: hub.port, offset: round * registrations)
-            print("round \(round + 1): straight to the emulator:     " + direct.line)
-            print(
-                String(
-                    format: "  CPU per 1,000 registrations: emulator %.2f s",
-                    (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
-            let config = try folder.write(
-                "round-\(round).yaml", Self.config(hubPort: hub.port, state: "newspush-state-\(round).db"))
-            let sqlite = try await throughApi(
-                newspush, config: config, offset: round * registrations, count: registrations)
-            print(
-                "round \(round + 1): through newspush api, SQLite: " + sqlite.timing.line
-                    + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
-            ratios.append((sqlite.timing.rate / direct.rate, direct, sqlite.timing))
-        }
-        let median = ratios.sorted { $0.ratio < $1.ratio }[ratios.count / 2]
-        let direct = median.direct
-        print(
-            String(
-                format: "median round: SQLite %.0f registrations/s, direct %.0f/s: %.2f× direct (rounds: %@)",
-                median.api.rate, median.direct.rate, median.ratio,
-                ratios.map { String(format: "%.2f", $0.ratio) }.joined(separator: ", ")))
+        let direct = try await sqliteRounds(newspush, folder: folder, hub: hub)
         let postgres = try await LocalPostgres.start(fsync: true)
         defer { postgres.stop() }
         let pgConfig = try folder.write(
@@ -94,6 +68,38 @@ struct ApiRegistrations: AsyncParsableCommand {
         if surgeReaders > 0 {
             try await secureSurge(newspush, folder: folder, hubPort: hub.port, readers: surgeReaders)
         }
+    }
+
+    /// The rounds of PUTs straight to the emulator beside the same through the API on SQLite;
+    /// the median round's direct timing (the PostgreSQL figures' reference).
+    private func sqliteRounds(_ newspush: String, folder: TemporaryFolder, hub: BenchProcess) async throws -> Timing {
+        // The machine's speed drifts between measurements (other tenants of its host): each
+        // round measures both side by side, and the median round's ratio is the figure.
+        var ratios: [(ratio: Double, direct: Timing, api: Timing)] = []
+        for round in 0..<max(1, rounds) {
+            let cpu = hub.cpuSeconds()
+            let direct = try directPuts(hubPort: hub.port, offset: round * registrations)
+            print("round \(round + 1): straight to the emulator:     " + direct.line)
+            print(
+                String(
+                    format: "  CPU per 1,000 registrations: emulator %.2f s",
+                    (hub.cpuSeconds() - cpu) * 1000 / Double(registrations)))
+            let config = try folder.write(
+                "round-\(round).yaml", Self.config(hubPort: hub.port, state: "newspush-state-\(round).db"))
+            let sqlite = try await throughApi(
+                newspush, config: config, offset: round * registrations, count: registrations)
+            print(
+                "round \(round + 1): through newspush api, SQLite: " + sqlite.timing.line
+                    + String(format: " (%.2f× direct)", sqlite.timing.rate / direct.rate))
+            ratios.append((sqlite.timing.rate / direct.rate, direct, sqlite.timing))
+        }
+        let median = ratios.sorted { $0.ratio < $1.ratio }[ratios.count / 2]
+        print(
+            String(
+                format: "median round: SQLite %.0f registrations/s, direct %.0f/s: %.2f× direct (rounds: %@)",
+                median.api.rate, median.direct.rate, median.ratio,
+                ratios.map { String(format: "%.2f", $0.ratio) }.joined(separator: ", ")))
+        return median.direct
     }
 
     static func config(hubPort: Int, state: String) -> String {

@@ -67,7 +67,7 @@ struct DocumentationTests {
         let root = CoreFolderOrderTests.root
         let number = try NSRegularExpression(pattern: Self.trackerWords)
         var found: [String] = []
-        for folder in ["Sources", "Tests"] {
+        for folder in ["Sources", "Tests", "NewsPushAppKit/Sources"] {
             let files = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
             while let path = files?.nextObject() as? String {
                 guard path.hasSuffix(".swift"), !path.contains("Fixtures/") else { continue }

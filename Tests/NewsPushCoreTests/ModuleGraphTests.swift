@@ -18,8 +18,6 @@ struct ModuleGraphTests {
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsClassifier", "NewsPushCore", "NewsPushLedger",
         ],
         "NewsPushHTTP": [],
-        // An app's package dependency: nothing of the server.
-        "NewsPushAppKit": [],
         "NewsPushDesk": [
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsPushCore", "NewsPushLedger", "NewsPushSessions",
             "NewsPushHTTP",
@@ -66,6 +64,29 @@ struct ModuleGraphTests {
             let others = try Self.imports(of: module).intersection(Self.frontEnds.subtracting([module]))
             #expect(others.isEmpty, "the front end \(module) imports the front end \(others.sorted())")
         }
+    }
+
+    /// The app kit is a package of its own that an app adds: it imports Foundation alone and
+    /// depends on no package, so an app builds nothing of the server.
+    @Test func theAppKitIsFoundationOnly() throws {
+        let kit = CoreFolderOrderTests.root.appendingPathComponent("NewsPushAppKit")
+        let manifest = try String(contentsOf: kit.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(!manifest.contains(".package("), "NewsPushAppKit/Package.swift depends on a package")
+        let sources = kit.appendingPathComponent("Sources/NewsPushAppKit")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+        #expect(!files.isEmpty)
+        var imported: Set<String> = []
+        for file in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let line = String(line)
+                guard let match = Self.importLine.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
+                    let range = Range(match.range(at: 1), in: line)
+                else { continue }
+                imported.insert(String(line[range]))
+            }
+        }
+        #expect(imported.isSubset(of: ["Foundation", "FoundationNetworking"]), "the kit imports \(imported.sorted())")
     }
 
     @Test func everyModuleIsInTheGraph() throws {
