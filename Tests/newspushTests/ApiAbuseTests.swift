@@ -72,7 +72,7 @@ struct ApiAbuseTests {
         }
     }
 
-    // 2: 1,000 wrong passwords for alice from 50 networks: 429 with Retry-After once four times
+    // 1,000 wrong passwords for alice from 50 networks: 429 with Retry-After once four times
     // api.sign_in_failures (20) are counted for her name (at most 5 from any one network), so at
     // most 30 of them ever reach bcrypt (10 in flight at once); her phone (a credential found
     // good before, from its own network) still registers, her right password from elsewhere
@@ -114,7 +114,7 @@ struct ApiAbuseTests {
         print("registrations: \(quiet.map(Int.init))/s unloaded, \(busy.map(Int.init))/s during 500 wrong passwords")
     }
 
-    // 11: one guesser on one network locks the reader out of that network only (before, five
+    // One guesser on one network locks the reader out of that network only (before, five
     // wrong guesses locked her out of every network she had not used yet, for 15 minutes:
     // phones roam).
     @Test func oneGuesserLocksTheReaderOutOfItsNetworkOnly() async throws {
@@ -135,7 +135,7 @@ struct ApiAbuseTests {
         #expect(roaming.status == 200, "her phone on a new network: \(roaming.status) \(roaming.body)")
     }
 
-    // 2: bcrypt reads 72 bytes and stops at NUL; neither a suffix past 72 bytes nor one after a
+    // Bcrypt reads 72 bytes and stops at NUL; neither a suffix past 72 bytes nor one after a
     // NUL is ever taken, and add-user refuses such passwords.
     @Test func passwordsAreNeverMatchedByTheirStart() async throws {
         let fixture = try await ApiFixture.start()
@@ -162,7 +162,7 @@ struct ApiAbuseTests {
         #expect(over.status == 64 && over.stderr.contains("72 bytes"), "\(over.stderr)")
     }
 
-    // 3: a token's sub outside the tag alphabet is the tag `username:h.<hex>`; no Basic user
+    // A token's sub outside the tag alphabet is the tag `username:h.<hex>`; no Basic user
     // can take that name (add-user refuses it; one written into the file by hand cannot sign
     // in). With api.jwt.names: own, tokens own plain names and Basic users are basic:NAME;
     // with prefixed, tokens are jwt:SUB and Basic users keep theirs.
@@ -250,7 +250,7 @@ struct ApiAbuseTests {
         #expect(token.body.contains("username:jwt:alice"), "\(token.status) \(token.body)")
     }
 
-    // 5: /healthz asks the hub at most once per 30 s however often it is called; anyone else
+    // /healthz asks the hub at most once per 30 s however often it is called; anyone else
     // than this machine or a sender hears only "unavailable", never why.
     @Test func healthAsksTheHubOnceAndTellsStrangersNothing() async throws {
         let fixture = try await ApiFixture.start(api: "  trusted_proxies: [127.0.0.1]\n")
@@ -297,7 +297,7 @@ struct ApiAbuseTests {
         }
     }
 
-    // 6: a key set is never read over a redirect to http; a key removed from the set stops
+    // A key set is never read over a redirect to http; a key removed from the set stops
     // working once the set's max-age has passed; a rotation under load is one read that every
     // token with the new key waits for, none refused.
     @Test func keySetsAreReadOnceFreshAndOnlyOverHttps() async throws {
@@ -454,7 +454,7 @@ struct ApiAbuseTests {
         #expect(await fixture.atHub("chunky") == nil)
     }
 
-    // 1: a registration flood from 10,000 addresses of one IPv6 /64 and from 1,000 networks:
+    // A registration flood from 10,000 addresses of one IPv6 /64 and from 1,000 networks:
     // the /64 is one client (its rate, its 3 new anonymous installations a day), each network
     // another; a signed-in reader still registers throughout (p99 before and during reported);
     // the server's memory stays flat; the rate state is bounded whatever the number of networks.
@@ -523,7 +523,7 @@ struct ApiAbuseTests {
         #expect(limits.count <= 20_000, "\(limits.count) buckets for a million networks")
     }
 
-    // 1: with api.handle_shapes: strict (the default), a handle no push service would issue is
+    // With api.handle_shapes: strict (the default), a handle no push service would issue is
     // refused with the shape it should have: the quota cannot be filled with made-up strings.
     @Test func handlesOfNoPushServiceAreRefused() async throws {
         let fixture = try await ApiFixture.start(api: "  handle_shapes: strict\n")
@@ -545,7 +545,7 @@ struct ApiAbuseTests {
         }
     }
 
-    // 1: a user has at most api.max_devices_per_user installations (the oldest replaced, at the
+    // A user has at most api.max_devices_per_user installations (the oldest replaced, at the
     // hub and in the index); a network makes at most api.rate.new_anonymous_per_network new
     // anonymous ones; past api.max_installations anonymous registrations get 503 and signed-in
     // readers still register.
@@ -644,7 +644,7 @@ struct ApiAbuseTests {
         #expect(counted.stdout.contains("\"max_installations\" : 450"), "\(counted.stdout) \(counted.stderr)")
     }
 
-    // 4: after a forget, no row of the ledger names the reader, a digest of the name, their
+    // After a forget, no row of the ledger names the reader, a digest of the name, their
     // handles' texts or their messages: the whole SQLite file (and its log) and a pg_dump are
     // searched for them. The audit keeps that a forget happened, asked by the reader, under
     // the keyed pseudonym.
@@ -722,7 +722,7 @@ struct ApiAbuseTests {
         #expect(history.stdout.contains(pseudonym) && history.stdout.contains("the reader"), "\(history.stdout)")
     }
 
-    // 7: a story an editor rejected goes to no reader by name without --force; a story that went
+    // A story an editor rejected goes to no reader by name without --force; a story that went
     // to alice by name and then to everyone (by the run, or by publish) reaches her once.
     @Test func editorialPromisesHoldThroughPushesToOneReader() async throws {
         let feed = try await LocalHTTPServer.serving([

@@ -141,6 +141,26 @@ struct ApiIdentityTests {
             }
         }
         #expect(await fixture.send("GET /healthz", headers: ["X-Forwarded-For: 198.51.100.1"]).status == 429)
-        // Basic users are limited by name too (api.rate.per_user), whatever their address.
+    }
+
+    // A signed-in reader is limited by name too (api.rate.per_user), whatever address each
+    // request comes from; another reader is not held back by it.
+    @Test func aReaderIsLimitedByNameFromEveryAddress() async throws {
+        let fixture = try await ApiFixture.start(
+            api: "  rate: {per_address: 1000/min, per_user: 3/min}\n  trusted_proxies: [127.0.0.1]\n")
+        defer { fixture.stop() }
+        func register(_ user: String, _ n: Int) async -> RawAnswer {
+            await fixture.send(
+                "PUT /api/installations/\(user)-\(n)", json: ApiAbuseTests.registration("\(user)-token-\(n)"),
+                headers: [ApiFixture.basic(user), "X-Forwarded-For: 198.51.100.\(n + 1)"])
+        }
+        for n in 0..<3 {
+            let answer = await register("alice", n)
+            #expect(answer.status == 200, "alice's request \(n + 1), its own address: \(answer.status) \(answer.body)")
+        }
+        let fourth = await register("alice", 3)
+        #expect(fourth.status == 429, "alice's fourth request in the minute, from a fourth address: \(fourth.status)")
+        #expect((Int(fourth.headers["retry-after"] ?? "") ?? 0) >= 1, "with the time to come back")
+        #expect(await register("bob", 0).status == 200, "bob is not held back by alice's limit")
     }
 }

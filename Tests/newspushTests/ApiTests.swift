@@ -226,24 +226,24 @@ struct ApiTests {
             headers: [bob])
         #expect(put.status == 200)
         let before = try #require(await fixture.atHub(bobId))
-        // 1. alice asks for bob's tag as a topic: dropped; her installation carries her own.
+        // Alice asks for bob's tag as a topic: dropped; her installation carries her own.
         let aliceOwn = await fixture.send(
             "PUT /api/installations/alice-phone",
             json: #"{"platform":"apns","pushChannel":"aa11","topics":["username:bob","World"]}"#, headers: [alice])
         #expect(aliceOwn.status == 200)
         #expect(ApiFixture.object(aliceOwn)["tags"] as? [String] == ["World", "username:alice", "newspush:signed-in"])
         #expect(ApiFixture.object(aliceOwn)["ignored"] as? [String] == ["username:bob"])
-        // 2. alice's PUT of bob's registration id with her own handle: 410.
+        // Alice's PUT of bob's registration id with her own handle: 410.
         let taken = await fixture.send(
             "PUT /api/register/\(bobId)", json: #"{"Platform":"fcm","Handle":"alice-token","Tags":["World"]}"#,
             headers: [alice])
         #expect(taken.status == 410, "\(taken.body)")
-        // 3. an anonymous installation asking for a user tag: the tag is dropped.
+        // An anonymous installation asking for a user tag: the tag is dropped.
         let anonymous = await fixture.send(
             "PUT /api/installations/anon-1",
             json: #"{"platform":"fcmv1","pushChannel":"anon-token","topics":["username:bob","Sports"]}"#)
         #expect(anonymous.status == 200 && ApiFixture.object(anonymous)["tags"] as? [String] == ["Sports"])
-        // 4. bob's installation id without its handle, anonymously and as alice: a PUT is 403; a
+        // Bob's installation id without its handle, anonymously and as alice: a PUT is 403; a
         // DELETE is 204 as for an id no one has (no oracle of ids in use), and changes nothing.
         let absent = await fixture.send("DELETE /api/installations/never-registered", headers: [alice])
         for headers in [[], [alice]] {
@@ -265,7 +265,7 @@ struct ApiTests {
             #expect(put.status == 400 || put.status == 404, "\(id): \(put.status) \(put.body)")
         }
         #expect(await fixture.hub.emulator.allInstallations().allSatisfy { !$0.installationId.hasPrefix(".") })
-        // 5. a service tag as a topic: dropped.
+        // A service tag as a topic: dropped.
         let service = await fixture.send(
             "PUT /api/installations/anon-2",
             json: #"{"platform":"fcmv1","pushChannel":"anon-token-2","topics":["$InstallationId:{\#(bobId)}"]}"#)

@@ -596,7 +596,7 @@ struct HostileOperatorTests {
         #expect(!run.stderr.contains("e${"), "\(run.stderr)")
     }
 
-    // 3. (New case) an image link that is not http(s), or carries control characters, is dropped.
+    // (New case) an image link that is not http(s), or carries control characters, is dropped.
     @Test func anImageThatIsNotAWebLinkIsNotSent() async throws {
         let hub = try await LocalHub.start(
             devicesYAML: """
@@ -626,7 +626,7 @@ struct HostileOperatorTests {
         #expect(payload["image"] as? String == "", "\(payload)")
     }
 
-    // 8. (New cases) a ledger cut short, or a file that is not a ledger: exit 1, nothing sent,
+    // (New cases) a ledger cut short, or a file that is not a ledger: exit 1, nothing sent,
     //    the file untouched.
     @Test(arguments: ["truncated", "garbage"])
     func aRunStopsOnALedgerThatIsNotWhole(damage: String) async throws {

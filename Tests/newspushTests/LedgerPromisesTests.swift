@@ -293,7 +293,7 @@ struct LedgerPromisesTests {
         }
     }
 
-    // 7. publish and run share one sender and its outcome rules: throttled → pending (sent by
+    // Publish and run share one sender and its outcome rules: throttled → pending (sent by
     //    the next run), refused for itself → failed (never re-sent).
     @Test(arguments: LedgerBackend.allCases) func publishFollowsTheRunsOutcomeRules(_ backend: LedgerBackend)
         async throws
