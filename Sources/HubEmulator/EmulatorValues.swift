@@ -225,10 +225,7 @@ public struct NotificationRecord: Sendable {
     /// The service's `NotificationDetails` XML.
     func detailsXML() -> String {
         func date(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "" }
-        func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;")
-        }
+        func escape(_ text: String) -> String { MarkupText.escaped(text) }
         let element = ["apple": "Apns", "fcmv1": "FcmV1", "windows": "Wns"]
         var xml =
             "<NotificationDetails xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" "
