@@ -56,6 +56,14 @@ final class DeskProcess: @unchecked Sendable {
     /// waits for it, which takes no time.
     func stop() { child.stop() }
 
+    /// Asks it to stop as an operator does (SIGTERM: what it has in flight finishes) and waits
+    /// for its end; its exit status.
+    @discardableResult
+    func drain() async -> Int32 {
+        child.terminate()
+        return await child.exitStatus()
+    }
+
     /// One request as raw bytes (`Connection: close` is added); the answer's status, headers
     /// (names lower-cased) and body. Status 0: the connection closed without an answer.
     func send(_ head: String, body: String = "", headers: [String] = []) async -> RawAnswer {
