@@ -95,7 +95,7 @@ public final class WatchInbox: @unchecked Sendable {
     }
 
     /// A hub verified or denied a subscription (through this watcher's listener): the loop reads
-    /// the subscriptions again (a renewal is due at four fifths of the lease just granted).
+    /// the subscriptions again (a renewal is due before the lease just granted ends: `WebSubPolicy.renewalMargin`).
     public func subscriptionChanged() {
         locked { subscriptionsChanged = true }
     }

@@ -61,7 +61,8 @@ public enum WebSubPolicy {
 
     /// The hub's verification of intent (§5.3): the subscription as verified, or nil (answer
     /// 404, change nothing) unless it was requested in this `mode` for this `topic`. The lease
-    /// runs for `leaseSeconds` (at most `longestLease`) and is renewed at four fifths of it.
+    /// runs for `leaseSeconds` (at most `longestLease`) and is renewed `renewalMargin` before it
+    /// ends.
     public static func verify(
         _ subscription: WebSubSubscription, mode: String, topic: String, leaseSeconds: Double?, at now: Date
     ) -> WebSubSubscription? {
@@ -70,9 +71,19 @@ public enum WebSubPolicy {
         else { return nil }
         let lease = min(longestLease, max(1, leaseSeconds ?? defaultLease))
         var verified = subscription
-        verified.state = .active(until: now.addingTimeInterval(lease), renewAt: now.addingTimeInterval(lease * 0.8))
+        verified.state = .active(
+            until: now.addingTimeInterval(lease), renewAt: now.addingTimeInterval(lease - renewalMargin(lease)))
         verified.failures = 0
         return verified
+    }
+
+    /// How long before a lease ends it is renewed: a fifth of it, but at least a minute (or half
+    /// of a lease shorter than two minutes). Hubs count leases in whole seconds from when they
+    /// store them (flask-websub's `strftime('%s')`), and a renewal takes a request and a
+    /// verification: a short lease renewed at four fifths lapsed on a loaded machine, and a
+    /// distribution published in the gap went to no one.
+    public static func renewalMargin(_ lease: TimeInterval) -> TimeInterval {
+        max(lease / 5, min(lease / 2, 60))
     }
 
     /// The hub denied the subscription (§5.2), the request failed or went unverified: asked

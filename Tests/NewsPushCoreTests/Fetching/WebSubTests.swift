@@ -92,9 +92,13 @@ struct WebSubTests {
         #expect(
             active.isActive(at: start.addingTimeInterval(99)) && !active.isActive(at: start.addingTimeInterval(101)))
         #expect(verify(active, "subscribe", links.topic) == nil, "verified once")
-        #expect(!WebSubPolicy.isDue(active, at: start.addingTimeInterval(79)))
-        #expect(WebSubPolicy.nextAction(active) == start.addingTimeInterval(80))
-        let renewal = WebSubPolicy.asking(active, at: start.addingTimeInterval(80))
+        // A 100-second lease is renewed half-way (a minute's margin at most half of it); a long
+        // one at four fifths; a short one half-way.
+        #expect(!WebSubPolicy.isDue(active, at: start.addingTimeInterval(49)))
+        #expect(WebSubPolicy.nextAction(active) == start.addingTimeInterval(50))
+        #expect(WebSubPolicy.renewalMargin(86400) == 86400 / 5 && WebSubPolicy.renewalMargin(4) == 2)
+        #expect(WebSubPolicy.renewalMargin(600) == 120 && WebSubPolicy.renewalMargin(240) == 60)
+        let renewal = WebSubPolicy.asking(active, at: start.addingTimeInterval(50))
         #expect(renewal.secret == made.secret && renewal.token == made.token, "renewed, same secret and callback")
         // The same links keep the subscription; a new hub starts another with a new secret and token.
         #expect(WebSubPolicy.observe(active, feed: "f", links: links) == nil)
