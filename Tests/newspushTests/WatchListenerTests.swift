@@ -62,6 +62,22 @@ struct WebSubHub: Sendable {
             logPath: logPath)
     }
 
+    /// How many unexpired subscriptions to `topic` the hub has stored (read from its database as
+    /// its publish reads them). The hub stores a subscription after the subscriber answered its
+    /// verification: a watcher's "verified" comes first, and a publish in between reaches no one.
+    func subscribers(_ topic: String) async -> Int {
+        let query = """
+            import sqlite3, sys
+            sql = "select count(*) from hub where topic_url = ? and expiration_time > strftime('%s', 'now')"
+            print(sqlite3.connect(sys.argv[1]).execute(sql, (sys.argv[2],)).fetchone()[0])
+            """
+        let database = URL(fileURLWithPath: logPath).deletingLastPathComponent().appendingPathComponent("hub.db")
+        let ran = try? ChildProcess.run(
+            "/usr/bin/env", ["python3", "-c", query, database.path, topic], environment: Self.pythonEnvironment)
+        let count = ran.map { String(decoding: $0.stdout, as: UTF8.self) }
+        return count.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    }
+
     /// `hub.mode=publish` of `topic`: the hub fetches it and distributes it to the subscribers.
     func publish(_ topic: String) async -> Int {
         let encoded = topic.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? topic
@@ -193,6 +209,8 @@ struct WatchListenerTests {
             let watcher = try await DeskProcess.start(["watch", "--config", config])
             defer { watcher.stop() }
             #expect(await watcher.errors.until("WebSub subscribe of \(topic) verified"), "\(watcher.errors.current)")
+            #expect(
+                try await WatchTests.until { await websub.subscribers(topic) > 0 }, "the hub stored it: \(websub.log)")
             try await body(hub, folder, websub, wire, topic, port, config, watcher)
         }
     }
