@@ -37,9 +37,8 @@ struct ModuleGraphTests {
         pattern: #"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+"#
             + #"(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?(\w+)"#)
 
-    /// The newspush modules each module's sources import.
-    static func imports(of module: String) throws -> Set<String> {
-        let folder = CoreFolderOrderTests.root.appendingPathComponent("Sources/\(module)")
+    /// Every module the Swift files under `folder` import (nothing when there is no folder).
+    static func imported(in folder: URL) throws -> Set<String> {
         guard let files = FileManager.default.enumerator(atPath: folder.path) else { return [] }
         var found: Set<String> = []
         for case let file as String in files where file.hasSuffix(".swift") {
@@ -49,11 +48,17 @@ struct ModuleGraphTests {
                 guard let match = importLine.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
                     let range = Range(match.range(at: 1), in: line)
                 else { continue }
-                let name = String(line[range])
-                if allowed[name] != nil { found.insert(name) }
+                found.insert(String(line[range]))
             }
         }
         return found
+    }
+
+    /// The newspush modules each module's sources import.
+    static func imports(of module: String) throws -> Set<String> {
+        try imported(in: CoreFolderOrderTests.root.appendingPathComponent("Sources/\(module)")).filter {
+            allowed[$0] != nil
+        }
     }
 
     @Test(arguments: allowed.keys.sorted())
@@ -73,19 +78,8 @@ struct ModuleGraphTests {
         let manifest = try String(contentsOf: kit.appendingPathComponent("Package.swift"), encoding: .utf8)
         #expect(!manifest.contains(".package("), "NewsPushAppKit/Package.swift depends on a package")
         let sources = kit.appendingPathComponent("Sources/NewsPushAppKit")
-        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
-        #expect(!files.isEmpty)
-        var imported: Set<String> = []
-        for file in files where file.hasSuffix(".swift") {
-            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
-            for line in text.split(separator: "\n") {
-                let line = String(line)
-                guard let match = Self.importLine.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
-                    let range = Range(match.range(at: 1), in: line)
-                else { continue }
-                imported.insert(String(line[range]))
-            }
-        }
+        let imported = try Self.imported(in: sources)
+        #expect(!imported.isEmpty, "the kit's sources were not found")
         #expect(imported.isSubset(of: ["Foundation", "FoundationNetworking"]), "the kit imports \(imported.sorted())")
     }
 
