@@ -65,7 +65,7 @@ public struct ApiBackend: Sendable {
     func register(_ request: DeviceRegistration, caller: Caller, reservedFor: String? = nil) async throws
         -> RegistrationOutcome
     {
-        switch try await unchanged.answer(request, caller: caller) {
+        switch await unchanged.answer(request, caller: caller) {
         case .answered(let answer): return answer
         case .changes: break
         case .askASession:

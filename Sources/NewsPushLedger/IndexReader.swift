@@ -43,18 +43,31 @@ public final class IndexReader: Sendable {
     /// Keeps the pool's connections until the task running it is cancelled.
     public func run() async { await client.run() }
 
-    /// Installation `id` and whether the hub owes it anything (`Ledger.installationAndOwed`).
+    /// How long the question may go unanswered (`PostgresDeadline`: a statement written to a
+    /// connection the server has just closed, a restart, is never answered). Short: a caller
+    /// not answered here asks a session, which waits for a restarted server on its own terms.
+    public static let patience: Int64 = 3
+
+    /// Installation `id` and whether the hub owes it anything (`Ledger.installationAndOwed`);
+    /// `LedgerError.unreadable` when the server does not answer within `patience`.
     public func installationAndOwed(id: String) async throws(LedgerError) -> (InstallationRecord, owed: Bool)? {
         var binds = PostgresBindings(capacity: 1)
         binds.append(id)
-        let sql = PostgresDatabase.numberPlaceholders(Ledger.installationAndOwedQuery)
+        let query = PostgresQuery(
+            unsafeSQL: PostgresDatabase.numberPlaceholders(Ledger.installationAndOwedQuery), binds: binds)
+        let (client, address) = (client, address)
+        let late = DatabaseError(
+            kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.patience) s")
         do {
-            let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.silent)
-            for try await row in rows {
-                let values = SQLRow(values: row.map(PostgresDatabase.value))
-                return Ledger.installation(values).map { ($0, (values.int(9) ?? 0) > 0) }
+            return try await PostgresDeadline.first(
+                within: Self.patience, on: PostgresClient.defaultEventLoopGroup.any(), late: { late }
+            ) { () async throws -> (InstallationRecord, owed: Bool)? in
+                for try await row in try await client.query(query, logger: Self.silent) {
+                    let values = SQLRow(values: row.map(PostgresDatabase.value))
+                    return Ledger.installation(values).map { ($0, (values.int(9) ?? 0) > 0) }
+                }
+                return nil
             }
-            return nil
         } catch {
             let sorted = PostgresErrors.sorted(error, address: address, connecting: false)
             throw LedgerError.unreadable(path: address.description, reason: sorted.message)

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -159,27 +158,12 @@ final class PostgresDatabase: LedgerDatabase {
     static let answerTimeout: Int64 = 20
 
     /// The future's value, or a lost connection when the server has not answered within
-    /// `answerTimeout`: a connection the server ended can leave a request unanswered, and a
-    /// host that cannot commit must stop rather than wait for ever.
+    /// `answerTimeout` (`PostgresDeadline`): a host that cannot commit must stop rather than
+    /// wait for ever.
     private func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        let promise = future.eventLoop.makePromise(of: T.self)
-        let settled = NIOLockedValueBox(false)
-        // The first of the answer and the timeout settles the promise; the other is ignored.
-        let settle: @Sendable (Result<T, any Error>) -> Void = { result in
-            let first = settled.withLockedValue { was in
-                defer { was = true }
-                return !was
-            }
-            if first { promise.completeWith(result) }
-        }
         let lost = DatabaseError(
             kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.answerTimeout) s")
-        let timer = future.eventLoop.scheduleTask(in: .seconds(Self.answerTimeout)) { settle(.failure(lost)) }
-        future.whenComplete { result in
-            timer.cancel()
-            settle(result)
-        }
-        return try promise.futureResult.wait()
+        return try PostgresDeadline.first(future, within: Self.answerTimeout) { lost }.wait()
     }
 
     /// `?` → `$1`, `$2`, … outside quoted text (the ledger's SQL is written with `?`).

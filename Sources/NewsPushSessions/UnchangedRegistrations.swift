@@ -36,14 +36,17 @@ public struct UnchangedRegistrations: Sendable {
     public func run() async { await reader?.run() }
 
     /// What the index says of `request` by `caller`.
-    public func answer(_ request: DeviceRegistration, caller: Caller) async throws(SessionError) -> Answer {
+    public func answer(_ request: DeviceRegistration, caller: Caller) async -> Answer {
         guard let reader else { return .askASession }
         switch planner.registration(request, caller: caller, now: context.clock.now()) {
         case .failure(let refusal): return .answered(.invalid(refusal.message))
         case .success(let checked):
             let found: (InstallationRecord, owed: Bool)?
             do { found = try await reader.installationAndOwed(id: checked.record.id) } catch {
-                throw .ledger(error)
+                // The reader only saves a session its turn: when it cannot answer (a restart, a
+                // server not answering within its patience), a session asks, and a session's
+                // failure is the one the phone is told of and the log records.
+                return .askASession
             }
             let unchanged = RegistrationPlanner.unchanged(
                 checked.record, ignored: checked.ignored, found: found, now: context.clock.now())
