@@ -331,17 +331,17 @@ extension Ledger {
     }
 
     /// The ids whose state at the hub is owed agreement with the index, noted before `before`
-    /// and not waiting after a failure at `now`, those never tried first, then by when they are
-    /// due (a note that keeps failing goes to the back and waits longer each time, so it never
-    /// keeps newer ones from being settled), at most `limit`.
-    public func owedHubStates(before: Date, now: Date, limit: Int) throws(LedgerError) -> [String] {
+    /// and due to be tried again by `dueBy` (a note waits after each failure), those never
+    /// tried first, then by when they were noted (a note that keeps failing goes to the back and
+    /// waits longer each time, so it never keeps newer ones from being settled), at most `limit`.
+    public func owedHubStates(before: Date, dueBy: Date, limit: Int) throws(LedgerError) -> [String] {
         try reading {
             try db.query(
                 """
                 SELECT id FROM hub_owed WHERE since <= ? AND (next_try IS NULL OR next_try <= ?)
                 ORDER BY tries, since LIMIT ?
                 """,
-                [SQLValue(before), SQLValue(now), .integer(Int64(limit))]
+                [SQLValue(before), SQLValue(dueBy), .integer(Int64(limit))]
             ).compactMap { $0.text(0) }
         }
     }

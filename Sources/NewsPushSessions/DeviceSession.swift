@@ -441,7 +441,7 @@ public final class DeviceSession {
         } catch {
             throw .ledger(error)
         }
-        let (finished, failed) = try finishOwed(grace: 0, limit: .max)
+        let (finished, failed) = try finishOwed(grace: 0, limit: .max, waitingToo: true)
         return DevicePruneOutcome(stale: stale, finished: finished, failed: failed)
     }
 

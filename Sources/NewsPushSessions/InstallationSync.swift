@@ -182,11 +182,18 @@ extension DeviceSession {
     /// between the index and the hub, a hub that was down, an answer that was lost); returns
     /// how many were finished and what failed. A note whose settling fails waits longer each
     /// time (`Ledger.owedFailed`), behind the others; three failures in a row end the pass (a hub
-    /// that is down is not asked a thousand times, each waiting out its timeout).
-    public func finishOwed(grace: Double = 30, limit: Int = 1000) throws(SessionError) -> (Int, [String]) {
+    /// that is down is not asked a thousand times, each waiting out its timeout). `waitingToo`:
+    /// the notes still waiting after a failure are tried as well, after the others (an
+    /// operator's `devices prune` settles everything owed now, or says what it could not).
+    public func finishOwed(grace: Double = 30, limit: Int = 1000, waitingToo: Bool = false) throws(SessionError)
+        -> (Int, [String])
+    {
         let now = context.clock.now()
         let owed: [String]
-        do { owed = try ledger.owedHubStates(before: now.addingTimeInterval(-grace), now: now, limit: limit) } catch {
+        do {
+            owed = try ledger.owedHubStates(
+                before: now.addingTimeInterval(-grace), dueBy: waitingToo ? .distantFuture : now, limit: limit)
+        } catch {
             throw .ledger(error)
         }
         var failed: [String] = []

@@ -90,7 +90,10 @@ struct ApiConsistencyTests {
 
     // With the hub down, a pass over what is owed ends after three failures in a row (before,
     // it asked the hub for each of a thousand notes, each waiting out its timeout, holding a
-    // session); a note that failed waits behind the others and is tried again later.
+    // session); a note that failed waits behind the others (the sweeper's order and waits:
+    // `owedNotesComeOutNeverTriedFirstAndFailedOnesWait`). The operator's `devices prune` then
+    // settles everything owed, those that failed included: before, it skipped the notes still
+    // waiting and exited 0 with the hub and the index apart (the chaos test's bob, once).
     @Test(arguments: LedgerBackend.allCases)
     func aPassOverWhatIsOwedStopsWhenTheHubIsDownAndFailuresWaitTheirTurn(_ backend: LedgerBackend) async throws {
         let fixture = try await ApiFixture.start(backend)
@@ -116,12 +119,7 @@ struct ApiConsistencyTests {
         let next = try await newspush(
             ["devices", "prune", "--config", fixture.config], environment: ApiFixture.environment)
         #expect(next.status == 0, "\(next.stdout) \(next.stderr)")
-        #expect(await fixture.hub.emulator.allInstallations().count == 3, "the three that failed wait their turn")
-        let later = try await newspush(
-            ["devices", "prune", "--config", fixture.config],
-            environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(120))) { $1 })
-        #expect(later.status == 0, "\(later.stdout) \(later.stderr)")
-        #expect(await fixture.hub.emulator.allInstallations().isEmpty)
+        #expect(await fixture.hub.emulator.allInstallations().isEmpty, "the three that failed are settled too")
     }
 
     /// Two requests over one installation, the first held at the hub while the second comes.

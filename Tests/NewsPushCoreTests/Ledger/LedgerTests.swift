@@ -277,6 +277,32 @@ struct LedgerTests {
         #expect(!FileManager.default.fileExists(atPath: folder.file("state.db")))
     }
 
+    /// What is owed to the hub comes out in its order: notes never tried first, by age; a note
+    /// whose settling failed waits (the back-end's sweeper skips it until it is due again) and
+    /// then comes after the others; asked for everything (an operator's `devices prune`), the
+    /// waiting ones are there too, last.
+    @Test(arguments: LedgerEngine.allCases) func owedNotesComeOutNeverTriedFirstAndFailedOnesWait(
+        _ engine: LedgerEngine
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let ledger = try Ledger.open(configured: try await engine.location(folder), access: .write)
+        for (n, id) in ["a", "b", "c"].enumerated() {
+            let record = InstallationRecord(
+                id: id, owner: nil, platform: "fcmv1", tags: ["World"], language: nil, handleDigest: "h-\(id)",
+                created: now, refreshed: now)
+            try ledger.oweHubWrite(of: record, at: now.addingTimeInterval(Double(n)))
+        }
+        let later = now.addingTimeInterval(10)
+        #expect(try ledger.owedHubStates(before: later, dueBy: later, limit: 10) == ["a", "b", "c"])
+        try ledger.owedFailed(["a"], at: later)
+        #expect(try ledger.owedHubStates(before: later, dueBy: later, limit: 10) == ["b", "c"], "a waits")
+        #expect(try ledger.owedHubStates(before: later, dueBy: .distantFuture, limit: 10) == ["b", "c", "a"])
+        let due = later.addingTimeInterval(61)
+        #expect(try ledger.owedHubStates(before: due, dueBy: due, limit: 10) == ["b", "c", "a"], "a is due again")
+        #expect(try ledger.owedHubStates(before: now.addingTimeInterval(0.5), dueBy: due, limit: 10) == ["a"])
+    }
+
     /// A remembered credential is found while it is young enough, and a forget of its reader
     /// erases it (and only theirs).
     @Test(arguments: LedgerEngine.allCases) func rememberedCredentialsLiveAMonthAndGoWithTheirReader(
