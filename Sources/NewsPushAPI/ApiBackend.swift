@@ -36,28 +36,24 @@ public struct ApiBackend: Sendable {
         let first = try DeviceSession.open(context: context, verify: true)
         try first.checkPlainNames()
         let api = context.config.api
-        // PostgreSQL: a quarter of api.pool reads for the unchanged registrations, the rest are
-        // the sessions, at most three quarters of which wait on the hub at once.
-        let shared = first.sharesOneConnection
-        let readers = shared ? 0 : max(1, api.pool / 4)
-        let sessionCount = max(1, api.pool - readers)
-        unchanged = try UnchangedRegistrations(context: context, connections: readers)
+        sessions = try SessionPool(context: context, first: first, threads: BackEndThreads())
+        unchanged = UnchangedRegistrations(context: context, sessions: sessions)
+        // PostgreSQL: at most three quarters of the pool's connections hold a turn at the hub
+        // at once, so writes waiting for the hub never hold every connection the quick answers need.
         gate = HubWriteGate(
-            writes: shared ? api.hubWrites : min(api.hubWrites, max(1, sessionCount * 3 / 4)),
+            writes: sessions.sharesOneConnection ? api.hubWrites : min(api.hubWrites, max(1, api.pool * 3 / 4)),
             patience: DeviceSession.hubPatience)
-        sessions = SessionPool(context: context, first: first, limit: sessionCount)
         credentials = ApiCredentials(
             settings: context.config.api, logger: context.logger,
-            shared: LedgerCredentialMemory(
-                sessions: sessions, digests: first.credentialDigests, logger: context.logger))
+            shared: LedgerCredentialMemory(sessions: sessions, digests: first.credentialDigests, logger: context.logger)
+        )
         limits = RateLimits()
         quotas = RegistrationQuotas(settings: api)
     }
 
     /// Runs `body` with a device session on one of the back-end's threads.
     func withSession<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
-        let sessions = sessions
-        return try await Self.threads.run { () throws -> T in try sessions.using(body) }
+        try await sessions.with(body)
     }
 
     /// A registration (SPEC §9): answered from the index when it changes nothing; else the
@@ -94,7 +90,6 @@ public struct ApiBackend: Sendable {
         let answer = Mutex<InstallationOutcome?>(nil)
         defer { gate.leave(answer.withLock { $0 }) }
         return try await withSession { session in
-            session.lastHubAnswer = nil
             defer { answer.withLock { $0 = session.lastHubAnswer } }
             return try body(session)
         }
@@ -108,7 +103,7 @@ public struct ApiBackend: Sendable {
     /// The back-end's threads: a request holds one for its ledger transaction and its hub write.
     /// 32: more hub writes in flight let the hub read several per wake-up (`newspush-bench api`:
     /// 0.53–0.56× the direct rate against 0.52–0.54× with 16; 4 and 64 were slower).
-    private static let threads = BlockingThreads(count: 32)
+    static let threads = BlockingThreads(count: 32)
 
     /// Settles what is owed to the hub (a host killed between hub and index, a hub that was
     /// down, an answer that was lost), once a minute until cancelled; and, within a second of a
@@ -154,4 +149,11 @@ final class ErasureNote: Sendable {
 
     /// Whether one did, and now none has.
     func take() -> Bool { flag.exchange(false, ordering: .relaxed) }
+}
+
+/// The back-end's threads as the sessions ask for them.
+private struct BackEndThreads: BlockingRunner {
+    func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await ApiBackend.threads.run(work)
+    }
 }

@@ -87,14 +87,12 @@ struct LedgerCredentialMemory: SharedCredentialMemory {
     }
 
     func recalls(_ digest: String) async -> Bool {
-        let sessions = sessions
-        return (try? await ApiBackend.blocking { try sessions.using { try $0.recallsCredential(digest) } }) ?? false
+        (try? await sessions.with { try $0.recallsCredential(digest) }) ?? false
     }
 
     func keeps(_ digest: String, name: String) async {
-        let sessions = sessions
         do {
-            try await ApiBackend.blocking { try sessions.using { try $0.keepCredential(digest, name: name) } }
+            try await sessions.with { try $0.keepCredential(digest, name: name) }
         } catch {
             logger.warning("api: a good credential is remembered by this instance only (the ledger: \(error))")
         }

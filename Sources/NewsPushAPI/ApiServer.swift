@@ -47,10 +47,10 @@ public enum ApiServer {
         // The users file read before the first request: a surge at start waits for no parse.
         _ = await backend.credentials.users.current()
         let sweeper = Task { await backend.sweep() }
-        let reader = Task { await backend.unchanged.run() }
+        let connections = Task { await backend.sessions.run() }
         defer {
             sweeper.cancel()
-            reader.cancel()
+            connections.cancel()
         }
         try await FrontEnd.serve(router(backend), name: "api", address: address, logger: logger, onReady: onReady)
     }

@@ -67,6 +67,12 @@ public final class Ledger {
 
     // MARK: Opening
 
+    /// The ledger over `database`, a connection lent by `LedgerConnections` for one request (the
+    /// schema was checked when the back-end started).
+    static func lent(_ database: PostgresDatabase) -> Ledger {
+        Ledger(path: database.address.description, db: database, isNew: false, migratedFrom: nil, writable: true)
+    }
+
     /// Opens the ledger for `configured` (the config's `state:` path). Writing creates it when
     /// missing and migrates a JSON state file of earlier versions (kept as `<name>.json.migrated`);
     /// reading never changes a file (a missing or JSON ledger is read into memory).

@@ -17,13 +17,29 @@ import PostgresNIO
 final class PostgresDatabase: LedgerDatabase {
     let address: PostgresAddress
     private let connection: PostgresConnection
+    /// Whether the connection is this database's own (closed with it) or lent by the pool of
+    /// `LedgerConnections` for one request.
+    private let owned: Bool
+    /// Whether a statement failed on the connection: a lent one is then let go by its pool
+    /// rather than lent again (it may be lost, or hold a lock or a transaction).
+    private(set) var failed = false
+    /// Whether the connection was found lost by the first statement, before any answer:
+    /// nothing was done on it (a lent one is then tried again on another).
+    private(set) var lostBeforeAnyAnswer = false
+    private var answered = 0
     private var numbered: [String: String] = [:]
     /// postgres-nio logs queries and connection details at debug level: never shown.
     private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    private init(address: PostgresAddress, connection: PostgresConnection) {
+    private init(address: PostgresAddress, connection: PostgresConnection, owned: Bool = true) {
         self.address = address
         self.connection = connection
+        self.owned = owned
+    }
+
+    /// The ledger's database over `connection`, lent by a pool that keeps it.
+    static func lent(_ connection: PostgresConnection, address: PostgresAddress) -> PostgresDatabase {
+        PostgresDatabase(address: address, connection: connection, owned: false)
     }
 
     /// Connects to the database `address` names, with the password from the environment.
@@ -57,9 +73,10 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
-    /// Ends the connection (and with it the advisory lock, if this connection holds it).
+    /// Ends the connection (and with it the advisory lock, if this connection holds it); a lent
+    /// one is its pool's to end.
     func close() {
-        guard !connection.isClosed else { return }
+        guard owned, !connection.isClosed else { return }
         _ = try? answer(connection.close())
     }
 
@@ -144,13 +161,18 @@ final class PostgresDatabase: LedgerDatabase {
         }
         let text = numbered[sql] ?? Self.numberPlaceholders(sql)
         numbered[sql] = text
-        guard !connection.isClosed else {
-            throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
-        }
         do {
-            return try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
+            guard !connection.isClosed else {
+                throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
+            }
+            let result = try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
+            answered += 1
+            return result
         } catch {
-            throw PostgresErrors.sorted(error, address: address, connecting: false)
+            let sorted = PostgresErrors.sorted(error, address: address, connecting: false)
+            failed = true
+            lostBeforeAnyAnswer = answered == 0 && sorted.kind == .connection
+            throw sorted
         }
     }
 

@@ -109,18 +109,22 @@ public final class DeviceSession {
     /// Whether every session of the process shares this one's connection (SQLite's index).
     public var sharesOneConnection: Bool { ledger.isShared }
 
-    /// Whether the session's connection is still open (a PostgreSQL restart closes it).
-    public var isConnected: Bool { ledger.isConnected }
-
     /// Registration ids handed out by `POST /api/register` and not used within a day expire.
     public static let reservationLifetime = Ledger.reservationLifetime
 
     /// A session over `ledger` (opened with `Ledger.openIndex`) and the configured hub.
-    public init(context: SessionContext, ledger: Ledger) throws(SessionError) {
+    public convenience init(context: SessionContext, ledger: Ledger) throws(SessionError) {
+        self.init(
+            context: context, ledger: ledger, hub: try context.hubClient(),
+            planner: RegistrationPlanner(context: context))
+    }
+
+    /// A session over `ledger` with a hub client and planner kept between sessions (`SessionPool`).
+    init(context: SessionContext, ledger: Ledger, hub: NotificationHubClient, planner: RegistrationPlanner) {
         self.context = context
         self.ledger = ledger
-        self.hub = try context.hubClient()
-        planner = RegistrationPlanner(context: context)
+        self.hub = hub
+        self.planner = planner
     }
 
     /// Opens the ledger's index for `context` (`verify`: check the file first); `reading`: to

@@ -2,10 +2,10 @@ import NewsPushLedger
 import NewsPushModel
 
 /// The one question of every app start, does this registration change nothing?, asked without
-/// a session where the engine allows: on PostgreSQL by `IndexReader` on the request's event
-/// loop (connections of its own, so an app-open surge pays no hand-off to a session's thread per
-/// statement); on SQLite a session answers in place (`DeviceSession.answerUnchanged`), so the
-/// caller is told to ask one.
+/// a session where the engine allows: on PostgreSQL on the request's event loop
+/// (`LedgerConnections.installationAndOwed`, so an app-open surge pays no hand-off to a
+/// session's thread per statement); on SQLite a session answers in place
+/// (`DeviceSession.answerUnchanged`), so the caller is told to ask one.
 public struct UnchangedRegistrations: Sendable {
     /// What the index says of a registration.
     public enum Answer: Sendable {
@@ -18,22 +18,15 @@ public struct UnchangedRegistrations: Sendable {
     }
 
     private let context: SessionContext
-    private let reader: IndexReader?
+    private let reader: LedgerConnections?
     private let planner: RegistrationPlanner
 
-    /// For `context`'s ledger, with at most `connections` of the reader's own (none on SQLite).
-    public init(context: SessionContext, connections: Int) throws(SessionError) {
+    /// For `context`'s ledger, read through the pool of `sessions` (PostgreSQL).
+    public init(context: SessionContext, sessions: SessionPool) {
         self.context = context
         planner = RegistrationPlanner(context: context)
-        do {
-            reader = try IndexReader.make(configured: context.config.statePath, connections: connections)
-        } catch {
-            throw .ledger(error)
-        }
+        reader = sessions.connections
     }
-
-    /// Keeps the reader's connections until cancelled (returns at once on SQLite).
-    public func run() async { await reader?.run() }
 
     /// What the index says of `request` by `caller`.
     public func answer(_ request: DeviceRegistration, caller: Caller) async -> Answer {
