@@ -382,7 +382,11 @@ struct ApiAbuseTests {
             "PUT /api/installations/q", json: Self.registration(handle, platform: "apns"))
         #expect(quoted.status >= 400 && !quoted.body.contains(handle), "\(quoted.body)")
         #expect(quoted.body.contains("[handle]"), "\(quoted.body)")
-        try await Task.sleep(for: .milliseconds(300))
+        // The log line of the refusal, once written.
+        #expect(
+            try await WatchTests.until {
+                (try? String(contentsOfFile: log, encoding: .utf8))?.contains("[handle]") == true
+            })
         let logged = try String(contentsOfFile: log, encoding: .utf8)
         #expect(!logged.contains(handle) && logged.contains("[handle]"), "\(logged)")
         for (id, handle) in [("a-1", "alice-one"), ("a-2", "alice-two")] {
