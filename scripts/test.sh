@@ -87,7 +87,7 @@ if ! phase build swift build --build-tests; then finish; fi
 #   watching 1,000 feeds on a fast clock, each alone.
 appkit_suites="AppKitTests"
 watch_suites="WatchTests|WatchListenerTests|WatchSharingTests"
-postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|ApiAbuseTests|WatchLeaseTests"
+postgres_suites="PostgresLedgerTests|TwoHostsChaosTests|NewsPushCoreTests.LedgerTests|NewsPushCoreTests.LedgerConnectionsTests|ApiAbuseTests|WatchLeaseTests"
 alone="RunMemoryTests|GeneratedClientTests|WatchDayTests"
 phase main swift test --skip-build --skip "$appkit_suites|$postgres_suites|$watch_suites|$alone" "$@"
 # The app kit's package alone, as an app builds it (Foundation only, warnings are errors), then

@@ -50,7 +50,7 @@ struct LedgerConnectionsTests {
     // goes, and the key with it (session-level advisory locks live on the connection), so the
     // next request on the pool's one connection takes the same key at once.
     @Test(
-        .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"), .timeLimit(.minutes(1)))
+        .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"), .timeLimit(.minutes(3)))
     func aConnectionOnWhichAStatementFailedIsNeverLentAgain() async throws {
         let state = try await LedgerEngine.postgres.location(try TemporaryFolder())
         _ = try Ledger.open(configured: state, access: .write)
