@@ -244,7 +244,7 @@ extension Ledger {
         }
     }
 
-    /// The query of `installationAndOwed` (also `IndexReader`'s).
+    /// The query of `installationAndOwed` (also `LedgerConnections.installationAndOwed`'s).
     static let installationAndOwedQuery =
         "SELECT \(installationColumns), (SELECT COUNT(*) FROM hub_owed o WHERE o.id = i.id) "
         + "FROM installations i WHERE i.id = ?"
