@@ -67,7 +67,7 @@ struct ApiChaosTests {
 
     @Test(
         .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"),
-        .timeLimit(.minutes(5)))
+        .timeLimit(.minutes(8)))
     func twoInstancesOnPostgreSQLKeepTheHubAndTheIndexInStep() async throws {
         let fixture = try await ApiFixture.start(.postgres, hubSettings: Self.hubSettings)
         defer { fixture.stop() }
@@ -80,7 +80,7 @@ struct ApiChaosTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(8)))
     func oneInstanceOnSQLiteKilledAndRestartedKeepsTheHubAndTheIndexInStep() async throws {
         let fixture = try await ApiFixture.start(.sqlite, hubSettings: Self.hubSettings)
         defer { fixture.stop() }
