@@ -66,23 +66,14 @@ public final class LedgerConnections: Sendable {
                 // pool hears of it: a request that found it lost at its first statement had done
                 // nothing yet (a session reads the ledger before it writes to the hub) and is
                 // lent another, once.
-                for attempt in 1...2 {
-                    let outcome = try await client.withConnection { connection in
-                        // Lent after the request gave up waiting: it was told the ledger cannot be used.
-                        guard turn.take() else { throw CancellationError() }
-                        let database = PostgresDatabase.lent(connection, address: address)
-                        let result: Result<T, any Error>
-                        do { result = .success(try await body(Ledger.lent(database))) } catch {
-                            result = .failure(error)
-                        }
-                        // Closed before it goes back, so the pool never lends it again.
-                        if database.failed { try? await connection.close() }
-                        if attempt == 1, database.lostBeforeAnyAnswer { return T?.none }
-                        return try result.get()
-                    }
-                    if let value = outcome { return .value(value) }
+                if let value = try await Self.lend(client, address, turn, body, lastTry: false) {
+                    return .value(value)
                 }
-                throw CancellationError()  // unreachable: the second attempt returns or throws
+                // The last try answers a value or throws, never nil.
+                guard let value = try await Self.lend(client, address, turn, body, lastTry: true) else {
+                    throw CancellationError()
+                }
+                return .value(value)
             }
             group.addTask {
                 try? await Task.sleep(for: .seconds(patience))
@@ -105,6 +96,25 @@ public final class LedgerConnections: Sendable {
         }
     }
 
+    /// One lending of a connection to `body`: its value, or nil when the connection was found
+    /// lost at the first statement and this is not the `lastTry` (nothing was done on it).
+    private static func lend<T: Sendable>(
+        _ client: PostgresClient, _ address: PostgresAddress, _ turn: LeaseTurn,
+        _ body: @escaping @Sendable (Ledger) async throws -> T, lastTry: Bool
+    ) async throws -> T? {
+        try await client.withConnection { connection in
+            // Lent after the request gave up waiting: it was told the ledger cannot be used.
+            guard turn.take() else { throw CancellationError() }
+            let database = PostgresDatabase.lent(connection, address: address)
+            let result: Result<T, any Error>
+            do { result = .success(try await body(Ledger.lent(database))) } catch { result = .failure(error) }
+            // Closed before it goes back, so the pool never lends it again.
+            if database.failed { try? await connection.close() }
+            if !lastTry, database.lostBeforeAnyAnswer { return nil }
+            return try result.get()
+        }
+    }
+
     /// How long the question of `installationAndOwed` may go unanswered (`PostgresDeadline`: a
     /// statement written to a connection the server has just closed, a restart, is never
     /// answered). Short: a caller not answered here asks a session, which waits for a restarted
@@ -116,14 +126,15 @@ public final class LedgerConnections: Sendable {
     public func installationAndOwed(id: String) async throws(LedgerError) -> (InstallationRecord, owed: Bool)? {
         var binds = PostgresBindings(capacity: 1)
         binds.append(id)
-        let query = PostgresQuery(
-            unsafeSQL: PostgresDatabase.numberPlaceholders(Ledger.installationAndOwedQuery), binds: binds)
+        let query = PostgresQuery(unsafeSQL: PostgresDatabase.numbered(Ledger.installationAndOwedQuery), binds: binds)
         let (client, address) = (client, address)
-        let late = DatabaseError(
-            kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.patience) s")
+        let hostAndPort = address.hostAndPort
         do {
             return try await PostgresDeadline.first(
-                within: Self.patience, on: PostgresClient.defaultEventLoopGroup.any(), late: { late }
+                within: Self.patience, on: PostgresClient.defaultEventLoopGroup.any(),
+                late: {
+                    DatabaseError(kind: .connection, message: "no answer from \(hostAndPort) within \(Self.patience) s")
+                }
             ) { () async throws -> (InstallationRecord, owed: Bool)? in
                 for try await row in try await client.query(query, logger: Self.silent) {
                     let values = SQLRow(values: row.map(PostgresDatabase.value))

@@ -5,6 +5,7 @@ import NIOPosix
 import NIOSSL
 import NewsPushModel
 import PostgresNIO
+import Synchronization
 
 /// The ledger in a PostgreSQL database shared by several hosts: one connection (postgres-nio),
 /// used from the command's own thread; each call waits for the server's answer, so a statement
@@ -26,8 +27,10 @@ final class PostgresDatabase: LedgerDatabase {
     /// Whether the connection was found lost by the first statement, before any answer:
     /// nothing was done on it (a lent one is then tried again on another).
     private(set) var lostBeforeAnyAnswer = false
-    private var answered = 0
-    private var numbered: [String: String] = [:]
+    private var answered = false
+    /// The ledger's statements with numbered placeholders, shared by every connection of the
+    /// process (a lent one lives for one request: its own copy would be worked out again each time).
+    private static let numbered = Mutex<[String: String]>([:])
     /// postgres-nio logs queries and connection details at debug level: never shown.
     private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -159,19 +162,18 @@ final class PostgresDatabase: LedgerDatabase {
             case .text(let s): binds.append(s)
             }
         }
-        let text = numbered[sql] ?? Self.numberPlaceholders(sql)
-        numbered[sql] = text
+        let text = Self.numbered(sql)
         do {
             guard !connection.isClosed else {
                 throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
             }
             let result = try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
-            answered += 1
+            answered = true
             return result
         } catch {
             let sorted = PostgresErrors.sorted(error, address: address, connecting: false)
             failed = true
-            lostBeforeAnyAnswer = answered == 0 && sorted.kind == .connection
+            lostBeforeAnyAnswer = !answered && sorted.kind == .connection
             throw sorted
         }
     }
@@ -183,9 +185,18 @@ final class PostgresDatabase: LedgerDatabase {
     /// `answerTimeout` (`PostgresDeadline`): a host that cannot commit must stop rather than
     /// wait for ever.
     private func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        let lost = DatabaseError(
-            kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.answerTimeout) s")
-        return try PostgresDeadline.first(future, within: Self.answerTimeout) { lost }.wait()
+        let hostAndPort = address.hostAndPort
+        return try PostgresDeadline.first(future, within: Self.answerTimeout) {
+            DatabaseError(kind: .connection, message: "no answer from \(hostAndPort) within \(Self.answerTimeout) s")
+        }.wait()
+    }
+
+    /// `sql` with numbered placeholders, worked out once per statement for the process.
+    static func numbered(_ sql: String) -> String {
+        if let known = numbered.withLock({ $0[sql] }) { return known }
+        let text = numberPlaceholders(sql)
+        numbered.withLock { $0[sql] = text }
+        return text
     }
 
     /// `?` → `$1`, `$2`, … outside quoted text (the ledger's SQL is written with `?`).

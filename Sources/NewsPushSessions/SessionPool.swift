@@ -18,10 +18,8 @@ public final class SessionPool: @unchecked Sendable {
     private let context: SessionContext
     private let planner: RegistrationPlanner
     private let threads: any BlockingRunner
-    /// SQLite's index, which every session shares; nil on PostgreSQL.
-    private let shared: Ledger?
-    /// PostgreSQL's pool, at most `api.pool` connections; nil on SQLite.
-    let connections: LedgerConnections?
+    /// Where a request's ledger comes from.
+    private let source: Source
     /// Guards `hubs`.
     private let lock = NSLock()
     /// Hub clients no request is using.
@@ -34,32 +32,47 @@ public final class SessionPool: @unchecked Sendable {
         self.threads = threads
         planner = first.planner
         hubs = [first.hub]
+        let connections: LedgerConnections?
         do {
             connections = try LedgerConnections.make(
                 configured: context.config.statePath, connections: context.config.api.pool)
         } catch {
             throw .ledger(error)
         }
-        shared = connections == nil ? first.ledger : nil
+        source = connections.map(Source.pool) ?? .shared(LentLedger(first.ledger))
+    }
+
+    /// SQLite's index, which every session shares, or PostgreSQL's pool (at most `api.pool`
+    /// connections).
+    private enum Source {
+        case shared(LentLedger)
+        case pool(LedgerConnections)
+    }
+
+    /// PostgreSQL's pool; nil on SQLite.
+    var connections: LedgerConnections? {
+        if case .pool(let connections) = source { return connections }
+        return nil
     }
 
     /// Whether every session shares one connection (SQLite), so no request waits for a
     /// connection of its own.
-    public var sharesOneConnection: Bool { shared != nil }
+    public var sharesOneConnection: Bool { connections == nil }
 
     /// `body`'s value, computed with a session on one of the front end's threads.
     public func with<T: Sendable>(_ body: @escaping @Sendable (DeviceSession) throws -> T) async throws -> T {
-        if let shared = LentLedger(shared) {
+        switch source {
+        case .shared(let shared):
             return try await threads.run { try self.using(shared.ledger, body) }
-        }
-        guard let connections else { throw SessionError.usage("no ledger for the sessions") }
-        do {
-            return try await connections.withLedger { ledger in
-                let lent = LentLedger(ledger)
-                return try await self.threads.run { try self.using(lent.ledger, body) }
+        case .pool(let connections):
+            do {
+                return try await connections.withLedger { ledger in
+                    let lent = LentLedger(ledger)
+                    return try await self.threads.run { try self.using(lent.ledger, body) }
+                }
+            } catch let error as LedgerError {
+                throw SessionError.ledger(error)
             }
-        } catch let error as LedgerError {
-            throw SessionError.ledger(error)
         }
     }
 
@@ -87,8 +100,4 @@ public final class SessionPool: @unchecked Sendable {
 private final class LentLedger: @unchecked Sendable {
     let ledger: Ledger
     init(_ ledger: Ledger) { self.ledger = ledger }
-    convenience init?(_ ledger: Ledger?) {
-        guard let ledger else { return nil }
-        self.init(ledger)
-    }
 }
