@@ -3,8 +3,9 @@
 # suite uses), as root without sudo or as a user with sudo. Installs nothing already present.
 set -euo pipefail
 
-# libopenblas0: the sentence encoder's matrix products (found at run time; without it, slower portable loops).
-packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates libopenblas0)
+# libdnnl2 (oneDNN), else libopenblas0: the sentence encoder's matrix products (found at run time;
+# without either, slower portable loops).
+packages=(libxml2-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates libdnnl2 libopenblas0)
 if [ "${1:-}" = "--tests" ]; then
     # sqlite3: prepares broken ledgers; promtool (prometheus): parses the metrics file; script (bsdutils):
     # a terminal for progress tests; time: GNU time reads a run's own peak RSS; faketime: a machine

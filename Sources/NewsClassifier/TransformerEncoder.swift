@@ -212,63 +212,90 @@ public struct TransformerEncoder: Sendable {
                 }
             }
         }
-        var attended = project(context, rows: rows, layer.output)
-        for i in attended.indices { attended[i] += x[i] }
+        var attended = project(context, rows: rows, layer.output, adding: x)
         normalize(&attended, rows: rows, layer.attentionNorm)
         var up = project(attended, rows: rows, layer.up)
         up.withUnsafeMutableBufferPointer { Self.gelu($0) }
-        var out = project(up, rows: rows, layer.down)
-        for i in out.indices { out[i] += attended[i] }
+        var out = project(up, rows: rows, layer.down, adding: attended)
         normalize(&out, rows: rows, layer.outputNorm)
         x = out
     }
 
-    /// `x[t × inputs] · Wᵀ + b`.
-    private func project(_ x: [Float], rows t: Int, _ dense: Dense) -> [Float] {
+    /// `x[t × inputs] · Wᵀ + b`, plus `residual` (of the result's shape) when given: the bias
+    /// and the residual are laid down first and the product is added onto them (beta 1), so
+    /// no second pass over the result.
+    private func project(_ x: [Float], rows t: Int, _ dense: Dense, adding residual: [Float]? = nil) -> [Float] {
         let inputs = x.count / t, outputs = dense.outputs
-        var y = [Float](repeating: 0, count: t * outputs)
+        var y: [Float] = []
+        y.reserveCapacity(t * outputs)
+        for _ in 0..<t { y.append(contentsOf: dense.bias) }
+        if let residual {
+            y.withUnsafeMutableBufferPointer { y in
+                residual.withUnsafeBufferPointer { r in for i in 0..<y.count { y[i] += r[i] } }
+            }
+        }
         x.withUnsafeBufferPointer { x in
             dense.weights.withUnsafeBufferPointer { w in
                 y.withUnsafeMutableBufferPointer { y in
                     BLAS.multiply(
-                        m: t, n: outputs, k: inputs, x, lda: inputs, w, ldb: inputs, transposedB: true, into: y,
-                        ldc: outputs)
+                        m: t, n: outputs, k: inputs, x, lda: inputs, w, ldb: inputs, transposedB: true, beta: 1,
+                        into: y, ldc: outputs)
                 }
             }
         }
-        for r in 0..<t { for c in 0..<outputs { y[r * outputs + c] += dense.bias[c] } }
         return y
     }
 
+    /// Layer normalisation of each row, in place.
     private func normalize(_ x: inout [Float], rows: Int, _ norm: Norm) {
         let h = norm.weight.count
-        for r in 0..<rows {
-            let base = r * h
-            var mean: Float = 0
-            for c in 0..<h { mean += x[base + c] }
-            mean /= Float(h)
-            var variance: Float = 0
-            for c in 0..<h {
-                let d = x[base + c] - mean
-                variance += d * d
+        x.withUnsafeMutableBufferPointer { x in
+            norm.weight.withUnsafeBufferPointer { weight in
+                norm.bias.withUnsafeBufferPointer { bias in
+                    for r in 0..<rows {
+                        let base = r * h
+                        var mean: Float = 0
+                        for c in 0..<h { mean += x[base + c] }
+                        mean /= Float(h)
+                        var variance: Float = 0
+                        for c in 0..<h {
+                            let d = x[base + c] - mean
+                            variance += d * d
+                        }
+                        let scale = 1 / (variance / Float(h) + 1e-12).squareRoot()
+                        for c in 0..<h { x[base + c] = (x[base + c] - mean) * scale * weight[c] + bias[c] }
+                    }
+                }
             }
-            let scale = 1 / (variance / Float(h) + 1e-12).squareRoot()
-            for c in 0..<h { x[base + c] = (x[base + c] - mean) * scale * norm.weight[c] + norm.bias[c] }
         }
     }
 
-    /// Softmax of each of the first `rows` rows of `columns` (the rest of `s` is scratch).
+    /// Softmax of each of the first `rows` rows of `columns` (the rest of `s` is scratch), the
+    /// exponentials eight at a time (`exp8`: every argument is at most 0 here).
     private func softmaxRows(_ s: inout [Float], rows: Int, columns n: Int) {
-        for r in 0..<rows {
-            let base = r * n
-            var top = -Float.infinity
-            for c in 0..<n { top = max(top, s[base + c]) }
-            var total: Float = 0
-            for c in 0..<n {
-                s[base + c] = exp(s[base + c] - top)
-                total += s[base + c]
+        typealias V = SIMD8<Float>
+        s.withUnsafeMutableBufferPointer { s in
+            guard let start = s.baseAddress else { return }
+            for r in 0..<rows {
+                let row = start + r * n
+                var top = -Float.infinity
+                for c in 0..<n { top = max(top, row[c]) }
+                var total: Float = 0
+                var c = 0
+                while c + 8 <= n {
+                    let e = Self.exp8(UnsafeRawPointer(row + c).loadUnaligned(as: V.self) - V(repeating: top))
+                    UnsafeMutableRawPointer(row + c).storeBytes(of: e, as: V.self)
+                    total += e.sum()
+                    c += 8
+                }
+                while c < n {
+                    row[c] = exp(row[c] - top)
+                    total += row[c]
+                    c += 1
+                }
+                let inverse = 1 / total
+                for c in 0..<n { row[c] *= inverse }
             }
-            for c in 0..<n { s[base + c] /= total }
         }
     }
 
@@ -292,6 +319,7 @@ public struct TransformerEncoder: Sendable {
         }
     }
 
+    @inline(__always)
     private static func erf8(_ v: SIMD8<Float>) -> SIMD8<Float> {
         typealias V = SIMD8<Float>
         let a: V = v.replacing(with: -v, where: v .< 0)
@@ -305,6 +333,7 @@ public struct TransformerEncoder: Sendable {
     }
 
     /// e^x for x ≤ 0 (to 1e-7 relative; below −87, the smallest normal number).
+    @inline(__always)
     private static func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
         typealias V = SIMD8<Float>
         let clamped: V = x.replacing(with: -87, where: x .< -87)
@@ -346,8 +375,11 @@ public struct SentenceEncoder: Sendable {
     /// What does the encoder's matrix products ("OpenBLAS" or the portable loops).
     public static var backend: String { BLAS.backend }
 
-    /// The portable loops even where OpenBLAS is installed (the benchmark compares).
+    /// The portable loops even where a library is installed (the benchmark compares).
     public static func usePortableLoops() { BLAS.allowLibrary = false }
+
+    /// OpenBLAS even where oneDNN is installed (the benchmark compares).
+    public static func passOverOneDNN() { BLAS.allowOneDNN = false }
 
     /// `[CLS]`, the text's first `maxTokens − 2` tokens, `[SEP]`.
     public func ids(_ text: String) -> [Int32] {

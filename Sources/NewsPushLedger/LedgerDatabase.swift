@@ -34,6 +34,28 @@ protocol LedgerDatabase: AnyObject {
     /// The database's own clock: the server's for PostgreSQL (every host that shares the
     /// ledger reads the same one), this machine's for a file.
     func now() throws(DatabaseError) -> Date
+    /// For queries that each return one text column of distinct values in ascending byte
+    /// order: how many values came from exactly the queries of each mask (bit `i`: query `i`),
+    /// for the masks that occur. At most 16 queries.
+    func membershipCounts(_ queries: [(sql: String, arguments: [SQLValue])]) throws(DatabaseError) -> [Int: Int]
+}
+
+extension LedgerDatabase {
+    /// `membershipCounts` as one statement: the values of every query with their bit, summed
+    /// per value, counted per sum (PostgreSQL; SQLite merges the queries' streams instead).
+    func membershipCounts(_ queries: [(sql: String, arguments: [SQLValue])]) throws(DatabaseError) -> [Int: Int] {
+        guard !queries.isEmpty else { return [:] }
+        let union = queries.indices.map { "SELECT value, \(1 << $0) AS bit FROM (\(queries[$0].sql)) AS q\($0)(value)" }
+        let rows = try query(
+            """
+            SELECT mask, COUNT(*) FROM (
+              SELECT value, SUM(bit) AS mask FROM (\(union.joined(separator: " UNION ALL "))) AS bits GROUP BY value
+            ) AS masks GROUP BY mask
+            """, queries.flatMap(\.arguments))
+        var counts: [Int: Int] = [:]
+        for row in rows { counts[row.int(0) ?? 0, default: 0] += row.int(1) ?? 0 }
+        return counts
+    }
 }
 
 /// A value bound to, or read from, a statement.

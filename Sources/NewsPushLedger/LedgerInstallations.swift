@@ -148,19 +148,16 @@ extension Ledger {
         return try reading {
             let total = try db.query("SELECT COUNT(*) FROM installations", []).first?.int(0) ?? 0
             guard !tags.isEmpty else { return matches([]) ? total : 0 }
-            let cases = tags.indices.map { "WHEN ? THEN \(1 << $0)" }.joined(separator: " ")
-            let rows = try db.query(
-                """
-                SELECT mask, COUNT(*) FROM (
-                  SELECT installation_id, SUM(CASE tag \(cases) ELSE 0 END) AS mask FROM installation_tags
-                  WHERE tag IN (\(Self.marks(tags.count))) GROUP BY installation_id) AS carried
-                GROUP BY mask
-                """, tags.map(SQLValue.init) + tags.map(SQLValue.init))
+            let masks = try db.membershipCounts(
+                tags.map {
+                    (
+                        "SELECT installation_id FROM installation_tags WHERE tag = ? ORDER BY installation_id",
+                        [SQLValue($0)]
+                    )
+                })
             var count = 0
             var carrying = 0
-            for row in rows {
-                let mask = row.int(0) ?? 0
-                let n = row.int(1) ?? 0
+            for (mask, n) in masks {
                 carrying += n
                 let carried = Set(tags.indices.filter { mask & (1 << $0) != 0 }.map { tags[$0] })
                 if matches(carried) { count += n }

@@ -168,6 +168,61 @@ final class SQLiteDatabase {
         return rows
     }
 
+    /// `LedgerDatabase.membershipCounts` by merging the queries' ordered streams, one step of
+    /// each at a time. Written here because SQLite's own `GROUP BY` over their union sorts
+    /// every value first: over a million installations' tags that sorter was nine tenths of
+    /// `devices count --tags` (docs/benchmarks.md), while each query alone reads an index in
+    /// order.
+    func membershipCounts(_ queries: [(sql: String, arguments: [SQLValue])]) throws(DatabaseError) -> [Int: Int] {
+        precondition(queries.count <= 16, "at most 16 queries")
+        // Each stream its own statement: the cache is keyed by text, and these run at once.
+        var streams: [OpaquePointer] = []
+        for (index, query) in queries.enumerated() {
+            streams.append(try prepared("\(query.sql) /* stream \(index) */", query.arguments))
+        }
+        defer { for statement in streams { sqlite3_reset(statement) } }
+        var live = try streams.map { statement throws(DatabaseError) in try step(statement) }
+        var counts: [Int: Int] = [:]
+        while let least = Self.least(streams, live) {
+            var mask = 0
+            for index in live.indices where live[index] && !Self.orderedBefore(streams[least], streams[index]) {
+                mask |= 1 << index
+            }
+            counts[mask, default: 0] += 1
+            for index in live.indices where mask & (1 << index) != 0 { live[index] = try step(streams[index]) }
+        }
+        return counts
+    }
+
+    /// The stream with a row whose text sorts first (nil when every stream has ended).
+    private static func least(_ streams: [OpaquePointer], _ live: [Bool]) -> Int? {
+        var least: Int?
+        for index in streams.indices where live[index] {
+            if let current = least, !orderedBefore(streams[index], streams[current]) { continue }
+            least = index
+        }
+        return least
+    }
+
+    /// Steps `statement`: whether it has a row.
+    private func step(_ statement: OpaquePointer) throws(DatabaseError) -> Bool {
+        let code = sqlite3_step(statement)
+        if code == SQLITE_ROW { return true }
+        try check(code, done: true)
+        return false
+    }
+
+    /// Whether the text of `first`'s current row sorts before `second`'s (SQLite's BINARY
+    /// collation: bytes, then the shorter first).
+    private static func orderedBefore(_ first: OpaquePointer, _ second: OpaquePointer) -> Bool {
+        let a = sqlite3_column_blob(first, 0), b = sqlite3_column_blob(second, 0)
+        let aCount = Int(sqlite3_column_bytes(first, 0)), bCount = Int(sqlite3_column_bytes(second, 0))
+        let shared = min(aCount, bCount)
+        guard shared > 0, let a, let b else { return aCount < bCount }
+        let order = memcmp(a, b, shared)
+        return order < 0 || (order == 0 && aCount < bCount)
+    }
+
     /// Runs `body` in one transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so a
     /// reader never upgrades into a deadlock. Rolled back when `body` throws.
     ///

@@ -11,7 +11,7 @@ public enum StoryLink {
     /// A link with scheme, `www.`, fragment and tracking parameters removed, host lower-cased and
     /// the remaining query parameters sorted: two spellings of one article compare equal.
     public static func canonical(_ link: String) -> String? {
-        guard var components = URLComponents(string: link.trimmingCharacters(in: .whitespacesAndNewlines)),
+        guard var components = URLComponents(string: link.trimmingWhiteSpace()),
             var host = components.host?.lowercased(), !host.isEmpty
         else { return nil }
         if host.hasPrefix("www.") { host.removeFirst(4) }

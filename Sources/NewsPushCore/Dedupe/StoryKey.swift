@@ -9,7 +9,7 @@ public enum StoryKey {
     /// else `hash:…` of title and date. Ids that are not URLs are scoped by the feed's host,
     /// because short ids like "12345" repeat across publishers.
     public static func key(for item: FeedItem, feedURL: String, idIsUnique: Bool) -> String {
-        if let id = item.id?.trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty, idIsUnique {
+        if let id = item.id?.trimmingWhiteSpace(), !id.isEmpty, idIsUnique {
             if id.contains("://") || id.hasPrefix("urn:") || id.hasPrefix("tag:") { return "guid:\(id)" }
             return "guid:\(host(of: feedURL))/\(id)"
         }

@@ -20,6 +20,24 @@ struct StoryIdentityTests {
             ])
     }
 
+    // Ids and links are trimmed of exactly what Foundation's `.whitespacesAndNewlines` trims
+    // (the trimming is newspush's own now, for speed): Unicode spaces and line breaks at either
+    // end, nothing inside, a combining mark kept.
+    @Test func idsAndLinksAreTrimmedAsFoundationTrims() {
+        let texts = [
+            "", " ", "a", " a ", "\t\n a b \r\n", "\u{A0}id\u{3000}", "\u{2028}x\u{2029}", "\u{85}y\u{85}",
+            "\u{200B}z", " \u{301}e", "é ", "\u{1680}\u{2000}\u{200A}\u{202F}\u{205F}w", "\u{B}\u{C}v", "日本 ",
+        ]
+        for text in texts {
+            #expect(
+                text.trimmingWhiteSpace() == text.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(Array(text.unicodeScalars))")
+        }
+        let item = FeedItem(id: "\u{A0} a-1\n", title: "A", link: " https://x.example/a\u{3000}")
+        #expect(StoryKey.keys(for: [item], feedURL: "https://x.example/rss") == ["guid:x.example/a-1"])
+        #expect(StoryLink.canonical("\u{2028}https://www.x.example/a?utm_source=s\t") == "x.example/a")
+    }
+
     @Test func duplicateGuidsFallBackToLinks() {
         let items = [
             FeedItem(id: "same", title: "One", link: "https://x.example/1"),

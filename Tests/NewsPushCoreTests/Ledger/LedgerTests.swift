@@ -1,4 +1,5 @@
 import Foundation
+import NotificationHubs
 import Synchronization
 import Testing
 
@@ -305,6 +306,36 @@ struct LedgerTests {
 
     /// A remembered credential is found while it is young enough, and a forget of its reader
     /// erases it (and only theirs).
+    // Reach over tags counts each installation once, whatever its id: ids that are prefixes of
+    // one another, differ only in case, or are not ASCII, with every combination of three tags
+    // and none (SQLite merges each tag's ordered ids, so the order of ids is what it rests on).
+    @Test(arguments: LedgerEngine.allCases) func reachCountsEachInstallationOnceWhateverItsId(
+        _ engine: LedgerEngine
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let ledger = try Ledger.open(configured: try await engine.location(folder), access: .write)
+        let tags = ["World", "Politics", "Sports"]
+        let ids = ["a", "a-1", "a-10", "a-2", "ab", "A", "B", "é", "e", "z", "zz", "日本", "0", "00", "a.b", "a_b"]
+        var carried: [String: Set<String>] = [:]
+        for (n, id) in ids.enumerated() {
+            let chosen = Set(tags.indices.filter { n & (1 << $0) != 0 }.map { tags[$0] }).union(["Science"])
+            carried[id] = chosen
+            try ledger.recordInstallation(
+                InstallationRecord(
+                    id: id, owner: nil, platform: "fcmv1", tags: chosen.sorted(), language: nil,
+                    handleDigest: "h-\(n)", created: now, refreshed: now),
+                previous: nil, replacing: [], verify: false)
+        }
+        for expression in ["World && (Politics || !Sports)", "!World && !Politics && !Sports", "World || Sports"] {
+            let node = try TagExpression.parse(expression)
+            let expected = carried.values.filter { node.matches($0) }.count
+            #expect(
+                try ledger.installationCount(tags: node.tags.sorted(), matches: node.matches) == expected,
+                "\(expression)")
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func rememberedCredentialsLiveAMonthAndGoWithTheirReader(
         _ engine: LedgerEngine
     ) async throws {
