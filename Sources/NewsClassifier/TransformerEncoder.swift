@@ -372,7 +372,7 @@ public struct SentenceEncoder: Sendable {
         (self.cls, self.sep) = (Int32(cls), Int32(sep))
     }
 
-    /// What does the encoder's matrix products ("OpenBLAS" or the portable loops).
+    /// What does the encoder's matrix products ("oneDNN", "OpenBLAS" or the portable loops).
     public static var backend: String { BLAS.backend }
 
     /// The portable loops even where a library is installed (the benchmark compares).

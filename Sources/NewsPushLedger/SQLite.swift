@@ -183,25 +183,27 @@ final class SQLiteDatabase {
         defer { for statement in streams { sqlite3_reset(statement) } }
         var live = try streams.map { statement throws(DatabaseError) in try step(statement) }
         var counts: [Int: Int] = [:]
-        while let least = Self.least(streams, live) {
-            var mask = 0
-            for index in live.indices where live[index] && !Self.orderedBefore(streams[least], streams[index]) {
-                mask |= 1 << index
-            }
+        while true {
+            let mask = Self.leastMask(streams, live)
+            if mask == 0 { return counts }
             counts[mask, default: 0] += 1
             for index in live.indices where mask & (1 << index) != 0 { live[index] = try step(streams[index]) }
         }
-        return counts
     }
 
-    /// The stream with a row whose text sorts first (nil when every stream has ended).
-    private static func least(_ streams: [OpaquePointer], _ live: [Bool]) -> Int? {
-        var least: Int?
+    /// The streams whose current row holds the text that sorts first, as a mask (bit `i`:
+    /// stream `i`); 0 when every stream has ended. One comparison per live stream.
+    private static func leastMask(_ streams: [OpaquePointer], _ live: [Bool]) -> Int {
+        var least = -1, mask = 0
         for index in streams.indices where live[index] {
-            if let current = least, !orderedBefore(streams[index], streams[current]) { continue }
-            least = index
+            let order = least < 0 ? -1 : compare(streams[index], streams[least])
+            if order < 0 {
+                (least, mask) = (index, 1 << index)
+            } else if order == 0 {
+                mask |= 1 << index
+            }
         }
-        return least
+        return mask
     }
 
     /// Steps `statement`: whether it has a row.
@@ -212,15 +214,14 @@ final class SQLiteDatabase {
         return false
     }
 
-    /// Whether the text of `first`'s current row sorts before `second`'s (SQLite's BINARY
-    /// collation: bytes, then the shorter first).
-    private static func orderedBefore(_ first: OpaquePointer, _ second: OpaquePointer) -> Bool {
+    /// How the text of `first`'s current row sorts against `second`'s (negative: before; 0: the
+    /// same), by SQLite's BINARY collation: bytes, then the shorter first.
+    private static func compare(_ first: OpaquePointer, _ second: OpaquePointer) -> Int {
         let a = sqlite3_column_blob(first, 0), b = sqlite3_column_blob(second, 0)
         let aCount = Int(sqlite3_column_bytes(first, 0)), bCount = Int(sqlite3_column_bytes(second, 0))
         let shared = min(aCount, bCount)
-        guard shared > 0, let a, let b else { return aCount < bCount }
-        let order = memcmp(a, b, shared)
-        return order < 0 || (order == 0 && aCount < bCount)
+        if shared > 0, let a, let b, case let order = memcmp(a, b, shared), order != 0 { return Int(order) }
+        return aCount - bCount
     }
 
     /// Runs `body` in one transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so a
