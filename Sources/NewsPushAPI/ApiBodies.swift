@@ -37,6 +37,13 @@ struct RegistrationBody: CaseInsensitiveBody {
     }
 }
 
+/// `POST /api/alerts/{alertId}/events` (SPEC §11).
+struct AlertEventBody: CaseInsensitiveBody {
+    static let fieldNames = ["installationId", "event"]
+    var installationId: String
+    var event: String
+}
+
 /// Reading a request's body as one of the API's types, with a 400's words for what is wrong.
 enum RequestBody {
     /// What is wrong with a body, as the phone is told it.

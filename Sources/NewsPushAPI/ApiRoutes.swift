@@ -16,6 +16,7 @@ public struct ApiRoutes: Sendable {
         let identified = router.group().add(middleware: ApiAuthenticator(backend: backend))
         service.addHealth(to: identified)
         InstallationsController(backend: backend).addRoutes(to: identified)
+        EventsController(backend: backend).addRoutes(to: identified)
         let signedIn = identified.group().add(middleware: SignedInOnly(backend: backend))
         TutorialController(backend: backend).addRoutes(to: signedIn)
         MessagesController(backend: backend).addRoutes(to: signedIn)
@@ -27,7 +28,7 @@ public struct ApiRoutes: Sendable {
         ("GET", "/healthz"), ("GET", "/openapi.json"), ("PUT", "/api/installations/{id}"),
         ("DELETE", "/api/installations/{id}"), ("POST", "/api/register"), ("PUT", "/api/register/{id}"),
         ("DELETE", "/api/register/{id}"), ("DELETE", "/api/users/me"), ("POST", "/api/notifications"),
-        ("GET", "/api/notifications/{id}"),
+        ("GET", "/api/notifications/{id}"), ("POST", "/api/alerts/{alertId}/events"),
     ]
 
     /// The methods a path's route answers (`Allow` of a 405), nil when no route has the path.
@@ -36,7 +37,7 @@ public struct ApiRoutes: Sendable {
         let methods = table.filter { route in
             let pattern = route.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             return pattern.count == segments.count
-                && zip(pattern, segments).allSatisfy { $0 == $1 || ($0 == "{id}" && !$1.isEmpty) }
+                && zip(pattern, segments).allSatisfy { $0 == $1 || ($0.hasPrefix("{") && !$1.isEmpty) }
         }.map(\.method)
         guard !methods.isEmpty else { return nil }
         return (methods.contains("GET") ? methods + ["HEAD"] : methods).joined(separator: ", ")

@@ -18,6 +18,8 @@ extension Ledger {
         ("feeds", feedColumns), ("stories", storyColumns), ("feed_members", "feed, story_key"),
         ("outbox", outboxColumns), ("tombstones", "key, pruned_at"), ("review", "entry_id, rule, content"),
         ("audit", auditColumns),
+        ("alert_reports", "alert_id, sent_at, audience, delivered, failed, outcome_at"),
+        ("alert_counts", "alert_id, kind, platform, minute, count"), ("alert_event_keys", "digest, at"),
     ]
 
     /// Loads `source` (a SQLite ledger file, a `postgres://` ledger, a `state export` JSON
@@ -150,8 +152,8 @@ struct ExportRows {
                 text(a["story_key"]), text(a["category"]), text(a["title"]), text(a["detail"]),
             ]
         }
-        all = [
-            ("feeds", feeds), ("stories", stories), ("outbox", outbox), ("tombstones", tombstones), ("audit", audit),
-        ]
+        all =
+            [("feeds", feeds), ("stories", stories), ("outbox", outbox), ("tombstones", tombstones), ("audit", audit)]
+            + ReportTables.rows(export)
     }
 }

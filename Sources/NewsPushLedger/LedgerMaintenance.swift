@@ -61,6 +61,12 @@ extension Ledger {
         // A secure push's text lives only until the push expires; its reads go with it.
         try expireSecurePushes(now: now)
         try db.run("DELETE FROM secure_reads WHERE secure_id NOT IN (SELECT id FROM secure_pushes)", [])
+        // An alert's report goes with its outbox entry; the digests that counted each phone once
+        // go when events stop being taken.
+        try db.run("DELETE FROM alert_counts WHERE alert_id NOT IN (SELECT id FROM outbox)", [])
+        try db.run("DELETE FROM alert_reports WHERE alert_id NOT IN (SELECT id FROM outbox)", [])
+        try db.run(
+            "DELETE FROM alert_event_keys WHERE at < ?", [SQLValue(now.addingTimeInterval(-AlertBuckets.window))])
     }
 
     /// Tombstones are kept this many times the retention period.

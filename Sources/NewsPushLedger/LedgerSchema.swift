@@ -122,6 +122,24 @@ enum LedgerMigrations {
             "CREATE INDEX remembered_credentials_reader ON remembered_credentials (reader)",
             "CREATE INDEX remembered_credentials_checked ON remembered_credentials (checked_at)",
         ],
+        // 9: reports (SPEC §11): each alert's audience when the hub accepted it and the hub's
+        // outcome counts; what the apps reported, counted by kind, platform and time since the
+        // send; and the keyed digests that count each installation once, for 7 days.
+        [
+            """
+            CREATE TABLE alert_reports (
+                alert_id TEXT PRIMARY KEY, sent_at BIGINT NOT NULL, audience BIGINT, delivered BIGINT, failed BIGINT,
+                outcome_at BIGINT)
+            """,
+            "CREATE INDEX alert_reports_sent ON alert_reports (sent_at)",
+            """
+            CREATE TABLE alert_counts (
+                alert_id TEXT NOT NULL, kind TEXT NOT NULL, platform TEXT NOT NULL, minute INTEGER NOT NULL,
+                count BIGINT NOT NULL, PRIMARY KEY (alert_id, kind, platform, minute))
+            """,
+            "CREATE TABLE alert_event_keys (digest TEXT PRIMARY KEY, at BIGINT NOT NULL)",
+            "CREATE INDEX alert_event_keys_at ON alert_event_keys (at)",
+        ],
     ]
 
     /// Creates every table of a new ledger and records its version and creation time; false

@@ -15,13 +15,15 @@ public struct LedgerView: Sendable {
     public var tombstones: [String: Date]
     /// Every editorial decision, newest first.
     public var audit: [AuditRecord] = []
+    /// What the apps reported of each alert (SPEC §11).
+    public var reports = ReportTables()
 
     /// The whole ledger, read at once.
     public static func read(_ ledger: Ledger) throws(LedgerError) -> LedgerView {
         LedgerView(
             path: ledger.path, stories: try ledger.allStories(), feeds: try ledger.allFeeds(),
             outbox: try ledger.outbox(OutboxEntry.Status.allCases), tombstones: try ledger.tombstones(),
-            audit: try ledger.audit())
+            audit: try ledger.audit(), reports: try ledger.reportTables())
     }
 
     /// "12 stories (3 pushed, 9 seen), 4 feeds, 2 tombstones, 1 push waiting in the outbox"
@@ -112,7 +114,7 @@ public struct LedgerView: Sendable {
             "outbox": entries,
             "tombstones": tombstones.mapValues { Timestamp.format($0) },
             "audit": audit.map(Self.auditObject),
-        ]
+        ].merging(reports.json) { first, _ in first }
         guard
             let data = try? JSONSerialization.data(
                 withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])

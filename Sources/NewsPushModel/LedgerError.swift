@@ -58,6 +58,7 @@ public enum LedgerSchema {
     /// (2: the review queue and the audit trail; 3: the app back-end's installation index;
     /// 4: secure pushes; 5: the hub's owed state and each installation's template set; 6: the
     /// watcher's leases and each push's acceptance time; 7: the WebSub subscriptions and each
-    /// feed's freshness limit; 8: the Basic credentials the back-end's instances found good.)
-    public static let version = 8
+    /// feed's freshness limit; 8: the Basic credentials the back-end's instances found good;
+    /// 9: the alerts' reports.)
+    public static let version = 9
 }

@@ -20,7 +20,7 @@ struct NewsPush: AsyncParsableCommand {
         subcommands: [
             Run.self, Watch.self, Ping.self, Preview.self, Publish.self, Review.self, Parse.self, Classify.self,
             Check.self,
-            StateCommand.self, Hub.self, DeskCommand.self, ApiCommand.self, DevicesCommand.self,
+            StateCommand.self, Hub.self, DeskCommand.self, ApiCommand.self, DevicesCommand.self, Report.self,
         ]
     )
 

@@ -168,7 +168,7 @@ struct ApiOperationsTests {
         #expect(served.status == 200 && Data(served.body.utf8) == ApiDocument.data)
         for route in ApiRoutes.table {
             let answer = await fixture.send(
-                "\(route.method) \(route.path.replacingOccurrences(of: "{id}", with: "probe-id"))",
+                "\(route.method) \(route.path.replacing(/\{[A-Za-z]+\}/, with: "probe-id"))",
                 headers: [ApiFixture.basic("alice")])
             // A route's own 404 (no such notification) is an answer; "no such route" is not.
             #expect(answer.status != 405 && !answer.body.contains("no such route"), "\(route): \(answer.status)")

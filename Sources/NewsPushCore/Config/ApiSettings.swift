@@ -58,18 +58,25 @@ public struct ApiSettings: Sendable {
     /// The seed app's templates (`messageParam` as each platform's visible alert) with what
     /// docs/alerts.md recommends beside them: the story's collapse id (a correction replaces
     /// the first alert), its priority, and its expiry (a stale alert is never delivered).
+    ///
+    /// Each also carries the alert id (SPEC §11), which the app reports receipt and opens of:
+    /// at the top of the APNs body (with `mutable-content`, so the notification service
+    /// extension runs and reports receipt), in the FCM v1 message's `data` (the only place a
+    /// v1 message takes an app's own fields), and as the WNS toast's launch argument.
     public static let defaultTemplates: [String: HubInstallation.Template] = [
         "apns": HubInstallation.Template(
-            body: #"{"aps":{"alert":"$(messageParam)"}}"#,
+            body: #"{"aps":{"alert":"$(messageParam)","mutable-content":1},"alertId":"$(alertId)"}"#,
             headers: ["apns-collapse-id": "$(collapseId)", "apns-priority": "$(priority)", "apns-push-type": "alert"],
             expiry: "$(expiry)"),
         "fcmv1": HubInstallation.Template(
             body:
-                #"{"message":{"notification":{"body":"$(messageParam)"},"android":{"collapse_key":"$(collapseId)"}}}"#,
+                #"{"message":{"notification":{"body":"$(messageParam)"},"android":{"collapse_key":"$(collapseId)"},"#
+                + #""data":{"alertId":"$(alertId)"}}}"#,
             expiry: "$(expiry)"),
         "wns": HubInstallation.Template(
             body:
-                #"<toast><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+                #"<toast launch="$(alertId)"><visual><binding template="ToastText01"><text id="1">$(messageParam)</text>"#
+                + "</binding></visual></toast>",
             expiry: "$(expiry)"),
     ]
 

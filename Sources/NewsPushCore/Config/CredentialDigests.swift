@@ -30,3 +30,26 @@ public struct CredentialDigests: Sendable {
         Data(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)).base64EncodedString()
     }
 }
+
+/// The keys that count an app's report of an alert once per installation, alert and kind
+/// (SPEC §11): HMAC-SHA256 under a key derived (HKDF) from the hub's connection string, which
+/// the ledger does not hold, so the kept digests name no installation; they are dropped when
+/// events stop being taken (7 days).
+public struct EventDigests: Sendable {
+    private let key: SymmetricKey
+
+    /// The digests keyed by `secret` (the hub's connection string).
+    public init(secret: String) {
+        key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
+            info: Data("newspush alert events".utf8), outputByteCount: 32)
+    }
+
+    /// The digest of `installation`'s `kind` of report of `alert`.
+    public func event(alert: String, kind: String, installation: String) -> String {
+        Data(
+            HMAC<SHA256>.authenticationCode(
+                for: Data("\(alert)\u{0}\(kind)\u{0}\(installation)".utf8), using: key)
+        ).base64EncodedString()
+    }
+}

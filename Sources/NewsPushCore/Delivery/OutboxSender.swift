@@ -15,6 +15,9 @@ public protocol SendJournal {
     /// pushes under fresh ids, the entries left with only the id. Returns every entry as it
     /// is to be sent.
     func seal(_ entries: [OutboxEntry], at time: Date) throws(LedgerError) -> [OutboxEntry]
+    /// Keeps what a report of each alert the hub accepted starts from (SPEC §11): when it went
+    /// and the audience its expression had. Called once a drain is over: it never holds a send back.
+    func noteAccepted(_ entries: [OutboxEntry]) throws(LedgerError)
 }
 
 /// Why sending stopped before the outbox was empty.
@@ -72,8 +75,25 @@ public struct OutboxSender {
         self.now = now
     }
 
-    /// Sends `entries` in order and records every intent and outcome in `journal`.
+    /// Sends `entries` in order and records every intent and outcome in `journal`, then what
+    /// the reports of the alerts accepted start from.
     public func send(_ entries: [OutboxEntry], journal: some SendJournal) -> SendResult {
+        let result = drain(entries, journal: journal)
+        let accepted = Dictionary(
+            result.outcomes.compactMap { outcome in outcome.acceptedAt.map { (outcome.entryID, $0) } },
+            uniquingKeysWith: { first, _ in first })
+        let noted = entries.filter { accepted[$0.id] != nil }.map { entry in
+            var entry = entry
+            entry.acceptedAt = accepted[entry.id]
+            return entry
+        }
+        do throws(LedgerError) { try journal.noteAccepted(noted) } catch {
+            logger.info("the reports of \(noted.count) alerts were not started: \(error.description)")
+        }
+        return result
+    }
+
+    private func drain(_ entries: [OutboxEntry], journal: some SendJournal) -> SendResult {
         var result = SendResult()
         guard !entries.isEmpty else { return result }
         let pool = SendPool(width: min(concurrency, entries.count))

@@ -135,12 +135,19 @@ public enum PushRequests {
         return requests
     }
 
-    /// The request of `entry` (to `platform`, for an id-only push), scheduled when it has a time.
+    /// The template property, and the native payloads' field, that carries a push's alert id
+    /// (its outbox id), which an app reports events of (SPEC §11).
+    public static let alertIdProperty = "alertId"
+
+    /// The request of `entry` (to `platform`, for an id-only push), scheduled when it has a time;
+    /// its properties carry its alert id.
     private static func request(
         _ entry: OutboxEntry, platform: PushFormat?, client: NotificationHubClient, test: Bool, now: Date
     ) throws(HubError) -> HubRequest {
+        var properties = entry.properties
+        properties[alertIdProperty] = entry.id
         let request = try request(
-            format: entry.format, platform: platform, tags: entry.tags, properties: entry.properties,
+            format: entry.format, platform: platform, tags: entry.tags, properties: properties,
             expiresAfter: entry.expiresAfter, deliveredAt: entry.scheduledAt ?? now, client: client, test: test,
             now: now)
         return entry.scheduledAt.map { client.scheduled(request, at: $0) } ?? request
@@ -194,6 +201,7 @@ extension PushRequests {
         ]
         if major { aps["sound"] = "default" }  // minor alerts arrive silently
         var payload: [String: Any] = ["id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? ""]
+        if let alertId = p[alertIdProperty] { payload[alertIdProperty] = alertId }
         if let image = p["image"], !image.isEmpty {
             aps["mutable-content"] = 1  // a notification service extension attaches the image
             payload["image"] = image
@@ -223,15 +231,11 @@ extension PushRequests {
             "ttl": "\(Int(expiresAfter.rounded()))s", "priority": major ? "high" : "normal",
         ]
         if let collapse = p["collapseId"], !collapse.isEmpty { android["collapse_key"] = collapse }
-        return [
-            "message": [
-                "notification": notification, "android": android,
-                "data": [
-                    "id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "",
-                    "source": p["source"] ?? "",
-                ],
-            ] as [String: Any]
+        var data = [
+            "id": p["id"] ?? "", "url": p["url"] ?? "", "category": p["category"] ?? "", "source": p["source"] ?? "",
         ]
+        if let alertId = p[alertIdProperty] { data[alertIdProperty] = alertId }
+        return ["message": ["notification": notification, "android": android, "data": data] as [String: Any]]
     }
 }
 

@@ -91,11 +91,13 @@ public enum SecurePush {
         client: NotificationHubClient, test: Bool, now: Date
     ) throws(HubError) -> HubRequest {
         let id = p[idProperty] ?? "0"
+        let alertId = p[PushRequests.alertIdProperty] ?? ""
         let readers = Self.tags(tags, readers: true)
         switch platform {
         case .fcmv1:
             return try client.nativeRequest(
-                .fcmv1, payload: ["message": ["data": [idProperty: id]]], tags: readers, test: test, now: now)
+                .fcmv1, payload: ["message": ["data": [idProperty: id, PushRequests.alertIdProperty: alertId]]],
+                tags: readers, test: test, now: now)
         case .wns:
             return try client.windowsRawRequest(
                 body: #"{"\#(idProperty)":"\#(id)"}"#, tags: readers, test: test, now: now)
@@ -128,7 +130,8 @@ public enum SecurePush {
             headers += [("apns-push-type", "background"), ("apns-priority", "5")]
         }
         return try client.nativeRequest(
-            .apple, payload: ["aps": aps, idProperty: id], tags: tags, headers: headers, test: test, now: now)
+            .apple, payload: ["aps": aps, idProperty: id, PushRequests.alertIdProperty: p[PushRequests.alertIdProperty] ?? ""],
+            tags: tags, headers: headers, test: test, now: now)
     }
 
     /// The template properties of the generic alert: `secure_alert` as every message text,
@@ -142,7 +145,7 @@ public enum SecurePush {
             "importance": p["importance"] ?? Importance.major.rawValue,
             "priority": p["priority"] ?? Importance.major.priority,
             "interruptionLevel": p["interruptionLevel"] ?? Importance.major.interruptionLevel,
-            "expiry": FeedDates.format(expiry),
+            "expiry": FeedDates.format(expiry), PushRequests.alertIdProperty: p[PushRequests.alertIdProperty] ?? "",
         ]
         for language in (p[languagesProperty] ?? "").split(separator: ",") {
             properties["messageParam_\(language)"] = alert

@@ -1,0 +1,351 @@
+import Foundation
+import NewsPushModel
+
+/// What an app says happened to an alert on one phone (SPEC §11).
+public enum AlertEventKind: String, Sendable, CaseIterable {
+    case received, opened
+}
+
+/// The counters of one alert (SPEC §11): how many received and opened it, by platform and by
+/// time since the send. Nothing in it names a reader.
+public struct AlertCounts: Sendable, Equatable {
+    /// Received (an open counts as received too), by platform (`apns`, `fcmv1`, `wns`, …).
+    public var received: [String: Int] = [:]
+    /// Opened, by platform.
+    public var opened: [String: Int] = [:]
+    /// Opened, by bucket of time since the send (`AlertBuckets`): minutes 0–59, then hours.
+    public var openedByBucket: [Int: Int] = [:]
+
+    /// No events yet.
+    public init() {}
+
+    /// Received on every platform.
+    public var receivedTotal: Int { received.values.reduce(0, +) }
+    /// Opened on every platform.
+    public var openedTotal: Int { opened.values.reduce(0, +) }
+
+    /// The middle time to open, in seconds since the send, to its bucket's middle (a minute in
+    /// the first hour, an hour after); nil before any open.
+    public var medianSecondsToOpen: Double? {
+        let total = openedTotal
+        guard total > 0 else { return nil }
+        var seen = 0
+        for bucket in openedByBucket.keys.sorted() {
+            seen += openedByBucket[bucket] ?? 0
+            if seen * 2 >= total { return AlertBuckets.middle(of: bucket) }
+        }
+        return nil
+    }
+}
+
+/// Events are counted in buckets of time since the send: one per minute over the first hour,
+/// one per hour after, until the events stop being taken (7 days): at most 227 per alert,
+/// kind and platform, however many phones report.
+public enum AlertBuckets {
+    /// Events are taken for this long after the send.
+    public static let window: Double = 7 * 86400
+
+    /// The bucket of an event `seconds` after the send: its minute below an hour, else the
+    /// first minute of its hour.
+    public static func bucket(secondsAfterSend seconds: Double) -> Int {
+        let minute = max(0, Int(seconds / 60))
+        return minute < 60 ? minute : minute / 60 * 60
+    }
+
+    /// The middle of `bucket`, in seconds since the send.
+    public static func middle(of bucket: Int) -> Double {
+        bucket < 60 ? Double(bucket) * 60 + 30 : Double(bucket) * 60 + 1800
+    }
+}
+
+/// One alert as a report shows it (SPEC §11).
+public struct AlertReport: Sendable, Equatable {
+    /// The alert id (its outbox id).
+    public var id: String
+    /// A first push, a repeat or a correction.
+    public var kind: OutboxEntry.Kind
+    /// For a correction or a repeat: the story's first alert.
+    public var replaces: String?
+    /// The story.
+    public var storyKey: String
+    /// Its category.
+    public var category: NewsCategory
+    /// The headline as pushed.
+    public var title: String
+    /// The tag expression it went to.
+    public var tags: String
+    /// Where it stands (sent, scheduled, unknown).
+    public var status: OutboxEntry.Status
+    /// When newspush sent it (its last attempt).
+    public var sentAt: Date?
+    /// When the story was first seen (a run's feed, or the editor's publish).
+    public var firstSeen: Date?
+    /// When the hub accepted it.
+    public var acceptedAt: Date?
+    /// Installations of the index its expression matched when it was sent; nil when not counted.
+    public var audience: Int?
+    /// The hub's outcome counts, where the tier reports them.
+    public var delivered: Int?
+    public var failed: Int?
+    /// What the apps reported.
+    public var counts: AlertCounts
+
+    /// Seconds from first seen to accepted.
+    public var latency: Double? {
+        guard let firstSeen, let acceptedAt else { return nil }
+        return max(0, acceptedAt.timeIntervalSince(firstSeen))
+    }
+
+    /// Opened ÷ audience; nil without an audience.
+    public var openRate: Double? {
+        guard let audience, audience > 0 else { return nil }
+        return Double(counts.openedTotal) / Double(audience)
+    }
+}
+
+extension Ledger {
+    // MARK: Reports (SPEC §11)
+
+    /// Notes that the hub accepted alert `id` at `acceptedAt`, reaching `audience` installations
+    /// of the index; the first note stands.
+    public func noteAlertSent(id: String, acceptedAt: Date, audience: Int?) throws(LedgerError) {
+        try writingOne(
+            "INSERT INTO alert_reports (alert_id, sent_at, audience) VALUES (?, ?, ?) ON CONFLICT (alert_id) DO NOTHING",
+            [.text(id), SQLValue(acceptedAt), SQLValue(audience)], durable: false)
+    }
+
+    /// When the hub accepted alert `id` (nil: no such alert of this newsroom's ledger).
+    public func alertSentAt(id: String) throws(LedgerError) -> Date? {
+        try reading {
+            try db.query("SELECT sent_at FROM alert_reports WHERE alert_id = ?", [.text(id)]).first?.date(0)
+        }
+    }
+
+    /// Counts one event of alert `id` under each of `keys` not counted before (each a keyed
+    /// digest of the installation, alert and kind; an open brings its receipt along), on
+    /// `platform`, in `bucket`. Returns the kinds counted.
+    @discardableResult
+    public func countAlertEvent(
+        id: String, keys: [(kind: AlertEventKind, digest: String)], platform: String, bucket: Int, at time: Date
+    ) throws(LedgerError) -> [AlertEventKind] {
+        try writing { () throws -> [AlertEventKind] in
+            var counted: [AlertEventKind] = []
+            for key in keys {
+                let fresh = try db.run(
+                    "INSERT INTO alert_event_keys (digest, at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                    [.text(key.digest), SQLValue(time)])
+                guard fresh == 1 else { continue }
+                try db.run(
+                    """
+                    INSERT INTO alert_counts (alert_id, kind, platform, minute, count) VALUES (?, ?, ?, ?, 1)
+                    ON CONFLICT (alert_id, kind, platform, minute) DO UPDATE SET count = alert_counts.count + 1
+                    """, [.text(id), .text(key.kind.rawValue), .text(platform), .integer(Int64(bucket))])
+                counted.append(key.kind)
+            }
+            return counted
+        }
+    }
+
+    /// Keeps the hub's outcome counts of alert `id`.
+    public func noteAlertOutcome(id: String, delivered: Int, failed: Int, at time: Date) throws(LedgerError) {
+        try writingOne(
+            "UPDATE alert_reports SET delivered = ?, failed = ?, outcome_at = ? WHERE alert_id = ?",
+            [.integer(Int64(delivered)), .integer(Int64(failed)), SQLValue(time), .text(id)], durable: false)
+    }
+
+    /// Alerts accepted between `after` and `before` whose hub outcome is not known yet, with
+    /// their notification ids, oldest first, at most `limit`.
+    public func alertsAwaitingOutcome(after: Date, before: Date, limit: Int) throws(LedgerError) -> [(
+        id: String, notificationId: String
+    )] {
+        try reading {
+            try db.query(
+                """
+                SELECT r.alert_id, o.notification_id FROM alert_reports r JOIN outbox o ON o.id = r.alert_id
+                WHERE r.outcome_at IS NULL AND r.sent_at >= ? AND r.sent_at < ? AND o.notification_id IS NOT NULL
+                ORDER BY r.sent_at LIMIT ?
+                """, [SQLValue(after), SQLValue(before), .integer(Int64(limit))]
+            ).compactMap { row in row.text(0).flatMap { id in row.text(1).map { (id, $0) } } }
+        }
+    }
+
+    /// The alerts sent since `since` (or alert `id` alone), newest first, at most `limit`, with
+    /// what the apps reported of each.
+    public func alertReports(since: Date, id: String? = nil, limit: Int = 1000) throws(LedgerError) -> [AlertReport] {
+        try reading {
+            let rows = try db.query(
+                """
+                SELECT o.id, o.kind, o.story_key, o.category, o.tags, o.properties, o.status, o.last_attempt,
+                       o.accepted_at, s.first_seen, r.audience, r.delivered, r.failed, o.created_at
+                FROM outbox o JOIN alert_reports r ON r.alert_id = o.id LEFT JOIN stories s ON s.key = o.story_key
+                WHERE r.sent_at >= ? AND (CAST(? AS TEXT) IS NULL OR o.id = ?)
+                ORDER BY r.sent_at DESC, o.id DESC LIMIT ?
+                """, [SQLValue(since), SQLValue(id), SQLValue(id), .integer(Int64(limit))])
+            var reports = rows.compactMap(Self.alertReport)
+            try addCounts(to: &reports)
+            try addFirstAlerts(to: &reports)
+            return reports
+        }
+    }
+
+    private static func alertReport(_ row: SQLRow) -> AlertReport? {
+        guard let id = row.text(0), let kind = row.text(1).flatMap(OutboxEntry.Kind.init(rawValue:)),
+            let storyKey = row.text(2), let category = row.text(3).flatMap(NewsCategory.init(rawValue:)),
+            let status = row.text(6).flatMap(OutboxEntry.Status.init(rawValue:))
+        else { return nil }
+        let properties =
+            (try? JSONDecoder().decode([String: String].self, from: Data((row.text(5) ?? "{}").utf8))) ?? [:]
+        return AlertReport(
+            id: id, kind: kind, replaces: nil, storyKey: storyKey, category: category,
+            title: properties["title"] ?? "", tags: row.text(4) ?? "", status: status, sentAt: row.date(7),
+            // A story the editor published has no feed's first sighting: its alert was planned then.
+            firstSeen: row.date(9) ?? row.date(13), acceptedAt: row.date(8), audience: row.int(10),
+            delivered: row.int(11), failed: row.int(12), counts: AlertCounts())
+    }
+
+    /// The counters of each report's alert.
+    private func addCounts(to reports: inout [AlertReport]) throws {
+        let index = Dictionary(reports.indices.map { (reports[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
+        for chunk in reports.map(\.id).chunked(500) {
+            for row in try db.query(
+                "SELECT alert_id, kind, platform, minute, count FROM alert_counts WHERE alert_id IN "
+                    + "(\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+            {
+                guard let id = row.text(0), let at = index[id], let kind = row.text(1).flatMap(AlertEventKind.init),
+                    let platform = row.text(2), let bucket = row.int(3), let count = row.int(4)
+                else { continue }
+                switch kind {
+                case .received: reports[at].counts.received[platform, default: 0] += count
+                case .opened:
+                    reports[at].counts.opened[platform, default: 0] += count
+                    reports[at].counts.openedByBucket[bucket, default: 0] += count
+                }
+            }
+        }
+    }
+
+    /// For each correction or repeat: the first alert of its story.
+    private func addFirstAlerts(to reports: inout [AlertReport]) throws {
+        for at in reports.indices where reports[at].kind != .push {
+            reports[at].replaces = try db.query(
+                """
+                SELECT id FROM outbox WHERE story_key = ? AND kind = 'push' AND status IN ('sent', 'scheduled', 'unknown')
+                ORDER BY id LIMIT 1
+                """, [.text(reports[at].storyKey)]
+            ).first?.text(0)
+        }
+    }
+}
+
+/// The report tables as `state export` writes them and `state import` reads them back.
+public struct ReportTables: Sendable, Equatable {
+    /// One per alert: id, sent_at, audience, delivered, failed, outcome_at.
+    public var reports: [ReportRecord] = []
+    /// One per alert, kind, platform and bucket: the count.
+    public var counts: [CountRecord] = []
+    /// The keyed digests that count each installation once (no installation is named).
+    public var keys: [KeyRecord] = []
+
+    /// An alert's report row.
+    public struct ReportRecord: Sendable, Equatable {
+        var id: String
+        var sentAt: Date
+        var audience: Int?
+        var delivered: Int?
+        var failed: Int?
+        var outcomeAt: Date?
+    }
+
+    /// One counter.
+    public struct CountRecord: Sendable, Equatable {
+        var id: String
+        var kind: String
+        var platform: String
+        var bucket: Int
+        var count: Int
+    }
+
+    /// One event key.
+    public struct KeyRecord: Sendable, Equatable {
+        var digest: String
+        var at: Date
+    }
+
+    /// The tables as JSON values (dates as RFC 3339).
+    public var json: [String: Any] {
+        func date(_ d: Date?) -> Any { d.map(Timestamp.format) ?? NSNull() }
+        func number(_ n: Int?) -> Any { n ?? NSNull() }
+        return [
+            "alert_reports": reports.map {
+                [
+                    "alert_id": $0.id, "sent_at": date($0.sentAt), "audience": number($0.audience),
+                    "delivered": number($0.delivered), "failed": number($0.failed), "outcome_at": date($0.outcomeAt),
+                ] as [String: Any]
+            },
+            "alert_counts": counts.map {
+                ["alert_id": $0.id, "kind": $0.kind, "platform": $0.platform, "minute": $0.bucket, "count": $0.count]
+                    as [String: Any]
+            },
+            "alert_event_keys": keys.map { ["digest": $0.digest, "at": date($0.at)] as [String: Any] },
+        ]
+    }
+
+    /// The rows of each table in `export` (a `state export` document), in `copiedTables`' columns.
+    static func rows(_ export: [String: Any]) -> [(String, [[SQLValue]])] {
+        func date(_ value: Any?) -> SQLValue { SQLValue((value as? String).flatMap(Timestamp.parse)) }
+        func text(_ value: Any?) -> SQLValue { SQLValue(value as? String) }
+        func number(_ value: Any?) -> SQLValue { SQLValue(value as? Int) }
+        func list(_ name: String) -> [[String: Any]] { export[name] as? [[String: Any]] ?? [] }
+        return [
+            (
+                "alert_reports",
+                list("alert_reports").map {
+                    [
+                        text($0["alert_id"]), date($0["sent_at"]), number($0["audience"]), number($0["delivered"]),
+                        number($0["failed"]), date($0["outcome_at"]),
+                    ]
+                }
+            ),
+            (
+                "alert_counts",
+                list("alert_counts").map {
+                    [text($0["alert_id"]), text($0["kind"]), text($0["platform"]), number($0["minute"]), number($0["count"])]
+                }
+            ),
+            ("alert_event_keys", list("alert_event_keys").map { [text($0["digest"]), date($0["at"])] }),
+        ]
+    }
+}
+
+extension Ledger {
+    /// The report tables, whole (`state export`).
+    public func reportTables() throws(LedgerError) -> ReportTables {
+        try reading {
+            guard try db.tableExists("alert_reports") else { return ReportTables() }
+            var tables = ReportTables()
+            tables.reports = try db.query(
+                "SELECT alert_id, sent_at, audience, delivered, failed, outcome_at FROM alert_reports ORDER BY alert_id",
+                []
+            ).compactMap { row in
+                guard let id = row.text(0), let sent = row.date(1) else { return nil }
+                return ReportTables.ReportRecord(
+                    id: id, sentAt: sent, audience: row.int(2), delivered: row.int(3), failed: row.int(4),
+                    outcomeAt: row.date(5))
+            }
+            tables.counts = try db.query(
+                "SELECT alert_id, kind, platform, minute, count FROM alert_counts ORDER BY alert_id, kind, platform, minute",
+                []
+            ).compactMap { row in
+                guard let id = row.text(0), let kind = row.text(1), let platform = row.text(2), let bucket = row.int(3),
+                    let count = row.int(4)
+                else { return nil }
+                return ReportTables.CountRecord(id: id, kind: kind, platform: platform, bucket: bucket, count: count)
+            }
+            tables.keys = try db.query("SELECT digest, at FROM alert_event_keys ORDER BY digest", []).compactMap { row in
+                guard let digest = row.text(0), let at = row.date(1) else { return nil }
+                return ReportTables.KeyRecord(digest: digest, at: at)
+            }
+            return tables
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import NewsPushCore
+import NewsPushLedger
+import NewsPushModel
+
+/// What became of an app's report of an alert (SPEC §11): the phone is told `204` either way.
+public enum AlertEventOutcome: Sendable, Equatable {
+    /// Counted: these kinds were new for the installation (an open brings its receipt).
+    case counted([AlertEventKind])
+    /// Not counted, and why (for the log, never for the phone).
+    case notCounted(String)
+}
+
+extension DeviceSession {
+    /// Counts `caller`'s report that installation `installationId` `kind` alert `alertId`: only
+    /// for an installation of the index registered by this caller (anonymous for an anonymous
+    /// one), an alert of this ledger sent within the last 7 days, once per installation,
+    /// alert and kind, under a keyed digest that names no one.
+    public func report(_ kind: AlertEventKind, alert alertId: String, installation installationId: String, caller: Caller)
+        throws(SessionError) -> AlertEventOutcome
+    {
+        let now = context.clock.now()
+        do {
+            guard let record = try ledger.installation(id: installationId), record.owner == caller.name else {
+                return .notCounted("no installation \(installationId) of this caller")
+            }
+            guard let sentAt = try ledger.alertSentAt(id: alertId) else { return .notCounted("no alert \(alertId)") }
+            let since = now.timeIntervalSince(sentAt)
+            guard since <= AlertBuckets.window else { return .notCounted("alert \(alertId) was sent over 7 days ago") }
+            let digests = EventDigests(secret: context.config.hub.connectionString)
+            let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
+            let counted = try ledger.countAlertEvent(
+                id: alertId,
+                keys: kinds.map { ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: installationId)) },
+                platform: record.platform, bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
+            return counted.isEmpty ? .notCounted("already counted") : .counted(counted)
+        } catch {
+            throw .ledger(error)
+        }
+    }
+}
