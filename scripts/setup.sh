@@ -12,8 +12,8 @@ if [ "${1:-}" = "--tests" ]; then
     # whose clock runs hours ahead (the clock check).
     # postgresql: a real server for the shared-ledger tests (started by the tests as nobody).
     # chromium, chromium-driver, python3-selenium, fonts-dejavu-core: the desk's browser tests
-    # (Tests/desk), WebDriver from Debian's Python.
-    packages+=(sqlite3 prometheus bsdutils time faketime postgresql chromium chromium-driver python3-selenium fonts-dejavu-core)
+    # (Tests/desk), WebDriver from Debian's Python; python3-pil reads their screenshots.
+    packages+=(sqlite3 prometheus bsdutils time faketime postgresql chromium chromium-driver python3-selenium python3-pil fonts-dejavu-core)
 fi
 
 missing=()

@@ -71,6 +71,12 @@ public struct Desk: Sendable {
         return try await Self.blocking { try ReviewSession(context: context).pushes(filter) }
     }
 
+    /// The alerts of the last 30 days with what the apps reported (the Reports page).
+    func reports() async throws -> [AlertReport] {
+        let context = context
+        return try await Self.blocking { try ReportSession(context: context).alerts(since: 30 * 86400, limit: 1000) }
+    }
+
     /// The ledger's change mark (pages reload when it moves).
     func changeMark() async throws -> String {
         let context = context

@@ -55,6 +55,11 @@ enum DeskAssets {
         .filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end;margin-bottom:1rem}
         .filters label{margin:0}
         .grid{display:grid;grid-template-columns:1fr;gap:1rem}
+        .chart{display:block;max-width:100%;height:auto}
+        .chart .tick{font-size:11px;fill:var(--muted)}
+        .legend{list-style:none;padding:0;margin:.4rem 0 0;font-size:.85rem}
+        .legend svg{vertical-align:-2px}
+        td.num{text-align:right;white-space:nowrap}
         @media(min-width:56rem){.grid{grid-template-columns:3fr 2fr}}
         .phone{background:#1b1f27;border-radius:1.6rem;padding:1.4rem .9rem 2rem;max-width:22rem;color:#fff}
         .phone .clock{text-align:center;font-size:2.4rem;font-weight:300;margin-bottom:1rem}

@@ -10,13 +10,14 @@ import NewsPushSessions
 enum DeskPages {
     /// The screens, in the order of the navigation.
     enum Screen: String, CaseIterable {
-        case waiting = "/", next = "/next", sent = "/sent", publish = "/publish"
+        case waiting = "/", next = "/next", sent = "/sent", reports = "/reports", publish = "/publish"
 
         var title: String {
             switch self {
             case .waiting: return "Waiting"
             case .next: return "Next run"
             case .sent: return "Sent"
+            case .reports: return "Reports"
             case .publish: return "Publish"
             }
         }

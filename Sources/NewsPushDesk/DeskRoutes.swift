@@ -108,6 +108,15 @@ struct DeskRoutes {
             return DeskServer.html(
                 DeskPages.sent(pushes, audit: audit, filter: filter, sinceText: since, user: user, flash: flash))
         }
+        router.getAndHead("/reports") { _, context in
+            let user = try signedIn(context)
+            let flash = await desk.signIns.takeFlash(context.token)
+            let reports = try await desk.reports()
+            return DeskServer.html(
+                DeskReports.page(
+                    reports, timeZone: config.policy.quietHours?.timeZone ?? .current, user: user, now: desk.now(),
+                    flash: flash))
+        }
         router.getAndHead("/delivery/:id") { _, context in
             let user = try signedIn(context)
             let id = try context.parameters.require("id")

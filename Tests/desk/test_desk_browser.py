@@ -633,3 +633,117 @@ class DeskInABrowser(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+def api_request(base, method, path, body=None):
+    """One JSON request to `newspush api` at `base`: (status, body)."""
+    host, port = base.split("//")[1].rstrip("/").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    connection.request(method, path, body=body, headers=headers)
+    answer = connection.getresponse()
+    result = (answer.status, answer.read().decode())
+    connection.close()
+    return result
+
+
+class ReportsInABrowser(unittest.TestCase):
+    """SPEC §11: the Reports page at a phone's width, its pictures drawn (checked in a screenshot)."""
+
+    setUp = DeskInABrowser.setUp
+    tearDown = DeskInABrowser.tearDown
+    browser = DeskInABrowser.browser
+    sign_in = DeskInABrowser.sign_in
+
+    LINE = (0x00, 0x72, 0xB2)  # the first alert's line in the opens picture
+    CELL = (0x0B, 0x57, 0xD0)  # the open-rate grid's shade
+
+    def alerts_with_opens(self):
+        """Four Business phones registered through `newspush api`, two Business alerts published,
+        and the phones' apps reporting: alert 1 opened by 3, alert 2 by 1. Returns the titles."""
+        api_process = NEWSROOM.start([os.path.join(BIN, "newspush"), "api", "--listen", "127.0.0.1:0", "--config",
+                                      NEWSROOM.config], log="api.log")
+        api = NEWSROOM.listening(api_process, "newspush api listening on ")
+        for n in range(1, 5):
+            token = f"{n:02x}" * 32
+            status, body = api_request(api, "PUT", f"/api/installations/report-{n}",
+                                       json.dumps({"platform": "apns", "pushChannel": token, "topics": ["Business"]}))
+            self.assertEqual(status, 200, body)
+        titles = ["Chipmaker shares soar on earnings", "Central bank holds rates"]
+        for title in titles:
+            NEWSROOM.newspush(["publish", "--config", NEWSROOM.config, "--category", "Business", "--title", title,
+                               "--yes"])
+        for title, opened in zip(titles, (3, 1)):
+            delivered = [d for d in NEWSROOM.payloads(title) if d["device"].startswith("report-")]
+            self.assertEqual(len(delivered), 4, delivered)
+            for index, delivery in enumerate(sorted(delivered, key=lambda d: d["device"])):
+                alert = json.loads(delivery["payload"])["alertId"]
+                phone = delivery["device"].split("/")[0]
+                event = "opened" if index < opened else "received"
+                status, body = api_request(api, "POST", f"/api/alerts/{alert}/events",
+                                           json.dumps({"installationId": phone, "event": event}))
+                self.assertEqual(status, 204, body)
+        return titles
+
+    @staticmethod
+    def pixels_near(image, box, colour, tolerance=40):
+        """How many pixels inside `box` (left, top, right, bottom) are within `tolerance` of `colour`."""
+        left, top, right, bottom = (int(v) for v in box)
+        count = 0
+        for x in range(max(left, 0), min(right, image.width)):
+            for y in range(max(top, 0), min(bottom, image.height)):
+                r, g, b = image.getpixel((x, y))[:3]
+                if abs(r - colour[0]) + abs(g - colour[1]) + abs(b - colour[2]) <= tolerance:
+                    count += 1
+        return count
+
+    def test_the_reports_page_draws_what_each_alert_did_at_phone_width(self):
+        try:
+            from PIL import Image
+        except ImportError as error:
+            self.skipTest(f"Pillow is missing ({error}); scripts/setup.sh --tests installs python3-pil")
+        titles = self.alerts_with_opens()
+        browser = self.browser(width=600, height=2400)
+        # A phone's screen: Chromium's window is at least 500 pixels wide, its emulation is not.
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 390, "height": 2400, "deviceScaleFactor": 1, "mobile": True})
+        self.sign_in(browser, "vera", "vera-password")  # a viewer: every role sees the reports
+        browser.get(NEWSROOM.desk + "/reports")
+        self.assertEqual(browser.execute_script("return window.innerWidth"), 390)
+        page = browser.find_element(By.TAG_NAME, "main").text
+        for title in titles:
+            self.assertIn(title, page)
+        rows = {row.find_elements(By.TAG_NAME, "td")[2].text.split("\n")[0]: row
+                for row in browser.find_elements(By.CSS_SELECTOR, "table tbody tr")}
+        first = [cell.text for cell in rows[titles[0]].find_elements(By.TAG_NAME, "td")]
+        self.assertEqual(first[3:8], ["4", "–", "4", "3", "75.0 %"], first)
+        # Readable at phone width: nothing wider than the screen but the table's own scroller.
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        self.assertLessEqual(width, 390, "the page scrolls sideways")
+        lines = browser.find_elements(By.CSS_SELECTOR, "svg polyline.opens")
+        self.assertEqual(len(lines), 2)
+        self.assertGreaterEqual(len(browser.find_elements(By.CSS_SELECTOR, "svg rect.rate")), 1)
+        self.assertEqual(len(browser.find_elements(By.CSS_SELECTOR, "svg circle.latency")), 2)
+        charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+        self.assertEqual(len(charts), 3)
+        for chart in charts:
+            self.assertGreater(chart.rect["width"], 300)
+            self.assertLessEqual(chart.rect["x"] + chart.rect["width"], 390)
+        # The marks are drawn, not only written: the screenshot has the line's colour inside the
+        # first picture and the grid's shade inside the second.
+        path = os.path.join(SHOTS, "reports-phone.png")
+        browser.save_screenshot(path)
+        image = Image.open(path).convert("RGB")
+        ratio = browser.execute_script("return window.devicePixelRatio") or 1
+        scroll = browser.execute_script("return window.scrollY")
+
+        def box(element):
+            r = element.rect
+            return (r["x"] * ratio, (r["y"] - scroll) * ratio, (r["x"] + r["width"]) * ratio,
+                    (r["y"] - scroll + r["height"]) * ratio)
+
+        self.assertGreater(self.pixels_near(image, box(charts[0]), self.LINE), 100, "the opens line is not drawn")
+        self.assertGreater(self.pixels_near(image, box(charts[1]), self.CELL, tolerance=60), 50,
+                           "the open-rate grid is not drawn")
+        self.assertGreater(self.pixels_near(image, box(charts[2]), (0xD5, 0x5E, 0x00)), 20,
+                           "the latency points are not drawn")
