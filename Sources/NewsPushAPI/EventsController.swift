@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import NewsPushLedger
+import NewsPushModel
 import NewsPushSessions
 
 /// `POST /api/alerts/{alertId}/events` (SPEC §11): an app says one of its installations received

@@ -1,11 +1,6 @@
 import Foundation
 import NewsPushModel
 
-/// What an app says happened to an alert on one phone (SPEC §11).
-public enum AlertEventKind: String, Sendable, CaseIterable {
-    case received, opened
-}
-
 /// The counters of one alert (SPEC §11): how many received and opened it, by platform and by
 /// time since the send. Nothing in it names a reader.
 public struct AlertCounts: Sendable, Equatable {

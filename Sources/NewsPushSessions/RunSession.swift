@@ -220,7 +220,7 @@ public struct RunSession: Sendable {
     }
 
     /// The record stage in one transaction, then the send, the editors' notices of new holds,
-    /// and the prune.
+    /// the hub's outcome counts of earlier alerts, and the prune.
     private func recordAndSend(
         _ record: RunRecord, plan: RunPlan, ledger: Ledger, client: NotificationHubClient, now: Date
     ) throws -> SendResult {
@@ -228,7 +228,10 @@ public struct RunSession: Sendable {
         var sender = OutboxSender(client: client, concurrency: config.hub.concurrency, logger: logger, now: now)
         sender.progress = { progress?(.sending(done: $0, total: $1)) }
         let sent = sender.send(plan.toSend, journal: ledger)
-        if sent.stop == nil { try tellEditors(plan.newHolds, sender: sender, ledger: ledger, now: now) }
+        if sent.stop == nil {
+            try tellEditors(plan.newHolds, sender: sender, ledger: ledger, now: now)
+            AlertOutcomes.collect(client: client, ledger: ledger, now: now, logger: logger)
+        }
         try ledger.prune(retention: config.stateRetention, now: now)
         return sent
     }

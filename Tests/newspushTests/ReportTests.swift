@@ -71,7 +71,11 @@ struct ReportTests {
     // alert went, the counts by platform, the open rate and the latency.
     @Test(arguments: LedgerBackend.allCases)
     func eachPhonesReceiptAndOpenAreCountedOnceInTheReport(_ backend: LedgerBackend) async throws {
-        let fixture = try await ApiFixture.start(backend)
+        let feed = try await LocalHTTPServer.serving([
+            "/world.xml": CannedResponse(text: rssFeed(title: "World desk", items: []))
+        ])
+        defer { feed.stop() }
+        let fixture = try await ApiFixture.start(backend, feeds: ["{url: \"\(feed.baseURL)/world.xml\", category: World}"])
         defer { fixture.stop() }
         let ids = try await Self.alertTheThreePhones(fixture, title: "Summit opens in Geneva")
         let alert = try #require(ids["ios-1"])
@@ -105,6 +109,15 @@ struct ReportTests {
         reports = try await Self.report(fixture, ["--alert", alert])
         row = try #require(reports.first)
         #expect(reports.count == 1 && row["opened"] as? Int == 3 && row["received"] as? Int == 3, "\(row)")
+        // The next run, a few minutes on, fetches the hub's outcome counts (the three phones and
+        // the emulator's own World phone).
+        #expect(row["delivered"] is NSNull, "\(row)")
+        let run = try await newspush(
+            ["run", "--config", fixture.config],
+            environment: ApiFixture.environment.merging(testClock(Date().addingTimeInterval(180))) { $1 })
+        #expect(run.status == 0, "\(run.stderr)")
+        row = try #require(try await Self.report(fixture, ["--alert", alert]).first)
+        #expect(row["delivered"] as? Int == 4 && row["failed"] as? Int == 0, "\(row)")
         // The report for people says the same.
         let text = try await newspush(["report", "--config", fixture.config], environment: ApiFixture.environment)
         #expect(text.status == 0 && text.stdout.contains(alert) && text.stdout.contains("100.0%"), "\(text.stdout)")

@@ -91,13 +91,13 @@ public enum SecurePush {
         client: NotificationHubClient, test: Bool, now: Date
     ) throws(HubError) -> HubRequest {
         let id = p[idProperty] ?? "0"
-        let alertId = p[PushRequests.alertIdProperty] ?? ""
         let readers = Self.tags(tags, readers: true)
+        // SPEC §9: the native sends carry the secure id and nothing else (no alert id either:
+        // the generic alert's template properties do).
         switch platform {
         case .fcmv1:
             return try client.nativeRequest(
-                .fcmv1, payload: ["message": ["data": [idProperty: id, PushRequests.alertIdProperty: alertId]]],
-                tags: readers, test: test, now: now)
+                .fcmv1, payload: ["message": ["data": [idProperty: id]]], tags: readers, test: test, now: now)
         case .wns:
             return try client.windowsRawRequest(
                 body: #"{"\#(idProperty)":"\#(id)"}"#, tags: readers, test: test, now: now)
@@ -130,8 +130,7 @@ public enum SecurePush {
             headers += [("apns-push-type", "background"), ("apns-priority", "5")]
         }
         return try client.nativeRequest(
-            .apple, payload: ["aps": aps, idProperty: id, PushRequests.alertIdProperty: p[PushRequests.alertIdProperty] ?? ""],
-            tags: tags, headers: headers, test: test, now: now)
+            .apple, payload: ["aps": aps, idProperty: id], tags: tags, headers: headers, test: test, now: now)
     }
 
     /// The template properties of the generic alert: `secure_alert` as every message text,

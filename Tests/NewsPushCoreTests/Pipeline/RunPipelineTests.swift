@@ -142,8 +142,8 @@ struct RunPipelineTests {
             #expect(
                 Set(body.keys) == [
                     "messageParam", "title", "category", "url", "source", "id", "image", "expiry", "collapseId",
-                    "importance", "priority", "interruptionLevel",
-                ], "SPEC §5's properties")
+                    "importance", "priority", "interruptionLevel", "alertId",
+                ], "SPEC §5's properties, and §11's alert id")
         }
         let bodies = try requests.map {
             try #require(try JSONSerialization.jsonObject(with: $0.body) as? [String: String])
