@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The demo in one command, offline: installs what is missing, builds, starts the hub emulator on
 # a free port with the virtual devices of Examples/devices.yaml, starts the app back-end
-# (`newspush api`) and registers two phones through it (one anonymous, one signed in), previews
-# the sample newsroom, runs it, shows what each device received, and stops both servers on exit
+# (`newspush api`) and registers phones through it (anonymous ones, one signed in), previews
+# the sample newsroom, runs it, shows what each device received and what each alert did (the
+# emulator's phones report receipt and opens to `newspush api`), and stops both servers on exit
 # (Ctrl-C too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,9 +43,18 @@ for _ in $(seq 100); do grep -q "listening" "$work/api.out" 2>/dev/null && break
 api_url=$(sed -n 's|.*listening on \(http://127.0.0.1:[0-9]*\)/.*|\1|p' "$work/api.out")
 [ -n "$api_url" ] || { echo "demo: newspush api did not start" >&2; cat "$work/api.err" >&2; exit 1; }
 echo "== newspush api on $api_url/"
+# The emulator's phones report what they did with each alert to the back-end (SPEC §11).
+curl -sS -X PUT "${NEWSPUSH_HUB_ENDPOINT}_emulator/report-to" -d "$api_url" -o /dev/null
 echo "-- an anonymous phone (iOS) asks for World, Technology and someone else's tag:"
 curl -sS -X PUT "$api_url/api/installations/demo-iphone" -H 'Content-Type: application/json' \
     -d '{"platform":"apns","pushChannel":"9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C9F2A0B1C","topics":["World","Technology","username:bob"]}'
+echo
+echo "-- six more anonymous phones (World and Technology readers):"
+for n in 1 2 3 4 5 6; do
+    curl -sS -X PUT "$api_url/api/installations/demo-phone-$n" -H 'Content-Type: application/json' \
+        -d "{\"platform\":\"apns\",\"pushChannel\":\"$(printf '%064x' "$n")\",\"topics\":[\"World\",\"Technology\"]}" \
+        -o /dev/null -w "demo-phone-$n: %{http_code}\n"
+done
 echo "-- alice signs in on her Android phone (the tutorials' flow: POST for an id, then PUT):"
 # The body exactly as the app reads it (the trailing x keeps any newline the answer ends with),
 # then what the tutorials' apps do with it: drop one character at each end, nothing more.
@@ -65,3 +75,7 @@ echo "== newspush run"
 echo
 echo "== what each device received (the two phones of newspush api are <id>/newspush)"
 "$bin/newspush-hub" deliveries "$work/deliveries.jsonl"
+echo
+echo "== newspush report (what each alert did: the apps' receipts and opens)"
+sleep 1
+"$bin/newspush" report --config "$work/feeds.yaml"

@@ -27,6 +27,8 @@ public struct VirtualDevice: Sendable, Equatable {
     /// An installation template's own tags: a send reaches the template only when its
     /// expression also matches these (nil: no narrowing).
     public var templateTags: [String]?
+    /// How often its app reports receiving and opening an alert (`report:` in the file).
+    public var report: ReportChances?
 
     /// A virtual device with its registration.
     public init(
@@ -40,6 +42,22 @@ public struct VirtualDevice: Sendable, Equatable {
         self.headers = headers
         self.expiry = expiry
         self.offlineSeconds = offlineSeconds
+    }
+}
+
+/// The share of alerts a virtual device's app reports (SPEC §11): `report: {received: 0.9,
+/// opened: 0.2}`. Which alerts is drawn from the file's `report_seed`, the device and the alert
+/// id, so a run replays.
+public struct ReportChances: Sendable, Equatable {
+    /// The share of alerts it says it received.
+    public var received: Double
+    /// The share it says it opened (an open counts as received too).
+    public var opened: Double
+
+    /// Chances of receiving and opening.
+    public init(received: Double, opened: Double) {
+        self.received = received
+        self.opened = opened
     }
 }
 
@@ -59,8 +77,10 @@ public struct AccessPolicy: Sendable, Equatable {
 /// (a template registration may add `headers: {apns-collapse-id: "$(collapseId)"}` and
 /// `expiry: "$(expiry)"`; `offline_seconds: N` has a device come online N seconds after a send),
 /// optionally `hub: NAME` (other hub paths answer 404), `tier: standard|basic|free`,
-/// `telemetry_delay: SECONDS` (telemetry answers 404 that long after a send) and
-/// `policies: [{name: ListenOnly, key: …, rights: [Listen]}]`.
+/// `telemetry_delay: SECONDS` (telemetry answers 404 that long after a send),
+/// `policies: [{name: ListenOnly, key: …, rights: [Listen]}]`, and what the devices' apps
+/// report (SPEC §11): `report: {received: 0.9, opened: 0.2}` per device,
+/// `installations_report:` for installations, `report_to: URL` (`newspush api`) and `report_seed: N`.
 public struct DeviceRegistry: Sendable {
     /// Standard has scheduled sends and per-message telemetry; basic and free answer 403 to them.
     public enum Tier: String, Sendable { case free, basic, standard }
@@ -80,6 +100,14 @@ public struct DeviceRegistry: Sendable {
     /// the file; nil: every one). A native send of another format is refused with the service's
     /// 400 "The notification has no target applications".
     public var credentials: Set<String>?
+    /// Where the devices' apps report events (`report_to:`, `newspush api`'s base URL; also
+    /// `PUT /_emulator/report-to` once it is known).
+    public var reportTo: String?
+    /// What the apps of installations registered through the installations API report
+    /// (`installations_report:`).
+    public var installationsReport: ReportChances?
+    /// The seed of which alerts are reported (`report_seed:`).
+    public var reportSeed: UInt64 = 1
 
     /// A registry of `devices`.
     public init(hub: String? = nil, devices: [VirtualDevice], policies: [AccessPolicy] = [], tier: Tier = .standard) {
@@ -131,6 +159,16 @@ public struct DeviceRegistry: Sendable {
         }
         if let list = mapping["credentials"]?.sequence {
             registry.credentials = Set(list.compactMap { $0.string?.lowercased() })
+        }
+        registry.reportTo = mapping["report_to"]?.string
+        registry.installationsReport = try mapping["installations_report"].map {
+            try chances($0, path: "installations_report", fail: fail)
+        }
+        if let seed = mapping["report_seed"] {
+            guard let value = seed.string.flatMap(UInt64.init) else {
+                throw fail(seed, "report_seed must be a whole number, not '\(seed.string ?? "")'")
+            }
+            registry.reportSeed = value
         }
         guard let list = mapping["devices"]?.sequence else { throw fail(root, "'devices' must be a list") }
         var seen = Set<String>()
@@ -184,8 +222,25 @@ public struct DeviceRegistry: Sendable {
             }
         }
         let offline = device["offline_seconds"].flatMap { $0.string }.flatMap(Double.init)
-        return VirtualDevice(
+        var made = VirtualDevice(
             id: id, platform: platform, tags: tags, template: template, headers: headers,
             expiry: device["expiry"]?.string, offlineSeconds: offline)
+        made.report = try device["report"].map { try chances($0, path: "devices[\(index)].report", fail: fail) }
+        return made
+    }
+
+    /// `{received: 0.9, opened: 0.2}`: shares from 0 to 1.
+    private static func chances(_ node: Node, path: String, fail: (Node?, String) -> LoadError) throws
+        -> ReportChances
+    {
+        func share(_ name: String) throws -> Double {
+            guard let text = node.mapping?[name]?.string else { return 0 }
+            guard let value = Double(text), value >= 0, value <= 1 else {
+                throw fail(node, "\(path).\(name) must be a share from 0 to 1, not '\(text)'")
+            }
+            return value
+        }
+        guard node.mapping != nil else { throw fail(node, "\(path) must be a mapping {received: 0.9, opened: 0.2}") }
+        return ReportChances(received: try share("received"), opened: try share("opened"))
     }
 }

@@ -5,7 +5,8 @@ import NotificationHubs
 /// The control API for tests and demos: `POST /_emulator/faults` queues a fault,
 /// `DELETE /_emulator/faults` clears them, `GET /_emulator/deliveries` lists every delivery,
 /// `GET|POST /_emulator/clock` reads or moves on the emulator's clock, `GET /_emulator/requests`
-/// counts the requests come in by format (`installation` for the installations API).
+/// counts the requests come in by format (`installation` for the installations API),
+/// `PUT /_emulator/report-to` sets where the devices' apps report events (`newspush api`).
 extension HubEmulator {
     func control(_ request: EmulatorRequest) -> EmulatorResponse {
         switch (request.method, request.path) {
@@ -30,6 +31,13 @@ extension HubEmulator {
         case ("GET", "/_emulator/requests"):
             let data = (try? encoder.encode(requestCounts)) ?? Data("{}".utf8)
             return EmulatorResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
+        case ("PUT", "/_emulator/report-to"):
+            let url = String(decoding: request.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                return EmulatorResponse(status: 400, headers: [], body: Data("expected newspush api's base URL".utf8))
+            }
+            registry.reportTo = url
+            return EmulatorResponse(status: 204, headers: [], body: Data())
         case ("GET", "/_emulator/health"):
             return EmulatorResponse(status: 200, headers: [], body: Data("ok".utf8))
         default:

@@ -361,6 +361,7 @@ public actor HubEmulator {
             log.write(line)
         }
         notifications[id]?.count(platform, "Success", at: now)
+        reportEvents(of: target)
     }
 
     /// `yyyy-MM-ddTHH:mm:ss` in UTC.

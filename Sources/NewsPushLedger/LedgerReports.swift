@@ -102,11 +102,13 @@ extension Ledger {
     // MARK: Reports (SPEC §11)
 
     /// Notes that the hub accepted alert `id` at `acceptedAt`, reaching `audience` installations
-    /// of the index; the first note stands.
+    /// of the index (the report began when it was about to be sent).
     public func noteAlertSent(id: String, acceptedAt: Date, audience: Int?) throws(LedgerError) {
         try writingOne(
-            "INSERT INTO alert_reports (alert_id, sent_at, audience) VALUES (?, ?, ?) ON CONFLICT (alert_id) DO NOTHING",
-            [.text(id), SQLValue(acceptedAt), SQLValue(audience)], durable: false)
+            """
+            INSERT INTO alert_reports (alert_id, sent_at, audience) VALUES (?, ?, ?)
+            ON CONFLICT (alert_id) DO UPDATE SET sent_at = excluded.sent_at, audience = excluded.audience
+            """, [.text(id), SQLValue(acceptedAt), SQLValue(audience)], durable: false)
     }
 
     /// When the hub accepted alert `id` (nil: no such alert of this newsroom's ledger).
@@ -174,6 +176,7 @@ extension Ledger {
                        o.accepted_at, s.first_seen, r.audience, r.delivered, r.failed, o.created_at
                 FROM outbox o JOIN alert_reports r ON r.alert_id = o.id LEFT JOIN stories s ON s.key = o.story_key
                 WHERE r.sent_at >= ? AND (CAST(? AS TEXT) IS NULL OR o.id = ?)
+                  AND o.status IN ('sent', 'scheduled', 'unknown')
                 ORDER BY r.sent_at DESC, o.id DESC LIMIT ?
                 """, [SQLValue(since), SQLValue(id), SQLValue(id), .integer(Int64(limit))])
             var reports = rows.compactMap(Self.alertReport)

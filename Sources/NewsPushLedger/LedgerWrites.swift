@@ -207,6 +207,13 @@ extension Ledger {
                 try db.run(
                     "UPDATE outbox SET status = 'sending', attempts = attempts + 1, last_attempt = ? WHERE id = ?",
                     [SQLValue(time), .text(entry.id)])
+                // An app may report the alert before the hub has even answered: its report starts
+                // with the intent (SPEC §11), and takes the acceptance time and audience after.
+                if !entry.kind.isTrial {
+                    try db.run(
+                        "INSERT INTO alert_reports (alert_id, sent_at) VALUES (?, ?) ON CONFLICT (alert_id) DO NOTHING",
+                        [.text(entry.id), SQLValue(entry.scheduledAt ?? time)])
+                }
                 guard entry.kind == .push else { continue }
                 try db.run(
                     "UPDATE stories SET status = 'sending', pushed_at = ? WHERE key = ?",

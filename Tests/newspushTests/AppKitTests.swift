@@ -80,6 +80,31 @@ struct AppKitTests {
         #expect(got.count == 1 && got[0].payload.contains("Storm hits coast"), "\(got)")
     }
 
+    // SPEC §11 with the kit: the app finds the alert id in what the push service handed it
+    // (FCM's data), reports receipt from its service extension and the tap, the tap again
+    // after a relaunch; the report counts one receipt and one open.
+    @Test func anAppReportsReceiptAndOpenOfAnAlertOnce() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        let store = MemoryStore()
+        let client = try Self.client(fixture, store: store)
+        try await client.register(handle: Self.fcmToken("events"), topics: ["World"])
+        let sent = try await fixture.publishWorld("Flood warning lifted")
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let id = try #require(store.load())
+        let payload = try #require(await fixture.deliveries(to: id).first?.payload)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        let alert = try #require(NewsPushClient.alertId(in: object), "\(payload)")
+        try await client.report(.received, alertId: alert)
+        try await client.report(.opened, alertId: alert)
+        try await Self.client(fixture, store: store).report(.opened, alertId: alert)
+        let report = try await newspush(
+            ["report", "--alert", alert, "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
+        let document = try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any]
+        let row = try #require((document?["alerts"] as? [[String: Any]])?.first, "\(report.stdout)\(report.stderr)")
+        #expect(row["received"] as? Int == 1 && row["opened"] as? Int == 1 && row["audience"] as? Int == 1, "\(row)")
+    }
+
     // A handle not of its platform's form is refused by the kit: nothing reaches the back-end.
     @Test func aHandleOfTheWrongFormIsRefusedBeforeItIsSent() async throws {
         let fixture = try await ApiFixture.start()

@@ -1,4 +1,5 @@
 import Foundation
+import HubEmulator
 import NewsPushTesting
 import Testing
 
@@ -229,6 +230,42 @@ struct ReportTests {
         #expect(answer.status == 204)
         let row = try #require(try await Self.report(fixture).first)
         #expect(row["opened"] as? Int == 0 && row["received"] as? Int == 0, "\(row)")
+    }
+}
+
+extension ReportTests {
+    // 6. The emulator's devices report too: twenty anonymous phones whose app reports every
+    // receipt and half the opens (seeded) are counted in the report, exactly the opens the seed
+    // draws, even when they report before the hub answered the send; the emulator's own file
+    // phone (not in the index) is not.
+    @Test func theEmulatorsPhonesReportAndTheReportCountsThem() async throws {
+        let devices = HostileOperatorTests.devices + "\ninstallations_report: {received: 1, opened: 0.5}\nreport_seed: 7\n"
+        let fixture = try await ApiFixture.start(devices: devices)
+        defer { fixture.stop() }
+        let phones = (1...20).map { "phone-\($0)" }
+        for (n, phone) in phones.enumerated() {
+            let answer = await fixture.send(
+                "PUT /api/installations/\(phone)",
+                json: #"{"platform":"apns","pushChannel":"\#(String(format: "%064x", n + 1))","topics":["World"]}"#)
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+        await fixture.hub.emulator.reportTo("http://127.0.0.1:\(fixture.api.port)")
+        // The phones report before the hub has even answered the send (it delivers, then waits
+        // half a second): their events count all the same.
+        await fixture.hub.emulator.inject(Fault(delaySeconds: 0.5, delayAfterDelivery: true, format: "template"))
+        let sent = try await fixture.publishWorld("Ceasefire agreed")
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let payload = try #require(await fixture.deliveries(to: "phone-1").first?.payload)
+        let alert = try #require(Self.alertId(in: payload))
+        let opened = phones.filter { HubEmulator.draw(7, $0, alert, "opened") < 0.5 }.count
+        var row: [String: Any] = [:]
+        for _ in 0..<50 {
+            row = try #require(try await Self.report(fixture).first)
+            if row["received"] as? Int == 20 && row["opened"] as? Int == opened { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(row["audience"] as? Int == 20 && row["received"] as? Int == 20, "\(row)")
+        #expect(row["opened"] as? Int == opened && opened > 0 && opened < 20, "\(opened): \(row)")
     }
 }
 

@@ -1,5 +1,13 @@
 import Foundation
 
+/// What an app reports of an alert (`NewsPushClient.report`).
+public enum AlertEvent: String, Sendable, CaseIterable {
+    /// The notification reached the device (the Notification Service Extension ran).
+    case received
+    /// The reader tapped it (counts as received too).
+    case opened
+}
+
 /// The push service a device's handle belongs to.
 public enum PushPlatform: String, Sendable, CaseIterable {
     /// Apple Push Notification service: the handle is the device token (`Data`, sent as hex).

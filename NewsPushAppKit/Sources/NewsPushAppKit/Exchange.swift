@@ -22,9 +22,10 @@ struct Exchange: Sendable {
 
     /// `method path?query` with `body` (JSON) and `headers`; the answer once it is not 401, 429 or 503,
     /// or a `NewsPushError`.
+    /// `repeatable`: a POST that may be sent again when no answer came (an event, counted once).
     func send(
         _ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil,
-        headers: [String: String] = [:], timeout: Duration = .seconds(60)
+        headers: [String: String] = [:], timeout: Duration = .seconds(60), repeatable: Bool = false
     ) async throws -> Answer {
         var credential = try await identity(.current)
         var refreshed = false
@@ -38,7 +39,7 @@ struct Exchange: Sendable {
                 answer = try await exchange(request)
             } catch let error as NewsPushError {
                 // No answer: repeat what may be repeated (PUT, GET, DELETE), within the policy.
-                guard method != "POST", attempt < retry.attempts else { throw error }
+                guard method != "POST" || repeatable, attempt < retry.attempts else { throw error }
                 try await Task.sleep(for: backoff(attempt))
                 continue
             }

@@ -94,6 +94,29 @@ public struct NewsPushClient: Sendable {
         return text
     }
 
+    /// Says what this installation did with alert `alertId` (SPEC §11): `.received` from the
+    /// Notification Service Extension, `.opened` when the reader taps the alert. The back-end
+    /// counts each once per installation, so a repeat is harmless and the call is retried like
+    /// a PUT; it answers 204 whether it counted or not, so this returns nothing.
+    public func report(_ event: AlertEvent, alertId: String) async throws {
+        guard let id = store.load() else { return }  // never registered: nothing to report for
+        let body = try JSONSerialization.data(withJSONObject: ["installationId": id, "event": event.rawValue])
+        let path = "api/alerts/\(alertId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")/events"
+        let answer = try await exchange.send("POST", path, json: body, repeatable: true)
+        guard answer.status == 204 else {
+            throw NewsPushError.refused(status: answer.status, message: Exchange.message(answer.body))
+        }
+    }
+
+    /// The alert id of a notification's payload (`userInfo` on Apple, `RemoteMessage.data` on
+    /// Android): the back-end's default templates put it at the top, or in FCM's data; nil for a
+    /// push registered with a template that leaves it out.
+    public static func alertId(in payload: [AnyHashable: Any]) -> String? {
+        if let id = payload["alertId"] as? String { return id }
+        if let data = (payload["message"] as? [String: Any])?["data"] as? [String: Any] { return data["alertId"] as? String }
+        return nil
+    }
+
     /// Forgets the signed-in reader: every installation, message and read of theirs is removed
     /// from the hub and the newsroom's ledger, and the kept id is dropped.
     public func forgetMe() async throws {
