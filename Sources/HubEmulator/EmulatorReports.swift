@@ -28,8 +28,9 @@ extension HubEmulator {
         } else {
             return
         }
-        guard let url = URL(string: base.hasSuffix("/") ? String(base.dropLast()) : base)?
-            .appendingPathComponent("api/alerts").appendingPathComponent(alert).appendingPathComponent("events")
+        guard
+            let url = URL(string: base.hasSuffix("/") ? String(base.dropLast()) : base)?
+                .appendingPathComponent("api/alerts").appendingPathComponent(alert).appendingPathComponent("events")
         else { return }
         var request = URLRequest(url: url)
         request.httpMethod = "POST"

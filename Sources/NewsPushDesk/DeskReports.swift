@@ -66,14 +66,18 @@ enum DeskReports {
         guard !drawn.isEmpty else { return "<p class=\"empty\">No opens reported yet.</p>" }
         let plot = Plot(width: 400, height: 190)
         let peak = drawn.flatMap { r in (0..<60).map { r.counts.openedByBucket[$0] ?? 0 } }.max() ?? 1
-        var marks: [HTML] = [plot.axes(xLabels: [(0, "0"), (15, "15"), (30, "30"), (45, "45"), (59, "59 min")], xMax: 59,
-            yMax: Double(max(peak, 1)), yUnit: "")]
+        var marks: [HTML] = [
+            plot.axes(
+                xLabels: [(0, "0"), (15, "15"), (30, "30"), (45, "45"), (59, "59 min")], xMax: 59,
+                yMax: Double(max(peak, 1)), yUnit: "")
+        ]
         var legend: [HTML] = []
         var lines: [HTML] = []
         for (index, report) in drawn.enumerated() {
             let colour = palette[index % palette.count]
             let points = (0..<60).map { minute in
-                plot.point(x: Double(minute), xMax: 59, y: Double(report.counts.openedByBucket[minute] ?? 0),
+                plot.point(
+                    x: Double(minute), xMax: 59, y: Double(report.counts.openedByBucket[minute] ?? 0),
                     yMax: Double(max(peak, 1)))
             }
             lines.append(
@@ -164,7 +168,8 @@ enum DeskReports {
         let start = now.addingTimeInterval(-span)
         let peak = max(points.map(\.1).max() ?? 1, 1)
         var marks: [HTML] = [
-            plot.axes(xLabels: [(0, "30 days ago"), (span / 2, "15"), (span, "now")], xMax: span, yMax: peak, yUnit: "s")
+            plot.axes(
+                xLabels: [(0, "30 days ago"), (span / 2, "15"), (span, "now")], xMax: span, yMax: peak, yUnit: "s")
         ]
         for (at, latency, report) in points {
             let p = plot.point(x: at.timeIntervalSince(start), xMax: span, y: latency, yMax: peak)

@@ -79,8 +79,9 @@ public struct AlertReport: Sendable, Equatable {
     public var acceptedAt: Date?
     /// Installations of the index its expression matched when it was sent; nil when not counted.
     public var audience: Int?
-    /// The hub's outcome counts, where the tier reports them.
+    /// The hub's count of devices it delivered to, where the tier reports it.
     public var delivered: Int?
+    /// The hub's count of devices it could not deliver to (every outcome but success).
     public var failed: Int?
     /// What the apps reported.
     public var counts: AlertCounts
@@ -307,7 +308,10 @@ public struct ReportTables: Sendable, Equatable {
             (
                 "alert_counts",
                 list("alert_counts").map {
-                    [text($0["alert_id"]), text($0["kind"]), text($0["platform"]), number($0["minute"]), number($0["count"])]
+                    [
+                        text($0["alert_id"]), text($0["kind"]), text($0["platform"]), number($0["minute"]),
+                        number($0["count"]),
+                    ]
                 }
             ),
             ("alert_event_keys", list("alert_event_keys").map { [text($0["digest"]), date($0["at"])] }),
@@ -339,7 +343,8 @@ extension Ledger {
                 else { return nil }
                 return ReportTables.CountRecord(id: id, kind: kind, platform: platform, bucket: bucket, count: count)
             }
-            tables.keys = try db.query("SELECT digest, at FROM alert_event_keys ORDER BY digest", []).compactMap { row in
+            tables.keys = try db.query("SELECT digest, at FROM alert_event_keys ORDER BY digest", []).compactMap {
+                row in
                 guard let digest = row.text(0), let at = row.date(1) else { return nil }
                 return ReportTables.KeyRecord(digest: digest, at: at)
             }

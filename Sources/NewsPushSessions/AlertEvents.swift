@@ -16,7 +16,9 @@ extension DeviceSession {
     /// for an installation of the index registered by this caller (anonymous for an anonymous
     /// one), an alert of this ledger sent within the last 7 days, once per installation,
     /// alert and kind, under a keyed digest that names no one.
-    public func report(_ kind: AlertEventKind, alert alertId: String, installation installationId: String, caller: Caller)
+    public func report(
+        _ kind: AlertEventKind, alert alertId: String, installation installationId: String, caller: Caller
+    )
         throws(SessionError) -> AlertEventOutcome
     {
         let now = context.clock.now()
@@ -31,7 +33,9 @@ extension DeviceSession {
             let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
             let counted = try ledger.countAlertEvent(
                 id: alertId,
-                keys: kinds.map { ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: installationId)) },
+                keys: kinds.map {
+                    ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: installationId))
+                },
                 platform: record.platform, bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
             return counted.isEmpty ? .notCounted("already counted") : .counted(counted)
         } catch {

@@ -28,7 +28,8 @@ enum AlertOutcomes {
             case .details(let details):
                 guard let counts = final(details) else { continue }
                 do {
-                    try ledger.noteAlertOutcome(id: alert.id, delivered: counts.delivered, failed: counts.failed, at: now)
+                    try ledger.noteAlertOutcome(
+                        id: alert.id, delivered: counts.delivered, failed: counts.failed, at: now)
                 } catch {
                     logger.info("the hub's outcome counts of alert \(alert.id) were not kept: \(error.description)")
                     return

@@ -23,6 +23,7 @@ public struct ReportRow: Sendable, Encodable {
         var opened: Int
     }
 
+    /// The row with every field, null where unknown.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         let r = report
@@ -81,11 +82,14 @@ public struct ReportSession: Sendable {
     /// The rows as `report` prints them for people: one line per alert.
     public static func text(_ reports: [AlertReport]) -> String {
         guard !reports.isEmpty else { return "no alert was sent in this period" }
-        let header = ["ALERT", "SENT", "CATEGORY", "AUDIENCE", "DELIVERED", "RECEIVED", "OPENED", "RATE", "LATENCY",
-            "TO OPEN", "TITLE"]
+        let header = [
+            "ALERT", "SENT", "CATEGORY", "AUDIENCE", "DELIVERED", "RECEIVED", "OPENED", "RATE", "LATENCY",
+            "TO OPEN", "TITLE",
+        ]
         let rows = reports.map { r -> [String] in
             [
-                r.id, r.acceptedAt.map(Timestamp.format) ?? "-", r.category.rawValue, r.audience.map(String.init) ?? "-",
+                r.id, r.acceptedAt.map(Timestamp.format) ?? "-", r.category.rawValue,
+                r.audience.map(String.init) ?? "-",
                 r.delivered.map { "\($0)\(r.failed.map { " (\($0) failed)" } ?? "")" } ?? "-",
                 String(r.counts.receivedTotal), String(r.counts.openedTotal),
                 r.openRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-",
@@ -95,8 +99,10 @@ public struct ReportSession: Sendable {
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { row in
-            row.indices.map { $0 == row.count - 1 ? row[$0] : row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ")
+            row.indices.map {
+                $0 == row.count - 1 ? row[$0] : row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0)
+            }
+            .joined(separator: "  ")
         }.joined(separator: "\n")
     }
 

@@ -18,7 +18,9 @@ struct Report: ParsableCommand {
     @Option(help: "text or json") var format: OutputFormat = .text
 
     func validate() throws {
-        if Durations.parse(since) == nil { throw ValidationError("--since '\(since)' is not a duration (e.g. 24h, 7d)") }
+        if Durations.parse(since) == nil {
+            throw ValidationError("--since '\(since)' is not a duration (e.g. 24h, 7d)")
+        }
     }
 
     func run() throws {

@@ -99,7 +99,8 @@ struct AppKitTests {
         try await client.report(.opened, alertId: alert)
         try await Self.client(fixture, store: store).report(.opened, alertId: alert)
         let report = try await newspush(
-            ["report", "--alert", alert, "--format", "json", "--config", fixture.config], environment: ApiFixture.environment)
+            ["report", "--alert", alert, "--format", "json", "--config", fixture.config],
+            environment: ApiFixture.environment)
         let document = try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any]
         let row = try #require((document?["alerts"] as? [[String: Any]])?.first, "\(report.stdout)\(report.stderr)")
         #expect(row["received"] as? Int == 1 && row["opened"] as? Int == 1 && row["audience"] as? Int == 1, "\(row)")

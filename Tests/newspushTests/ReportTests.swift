@@ -17,7 +17,8 @@ struct ReportTests {
         ("ios-1", #"{"platform":"apns","pushChannel":"aa01","topics":["World"]}"#, nil),
         ("android-1", #"{"platform":"fcmv1","pushChannel":"fcm-android-1","topics":["World"]}"#, nil),
         (
-            "pc-1", #"{"platform":"wns","pushChannel":"https://db5.notify.windows.com/?token=AwYAAAB","topics":["World"]}"#,
+            "pc-1",
+            #"{"platform":"wns","pushChannel":"https://db5.notify.windows.com/?token=AwYAAAB","topics":["World"]}"#,
             ApiFixture.basic("alice")
         ),
     ]
@@ -76,7 +77,8 @@ struct ReportTests {
             "/world.xml": CannedResponse(text: rssFeed(title: "World desk", items: []))
         ])
         defer { feed.stop() }
-        let fixture = try await ApiFixture.start(backend, feeds: ["{url: \"\(feed.baseURL)/world.xml\", category: World}"])
+        let fixture = try await ApiFixture.start(
+            backend, feeds: ["{url: \"\(feed.baseURL)/world.xml\", category: World}"])
         defer { fixture.stop() }
         let ids = try await Self.alertTheThreePhones(fixture, title: "Summit opens in Geneva")
         let alert = try #require(ids["ios-1"])
@@ -104,9 +106,11 @@ struct ReportTests {
         #expect((row["latency"] as? Double).map { $0 >= 0 && $0 < 60 } == true, "\(row)")
         #expect(row["median_time_to_open"] as? Double == 30, "both opens in the first minute: \(row)")
         let platforms = try #require(row["platforms"] as? [String: [String: Int]])
-        #expect(platforms["apns"] == ["received": 1, "opened": 1] && platforms["fcmv1"] == ["received": 1, "opened": 1])
+        #expect(
+            platforms["apns"] == ["received": 1, "opened": 1] && platforms["fcmv1"] == ["received": 1, "opened": 1])
         #expect(platforms["wns"] == nil, "the PC's unsigned open is not counted: \(platforms)")
-        #expect(await Self.event(fixture, alert: alert, #"{"installationId":"pc-1","event":"opened"}"#, auth: alice) == 204)
+        #expect(
+            await Self.event(fixture, alert: alert, #"{"installationId":"pc-1","event":"opened"}"#, auth: alice) == 204)
         reports = try await Self.report(fixture, ["--alert", alert])
         row = try #require(reports.first)
         #expect(reports.count == 1 && row["opened"] as? Int == 3 && row["received"] as? Int == 3, "\(row)")
@@ -144,7 +148,8 @@ struct ReportTests {
             #expect(await Self.event(fixture, alert: alert, body) == status, "\(body.prefix(80))")
         }
         let invalid = await fixture.api.send(
-            "POST /api/alerts/\(alert)/events HTTP/1.1", body: "{\"installationId\":\"ios-1\",\"event\":\"op\u{FFFD}\"}",
+            "POST /api/alerts/\(alert)/events HTTP/1.1",
+            body: "{\"installationId\":\"ios-1\",\"event\":\"op\u{FFFD}\"}",
             headers: ["Content-Type: application/json"])
         #expect(invalid.status == 400)
         // Not this newsroom's alert, or an id no alert has: 204, nothing counted.
@@ -177,7 +182,8 @@ struct ReportTests {
         let ids = try await Self.alertTheThreePhones(fixture, title: "Rates held steady")
         let alert = try #require(ids["pc-1"])
         let alice = ApiFixture.basic("alice")
-        #expect(await Self.event(fixture, alert: alert, #"{"installationId":"pc-1","event":"opened"}"#, auth: alice) == 204)
+        #expect(
+            await Self.event(fixture, alert: alert, #"{"installationId":"pc-1","event":"opened"}"#, auth: alice) == 204)
         #expect(await Self.event(fixture, alert: alert, #"{"installationId":"ios-1","event":"received"}"#) == 204)
         let before = try #require(try await Self.report(fixture).first)
         let forgot = try await newspush(
@@ -203,7 +209,9 @@ struct ReportTests {
             #expect(loaded.status == 0, "\(loaded.stderr)")
             let moved = try await newspush(["report", "--format", "json", "--state", ledger])
             let document = try JSONSerialization.jsonObject(with: Data(moved.stdout.utf8)) as? [String: Any]
-            let row = try #require((document?["alerts"] as? [[String: Any]])?.first, "\(target): \(moved.stdout)\(moved.stderr)\(loaded.stdout)")
+            let row = try #require(
+                (document?["alerts"] as? [[String: Any]])?.first,
+                "\(target): \(moved.stdout)\(moved.stderr)\(loaded.stdout)")
             for field in ["id", "audience", "received", "opened", "platforms"] {
                 #expect(row[field] as? NSObject == after[field] as? NSObject, "\(target) \(field)")
             }
@@ -239,7 +247,8 @@ extension ReportTests {
     // draws, even when they report before the hub answered the send; the emulator's own file
     // phone (not in the index) is not.
     @Test func theEmulatorsPhonesReportAndTheReportCountsThem() async throws {
-        let devices = HostileOperatorTests.devices + "\ninstallations_report: {received: 1, opened: 0.5}\nreport_seed: 7\n"
+        let devices =
+            HostileOperatorTests.devices + "\ninstallations_report: {received: 1, opened: 0.5}\nreport_seed: 7\n"
         let fixture = try await ApiFixture.start(devices: devices)
         defer { fixture.stop() }
         let phones = (1...20).map { "phone-\($0)" }

@@ -113,7 +113,9 @@ public struct NewsPushClient: Sendable {
     /// push registered with a template that leaves it out.
     public static func alertId(in payload: [AnyHashable: Any]) -> String? {
         if let id = payload["alertId"] as? String { return id }
-        if let data = (payload["message"] as? [String: Any])?["data"] as? [String: Any] { return data["alertId"] as? String }
+        if let data = (payload["message"] as? [String: Any])?["data"] as? [String: Any] {
+            return data["alertId"] as? String
+        }
         return nil
     }
 
