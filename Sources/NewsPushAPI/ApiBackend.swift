@@ -28,6 +28,8 @@ public struct ApiBackend: Sendable {
     let quotas: RegistrationQuotas
     /// Whether a forget erased rows since the sweeper last emptied the engine's copies of them.
     let erased = ErasureNote()
+    /// When the alerts the apps report on went (`POST /api/alerts/{id}/events`).
+    let sendTimes = AlertSendTimes()
 
     /// The back-end of `context`'s newsroom; opens (and checks) the ledger once, so a ledger
     /// that cannot be used stops `newspush api` before it listens.

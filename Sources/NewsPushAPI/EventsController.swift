@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NewsPushModel
 import NewsPushSessions
+import Synchronization
 
 /// `POST /api/alerts/{alertId}/events` (SPEC §11): an app says one of its installations received
 /// or opened an alert. `204` whether it was counted or not (no oracle of installations or
@@ -33,12 +34,34 @@ struct EventsController: Sendable {
         // An alert id is an outbox id (36 characters); a longer one is no alert of this ledger.
         guard alert.utf8.count <= 64 else { return Response(status: .noContent) }
         let caller = context.caller
-        let outcome = try await backend.withSession {
-            try $0.report(kind, alert: alert, installation: body.installationId, caller: caller)
+        let known = backend.sendTimes.time(of: alert)
+        let (outcome, sentAt) = try await backend.withSession {
+            try $0.report(kind, alert: alert, installation: body.installationId, caller: caller, sentAt: known)
         }
+        if known == nil, let sentAt { backend.sendTimes.keep(sentAt, of: alert) }
         if case .notCounted(let why) = outcome {
             backend.context.logger.debug("api: an event of alert \(alert) not counted: \(why)")
         }
         return Response(status: .noContent)
+    }
+}
+
+/// When each alert reported on went (SPEC §11), kept by the instance so an event reads the
+/// ledger for its installation only: the alerts of a week are few, and their times do not move
+/// but by the milliseconds between a send's intent and the hub's answer. At most `limit`; the
+/// oldest half goes when it is full.
+final class AlertSendTimes: Sendable {
+    private let times = Mutex<[String: Date]>([:])
+    static let limit = 10_000
+
+    func time(of alert: String) -> Date? { times.withLock { $0[alert] } }
+
+    func keep(_ time: Date, of alert: String) {
+        times.withLock { times in
+            if times.count >= Self.limit {
+                for (id, _) in times.sorted(by: { $0.value < $1.value }).prefix(Self.limit / 2) { times[id] = nil }
+            }
+            times[alert] = time
+        }
     }
 }

@@ -126,7 +126,9 @@ extension Ledger {
     public func countAlertEvent(
         id: String, keys: [(kind: AlertEventKind, digest: String)], platform: String, bucket: Int, at time: Date
     ) throws(LedgerError) -> [AlertEventKind] {
-        try writing { () throws -> [AlertEventKind] in
+        // A count a crash loses is a phone's report lost, not a push: PostgreSQL need not wait
+        // for the disk.
+        try writing(redone: true) { () throws -> [AlertEventKind] in
             var counted: [AlertEventKind] = []
             for key in keys {
                 let fresh = try db.run(

@@ -15,31 +15,40 @@ extension DeviceSession {
     /// Counts `caller`'s report that installation `installationId` `kind` alert `alertId`: only
     /// for an installation of the index registered by this caller (anonymous for an anonymous
     /// one), an alert of this ledger sent within the last 7 days, once per installation,
-    /// alert and kind, under a keyed digest that names no one.
+    /// alert and kind, under a keyed digest that names no one. `known`: when the alert went, if
+    /// the back-end has it already; the time read is returned for the next report.
     public func report(
-        _ kind: AlertEventKind, alert alertId: String, installation installationId: String, caller: Caller
-    )
-        throws(SessionError) -> AlertEventOutcome
-    {
+        _ kind: AlertEventKind, alert alertId: String, installation installationId: String, caller: Caller,
+        sentAt known: Date? = nil
+    ) throws(SessionError) -> (outcome: AlertEventOutcome, sentAt: Date?) {
         let now = context.clock.now()
         do {
             guard let record = try ledger.installation(id: installationId), record.owner == caller.name else {
-                return .notCounted("no installation \(installationId) of this caller")
+                return (.notCounted("no installation \(installationId) of this caller"), known)
             }
-            guard let sentAt = try ledger.alertSentAt(id: alertId) else { return .notCounted("no alert \(alertId)") }
-            let since = now.timeIntervalSince(sentAt)
-            guard since <= AlertBuckets.window else { return .notCounted("alert \(alertId) was sent over 7 days ago") }
-            let digests = EventDigests(secret: context.config.hub.connectionString)
-            let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
-            let counted = try ledger.countAlertEvent(
-                id: alertId,
-                keys: kinds.map {
-                    ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: installationId))
-                },
-                platform: record.platform, bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
-            return counted.isEmpty ? .notCounted("already counted") : .counted(counted)
+            var sentAt = known
+            if sentAt == nil { sentAt = try ledger.alertSentAt(id: alertId) }
+            guard let sentAt else {
+                return (.notCounted("no alert \(alertId)"), nil)
+            }
+            return (try count(kind, alert: alertId, installation: record, sentAt: sentAt, now: now), sentAt)
         } catch {
             throw .ledger(error)
         }
+    }
+
+    /// Counts the event under its keys, in the bucket of its time since the send.
+    private func count(
+        _ kind: AlertEventKind, alert alertId: String, installation record: InstallationRecord, sentAt: Date, now: Date
+    ) throws(LedgerError) -> AlertEventOutcome {
+        let since = now.timeIntervalSince(sentAt)
+        guard since <= AlertBuckets.window else { return .notCounted("alert \(alertId) was sent over 7 days ago") }
+        let digests = EventDigests(secret: context.config.hub.connectionString)
+        let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
+        let counted = try ledger.countAlertEvent(
+            id: alertId,
+            keys: kinds.map { ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: record.id)) },
+            platform: record.platform, bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
+        return counted.isEmpty ? .notCounted("already counted") : .counted(counted)
     }
 }

@@ -298,16 +298,24 @@ struct Timing {
     var seconds: Double
     var latencies: [Double]
     var failures: Int
+    /// What was counted, and the answer expected of each.
+    var unit = "registrations"
+    var expected = 200
 
     var rate: Double { Double(count) / seconds }
+
+    /// The 99th percentile of the latencies, in seconds.
+    var p99: Double {
+        let sorted = latencies.sorted()
+        return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+    }
 
     var line: String {
         let sorted = latencies.sorted()
         let p50 = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-        let p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
         return String(
-            format: "%.0f registrations/s (%d in %.2f s), p50 %.1f ms, p99 %.1f ms%@", rate, count, seconds, p50 * 1000,
-            p99 * 1000, failures > 0 ? ", \(failures) not 200" : "")
+            format: "%.0f %@/s (%d in %.2f s), p50 %.1f ms, p99 %.1f ms%@", rate, unit, count, seconds, p50 * 1000,
+            p99 * 1000, failures > 0 ? ", \(failures) not \(expected)" : "")
     }
 }
 
@@ -321,9 +329,10 @@ enum LoadClients {
     }
 
     /// As `run(port:…)`, client `i` talking to `ports[i % ports.count]`.
-    static func run(ports: [Int], clients: Int, count: Int, request: @escaping @Sendable (Int) -> String) throws
-        -> Timing
-    {
+    static func run(
+        ports: [Int], clients: Int, count: Int, expecting expected: Int = 200,
+        request: @escaping @Sendable (Int) -> String
+    ) throws -> Timing {
         let next = Counter()
         let results = ResultBox()
         let started = Date()
@@ -336,7 +345,7 @@ enum LoadClients {
                     let begin = DispatchTime.now().uptimeNanoseconds
                     let status = connection.exchange(Array(request(n).utf8))
                     latencies.append(Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9)
-                    if status != 200 { failures += 1 }
+                    if status != expected { failures += 1 }
                 }
                 connection.close()
                 results.add(latencies, failures)
@@ -346,7 +355,8 @@ enum LoadClients {
         results.wait(for: clients)
         let (latencies, failures) = results.all
         return Timing(
-            count: count, seconds: Date().timeIntervalSince(started), latencies: latencies, failures: failures)
+            count: count, seconds: Date().timeIntervalSince(started), latencies: latencies, failures: failures,
+            expected: expected)
     }
 
     final class Counter: @unchecked Sendable {

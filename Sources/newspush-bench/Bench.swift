@@ -24,7 +24,7 @@ struct Bench: AsyncParsableCommand {
         subcommands: [
             HubPushes.self, FetchFeeds.self, ParseFeeds.self, DumpFeeds.self, ClassifyItems.self, PlanItems.self,
             LedgerIdleRun.self, JSONStoreIdle.self, DeskPages.self, ChangedFeedsRun.self, ApiRegistrations.self,
-            SurgeRegistrations.self, FirstAlert.self,
+            SurgeRegistrations.self, FirstAlert.self, AlertEvents.self,
         ])
 }
 
