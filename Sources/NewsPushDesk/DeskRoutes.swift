@@ -31,6 +31,7 @@ struct DeskRoutes {
                 "/login", cookie: DeskServer.sessionCookie("", maxAge: 0, secure: context.overTLS))
         }
         registerPages(on: router)
+        registerReports(on: router)
         registerForms(on: router)
         registerAPI(on: router)
     }
@@ -108,15 +109,6 @@ struct DeskRoutes {
             return DeskServer.html(
                 DeskPages.sent(pushes, audit: audit, filter: filter, sinceText: since, user: user, flash: flash))
         }
-        router.getAndHead("/reports") { _, context in
-            let user = try signedIn(context)
-            let flash = await desk.signIns.takeFlash(context.token)
-            let reports = try await desk.reports()
-            return DeskServer.html(
-                DeskReports.page(
-                    reports, timeZone: config.policy.quietHours?.timeZone ?? .current, user: user, now: desk.now(),
-                    flash: flash))
-        }
         router.getAndHead("/delivery/:id") { _, context in
             let user = try signedIn(context)
             let id = try context.parameters.require("id")
@@ -131,6 +123,19 @@ struct DeskRoutes {
             return DeskServer.html(
                 DeskPages.publish(
                     fields: fields, preview: nil, config: config, user: user, now: desk.now(), flash: flash))
+        }
+    }
+
+    /// The Reports page (SPEC §11): what each alert of the last 30 days did.
+    private func registerReports(on router: Router<DeskContext>) {
+        router.getAndHead("/reports") { _, context in
+            let user = try signedIn(context)
+            let flash = await desk.signIns.takeFlash(context.token)
+            let reports = try await desk.reports()
+            return DeskServer.html(
+                DeskReports.page(
+                    reports, timeZone: config.policy.quietHours?.timeZone ?? .current, user: user, now: desk.now(),
+                    flash: flash))
         }
     }
 

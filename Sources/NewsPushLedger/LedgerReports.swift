@@ -204,23 +204,32 @@ extension Ledger {
             delivered: row.int(11), failed: row.int(12), counts: AlertCounts())
     }
 
-    /// The counters of each report's alert.
+    /// The counters of each report's alert, summed by the database: per kind and platform, and
+    /// the opens per bucket of time since the send (over the platforms).
     private func addCounts(to reports: inout [AlertReport]) throws {
         let index = Dictionary(reports.indices.map { (reports[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
         for chunk in reports.map(\.id).chunked(500) {
+            let marks = Self.marks(chunk.count)
             for row in try db.query(
-                "SELECT alert_id, kind, platform, minute, count FROM alert_counts WHERE alert_id IN "
-                    + "(\(Self.marks(chunk.count)))", chunk.map(SQLValue.init))
+                "SELECT alert_id, kind, platform, SUM(count) FROM alert_counts WHERE alert_id IN (\(marks)) "
+                    + "GROUP BY alert_id, kind, platform", chunk.map(SQLValue.init))
             {
                 guard let id = row.text(0), let at = index[id], let kind = row.text(1).flatMap(AlertEventKind.init),
-                    let platform = row.text(2), let bucket = row.int(3), let count = row.int(4)
+                    let platform = row.text(2), let count = row.int(3)
                 else { continue }
                 switch kind {
                 case .received: reports[at].counts.received[platform, default: 0] += count
-                case .opened:
-                    reports[at].counts.opened[platform, default: 0] += count
-                    reports[at].counts.openedByBucket[bucket, default: 0] += count
+                case .opened: reports[at].counts.opened[platform, default: 0] += count
                 }
+            }
+            for row in try db.query(
+                "SELECT alert_id, minute, SUM(count) FROM alert_counts WHERE kind = 'opened' AND alert_id IN (\(marks)) "
+                    + "GROUP BY alert_id, minute", chunk.map(SQLValue.init))
+            {
+                guard let id = row.text(0), let at = index[id], let bucket = row.int(1), let count = row.int(2) else {
+                    continue
+                }
+                reports[at].counts.openedByBucket[bucket, default: 0] += count
             }
         }
     }

@@ -67,7 +67,7 @@ struct ReportTests {
         return try #require(document?["alerts"] as? [[String: Any]], "\(result.stdout)")
     }
 
-    // 1–4. The alert id reaches every platform through the back-end's default templates; each
+    // The alert id reaches every platform through the back-end's default templates; each
     // kind of event counts once per installation (an open brings its receipt), only for the
     // caller who registered the installation; the report has the audience counted when the
     // alert went, the counts by platform, the open rate and the latency.
@@ -242,7 +242,7 @@ struct ReportTests {
 }
 
 extension ReportTests {
-    // 6. The emulator's devices report too: twenty anonymous phones whose app reports every
+    // The emulator's devices report too: twenty anonymous phones whose app reports every
     // receipt and half the opens (seeded) are counted in the report, exactly the opens the seed
     // draws, even when they report before the hub answered the send; the emulator's own file
     // phone (not in the index) is not.
