@@ -137,9 +137,13 @@ extension Ledger {
                 guard fresh == 1 else { continue }
                 try db.run(
                     """
-                    INSERT INTO alert_counts (alert_id, kind, platform, minute, count) VALUES (?, ?, ?, ?, 1)
-                    ON CONFLICT (alert_id, kind, platform, minute) DO UPDATE SET count = alert_counts.count + 1
-                    """, [.text(id), .text(key.kind.rawValue), .text(platform), .integer(Int64(bucket))])
+                    INSERT INTO alert_counts (alert_id, kind, minute, platform, count) VALUES (?, ?, -1, ?, 1), (?, ?, ?, '', 1)
+                    ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
+                    """,
+                    [
+                        .text(id), .text(key.kind.rawValue), .text(platform), .text(id), .text(key.kind.rawValue),
+                        .integer(Int64(bucket)),
+                    ])
                 counted.append(key.kind)
             }
             return counted
@@ -204,15 +208,15 @@ extension Ledger {
             delivered: row.int(11), failed: row.int(12), counts: AlertCounts())
     }
 
-    /// The counters of each report's alert, summed by the database: per kind and platform, and
-    /// the opens per bucket of time since the send (over the platforms).
+    /// The counters of each report's alert: each kind's total per platform, and the opens per
+    /// bucket of time since the send (a few index ranges per alert).
     private func addCounts(to reports: inout [AlertReport]) throws {
         let index = Dictionary(reports.indices.map { (reports[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
         for chunk in reports.map(\.id).chunked(500) {
             let marks = Self.marks(chunk.count)
             for row in try db.query(
-                "SELECT alert_id, kind, platform, SUM(count) FROM alert_counts WHERE alert_id IN (\(marks)) "
-                    + "GROUP BY alert_id, kind, platform", chunk.map(SQLValue.init))
+                "SELECT alert_id, kind, platform, count FROM alert_counts WHERE alert_id IN (\(marks)) "
+                    + "AND kind IN ('received', 'opened') AND minute = -1", chunk.map(SQLValue.init))
             {
                 guard let id = row.text(0), let at = index[id], let kind = row.text(1).flatMap(AlertEventKind.init),
                     let platform = row.text(2), let count = row.int(3)
@@ -223,8 +227,8 @@ extension Ledger {
                 }
             }
             for row in try db.query(
-                "SELECT alert_id, minute, SUM(count) FROM alert_counts WHERE kind = 'opened' AND alert_id IN (\(marks)) "
-                    + "GROUP BY alert_id, minute", chunk.map(SQLValue.init))
+                "SELECT alert_id, minute, count FROM alert_counts WHERE alert_id IN (\(marks)) AND kind = 'opened' "
+                    + "AND minute >= 0 AND platform = ''", chunk.map(SQLValue.init))
             {
                 guard let id = row.text(0), let at = index[id], let bucket = row.int(1), let count = row.int(2) else {
                     continue
@@ -346,7 +350,7 @@ extension Ledger {
                     outcomeAt: row.date(5))
             }
             tables.counts = try db.query(
-                "SELECT alert_id, kind, platform, minute, count FROM alert_counts ORDER BY alert_id, kind, platform, minute",
+                "SELECT alert_id, kind, platform, minute, count FROM alert_counts ORDER BY alert_id, kind, minute, platform",
                 []
             ).compactMap { row in
                 guard let id = row.text(0), let kind = row.text(1), let platform = row.text(2), let bucket = row.int(3),

@@ -123,8 +123,10 @@ enum LedgerMigrations {
             "CREATE INDEX remembered_credentials_checked ON remembered_credentials (checked_at)",
         ],
         // 9: reports (SPEC §11): each alert's audience when the hub accepted it and the hub's
-        // outcome counts; what the apps reported, counted by kind, platform and time since the
-        // send; and the keyed digests that count each installation once, for 7 days.
+        // outcome counts; what the apps reported, each event counted twice, in its platform's
+        // total (minute -1) and in its bucket of time since the send over the platforms
+        // (platform ''), so a report reads a few rows per alert; and the keyed digests that
+        // count each installation once, for 7 days.
         [
             """
             CREATE TABLE alert_reports (
@@ -134,8 +136,8 @@ enum LedgerMigrations {
             "CREATE INDEX alert_reports_sent ON alert_reports (sent_at)",
             """
             CREATE TABLE alert_counts (
-                alert_id TEXT NOT NULL, kind TEXT NOT NULL, platform TEXT NOT NULL, minute INTEGER NOT NULL,
-                count BIGINT NOT NULL, PRIMARY KEY (alert_id, kind, platform, minute))
+                alert_id TEXT NOT NULL, kind TEXT NOT NULL, minute INTEGER NOT NULL, platform TEXT NOT NULL,
+                count BIGINT NOT NULL, PRIMARY KEY (alert_id, kind, minute, platform))
             """,
             "CREATE TABLE alert_event_keys (digest TEXT PRIMARY KEY, at BIGINT NOT NULL)",
             "CREATE INDEX alert_event_keys_at ON alert_event_keys (at)",

@@ -20,6 +20,10 @@ struct DeskPages: AsyncParsableCommand {
     @Option(help: "Stories in each feed.") var stories = 150
     @Option(help: "Pushes held for review.") var held = 500
     @Option(help: "Requests per page; the median and 95th percentile are reported.") var requests = 50
+    @Option(help: "Alerts of the last 30 days with reports (the Reports page), written with sqlite3.")
+    var alerts = 1000
+    @Option(help: "Events reported of those alerts, counted in buckets as the back-end counts them.")
+    var events = 10_000_000
 
     func run() async throws {
         let (perFeed, heldCount) = (stories, held)
@@ -53,6 +57,7 @@ struct DeskPages: AsyncParsableCommand {
         let environment = ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)", "PATH=/usr/bin:/bin"]
         _ = try await spawn(binary, ["run", "-q", "--config", config], environment)
         try Self.addEditor(binary, config: config)
+        if alerts > 0 { try reported(state: folder.path + "/newspush-state.db") }
 
         var show: [Double] = []
         for _ in 0..<3 { show.append(try await spawn(binary, ["state", "show", "--config", config], environment).0) }
@@ -66,7 +71,7 @@ struct DeskPages: AsyncParsableCommand {
         print("ledger: \(feeds * perFeed) stories, \(heldCount) held (\(feeds + 1) feeds)")
         print(String(format: "newspush state show: median %.1f ms", show.sorted()[1] * 1000))
         print(String(format: "the first preview (fetching %d feeds, 304s): %.1f ms", feeds + 1, firstPreview * 1000))
-        for path in ["/", "/next", "/sent", "/publish", "/api/review", "/api/history", "/api/changes"] {
+        for path in ["/", "/next", "/sent", "/reports", "/publish", "/api/review", "/api/history", "/api/changes"] {
             var times: [Double] = []
             for _ in 0..<requests { times.append(try await client.time(path)) }
             times.sort()
@@ -80,6 +85,47 @@ struct DeskPages: AsyncParsableCommand {
 }
 
 extension DeskPages {
+    /// `alerts` sent alerts, 40 minutes apart, with reports as the back-end counts them: each
+    /// kind's count in 107 buckets (minutes 0–59, then hours to 48), opens falling off with
+    /// time, and its total per platform; the counts summing to about `events`.
+    func reported(state: String) throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let scale = Double(events) / Double(alerts * 2 * 100)
+        let categories = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
+        let category =
+            "CASE i % 6 "
+            + categories.enumerated().map { "WHEN \($0.offset) THEN '\($0.element)'" }
+            .joined(separator: " ") + " END"
+        let id = "printf('01a00000-0000-7000-8000-%012d', i)"
+        let sql = """
+            PRAGMA journal_mode = WAL;
+            BEGIN;
+            CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(alerts - 1))
+              SELECT i FROM n;
+            CREATE TEMP TABLE b AS WITH RECURSIVE b(m) AS (SELECT 0 UNION ALL SELECT CASE WHEN m < 59 THEN m + 1 ELSE m + 60 END
+              FROM b WHERE m < 2820) SELECT m FROM b;
+            INSERT INTO outbox (id, story_key, kind, origin, category, format, tags, properties, created_at, fresh_until,
+              status, attempts, last_attempt, expires_after, accepted_at)
+            SELECT \(id), 'bench:alert-' || i, 'push', 'run', \(category), 'template',
+              \(category), '{"title":"Bench alert ' || i || ' of the month"}', \(now) - i * 2400000, \(now),
+              'sent', 1, \(now) - i * 2400000, 3600, \(now) - i * 2400000 + 800 FROM n;
+            INSERT INTO alert_reports (alert_id, sent_at, audience) SELECT \(id), \(now) - i * 2400000 + 800, 200000 FROM n;
+            INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
+            SELECT \(id), k.kind, m, '', MAX(1, CAST(\(scale) * 4 / (1 + m / 15.0) AS INTEGER))
+            FROM n, b, (SELECT 'received' AS kind UNION ALL SELECT 'opened') AS k;
+            INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
+            SELECT alert_id, kind, -1, p.platform, SUM(count) / 3 FROM alert_counts,
+              (SELECT 'apns' AS platform UNION ALL SELECT 'fcmv1' UNION ALL SELECT 'wns') AS p
+            WHERE minute >= 0 GROUP BY alert_id, kind, p.platform;
+            COMMIT;
+            SELECT COUNT(*), SUM(count) FROM alert_counts WHERE minute = -1;
+            """
+        let counted = try BenchProcess.runToEnd("/usr/bin/sqlite3", [state], [], input: sql)
+        print(
+            "reports: \(alerts) alerts; counter rows and events: \(counted.trimmingCharacters(in: .whitespacesAndNewlines))"
+        )
+    }
+
     /// `desk add-user bench --role editor`, the password on standard input.
     static func addEditor(_ binary: String, config: String) throws {
         try BenchProcess.runToEnd(
