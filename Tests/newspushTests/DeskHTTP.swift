@@ -76,6 +76,15 @@ final class DeskProcess: @unchecked Sendable {
         return await offThePool { RawAnswer(Self.exchange(bytes, port: port)) }
     }
 
+    /// One request whose body is `body` byte for byte (invalid UTF-8 included).
+    func send(_ head: String, bytes body: [UInt8], headers: [String] = []) async -> RawAnswer {
+        var request = head + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for header in headers { request += header + "\r\n" }
+        request += "Content-Length: \(body.count)\r\n\r\n"
+        let (bytes, port) = (Array(request.utf8) + body, port)
+        return await offThePool { RawAnswer(Self.exchange(bytes, port: port)) }
+    }
+
     /// `send` to any local server on `port`.
     static func exchange(_ head: String, port: UInt16, body: String = "", headers: [String] = []) async -> RawAnswer {
         var request = head + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"

@@ -129,7 +129,7 @@ struct ReportTests {
     }
 
     // Bad input (SPEC §11): a malformed body or an unknown kind is 400, a body over 4 KB 413;
-    // huge ids, wrong types, invalid UTF-8, another newsroom's alert id and 2,000 replays of one
+    // huge ids, wrong types, invalid UTF-8, another newsroom's alert id and 10,000 replays of one
     // event are refused or not counted, and nothing else changes.
     @Test func malformedRepeatedAndForeignEventsChangeNothing() async throws {
         let fixture = try await ApiFixture.start()
@@ -147,22 +147,26 @@ struct ReportTests {
         for (body, status) in refused {
             #expect(await Self.event(fixture, alert: alert, body) == status, "\(body.prefix(80))")
         }
-        let invalid = await fixture.api.send(
-            "POST /api/alerts/\(alert)/events HTTP/1.1",
-            body: "{\"installationId\":\"ios-1\",\"event\":\"op\u{FFFD}\"}",
-            headers: ["Content-Type: application/json"])
-        #expect(invalid.status == 400)
+        // Invalid UTF-8 in the kind and in the installation id.
+        for bytes in [
+            Array(#"{"installationId":"ios-1","event":"op"#.utf8) + [0xFF, 0xFE] + Array(#"ened"}"#.utf8),
+            Array(#"{"installationId":"ios"#.utf8) + [0xC3, 0x28] + Array(#"-1","event":"opened"}"#.utf8),
+        ] {
+            let invalid = await fixture.api.send(
+                "POST /api/alerts/\(alert)/events HTTP/1.1", bytes: bytes, headers: ["Content-Type: application/json"])
+            #expect(invalid.status == 400, "\(invalid.body)")
+        }
         // Not this newsroom's alert, or an id no alert has: 204, nothing counted.
         for foreign in ["0190c1d2-0000-7000-8000-000000000000", String(repeating: "9", count: 2000), "%00"] {
             #expect(
                 await Self.event(fixture, alert: foreign, #"{"installationId":"ios-1","event":"opened"}"#) == 204,
                 "\(foreign.prefix(40))")
         }
-        // The same open replayed 2,000 times from 8 connections: counted once.
+        // The same open replayed 10,000 times from 16 connections: counted once.
         await withTaskGroup(of: Void.self) { group in
-            for lane in 0..<8 {
+            for lane in 0..<16 {
                 group.addTask {
-                    for _ in 0..<250 where lane >= 0 {
+                    for _ in 0..<625 where lane >= 0 {
                         _ = await Self.event(fixture, alert: alert, #"{"installationId":"ios-1","event":"opened"}"#)
                     }
                 }
@@ -275,6 +279,33 @@ extension ReportTests {
         }
         #expect(row["audience"] as? Int == 20 && row["received"] as? Int == 20, "\(row)")
         #expect(row["opened"] as? Int == opened && opened > 0 && opened < 20, "\(opened): \(row)")
+    }
+}
+
+extension ReportTests {
+    // A correction (`publish --replace`) is an alert of its own in the report, linked to the
+    // first; the phones' reports of each count for that one.
+    @Test func aCorrectionIsAnAlertOfItsOwnLinkedToTheFirst() async throws {
+        let fixture = try await ApiFixture.start()
+        defer { fixture.stop() }
+        let ids = try await Self.alertTheThreePhones(fixture, title: "Minister resigns")
+        let first = try #require(ids["ios-1"])
+        let key = try #require(try await Self.report(fixture).first?["story"] as? String)
+        let corrected = try await newspush(
+            [
+                "publish", "--config", fixture.config, "--category", "World", "--title", "Minister offers to resign",
+                "--replace", key, "--yes",
+            ], environment: ApiFixture.environment)
+        #expect(corrected.status == 0, "\(corrected.stderr)")
+        let payload = try #require(await fixture.deliveries(to: "ios-1").last?.payload)
+        let second = try #require(Self.alertId(in: payload))
+        #expect(second != first)
+        #expect(await Self.event(fixture, alert: second, #"{"installationId":"ios-1","event":"opened"}"#) == 204)
+        let rows = try await Self.report(fixture)
+        let correction = try #require(rows.first { $0["id"] as? String == second }, "\(rows)")
+        #expect(correction["kind"] as? String == "correction" && correction["replaces"] as? String == first)
+        #expect(correction["opened"] as? Int == 1 && correction["audience"] as? Int == 3, "\(correction)")
+        #expect(rows.first { $0["id"] as? String == first }?["opened"] as? Int == 0)
     }
 }
 
