@@ -338,6 +338,21 @@ public final class Ledger {
         }
     }
 
+    /// One statement that writes and returns rows, committed by itself (no `BEGIN`/`COMMIT`
+    /// round trips on PostgreSQL), or in the shared connection's next group commit.
+    func writingQuery(_ sql: String, _ arguments: [SQLValue]) throws(LedgerError) -> [SQLRow] {
+        guard writable else { throw .writeFailed(path: path, reason: "opened read-only") }
+        do {
+            return try Self.wrap(path, writing: true) { () throws -> [SQLRow] in
+                if let shared { return try shared.write(db, durable: false) { try db.query(sql, arguments) } }
+                return try db.query(sql, arguments)
+            }
+        } catch {
+            distrustIfDamaged(error)
+            throw error
+        }
+    }
+
     /// Whether threads may share this ledger (`openIndex` of a SQLite ledger).
     public var isShared: Bool { shared != nil }
 

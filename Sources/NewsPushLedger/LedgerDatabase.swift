@@ -31,6 +31,9 @@ protocol LedgerDatabase: AnyObject {
     /// Whether the connection is still open (PostgreSQL: the server has not closed it, as a
     /// restart does); a file is always open.
     var isConnected: Bool { get }
+    /// Whether a statement's `WITH` may insert and update (PostgreSQL's data-modifying
+    /// statements; SQLite's `WITH` only reads).
+    var modifiesInWith: Bool { get }
     /// The database's own clock: the server's for PostgreSQL (every host that shares the
     /// ledger reads the same one), this machine's for a file.
     func now() throws(DatabaseError) -> Date

@@ -119,16 +119,42 @@ extension Ledger {
         }
     }
 
-    /// Counts one event of alert `id` under each of `keys` not counted before (each a keyed
-    /// digest of the installation, alert and kind; an open brings its receipt along), on
-    /// `platform`, in `bucket`. Returns the kinds counted.
+    /// Counts one event of alert `id` by installation `installation` under each of `keys` not
+    /// counted before (each a keyed digest of the installation, alert and kind; an open brings
+    /// its receipt along), in `bucket` and in the installation's platform's total: only when
+    /// the index holds the installation for `owner` (nil: anonymous). Returns the kinds counted.
+    ///
+    /// One statement where the engine modifies in a `WITH` (PostgreSQL: one round trip, where
+    /// the read, two inserts and a transaction's four statements took six: 2,394 events/s against
+    /// 1,432 in `newspush-bench events`); else the installation's read and the two writes in one
+    /// turn of the shared connection (SQLite), committed with the next group.
     @discardableResult
     public func countAlertEvent(
-        id: String, keys: [(kind: AlertEventKind, digest: String)], platform: String, bucket: Int, at time: Date
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date
     ) throws(LedgerError) -> [AlertEventKind] {
-        // A count a crash loses is a phone's report lost, not a push: PostgreSQL need not wait
-        // for the disk.
-        try writing(redone: true) { () throws -> [AlertEventKind] in
+        let installed =
+            "SELECT platform FROM installations WHERE id = ? AND (owner = ? OR (owner IS NULL AND CAST(? AS TEXT) IS NULL))"
+        let who: [SQLValue] = [.text(installation), SQLValue(owner), SQLValue(owner)]
+        if db.modifiesInWith {
+            let kinds = keys.map { _ in "(?, ?)" }.joined(separator: ", ")
+            let rows = try writingQuery(
+                """
+                WITH i AS (\(installed)), d(kind, digest) AS (VALUES \(kinds)),
+                k AS (INSERT INTO alert_event_keys (digest, at) SELECT d.digest, ? FROM d, i
+                      ON CONFLICT (digest) DO NOTHING RETURNING digest),
+                c AS (SELECT d.kind, i.platform FROM k JOIN d ON d.digest = k.digest, i)
+                INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
+                SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
+                ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
+                RETURNING kind
+                """,
+                who + keys.flatMap { [.text($0.kind.rawValue), .text($0.digest)] }
+                    + [SQLValue(time), .text(id), .text(id), .integer(Int64(bucket))])
+            return AlertEventKind.allCases.filter { kind in rows.contains { $0.text(0) == kind.rawValue } }
+        }
+        return try writing(redone: true) { () throws -> [AlertEventKind] in
+            guard let platform = try db.query(installed, who).first?.text(0) else { return [] }
             var counted: [AlertEventKind] = []
             for key in keys {
                 let fresh = try db.run(

@@ -131,6 +131,8 @@ final class PostgresDatabase: LedgerDatabase {
 
     var isConnected: Bool { !connection.isClosed }
 
+    var modifiesInWith: Bool { true }
+
     func now() throws(DatabaseError) -> Date {
         let milliseconds = try query("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)", [])
         guard let value = milliseconds.first?.int(0) else {

@@ -313,6 +313,8 @@ extension SQLiteDatabase: LedgerDatabase {
 
     var isConnected: Bool { true }
 
+    var modifiesInWith: Bool { false }
+
     func now() throws(DatabaseError) -> Date { Date() }
 
     func forgetErased() throws(DatabaseError) {

@@ -23,32 +23,27 @@ extension DeviceSession {
     ) throws(SessionError) -> (outcome: AlertEventOutcome, sentAt: Date?) {
         let now = context.clock.now()
         do {
-            guard let record = try ledger.installation(id: installationId), record.owner == caller.name else {
-                return (.notCounted("no installation \(installationId) of this caller"), known)
-            }
             var sentAt = known
             if sentAt == nil { sentAt = try ledger.alertSentAt(id: alertId) }
-            guard let sentAt else {
-                return (.notCounted("no alert \(alertId)"), nil)
+            guard let sentAt else { return (.notCounted("no alert \(alertId)"), nil) }
+            let since = now.timeIntervalSince(sentAt)
+            guard since <= AlertBuckets.window else {
+                return (.notCounted("alert \(alertId) was sent over 7 days ago"), sentAt)
             }
-            return (try count(kind, alert: alertId, installation: record, sentAt: sentAt, now: now), sentAt)
+            let digests = EventDigests(secret: context.config.hub.connectionString)
+            let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
+            let counted = try ledger.countAlertEvent(
+                id: alertId, installation: installationId, owner: caller.name,
+                keys: kinds.map {
+                    ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: installationId))
+                },
+                bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
+            let outcome: AlertEventOutcome =
+                counted.isEmpty
+                ? .notCounted("no installation \(installationId) of this caller, or counted before") : .counted(counted)
+            return (outcome, sentAt)
         } catch {
             throw .ledger(error)
         }
-    }
-
-    /// Counts the event under its keys, in the bucket of its time since the send.
-    private func count(
-        _ kind: AlertEventKind, alert alertId: String, installation record: InstallationRecord, sentAt: Date, now: Date
-    ) throws(LedgerError) -> AlertEventOutcome {
-        let since = now.timeIntervalSince(sentAt)
-        guard since <= AlertBuckets.window else { return .notCounted("alert \(alertId) was sent over 7 days ago") }
-        let digests = EventDigests(secret: context.config.hub.connectionString)
-        let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
-        let counted = try ledger.countAlertEvent(
-            id: alertId,
-            keys: kinds.map { ($0, digests.event(alert: alertId, kind: $0.rawValue, installation: record.id)) },
-            platform: record.platform, bucket: AlertBuckets.bucket(secondsAfterSend: since), at: now)
-        return counted.isEmpty ? .notCounted("already counted") : .counted(counted)
     }
 }
