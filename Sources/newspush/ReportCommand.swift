@@ -26,7 +26,7 @@ struct Report: ParsableCommand {
     func run() throws {
         _ = options.global.bootstrapLogging()
         let session = ReportSession(location: try options.path(), clock: GlobalOptions.clock)
-        let reports = try session.alerts(since: Durations.parse(since) ?? 7 * 86400, id: alert)
+        let reports = try session.alerts(since: Durations.parse(since) ?? 7 * 86400, id: alert, limit: 100_000)
         if let alert, reports.isEmpty { Terminal.error("no alert \(alert) was accepted by the hub") }
         if format == .json {
             Terminal.output(JSONText.encode(["alerts": reports.map(ReportRow.init)]))
