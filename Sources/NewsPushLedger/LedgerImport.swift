@@ -14,13 +14,12 @@ public struct ImportCounts: Sendable, Equatable {
 /// outbox entry comes along, and the next run sends nothing old).
 extension Ledger {
     /// The tables a ledger copy carries, in an order that inserts what others refer to first.
-    static let copiedTables: [(name: String, columns: String)] = [
-        ("feeds", feedColumns), ("stories", storyColumns), ("feed_members", "feed, story_key"),
-        ("outbox", outboxColumns), ("tombstones", "key, pruned_at"), ("review", "entry_id, rule, content"),
-        ("audit", auditColumns),
-        ("alert_reports", "alert_id, sent_at, audience, delivered, failed, outcome_at"),
-        ("alert_counts", "alert_id, kind, platform, minute, count"), ("alert_event_keys", "digest, at"),
-    ]
+    static let copiedTables: [(name: String, columns: String)] =
+        [
+            ("feeds", feedColumns), ("stories", storyColumns), ("feed_members", "feed, story_key"),
+            ("outbox", outboxColumns), ("tombstones", "key, pruned_at"), ("review", "entry_id, rule, content"),
+            ("audit", auditColumns),
+        ] + ReportTables.tables.map { ($0.name, $0.columns.joined(separator: ", ")) }
 
     /// Loads `source` (a SQLite ledger file, a `postgres://` ledger, a `state export` JSON
     /// document or a legacy JSON state file) into this ledger, which must be empty.

@@ -166,6 +166,11 @@ extension Ledger {
         }
     }
 
+    /// Whether the index holds any installation (one row read, not a count).
+    public func hasInstallations() throws(LedgerError) -> Bool {
+        try reading { !(try db.query("SELECT 1 FROM installations LIMIT 1", []).isEmpty) }
+    }
+
     /// How many installations the index holds.
     public func installationTotal() throws(LedgerError) -> Int {
         try reading { try db.query("SELECT COUNT(*) FROM installations", []).first?.int(0) ?? 0 }

@@ -69,8 +69,6 @@ public struct AlertReport: Sendable, Equatable {
     public var title: String
     /// The tag expression it went to.
     public var tags: String
-    /// Where it stands (sent, scheduled, unknown).
-    public var status: OutboxEntry.Status
     /// When newspush sent it (its last attempt).
     public var sentAt: Date?
     /// When the story was first seen (a run's feed, or the editor's publish).
@@ -205,7 +203,7 @@ extension Ledger {
         try reading {
             let rows = try db.query(
                 """
-                SELECT o.id, o.kind, o.story_key, o.category, o.tags, o.properties, o.status, o.last_attempt,
+                SELECT o.id, o.kind, o.story_key, o.category, o.tags, o.properties, o.last_attempt,
                        o.accepted_at, s.first_seen, r.audience, r.delivered, r.failed, o.created_at
                 FROM outbox o JOIN alert_reports r ON r.alert_id = o.id LEFT JOIN stories s ON s.key = o.story_key
                 WHERE r.sent_at >= ? AND (CAST(? AS TEXT) IS NULL OR o.id = ?)
@@ -221,17 +219,16 @@ extension Ledger {
 
     private static func alertReport(_ row: SQLRow) -> AlertReport? {
         guard let id = row.text(0), let kind = row.text(1).flatMap(OutboxEntry.Kind.init(rawValue:)),
-            let storyKey = row.text(2), let category = row.text(3).flatMap(NewsCategory.init(rawValue:)),
-            let status = row.text(6).flatMap(OutboxEntry.Status.init(rawValue:))
+            let storyKey = row.text(2), let category = row.text(3).flatMap(NewsCategory.init(rawValue:))
         else { return nil }
         let properties =
             (try? JSONDecoder().decode([String: String].self, from: Data((row.text(5) ?? "{}").utf8))) ?? [:]
         return AlertReport(
             id: id, kind: kind, replaces: nil, storyKey: storyKey, category: category,
-            title: properties["title"] ?? "", tags: row.text(4) ?? "", status: status, sentAt: row.date(7),
+            title: properties["title"] ?? "", tags: row.text(4) ?? "", sentAt: row.date(6),
             // A story the editor published has no feed's first sighting: its alert was planned then.
-            firstSeen: row.date(9) ?? row.date(13), acceptedAt: row.date(8), audience: row.int(10),
-            delivered: row.int(11), failed: row.int(12), counts: AlertCounts())
+            firstSeen: row.date(8) ?? row.date(12), acceptedAt: row.date(7), audience: row.int(9),
+            delivered: row.int(10), failed: row.int(11), counts: AlertCounts())
     }
 
     /// The counters of each report's alert: each kind's total per platform, and the opens per
@@ -277,86 +274,62 @@ extension Ledger {
     }
 }
 
-/// The report tables as `state export` writes them and `state import` reads them back.
+/// The report tables as `state export` writes them and `state import` reads them back: each
+/// row an object of its columns, times as RFC 3339 (the ledger keeps milliseconds).
 public struct ReportTables: Sendable, Equatable {
-    /// One per alert: id, sent_at, audience, delivered, failed, outcome_at.
-    public var reports: [ReportRecord] = []
-    /// One per alert, kind, platform and bucket: the count.
-    public var counts: [CountRecord] = []
-    /// The keyed digests that count each installation once (no installation is named).
-    public var keys: [KeyRecord] = []
+    /// The tables and their columns, in the order an import inserts them.
+    static let tables: [(name: String, columns: [String])] = [
+        ("alert_reports", ["alert_id", "sent_at", "audience", "delivered", "failed", "outcome_at"]),
+        ("alert_counts", ["alert_id", "kind", "platform", "minute", "count"]),
+        ("alert_event_keys", ["digest", "at"]),
+    ]
+    /// The columns that hold times.
+    static let timeColumns: Set<String> = ["sent_at", "outcome_at", "at"]
 
-    /// An alert's report row.
-    public struct ReportRecord: Sendable, Equatable {
-        var id: String
-        var sentAt: Date
-        var audience: Int?
-        var delivered: Int?
-        var failed: Int?
-        var outcomeAt: Date?
-    }
+    /// Each table's rows, in `tables`' columns.
+    var rows: [String: [[SQLValue]]] = [:]
 
-    /// One counter.
-    public struct CountRecord: Sendable, Equatable {
-        var id: String
-        var kind: String
-        var platform: String
-        var bucket: Int
-        var count: Int
-    }
-
-    /// One event key.
-    public struct KeyRecord: Sendable, Equatable {
-        var digest: String
-        var at: Date
-    }
-
-    /// The tables as JSON values (dates as RFC 3339).
+    /// The tables as JSON values.
     public var json: [String: Any] {
-        func date(_ d: Date?) -> Any { d.map(Timestamp.format) ?? NSNull() }
-        func number(_ n: Int?) -> Any { n ?? NSNull() }
-        return [
-            "alert_reports": reports.map {
-                [
-                    "alert_id": $0.id, "sent_at": date($0.sentAt), "audience": number($0.audience),
-                    "delivered": number($0.delivered), "failed": number($0.failed), "outcome_at": date($0.outcomeAt),
-                ] as [String: Any]
-            },
-            "alert_counts": counts.map {
-                ["alert_id": $0.id, "kind": $0.kind, "platform": $0.platform, "minute": $0.bucket, "count": $0.count]
-                    as [String: Any]
-            },
-            "alert_event_keys": keys.map { ["digest": $0.digest, "at": date($0.at)] as [String: Any] },
-        ]
+        var tables: [String: Any] = [:]
+        for table in Self.tables {
+            tables[table.name] = (rows[table.name] ?? []).map { row -> [String: Any] in
+                var object: [String: Any] = [:]
+                for (column, value) in zip(table.columns, row) {
+                    object[column] = Self.json(value, time: Self.timeColumns.contains(column))
+                }
+                return object
+            }
+        }
+        return tables
     }
 
-    /// The rows of each table in `export` (a `state export` document), in `copiedTables`' columns.
+    private static func json(_ value: SQLValue, time: Bool) -> Any {
+        switch value {
+        case .null: return NSNull()
+        case .integer(let n): return time ? Timestamp.format(Date(timeIntervalSince1970: Double(n) / 1000)) : n
+        case .real(let d): return d
+        case .text(let s): return s
+        }
+    }
+
+    /// The rows of each table in `export` (a `state export` document), in `tables`' columns.
     static func rows(_ export: [String: Any]) -> [(String, [[SQLValue]])] {
-        func date(_ value: Any?) -> SQLValue { SQLValue((value as? String).flatMap(Timestamp.parse)) }
-        func text(_ value: Any?) -> SQLValue { SQLValue(value as? String) }
-        func number(_ value: Any?) -> SQLValue { SQLValue(value as? Int) }
-        func list(_ name: String) -> [[String: Any]] { export[name] as? [[String: Any]] ?? [] }
-        return [
-            (
-                "alert_reports",
-                list("alert_reports").map {
-                    [
-                        text($0["alert_id"]), date($0["sent_at"]), number($0["audience"]), number($0["delivered"]),
-                        number($0["failed"]), date($0["outcome_at"]),
-                    ]
+        tables.map { table in
+            let objects = export[table.name] as? [[String: Any]] ?? []
+            return (
+                table.name,
+                objects.map { object in
+                    table.columns.map { column in
+                        if timeColumns.contains(column) {
+                            return SQLValue((object[column] as? String).flatMap(Timestamp.parse))
+                        }
+                        if let number = object[column] as? Int { return .integer(Int64(number)) }
+                        return SQLValue(object[column] as? String)
+                    }
                 }
-            ),
-            (
-                "alert_counts",
-                list("alert_counts").map {
-                    [
-                        text($0["alert_id"]), text($0["kind"]), text($0["platform"]), number($0["minute"]),
-                        number($0["count"]),
-                    ]
-                }
-            ),
-            ("alert_event_keys", list("alert_event_keys").map { [text($0["digest"]), date($0["at"])] }),
-        ]
+            )
+        }
     }
 }
 
@@ -364,30 +337,13 @@ extension Ledger {
     /// The report tables, whole (`state export`).
     public func reportTables() throws(LedgerError) -> ReportTables {
         try reading {
-            guard try db.tableExists("alert_reports") else { return ReportTables() }
             var tables = ReportTables()
-            tables.reports = try db.query(
-                "SELECT alert_id, sent_at, audience, delivered, failed, outcome_at FROM alert_reports ORDER BY alert_id",
-                []
-            ).compactMap { row in
-                guard let id = row.text(0), let sent = row.date(1) else { return nil }
-                return ReportTables.ReportRecord(
-                    id: id, sentAt: sent, audience: row.int(2), delivered: row.int(3), failed: row.int(4),
-                    outcomeAt: row.date(5))
-            }
-            tables.counts = try db.query(
-                "SELECT alert_id, kind, platform, minute, count FROM alert_counts ORDER BY alert_id, kind, minute, platform",
-                []
-            ).compactMap { row in
-                guard let id = row.text(0), let kind = row.text(1), let platform = row.text(2), let bucket = row.int(3),
-                    let count = row.int(4)
-                else { return nil }
-                return ReportTables.CountRecord(id: id, kind: kind, platform: platform, bucket: bucket, count: count)
-            }
-            tables.keys = try db.query("SELECT digest, at FROM alert_event_keys ORDER BY digest", []).compactMap {
-                row in
-                guard let digest = row.text(0), let at = row.date(1) else { return nil }
-                return ReportTables.KeyRecord(digest: digest, at: at)
+            guard try db.tableExists("alert_reports") else { return tables }
+            for table in ReportTables.tables {
+                let columns = table.columns.joined(separator: ", ")
+                tables.rows[table.name] = try db.query(
+                    "SELECT \(columns) FROM \(table.name) ORDER BY \(columns)", []
+                ).map(\.values)
             }
             return tables
         }

@@ -2,6 +2,7 @@ import Foundation
 import NewsPushCore
 import NewsPushLedger
 import NewsPushModel
+import NotificationHubs
 
 /// What became of an app's report of an alert (SPEC §11): the phone is told `204` either way.
 public enum AlertEventOutcome: Sendable, Equatable {
@@ -45,5 +46,35 @@ extension DeviceSession {
         } catch {
             throw .ledger(error)
         }
+    }
+}
+
+extension Ledger {
+    /// Starts the report of each alert of a story the hub accepted (trials, tests, notices and
+    /// personal alerts have none; `SendJournal`): when it went (a scheduled one: when it is to
+    /// be delivered) and its audience, the installations of the index its expression matches now
+    /// (nil without an index: the devices were registered elsewhere).
+    public func noteAccepted(_ entries: [OutboxEntry]) throws(LedgerError) {
+        let alerts = entries.filter { !$0.kind.isTrial }
+        guard !alerts.isEmpty else { return }
+        let indexed = try hasInstallations()
+        var audiences: [String: Int] = [:]
+        for entry in alerts {
+            guard let accepted = entry.acceptedAt else { continue }
+            var audience = audiences[entry.tags]
+            if audience == nil && indexed, let node = try? TagExpression.parse(entry.tags) {
+                audience = try installationCount(matching: node)
+                audiences[entry.tags] = audience
+            }
+            try noteAlertSent(id: entry.id, acceptedAt: entry.scheduledAt ?? accepted, audience: audience)
+        }
+    }
+
+    /// How many installations of the index tag expression `node` reaches; nil when it names
+    /// more than 16 tags (reach is counted for at most 16).
+    func installationCount(matching node: TagExpression.Node) throws(LedgerError) -> Int? {
+        let tags = node.tags.sorted()
+        guard tags.count <= 16 else { return nil }
+        return try installationCount(tags: tags, matches: node.matches)
     }
 }

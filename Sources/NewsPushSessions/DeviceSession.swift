@@ -416,9 +416,12 @@ public final class DeviceSession {
     public func count(expression: String) throws(SessionError) -> Int {
         let node: TagExpression.Node
         do { node = try TagExpression.parse(expression) } catch { throw .request(error) }
-        let tags = node.tags.sorted()
-        guard tags.count <= 16 else { throw .usage("--tags names \(tags.count) tags; reach is counted for at most 16") }
-        do { return try ledger.installationCount(tags: tags, matches: node.matches) } catch { throw .ledger(error) }
+        let counted: Int?
+        do { counted = try ledger.installationCount(matching: node) } catch { throw .ledger(error) }
+        guard let counted else {
+            throw .usage("--tags names \(node.tags.count) tags; reach is counted for at most 16")
+        }
+        return counted
     }
 
     /// How many installations carry `tag`.

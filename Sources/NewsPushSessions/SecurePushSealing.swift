@@ -2,7 +2,6 @@ import Foundation
 import NewsPushCore
 import NewsPushLedger
 import NewsPushModel
-import NotificationHubs
 
 /// The ledger is the send journal of every push, and seals id-only pushes before they go.
 extension Ledger: SendJournal {
@@ -33,34 +32,5 @@ extension Ledger: SendJournal {
             }
         }
         return sealed
-    }
-
-    /// Starts the report of each alert of a story the hub accepted (trials, tests, notices and
-    /// personal alerts have none): when it went (a scheduled one: when it is to be delivered)
-    /// and its audience, the installations of the index its expression matches now (nil
-    /// without an index: the devices were registered elsewhere).
-    public func noteAccepted(_ entries: [OutboxEntry]) throws(LedgerError) {
-        let alerts = entries.filter { !$0.kind.isTrial }
-        guard !alerts.isEmpty else { return }
-        let indexed = try installationTotal() > 0
-        var audiences: [String: Int] = [:]
-        for entry in alerts {
-            guard let accepted = entry.acceptedAt else { continue }
-            var audience = audiences[entry.tags]
-            if audience == nil && indexed {
-                audience = try self.audience(of: entry.tags)
-                audiences[entry.tags] = audience
-            }
-            try noteAlertSent(id: entry.id, acceptedAt: entry.scheduledAt ?? accepted, audience: audience)
-        }
-    }
-
-    /// How many installations of the index `expression` matches (nil when it cannot be
-    /// counted: more than 16 tags).
-    private func audience(of expression: String) throws(LedgerError) -> Int? {
-        guard let node = try? TagExpression.parse(expression) else { return nil }
-        let tags = node.tags.sorted()
-        guard tags.count <= 16 else { return nil }
-        return try installationCount(tags: tags, matches: node.matches)
     }
 }

@@ -34,14 +34,10 @@ struct ApiRegistrations: AsyncParsableCommand {
     nonisolated(unsafe) private static var hub: BenchProcess?
 
     func run() async throws {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let newspush = here.appendingPathComponent("newspush").path
+        let newspush = BenchProcess.binaries.appendingPathComponent("newspush").path
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
-        let hub = try await BenchProcess.start(
-            here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
-            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        let hub = try await BenchProcess.emptyHub(in: folder)
         defer { hub.stop() }
         Self.hub = hub
         print("\(registrations) registrations per measurement, \(clients) clients, emulator on :\(hub.port)")
@@ -491,6 +487,18 @@ final class BenchProcess {
     private init(child: RunningChild, port: Int) {
         self.child = child
         self.port = port
+    }
+
+    /// The folder of the bench's binary, where the release build puts `newspush` and `newspush-hub`.
+    static var binaries: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
+
+    /// The hub emulator of the bench's build with no device of its own (the phones register
+    /// through `newspush api`), its devices file in `folder`.
+    static func emptyHub(in folder: TemporaryFolder) async throws -> BenchProcess {
+        let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
+        return try await start(
+            binaries.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
+            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
     }
 
     /// `environment`: `NAME=value` entries, beside a `PATH`.

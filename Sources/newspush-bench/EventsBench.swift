@@ -20,14 +20,10 @@ struct AlertEvents: AsyncParsableCommand {
     var memory = 1_000_000
 
     func run() async throws {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let newspush = here.appendingPathComponent("newspush").path
+        let newspush = BenchProcess.binaries.appendingPathComponent("newspush").path
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
-        let hub = try await BenchProcess.start(
-            here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
-            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        let hub = try await BenchProcess.emptyHub(in: folder)
         defer { hub.stop() }
         print("\(installations) installations, \(alerts) alerts, \(events) events per measurement, \(clients) clients")
         let sqlite = try folder.write("sqlite.yaml", Self.config(hubPort: hub.port, state: "events-state.db"))

@@ -32,14 +32,10 @@ struct SurgeRegistrations: AsyncParsableCommand {
     @Option(help: "Skip PostgreSQL.") var skipPostgres = false
 
     func run() async throws {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let binary = here.appendingPathComponent("newspush").path
+        let binary = BenchProcess.binaries.appendingPathComponent("newspush").path
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let devices = try folder.write("devices.yaml", "hub: breaking-news\ndevices: []\n")
-        let hub = try await BenchProcess.start(
-            here.appendingPathComponent("newspush-hub").path, ["--port", "0", "--devices", devices],
-            ["NEWSPUSH_HUB_CONNECTION_STRING=\(testConnectionString)"])
+        let hub = try await BenchProcess.emptyHub(in: folder)
         defer { hub.stop() }
         print("\(starts) app starts (\(Int(changed * 100)) % changed), \(clients) clients, index of \(index)")
         let sqlite = Engine.sqlite(folder.path + "/surge-state.db")

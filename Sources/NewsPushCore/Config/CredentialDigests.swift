@@ -7,16 +7,12 @@ import Foundation
 /// the users file does. A digest covers the name, the password and the user's bcrypt hash, so a
 /// new password never matches an old digest; the reader's own digest lets a forget find theirs.
 public struct CredentialDigests: Sendable {
-    private let key: SymmetricKey
+    private let digests: KeyedDigests
     /// How long a remembered credential spares a bcrypt check.
     public static let lifetime: Double = 30 * 86400
 
     /// The digests keyed by `secret` (the hub's connection string).
-    public init(secret: String) {
-        key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
-            info: Data("newspush remembered credentials".utf8), outputByteCount: 32)
-    }
+    public init(secret: String) { digests = KeyedDigests(secret: secret, purpose: "newspush remembered credentials") }
 
     /// The digest of `name`'s `password`, checked against their bcrypt `hash`.
     public func credential(name: String, password: String, hash: String) -> String {
@@ -26,7 +22,20 @@ public struct CredentialDigests: Sendable {
     /// The digest a remembered credential of Basic user `name` is filed under.
     public func reader(_ name: String) -> String { code("reader\u{0}\(name)") }
 
-    private func code(_ text: String) -> String {
+    private func code(_ text: String) -> String { digests.code(text) }
+}
+
+/// HMAC-SHA256 codes, base64, under a key derived (HKDF) from a secret for one purpose: the
+/// digests the ledger keeps and cannot reverse.
+struct KeyedDigests: Sendable {
+    private let key: SymmetricKey
+
+    init(secret: String, purpose: String) {
+        key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)), info: Data(purpose.utf8), outputByteCount: 32)
+    }
+
+    func code(_ text: String) -> String {
         Data(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)).base64EncodedString()
     }
 }
@@ -36,20 +45,13 @@ public struct CredentialDigests: Sendable {
 /// the ledger does not hold, so the kept digests name no installation; they are dropped when
 /// events stop being taken (7 days).
 public struct EventDigests: Sendable {
-    private let key: SymmetricKey
+    private let digests: KeyedDigests
 
     /// The digests keyed by `secret` (the hub's connection string).
-    public init(secret: String) {
-        key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
-            info: Data("newspush alert events".utf8), outputByteCount: 32)
-    }
+    public init(secret: String) { digests = KeyedDigests(secret: secret, purpose: "newspush alert events") }
 
     /// The digest of `installation`'s `kind` of report of `alert`.
     public func event(alert: String, kind: String, installation: String) -> String {
-        Data(
-            HMAC<SHA256>.authenticationCode(
-                for: Data("\(alert)\u{0}\(kind)\u{0}\(installation)".utf8), using: key)
-        ).base64EncodedString()
+        digests.code("\(alert)\u{0}\(kind)\u{0}\(installation)")
     }
 }
