@@ -66,7 +66,8 @@ extension Ledger {
                 try postgres.advisoryLocks(slots, until: deadline, waiting: waiting)
             }
             guard taken else { throw busy }
-            defer { try? postgres.advisoryLocks(slots, take: false) }
+            // Released without waiting for the answer: nothing runs on the connection before it.
+            defer { postgres.releaseAdvisoryLocks(slots) }
             return try body()
         }
         let bytes = Array(Set(slots.map { $0 & 0x7fff_ffff })).sorted()
@@ -113,9 +114,22 @@ extension PostgresDatabase {
     /// in one statement.
     func advisoryLocks(_ slots: [Int32], take: Bool) throws(DatabaseError) {
         guard !slots.isEmpty else { return }
+        let locks = Self.advisoryLockCalls(slots, take: take)
+        _ = try query(locks.sql, locks.arguments)
+    }
+
+    /// Releases the advisory locks of `slots` without waiting (`send`): a release that fails
+    /// closes the connection, whose end releases them.
+    func releaseAdvisoryLocks(_ slots: [Int32]) {
+        guard !slots.isEmpty else { return }
+        let locks = Self.advisoryLockCalls(slots, take: false)
+        send(locks.sql, locks.arguments)
+    }
+
+    private static func advisoryLockCalls(_ slots: [Int32], take: Bool) -> SQLStatement {
         let function = take ? "pg_advisory_lock" : "pg_advisory_unlock"
         let calls = slots.map { _ in "\(function)(hashtext(current_schema()), CAST(? AS INTEGER))" }
-        _ = try query("SELECT " + calls.joined(separator: ", "), slots.map { .integer(Int64($0)) })
+        return ("SELECT " + calls.joined(separator: ", "), slots.map { .integer(Int64($0)) })
     }
 }
 

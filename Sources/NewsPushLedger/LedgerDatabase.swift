@@ -61,6 +61,9 @@ extension LedgerDatabase {
     }
 }
 
+/// A statement and the values bound to its placeholders.
+typealias SQLStatement = (sql: String, arguments: [SQLValue])
+
 /// A value bound to, or read from, a statement.
 enum SQLValue: Sendable, Equatable {
     case null

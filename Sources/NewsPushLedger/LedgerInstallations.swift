@@ -275,42 +275,55 @@ extension Ledger {
     public func recordInstallation(
         _ installation: InstallationRecord, previous: InstallationRecord?, replacing: [String], verify: Bool
     ) throws(LedgerError) {
-        // A crash may lose it: the note of its hub write, on the disk, makes the settling redo it.
-        try writing(redone: true) {
-            for id in replacing where id != installation.id {
-                try deleteRows(id)
-                try oweRemoval(id, since: installation.refreshed)
-            }
-            let current = previous
-            let row = installation  // an existing row keeps its created time: the update leaves it
-            try db.run(
+        let row = installation  // an existing row keeps its created time: the update leaves it
+        let replaced = Array(Set(replacing).subtracting([row.id])).sorted()
+        var statements = replaced.flatMap { Self.removal(of: $0, since: row.refreshed) }
+        statements.append(
+            (
                 """
                 INSERT INTO installations (\(Self.installationColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, platform = excluded.platform,
                   tags = excluded.tags, language = excluded.language, handle_digest = excluded.handle_digest,
                   refreshed_at = excluded.refreshed_at, template_digest = excluded.template_digest
-                """, Self.values(row))
-            if current?.tags != row.tags {
-                if current != nil {
-                    try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(row.id)])
-                }
-                for chunk in Set(row.tags).sorted().chunked(100) {
-                    try db.run(
-                        "INSERT INTO installation_tags (tag, installation_id) VALUES \(Self.rows(2, chunk.count))",
-                        chunk.flatMap { [SQLValue.text($0), .text(row.id)] })
-                }
-            }
-            try db.run("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)])
-            try settleOwed(row.id, verify: verify)
+                """, Self.values(row)
+            ))
+        if previous?.tags != row.tags { statements += Self.tagRows(of: row, replacingOld: previous != nil) }
+        statements.append(("DELETE FROM registration_ids WHERE id = ?", [.text(row.id)]))
+        statements.append(Self.settledOwed(row.id, verify: verify))
+        // A crash may lose it: the note of its hub write, on the disk, makes the settling redo it.
+        // A replaced row holds the handle the id takes: its delete comes first, in a transaction.
+        try writingTogether(statements, independent: replaced.isEmpty, redone: true)
+    }
+
+    /// The statements that give `row` its tags: the old ones it no longer has deleted, the new
+    /// ones added (no statement touches a row another one does, so they may run as one).
+    private static func tagRows(of row: InstallationRecord, replacingOld: Bool) -> [SQLStatement] {
+        let tags = Set(row.tags).sorted()
+        var statements: [SQLStatement] = []
+        if replacingOld {
+            let kept = tags.isEmpty ? "" : " AND tag NOT IN (\(marks(tags.count)))"
+            statements.append(
+                (
+                    "DELETE FROM installation_tags WHERE installation_id = ?" + kept,
+                    [.text(row.id)] + tags.map(SQLValue.init)
+                ))
         }
+        for chunk in tags.chunked(100) {
+            statements.append(
+                (
+                    "INSERT INTO installation_tags (tag, installation_id) VALUES \(rows(2, chunk.count)) "
+                        + "ON CONFLICT (tag, installation_id) DO NOTHING",
+                    chunk.flatMap { [SQLValue.text($0), .text(row.id)] }
+                ))
+        }
+        return statements
     }
 
     /// Writes the `refreshed` time of installation `id` (a registration that changed nothing).
     public func touchInstallation(id: String, at time: Date) throws(LedgerError) {
         // The phone's next start writes it again if a crash loses it.
-        try writing(redone: true) {
-            _ = try db.run("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])
-        }
+        try writingTogether(
+            [("UPDATE installations SET refreshed_at = ? WHERE id = ?", [SQLValue(time), .text(id)])], redone: true)
     }
 
     /// Removes installation `id` from the index (when `mayRemove` allows the row it has now),
@@ -326,8 +339,7 @@ extension Ledger {
                 ).first.flatMap(Self.installation)
             else { return (nil, true) }
             guard mayRemove(current) else { return (nil, false) }
-            try deleteRows(id)
-            try oweRemoval(id, since: time)
+            for statement in Self.removal(of: id, since: time) { try db.run(statement.sql, statement.arguments) }
             return (current, true)
         }
     }
@@ -404,20 +416,29 @@ extension Ledger {
         json.isEmpty ? nil : try? JSONDecoder().decode(InstallationRecord.self, from: Data(json.utf8))
     }
 
-    private func oweRemoval(_ id: String, since time: Date) throws {
-        try db.run(
+    private static func owedRemoval(_ id: String, since time: Date) -> SQLStatement {
+        (
             """
             INSERT INTO hub_owed (id, since, owner, intended) VALUES (?, ?, NULL, NULL)
             ON CONFLICT (id) DO UPDATE SET owner = NULL, intended = NULL, tries = 0, next_try = NULL
-            """, [.text(id), SQLValue(time)])
+            """, [.text(id), SQLValue(time)]
+        )
     }
 
-    private func settleOwed(_ id: String, verify: Bool) throws {
-        if verify {
-            try db.run("UPDATE hub_owed SET owner = NULL, intended = NULL WHERE id = ?", [.text(id)])
-        } else {
-            try db.run("DELETE FROM hub_owed WHERE id = ?", [.text(id)])
-        }
+    /// Installation `id`'s rows deleted and its removal owed to the hub.
+    private static func removal(of id: String, since time: Date) -> [SQLStatement] {
+        [
+            ("DELETE FROM installation_tags WHERE installation_id = ?", [.text(id)]),
+            ("DELETE FROM installations WHERE id = ?", [.text(id)]), owedRemoval(id, since: time),
+        ]
+    }
+
+    /// What the hub owes for `id` settled by a write it took: nothing more, or (`verify`) a
+    /// check of the hub against the index.
+    private static func settledOwed(_ id: String, verify: Bool) -> SQLStatement {
+        verify
+            ? ("UPDATE hub_owed SET owner = NULL, intended = NULL WHERE id = ?", [.text(id)])
+            : ("DELETE FROM hub_owed WHERE id = ?", [.text(id)])
     }
 
     // MARK: Registration ids
@@ -445,11 +466,6 @@ extension Ledger {
     }
 
     // MARK: Rows
-
-    private func deleteRows(_ id: String) throws {
-        try db.run("DELETE FROM installation_tags WHERE installation_id = ?", [.text(id)])
-        try db.run("DELETE FROM installations WHERE id = ?", [.text(id)])
-    }
 
     private static func values(_ row: InstallationRecord) -> [SQLValue] {
         [

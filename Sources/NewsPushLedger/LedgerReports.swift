@@ -141,11 +141,12 @@ extension Ledger {
                 WITH i AS (\(installed)), d(kind, digest) AS (VALUES \(kinds)),
                 k AS (INSERT INTO alert_event_keys (digest, at) SELECT d.digest, ? FROM d, i
                       ON CONFLICT (digest) DO NOTHING RETURNING digest),
-                c AS (SELECT d.kind, i.platform FROM k JOIN d ON d.digest = k.digest, i)
-                INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
-                SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
-                ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
-                RETURNING kind
+                c AS (SELECT d.kind, i.platform FROM k JOIN d ON d.digest = k.digest, i),
+                n AS (INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
+                      SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
+                      ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
+                      RETURNING kind)
+                SELECT kind, \(Self.commitWithoutWaiting) FROM n
                 """,
                 who + keys.flatMap { [.text($0.kind.rawValue), .text($0.digest)] }
                     + [SQLValue(time), .text(id), .text(id), .integer(Int64(bucket))])

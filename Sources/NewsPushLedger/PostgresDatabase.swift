@@ -80,7 +80,7 @@ final class PostgresDatabase: LedgerDatabase {
     /// one is its pool's to end.
     func close() {
         guard owned, !connection.isClosed else { return }
-        _ = try? answer(connection.close())
+        _ = try? answer { $0.close() }
     }
 
     deinit { close() }
@@ -154,7 +154,20 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
-    private func execute(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> PostgresQueryResult {
+    /// Sends a statement without waiting for its answer: the connection runs its statements in
+    /// order, so whatever runs on it next (this request's or the next borrower's) runs after
+    /// this one. A statement that fails closes the connection (a pool never lends a closed one).
+    func send(_ sql: String, _ arguments: [SQLValue]) {
+        let query = Self.query(sql, arguments)
+        let connection = connection
+        connection.eventLoop.execute {
+            connection.query(query, logger: Self.silent).whenFailure { _ in
+                connection.close().whenComplete { _ in }
+            }
+        }
+    }
+
+    private static func query(_ sql: String, _ arguments: [SQLValue]) -> PostgresQuery {
         var binds = PostgresBindings(capacity: arguments.count)
         for argument in arguments {
             switch argument {
@@ -164,12 +177,16 @@ final class PostgresDatabase: LedgerDatabase {
             case .text(let s): binds.append(s)
             }
         }
-        let text = Self.numbered(sql)
+        return PostgresQuery(unsafeSQL: numbered(sql), binds: binds)
+    }
+
+    private func execute(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> PostgresQueryResult {
+        let query = Self.query(sql, arguments)
         do {
             guard !connection.isClosed else {
                 throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
             }
-            let result = try answer(connection.query(PostgresQuery(unsafeSQL: text, binds: binds), logger: Self.silent))
+            let result = try answer { $0.query(query, logger: Self.silent) }
             answered = true
             return result
         } catch {
@@ -183,13 +200,20 @@ final class PostgresDatabase: LedgerDatabase {
     /// How long one statement may wait for the server's answer before the connection counts as lost.
     static let answerTimeout: Int64 = 20
 
-    /// The future's value, or a lost connection when the server has not answered within
-    /// `answerTimeout` (`PostgresDeadline`): a host that cannot commit must stop rather than
-    /// wait for ever.
-    private func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+    /// The value of what `start` sends on the connection, or a lost connection when the server
+    /// has not answered within `answerTimeout` (`PostgresDeadline`): a host that cannot commit
+    /// must stop rather than wait for ever. The statement and its timer are set up in one turn
+    /// of the connection's event loop (from this thread, each would wake it on its own).
+    private func answer<T: Sendable>(_ start: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<T>) throws
+        -> T
+    {
         let hostAndPort = address.hostAndPort
-        return try PostgresDeadline.first(future, within: Self.answerTimeout) {
-            DatabaseError(kind: .connection, message: "no answer from \(hostAndPort) within \(Self.answerTimeout) s")
+        let connection = connection
+        return try connection.eventLoop.flatSubmit {
+            PostgresDeadline.first(start(connection), within: Self.answerTimeout) {
+                DatabaseError(
+                    kind: .connection, message: "no answer from \(hostAndPort) within \(Self.answerTimeout) s")
+            }
         }.wait()
     }
 
