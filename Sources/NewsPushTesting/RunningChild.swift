@@ -192,6 +192,18 @@ public final class ChildOutput: @unchecked Sendable {
         }
     }
 
+    /// Everything it wrote, once its output has ended (the child is gone), or what arrived
+    /// within `limit` seconds: what a child that ended said, not the part read so far.
+    public func whole(limit: Double = 10) async -> String {
+        await offThePool { [self] in
+            let deadline = Date().addingTimeInterval(limit)
+            condition.lock()
+            defer { condition.unlock() }
+            while !ended && condition.wait(until: deadline) {}
+            return text
+        }
+    }
+
     /// The first line it wrote (without the newline): waits for it, or for the output's end.
     public func firstLine(limit: Double = 120) async -> String {
         await offThePool { [self] in

@@ -45,7 +45,8 @@ final class DeskProcess: @unchecked Sendable {
         let (port, line) = await output.listeningPort()
         guard let port, let bound = UInt16(exactly: port) else {
             child.stop()
-            throw DeskProcessError.notListening(line + errors.current)
+            // All it said: its error may still be on the way when its first line's end arrives.
+            throw DeskProcessError.notListening(line + (await errors.whole()))
         }
         return DeskProcess(child: child, port: bound, errors: errors, output: output)
     }
