@@ -207,6 +207,32 @@ struct ApiConsistencyTests {
         }
     }
 
+    // A phone that changes its topics is counted under exactly its new ones, once each (a
+    // kept topic stays, a dropped one goes; PostgreSQL records the change in one statement),
+    // and a phone whose handle a new installation takes leaves every count.
+    @Test(arguments: LedgerBackend.allCases)
+    func aPhoneIsCountedUnderExactlyItsTopicsAfterEachChange(_ backend: LedgerBackend) async throws {
+        let fixture = try await ApiFixture.start(backend)
+        defer { fixture.stop() }
+        func topics() async throws -> [String: Int] {
+            let count = try await newspush(
+                ["devices", "count", "--format", "json", "--config", fixture.config],
+                environment: ApiFixture.environment)
+            let counts = try JSONSerialization.jsonObject(with: Data(count.stdout.utf8)) as? [String: Any]
+            return counts?["topics"] as? [String: Int] ?? ["unreadable": 0]
+        }
+        #expect(await Self.put(fixture, "p1", handle: "bb01", topics: ["World", "Sports"], auth: []).status == 200)
+        #expect(await Self.put(fixture, "p2", handle: "bb02", topics: ["Sports"], auth: []).status == 200)
+        #expect(try await topics() == ["World": 1, "Sports": 2])
+        #expect(await Self.put(fixture, "p1", handle: "bb01", topics: ["Sports", "Science"], auth: []).status == 200)
+        #expect(try await topics() == ["Sports": 2, "Science": 1])
+        #expect(await Self.put(fixture, "p1", handle: "bb01", topics: [], auth: []).status == 200)
+        #expect(try await topics() == ["Sports": 1])
+        #expect(await Self.put(fixture, "p3", handle: "bb02", topics: ["Politics"], auth: []).status == 200)
+        #expect(try await topics() == ["Politics": 1])
+        #expect(await fixture.atHub("p2") == nil, "the installation whose handle p3 took is gone from the hub")
+    }
+
     // A change that waits past the back-end's patience for another change of the same
     // installation (a hub write held for a minute) is answered 503 with Retry-After, on both
     // engines, and changes nothing; on PostgreSQL that wait once ran into the connection's
