@@ -347,21 +347,14 @@ public final class Ledger {
         _ statements: [SQLStatement], independent: Bool = true, redone: Bool = false
     ) throws(LedgerError) {
         guard db.modifiesInWith, independent else {
-            try writing(redone: redone) {
-                for statement in statements { try db.run(statement.sql, statement.arguments) }
-            }
+            try writing(redone: redone) { try db.run(statements) }
             return
         }
         let parts = statements.indices.map { "w\($0) AS (\(statements[$0].sql))" }
-        let commit = redone ? Self.commitWithoutWaiting : "1"
+        let commit = redone ? db.commitWithoutWaitingInSelect : "1"
         _ = try writingQuery(
             "WITH " + parts.joined(separator: ", ") + " SELECT " + commit, statements.flatMap(\.arguments))
     }
-
-    /// In a statement's select list on PostgreSQL: the transaction of that one statement commits
-    /// without waiting for its log to reach the disk (`SET LOCAL synchronous_commit = off`
-    /// without the round trips of a transaction of its own).
-    static let commitWithoutWaiting = "set_config('synchronous_commit', 'off', true)"
 
     /// One statement that writes and returns rows, committed by itself (no `BEGIN`/`COMMIT`
     /// round trips on PostgreSQL), or in the shared connection's next group commit.

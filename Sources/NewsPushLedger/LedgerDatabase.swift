@@ -34,6 +34,10 @@ protocol LedgerDatabase: AnyObject {
     /// Whether a statement's `WITH` may insert and update (PostgreSQL's data-modifying
     /// statements; SQLite's `WITH` only reads).
     var modifiesInWith: Bool { get }
+    /// An expression for a statement's select list that makes the statement's own transaction
+    /// commit without waiting for the disk: `commitWithoutWaiting` without a transaction's round
+    /// trips (PostgreSQL's `set_config`; SQLite decides per connection).
+    var commitWithoutWaitingInSelect: String { get }
     /// The database's own clock: the server's for PostgreSQL (every host that shares the
     /// ledger reads the same one), this machine's for a file.
     func now() throws(DatabaseError) -> Date
@@ -44,6 +48,11 @@ protocol LedgerDatabase: AnyObject {
 }
 
 extension LedgerDatabase {
+    /// Runs `statements` in order (inside the caller's transaction).
+    func run(_ statements: [SQLStatement]) throws(DatabaseError) {
+        for statement in statements { try run(statement.sql, statement.arguments) }
+    }
+
     /// `membershipCounts` as one statement: the values of every query with their bit, summed
     /// per value, counted per sum (PostgreSQL; SQLite merges the queries' streams instead).
     func membershipCounts(_ queries: [(sql: String, arguments: [SQLValue])]) throws(DatabaseError) -> [Int: Int] {

@@ -339,7 +339,7 @@ extension Ledger {
                 ).first.flatMap(Self.installation)
             else { return (nil, true) }
             guard mayRemove(current) else { return (nil, false) }
-            for statement in Self.removal(of: id, since: time) { try db.run(statement.sql, statement.arguments) }
+            try db.run(Self.removal(of: id, since: time))
             return (current, true)
         }
     }

@@ -148,7 +148,7 @@ extension Ledger {
                       SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
                       ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
                       RETURNING kind)
-                SELECT kind, \(Self.commitWithoutWaiting) FROM n
+                SELECT kind, \(db.commitWithoutWaitingInSelect) FROM n
                 """,
                 who + keys.flatMap { [.text($0.kind.rawValue), .text($0.digest)] }
                     + [SQLValue(time), .text(id), .text(id), .integer(Int64(bucket))])

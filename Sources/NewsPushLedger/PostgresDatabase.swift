@@ -133,6 +133,8 @@ final class PostgresDatabase: LedgerDatabase {
 
     var modifiesInWith: Bool { true }
 
+    var commitWithoutWaitingInSelect: String { "set_config('synchronous_commit', 'off', true)" }
+
     func now() throws(DatabaseError) -> Date {
         let milliseconds = try query("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)", [])
         guard let value = milliseconds.first?.int(0) else {
@@ -158,7 +160,7 @@ final class PostgresDatabase: LedgerDatabase {
     /// order, so whatever runs on it next (this request's or the next borrower's) runs after
     /// this one. A statement that fails closes the connection (a pool never lends a closed one).
     func send(_ sql: String, _ arguments: [SQLValue]) {
-        let query = Self.query(sql, arguments)
+        let query = Self.statement(sql, arguments)
         let connection = connection
         connection.eventLoop.execute {
             connection.query(query, logger: Self.silent).whenFailure { _ in
@@ -167,7 +169,8 @@ final class PostgresDatabase: LedgerDatabase {
         }
     }
 
-    private static func query(_ sql: String, _ arguments: [SQLValue]) -> PostgresQuery {
+    /// `sql` with numbered placeholders and `arguments` bound as postgres-nio sends them.
+    private static func statement(_ sql: String, _ arguments: [SQLValue]) -> PostgresQuery {
         var binds = PostgresBindings(capacity: arguments.count)
         for argument in arguments {
             switch argument {
@@ -181,7 +184,7 @@ final class PostgresDatabase: LedgerDatabase {
     }
 
     private func execute(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> PostgresQueryResult {
-        let query = Self.query(sql, arguments)
+        let query = Self.statement(sql, arguments)
         do {
             guard !connection.isClosed else {
                 throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")

@@ -315,6 +315,8 @@ extension SQLiteDatabase: LedgerDatabase {
 
     var modifiesInWith: Bool { false }
 
+    var commitWithoutWaitingInSelect: String { "1" }
+
     func now() throws(DatabaseError) -> Date { Date() }
 
     func forgetErased() throws(DatabaseError) {

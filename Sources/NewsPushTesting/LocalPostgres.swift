@@ -139,6 +139,9 @@ public final class LocalPostgres: @unchecked Sendable {
     /// The environment a newspush process needs to reach this server.
     public var environment: [String: String] { [Self.passwordVariable: password] }
 
+    /// The password's variable as a `NAME=value` entry of a child's environment.
+    public var environmentEntry: String { "\(Self.passwordVariable)=\(password)" }
+
     private func createDatabaseNow() throws -> String {
         let name = "ledger_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
         _ = try psqlNow("CREATE DATABASE \(name)")

@@ -48,13 +48,13 @@ struct ApiRegistrations: AsyncParsableCommand {
             "pg.yaml", Self.config(hubPort: hub.port, state: try await postgres.createDatabase()))
         let shared = try await throughApi(
             newspush, config: pgConfig, offset: 10_000_000, count: registrations,
-            environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
+            environment: [postgres.environmentEntry])
         print(
             "through newspush api, PostgreSQL, one instance: " + shared.timing.line
                 + String(format: " (%.2f× direct)", shared.timing.rate / direct.rate))
         let two = try await throughInstances(
             newspush, config: pgConfig, offset: 30_000_000, count: registrations,
-            environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
+            environment: [postgres.environmentEntry])
         print(
             "through newspush api, PostgreSQL, two instances: " + two.line
                 + String(format: " (%.2f× direct)", two.rate / direct.rate))

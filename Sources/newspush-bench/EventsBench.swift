@@ -34,7 +34,7 @@ struct AlertEvents: AsyncParsableCommand {
             "pg.yaml", Self.config(hubPort: hub.port, state: try await postgres.createDatabase()))
         try await measure(
             "PostgreSQL", newspush, config: pg, readMemory: false,
-            environment: ["\(LocalPostgres.passwordVariable)=\(postgres.password)"])
+            environment: [postgres.environmentEntry])
     }
 
     static func config(hubPort: Int, state: String) -> String {

@@ -79,7 +79,7 @@ struct LedgerIdleRun: AsyncParsableCommand {
         let server = try await LocalPostgres.start(fsync: true)
         defer { server.stop() }
         let state = try await server.createDatabase()
-        let shared = environment + ["\(LocalPostgres.passwordVariable)=\(server.password)"]
+        let shared = environment + [server.environmentEntry]
         let arguments = ["run", "-q", "--config", config, "--state", state]
         let first = try await spawn(binary, arguments, shared)
         var runs: [(Double, Int)] = []

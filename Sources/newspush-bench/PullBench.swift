@@ -64,7 +64,7 @@ struct ChangedFeedsRun: AsyncParsableCommand {
         let base = ["run", "-q", "--config", config]
         print("\(feeds) feeds of \(stories) known stories, all changed, concurrency \(concurrency), \(binary)")
         print("SQLite ledger:                      " + (try await timed(base, environment)))
-        let shared = environment + ["\(LocalPostgres.passwordVariable)=\(postgres.password)"]
+        let shared = environment + [postgres.environmentEntry]
         let near = try await postgres.createDatabase()
         print("PostgreSQL on this machine:         " + (try await timed(base + ["--state", near], shared)))
         let proxy = try DelayingTCPProxy(upstreamPort: postgres.port, roundTrip: roundTripMs / 1000)

@@ -85,7 +85,7 @@ struct SurgeRegistrations: AsyncParsableCommand {
         }
         var environment: [String] {
             guard case .postgres(let server, _) = self else { return [] }
-            return ["\(LocalPostgres.passwordVariable)=\(server.password)"]
+            return [server.environmentEntry]
         }
     }
 
