@@ -330,7 +330,8 @@ public final class Ledger {
         do {
             _ = try Self.wrap(path, writing: true) { () throws -> Int in
                 if let shared { return try shared.write(db, durable: durable) { try db.run(sql, arguments) } }
-                return try db.run(sql, arguments)
+                // As a query: a statement a connection runs again is prepared (PostgreSQL).
+                return try db.query(sql, arguments).count
             }
         } catch {
             distrustIfDamaged(error)

@@ -90,8 +90,36 @@ final class PostgresDatabase: LedgerDatabase {
         try execute(sql, arguments).metadata.rows ?? 0
     }
 
+    /// A statement run again on this connection is prepared (`PreparedStatements`).
     func query(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow] {
-        try execute(sql, arguments).rows.map { row in SQLRow(values: row.map(Self.value)) }
+        let statements = PreparedStatements.of(connection)
+        let key = PreparedStatements.key(sql, arguments)
+        switch statements.next(key) {
+        case .unnamed:
+            return try execute(sql, arguments).rows.map { row in SQLRow(values: row.map(Self.value)) }
+        case .run(let prepared):
+            return try rows(of: prepared, arguments)
+        case .prepare:
+            let typed = PreparedStatements.typed(sql, arguments)
+            let prepared = try waitFor { $0.prepare(query: typed) }
+            statements.keep(prepared, for: key)
+            return try rows(of: prepared, arguments)
+        }
+    }
+
+    /// The rows of a prepared statement. Its cells are always sent in binary (postgres-nio's
+    /// older interface asks for that and then labels them with the text format the server's
+    /// description of the statement said).
+    private func rows(of prepared: PreparedQuery, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow] {
+        let binds = PreparedStatements.binds(arguments)
+        return try waitFor { _ in prepared.execute(binds) }.map { row in
+            SQLRow(
+                values: row.map { cell in
+                    var binary = cell
+                    binary.format = .binary
+                    return Self.value(binary)
+                })
+        }
     }
 
     func transaction<T>(_ body: () throws -> T) throws -> T {
@@ -130,6 +158,9 @@ final class PostgresDatabase: LedgerDatabase {
     func forgetErased() throws(DatabaseError) {}
 
     var isConnected: Bool { !connection.isClosed }
+
+    /// Whether this connection's prepared statements are kept (the tests' view).
+    var keepsPreparedStatements: Bool { PreparedStatements.areKept(for: connection) }
 
     var modifiesInWith: Bool { true }
 
@@ -185,15 +216,26 @@ final class PostgresDatabase: LedgerDatabase {
 
     private func execute(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> PostgresQueryResult {
         let query = Self.statement(sql, arguments)
+        return try waitFor { $0.query(query, logger: Self.silent) }
+    }
+
+    /// The answer to what `start` sends; an error sorted, and the connection then marked failed.
+    private func waitFor<T: Sendable>(_ start: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<T>)
+        throws(DatabaseError) -> T
+    {
         do {
             guard !connection.isClosed else {
                 throw DatabaseError(kind: .connection, message: "the connection to \(address.hostAndPort) was lost")
             }
-            let result = try answer { $0.query(query, logger: Self.silent) }
+            let result = try answer(start)
             answered = true
             return result
         } catch {
-            let sorted = PostgresErrors.sorted(error, address: address, connecting: false)
+            var sorted = PostgresErrors.sorted(error, address: address, connecting: false)
+            // postgres-nio's older interface says a lost connection in several ways.
+            if connection.isClosed && sorted.kind == .other {
+                sorted = DatabaseError(kind: .connection, message: sorted.message)
+            }
             failed = true
             lostBeforeAnyAnswer = !answered && sorted.kind == .connection
             throw sorted
@@ -228,8 +270,9 @@ final class PostgresDatabase: LedgerDatabase {
         return text
     }
 
-    /// `?` → `$1`, `$2`, … outside quoted text (the ledger's SQL is written with `?`).
-    static func numberPlaceholders(_ sql: String) -> String {
+    /// `?` → `$1`, `$2`, … outside quoted text (the ledger's SQL is written with `?`), each
+    /// followed by what `suffix` says for it (a cast).
+    static func numberPlaceholders(_ sql: String, suffix: (Int) -> String = { _ in "" }) -> String {
         var out = ""
         var number = 0
         var quoted = false
@@ -237,7 +280,7 @@ final class PostgresDatabase: LedgerDatabase {
             if character == "'" { quoted.toggle() }
             if character == "?" && !quoted {
                 number += 1
-                out += "$\(number)"
+                out += "$\(number)" + suffix(number)
             } else {
                 out.append(character)
             }
@@ -321,12 +364,14 @@ enum PostgresErrors {
         -> DatabaseError
     {
         if let error = error as? DatabaseError { return error }
+        if let legacy = error as? PostgresError { return sorted(legacy, address: address) }
         guard let error = error as? PSQLError else {
             return DatabaseError(kind: connecting ? .connection : .other, message: cause(error, address: address))
         }
         switch error.code {
         case .server:
-            return server(error, address: address)
+            return server(
+                state: error.serverInfo?[.sqlState] ?? "", message: error.serverInfo?[.message], address: address)
         case .sslUnsupported:
             return DatabaseError(
                 kind: .cannotOpen,
@@ -350,10 +395,24 @@ enum PostgresErrors {
         }
     }
 
+    /// An error of postgres-nio's older interface (its prepared statements) sorted as the
+    /// newer one's.
+    private static func sorted(_ error: PostgresError, address: PostgresAddress) -> DatabaseError {
+        switch error {
+        case .server(let server):
+            return Self.server(
+                state: server.fields[.sqlState] ?? "", message: server.fields[.message], address: address)
+        case .connectionClosed:
+            return DatabaseError(
+                kind: .connection, message: "the connection to \(address.hostAndPort) was lost (server closed it)")
+        case .protocol(let message):
+            return DatabaseError(kind: .other, message: message)
+        }
+    }
+
     /// A server error by its SQLSTATE (PostgreSQL's appendix A).
-    private static func server(_ error: PSQLError, address: PostgresAddress) -> DatabaseError {
-        let state = error.serverInfo?[.sqlState] ?? ""
-        let message = error.serverInfo?[.message] ?? "error \(state)"
+    private static func server(state: String, message: String?, address: PostgresAddress) -> DatabaseError {
+        let message = message ?? "error \(state)"
         switch state {
         case "28P01", "28000":
             return DatabaseError(kind: .cannotOpen, message: "the server refused user \(address.user): \(message)")

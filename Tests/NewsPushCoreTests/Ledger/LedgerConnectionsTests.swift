@@ -71,4 +71,54 @@ struct LedgerConnectionsTests {
             group.cancelAll()
         }
     }
+
+    // A statement a connection runs again is prepared on it, once, with the types its values
+    // are bound as, and answers as the unnamed statement did: numbers as numbers (postgres-nio's
+    // older interface labels a prepared statement's binary answers as text, which read every
+    // number as null), a null as a null, a server error sorted as before. A statement run once
+    // stays unnamed; a closed connection's statements are let go.
+    @Test(
+        .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"), .timeLimit(.minutes(3)))
+    func aStatementRunAgainIsPreparedOnceAndAnswersTheSame() async throws {
+        let state = try await LedgerEngine.postgres.location(try TemporaryFolder())
+        var postgres: PostgresAddress?
+        if case .postgres(let address) = try Ledger.address(state) { postgres = address }
+        let db = try PostgresDatabase.connect(try #require(postgres))
+        try db.run("CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT, r DOUBLE PRECISION, minute INTEGER, note TEXT)", [])
+        let insert = "INSERT INTO t (k, n, r, minute, note) VALUES (?, ?, ?, ?, ?) RETURNING k, n, r, minute, note"
+        for k in ["a", "b", "c"] {
+            let row = try #require(
+                try db.query(insert, [.text(k), .integer(1 << 40), .real(0.5), .integer(-1), .null]).first)
+            #expect(row.values == [.text(k), .integer(1 << 40), .real(0.5), .integer(-1), .null], "\(k)")
+        }
+        let read = "SELECT n, r, note FROM t WHERE k = ? AND n > ?"
+        for _ in 0..<3 {
+            #expect(
+                try db.query(read, [.text("b"), .integer(0)]).map(\.values) == [[.integer(1 << 40), .real(0.5), .null]])
+        }
+        _ = try db.query("SELECT count(*) FROM t WHERE minute = ?", [.integer(-1)])
+        let prepared = try db.query(
+            "SELECT statement, parameter_types::text FROM pg_prepared_statements ORDER BY statement", [])
+        #expect(
+            prepared.map(\.values) == [
+                [
+                    .text(
+                        "INSERT INTO t (k, n, r, minute, note) VALUES ($1::text, $2::int8, $3::float8, $4::int8, $5) "
+                            + "RETURNING k, n, r, minute, note"),
+                    .text("{text,bigint,\"double precision\",bigint,text}"),
+                ],
+                [.text("SELECT n, r, note FROM t WHERE k = $1::text AND n > $2::int8"), .text("{text,bigint}")],
+            ])
+        #expect(db.keepsPreparedStatements)
+        // A prepared statement's error is sorted as an unnamed one's is.
+        do {
+            _ = try db.query(insert, [.text("a"), .integer(1), .real(1), .integer(1), .null])
+            Issue.record("a second row of key a was inserted")
+        } catch {
+            #expect(error.kind == .constraint, "\(error)")
+        }
+        db.close()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!db.keepsPreparedStatements, "a closed connection's statements are let go")
+    }
 }
