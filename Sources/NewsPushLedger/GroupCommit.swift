@@ -22,6 +22,8 @@ final class GroupCommit: @unchecked Sendable {
         var done = false
         /// Committed only once on the disk (the send journal's writes).
         let durable: Bool
+        /// Its thread waits here: woken when its batch is committed, or to commit the next one.
+        let woken = DispatchSemaphore(value: 0)
 
         init(durable: Bool, _ body: @escaping () throws -> Void) {
             self.durable = durable
@@ -32,7 +34,10 @@ final class GroupCommit: @unchecked Sendable {
     /// The connection's turn: each read and each batch holds it (recursive: a read inside a
     /// write's body is the same turn).
     let turn = NSRecursiveLock()
-    private let condition = NSCondition()
+    /// Guards `waiting`, `committing` and `committer`. Each thread waits on its own job's
+    /// semaphore, so a commit wakes the threads of its batch and the next committer, not every
+    /// waiting thread (a broadcast woke all 32 of the back-end's threads at each commit).
+    private let lock = NSLock()
     private var waiting: [Job] = []
     private var committing = false
     /// The thread committing a batch now: a write its jobs make runs inside their transaction.
@@ -47,29 +52,33 @@ final class GroupCommit: @unchecked Sendable {
         var value: T?
         try withoutActuallyEscaping(body) { body in
             let job = Job(durable: durable) { value = try body() }
-            condition.lock()
+            lock.lock()
             waiting.append(job)
             while !job.done {
                 if committing {
-                    condition.wait()
+                    lock.unlock()
+                    job.woken.wait()
+                    lock.lock()
                     continue
                 }
                 committing = true
                 committer = pthread_self()
                 let batch = waiting
                 waiting = []
-                condition.unlock()
+                lock.unlock()
                 let failure = commit(batch, db: db)
-                condition.lock()
+                lock.lock()
                 for member in batch {
                     if member.failure == nil { member.failure = failure }
                     member.done = true
+                    if member !== job { member.woken.signal() }
                 }
                 committing = false
                 committer = nil
-                condition.broadcast()
+                // The first of those who came meanwhile commits the next batch.
+                waiting.first?.woken.signal()
             }
-            condition.unlock()
+            lock.unlock()
             if let failure = job.failure { throw failure }
         }
         guard let value else { throw CancellationError() }  // unreachable: done without a failure ran the body
@@ -78,14 +87,14 @@ final class GroupCommit: @unchecked Sendable {
 
     /// How many writes wait for the next batch (the tests' view).
     var waitingCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return waiting.count
     }
 
     private func isCommitter() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         guard let committer else { return false }
         return pthread_equal(committer, pthread_self()) != 0
     }

@@ -57,13 +57,14 @@ extension Ledger {
     /// writers take turns anyway, and a connection of its own per thread would start each
     /// transaction from a cold page cache, since every other connection's commit empties it.
     /// The writes waiting for their turn are committed together (`GroupCommit`), and the log
-    /// is copied into the file every 10,000 pages (40 MB) instead of 1,000: a page written
-    /// again meanwhile is copied once.
+    /// is copied into the file every 1,000 pages (SQLite's default), by the commit that fills
+    /// it, while every request waits: at 10,000 pages each copy held the connection for 60–150
+    /// ms every 2.5 s of 64 phones reporting, the p99 of an event 36 ms against 14 ms now.
     public static func openIndex(configured: String, verify: Bool) throws(LedgerError) -> Ledger {
         let ledger = try open(configured: configured, access: .write, lock: nil, verify: verify)
         if let sqlite = ledger.db as? SQLiteDatabase {
             try wrap(ledger.path, writing: true) {
-                try sqlite.execute("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 10000;")
+                try sqlite.execute("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 1000;")
             }
             ledger.shareConnection()
         }

@@ -31,7 +31,7 @@ extension DeviceSession {
             guard since <= AlertBuckets.window else {
                 return (.notCounted("alert \(alertId) was sent over 7 days ago"), sentAt)
             }
-            let digests = EventDigests(secret: context.config.hub.connectionString)
+            let digests = EventDigests.keyed(by: context.config.hub.connectionString)
             let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
             let counted = try ledger.countAlertEvent(
                 id: alertId, installation: installationId, owner: caller.name,
