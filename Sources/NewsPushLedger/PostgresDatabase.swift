@@ -100,7 +100,7 @@ final class PostgresDatabase: LedgerDatabase {
         case .run(let prepared):
             return try rows(of: prepared, arguments)
         case .prepare:
-            let typed = PreparedStatements.typed(sql, arguments)
+            let typed = PreparedStatements.typed(key)
             let prepared = try waitFor { $0.prepare(query: typed) }
             statements.keep(prepared, for: key)
             return try rows(of: prepared, arguments)

@@ -24,8 +24,15 @@ final class PreparedStatements: Sendable {
     private static let counted = 512
 
     private struct State {
-        var prepared: [String: PreparedQuery] = [:]
-        var runs: [String: Int] = [:]
+        var prepared: [Key: PreparedQuery] = [:]
+        var runs: [Key: Int] = [:]
+    }
+
+    /// A statement as prepared: its text and the casts of its values (a null value's statement
+    /// is prepared apart from a text's).
+    struct Key: Hashable {
+        let sql: String
+        let casts: [String]
     }
 
     private let state = Mutex(State())
@@ -50,17 +57,11 @@ final class PreparedStatements: Sendable {
         connections.withLock { $0[ObjectIdentifier(connection)] != nil }
     }
 
-    /// The key of `sql` run with `arguments`: its text and the types of its values (a null
-    /// value's statement is prepared apart from a text's).
-    static func key(_ sql: String, _ arguments: [SQLValue]) -> String {
-        var key = String(arguments.map(\.typeLetter))
-        key += "|"
-        key += sql
-        return key
-    }
+    /// The key of `sql` run with `arguments`.
+    static func key(_ sql: String, _ arguments: [SQLValue]) -> Key { Key(sql: sql, casts: arguments.map(\.cast)) }
 
     /// What to do with `key`: run its prepared form, prepare it now, or run it unnamed.
-    func next(_ key: String) -> Next {
+    func next(_ key: Key) -> Next {
         state.withLock { state in
             if let known = state.prepared[key] { return .run(known) }
             guard state.prepared.count < Self.limit else { return .unnamed }
@@ -81,21 +82,13 @@ final class PreparedStatements: Sendable {
         case unnamed
     }
 
-    func keep(_ statement: PreparedQuery, for key: String) {
+    func keep(_ statement: PreparedQuery, for key: Key) {
         state.withLock { $0.prepared[key] = statement }
     }
 
-    /// `sql` (with `?` placeholders) for preparing with `arguments`: numbered, each cast to the
-    /// type its value is bound as (a null left to the server, as an unnamed statement's is).
-    static func typed(_ sql: String, _ arguments: [SQLValue]) -> String {
-        PostgresDatabase.numberPlaceholders(sql) { number in
-            guard number <= arguments.count else { return "" }
-            switch arguments[number - 1] {
-            case .null: return ""
-            case .integer: return "::int8"
-            case .real: return "::float8"
-            case .text: return "::text"
-            }
+    /// The text `key` is prepared with: numbered placeholders, each followed by its cast.
+    static func typed(_ key: Key) -> String {
+        PostgresDatabase.numberPlaceholders(key.sql) { number in number <= key.casts.count ? key.casts[number - 1] : ""
         }
     }
 
@@ -113,13 +106,14 @@ final class PreparedStatements: Sendable {
 }
 
 extension SQLValue {
-    /// One letter per type, for `PreparedStatements.key`.
-    fileprivate var typeLetter: Character {
+    /// The cast of a placeholder bound to this value: the type postgres-nio binds it as (a
+    /// null's type left to the server, as an unnamed statement's is).
+    fileprivate var cast: String {
         switch self {
-        case .null: "n"
-        case .integer: "i"
-        case .real: "r"
-        case .text: "t"
+        case .null: ""
+        case .integer: "::int8"
+        case .real: "::float8"
+        case .text: "::text"
         }
     }
 }
