@@ -22,6 +22,8 @@ public struct ApiBackend: Sendable {
     let gate: HubWriteGate
     /// The unchanged question, asked without a session where the engine allows.
     let unchanged: UnchangedRegistrations
+    /// The apps' reports of alerts, counted without a session where the engine allows.
+    let events: AlertEventCounter
     /// `GET /healthz`'s cached check.
     let health = HealthCheck()
     /// The caps on new installations.
@@ -40,6 +42,7 @@ public struct ApiBackend: Sendable {
         let api = context.config.api
         sessions = try SessionPool(context: context, first: first, threads: BackEndThreads())
         unchanged = UnchangedRegistrations(context: context, sessions: sessions)
+        events = AlertEventCounter(context: context, sessions: sessions)
         // PostgreSQL: at most three quarters of the pool's connections hold a turn at the hub
         // at once, so writes waiting for the hub never hold every connection the quick answers need.
         gate = HubWriteGate(

@@ -34,15 +34,27 @@ struct EventsController: Sendable {
         // An alert id is an outbox id (36 characters); a longer one is no alert of this ledger.
         guard alert.utf8.count <= 64 else { return Response(status: .noContent) }
         let caller = context.caller
-        let known = backend.sendTimes.time(of: alert)
-        let (outcome, sentAt) = try await backend.withSession {
-            try $0.report(kind, alert: alert, installation: body.installationId, caller: caller, sentAt: known)
-        }
-        if known == nil, let sentAt { backend.sendTimes.keep(sentAt, of: alert) }
+        let outcome = try await count(kind, alert: alert, installation: body.installationId, caller: caller)
         if case .notCounted(let why) = outcome {
             backend.context.logger.debug("api: an event of alert \(alert) not counted: \(why)")
         }
         return Response(status: .noContent)
+    }
+
+    /// The report counted without a session when the engine allows and the back-end knows when
+    /// the alert went (`AlertEventCounter`); else by a session, which reads when it went.
+    private func count(_ kind: AlertEventKind, alert: String, installation: String, caller: Caller) async throws
+        -> AlertEventOutcome
+    {
+        let known = backend.sendTimes.time(of: alert)
+        let answer = await backend.events.count(
+            kind, alert: alert, installation: installation, caller: caller, sentAt: known)
+        if case .answered(let outcome) = answer { return outcome }
+        let (outcome, sentAt) = try await backend.withSession {
+            try $0.report(kind, alert: alert, installation: installation, caller: caller, sentAt: known)
+        }
+        if known == nil, let sentAt { backend.sendTimes.keep(sentAt, of: alert) }
+        return outcome
     }
 }
 

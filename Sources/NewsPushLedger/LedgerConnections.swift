@@ -115,18 +115,36 @@ public final class LedgerConnections: Sendable {
         }
     }
 
-    /// How long the question of `installationAndOwed` may go unanswered (`PostgresDeadline`: a
-    /// statement written to a connection the server has just closed, a restart, is never
-    /// answered). Short: a caller not answered here asks a session, which waits for a restarted
-    /// server on its own terms.
+    /// How long a statement asked on a request's event loop (`installationAndOwed`,
+    /// `countAlertEvent`) may go unanswered (`PostgresDeadline`: a statement written to a
+    /// connection the server has just closed, a restart, is never answered). Short: a caller
+    /// not answered here asks a session, which waits for a restarted server on its own terms.
     public static let patience: Int64 = 3
 
     /// Installation `id` and whether the hub owes it anything (`Ledger.installationAndOwed`);
     /// `LedgerError.unreadable` when the server does not answer within `patience`.
     public func installationAndOwed(id: String) async throws(LedgerError) -> (InstallationRecord, owed: Bool)? {
-        var binds = PostgresBindings(capacity: 1)
-        binds.append(id)
-        let query = PostgresQuery(unsafeSQL: PostgresDatabase.numbered(Ledger.installationAndOwedQuery), binds: binds)
+        let row = try await rows(Ledger.installationAndOwedQuery, [.text(id)]).first
+        return row.flatMap { values in Ledger.installation(values).map { ($0, (values.int(9) ?? 0) > 0) } }
+    }
+
+    /// `Ledger.countAlertEvent` in one statement on a connection of the pool, asked from the
+    /// request's task: an app's report costs no session and no thread. Safe to ask again of a
+    /// session when it fails: an event already counted is never counted twice.
+    public func countAlertEvent(
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date
+    ) async throws(LedgerError) -> [AlertEventKind] {
+        let statement = Ledger.alertEventStatement(
+            id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time,
+            commitWithoutWaiting: PostgresDatabase.commitWithoutWaitingInSelect)
+        return Ledger.countedKinds(try await rows(statement.sql, statement.arguments))
+    }
+
+    /// The rows of one statement on a connection of the pool (prepared on it at its second
+    /// run, `PreparedStatements`), or `LedgerError.unreadable` when the server does not answer
+    /// within `patience`.
+    private func rows(_ sql: String, _ arguments: [SQLValue]) async throws(LedgerError) -> [SQLRow] {
         let (client, address) = (client, address)
         let hostAndPort = address.hostAndPort
         do {
@@ -135,12 +153,10 @@ public final class LedgerConnections: Sendable {
                 late: {
                     DatabaseError(kind: .connection, message: "no answer from \(hostAndPort) within \(Self.patience) s")
                 }
-            ) { () async throws -> (InstallationRecord, owed: Bool)? in
-                for try await row in try await client.query(query, logger: Self.silent) {
-                    let values = SQLRow(values: row.map(PostgresDatabase.value))
-                    return Ledger.installation(values).map { ($0, (values.int(9) ?? 0) > 0) }
+            ) { () async throws -> [SQLRow] in
+                try await client.withConnection { connection in
+                    try await PreparedStatements.rows(on: connection, sql, arguments).get()
                 }
-                return nil
             }
         } catch {
             let sorted = PostgresErrors.sorted(error, address: address, connecting: false)

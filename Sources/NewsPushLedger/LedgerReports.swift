@@ -133,27 +133,13 @@ extension Ledger {
         id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
         bucket: Int, at time: Date
     ) throws(LedgerError) -> [AlertEventKind] {
-        let installed =
-            "SELECT platform FROM installations WHERE id = ? AND (owner = ? OR (owner IS NULL AND CAST(? AS TEXT) IS NULL))"
-        let who: [SQLValue] = [.text(installation), SQLValue(owner), SQLValue(owner)]
         if db.modifiesInWith {
-            let kinds = keys.map { _ in "(?, ?)" }.joined(separator: ", ")
-            let rows = try writingQuery(
-                """
-                WITH i AS (\(installed)), d(kind, digest) AS (VALUES \(kinds)),
-                k AS (INSERT INTO alert_event_keys (digest, at) SELECT d.digest, ? FROM d, i
-                      ON CONFLICT (digest) DO NOTHING RETURNING digest),
-                c AS (SELECT d.kind, i.platform FROM k JOIN d ON d.digest = k.digest, i),
-                n AS (INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
-                      SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
-                      ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
-                      RETURNING kind)
-                SELECT kind, \(db.commitWithoutWaitingInSelect) FROM n
-                """,
-                who + keys.flatMap { [.text($0.kind.rawValue), .text($0.digest)] }
-                    + [SQLValue(time), .text(id), .text(id), .integer(Int64(bucket))])
-            return AlertEventKind.allCases.filter { kind in rows.contains { $0.text(0) == kind.rawValue } }
+            let statement = Self.alertEventStatement(
+                id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time,
+                commitWithoutWaiting: db.commitWithoutWaitingInSelect)
+            return Self.countedKinds(try writingQuery(statement.sql, statement.arguments))
         }
+        let (installed, who) = Self.installationOf(installation, owner: owner)
         return try writing(redone: true) { () throws -> [AlertEventKind] in
             guard let platform = try db.query(installed, who).first?.text(0) else { return [] }
             var counted: [AlertEventKind] = []
@@ -175,6 +161,45 @@ extension Ledger {
             }
             return counted
         }
+    }
+
+    /// The platform of installation `installation` when the index holds it for `owner`.
+    private static func installationOf(_ installation: String, owner: String?) -> SQLStatement {
+        (
+            "SELECT platform FROM installations WHERE id = ? AND (owner = ? OR (owner IS NULL AND CAST(? AS TEXT) IS NULL))",
+            [.text(installation), SQLValue(owner), SQLValue(owner)]
+        )
+    }
+
+    /// `countAlertEvent` as one statement, for an engine that modifies in a `WITH`:
+    /// `commitWithoutWaiting` is what its `SELECT` calls to commit without waiting for the disk.
+    /// Its rows name the kinds counted (`countedKinds`).
+    static func alertEventStatement(
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date, commitWithoutWaiting: String
+    ) -> SQLStatement {
+        let (installed, who) = installationOf(installation, owner: owner)
+        let kinds = keys.map { _ in "(?, ?)" }.joined(separator: ", ")
+        return (
+            """
+            WITH i AS (\(installed)), d(kind, digest) AS (VALUES \(kinds)),
+            k AS (INSERT INTO alert_event_keys (digest, at) SELECT d.digest, ? FROM d, i
+                  ON CONFLICT (digest) DO NOTHING RETURNING digest),
+            c AS (SELECT d.kind, i.platform FROM k JOIN d ON d.digest = k.digest, i),
+            n AS (INSERT INTO alert_counts (alert_id, kind, minute, platform, count)
+                  SELECT ?, c.kind, -1, c.platform, 1 FROM c UNION ALL SELECT ?, c.kind, ?, '', 1 FROM c
+                  ON CONFLICT (alert_id, kind, minute, platform) DO UPDATE SET count = alert_counts.count + 1
+                  RETURNING kind)
+            SELECT kind, \(commitWithoutWaiting) FROM n
+            """,
+            who + keys.flatMap { [.text($0.kind.rawValue), .text($0.digest)] }
+                + [SQLValue(time), .text(id), .text(id), .integer(Int64(bucket))]
+        )
+    }
+
+    /// The kinds the rows of `alertEventStatement` say were counted.
+    static func countedKinds(_ rows: [SQLRow]) -> [AlertEventKind] {
+        AlertEventKind.allCases.filter { kind in rows.contains { $0.text(0) == kind.rawValue } }
     }
 
     /// Keeps the hub's outcome counts of alert `id`.

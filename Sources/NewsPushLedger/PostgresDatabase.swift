@@ -92,34 +92,7 @@ final class PostgresDatabase: LedgerDatabase {
 
     /// A statement run again on this connection is prepared (`PreparedStatements`).
     func query(_ sql: String, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow] {
-        let statements = PreparedStatements.of(connection)
-        let key = PreparedStatements.key(sql, arguments)
-        switch statements.next(key) {
-        case .unnamed:
-            return try execute(sql, arguments).rows.map { row in SQLRow(values: row.map(Self.value)) }
-        case .run(let prepared):
-            return try rows(of: prepared, arguments)
-        case .prepare:
-            let typed = PreparedStatements.typed(key)
-            let prepared = try waitFor { $0.prepare(query: typed) }
-            statements.keep(prepared, for: key)
-            return try rows(of: prepared, arguments)
-        }
-    }
-
-    /// The rows of a prepared statement. Its cells are always sent in binary (postgres-nio's
-    /// older interface asks for that and then labels them with the text format the server's
-    /// description of the statement said).
-    private func rows(of prepared: PreparedQuery, _ arguments: [SQLValue]) throws(DatabaseError) -> [SQLRow] {
-        let binds = PreparedStatements.binds(arguments)
-        return try waitFor { _ in prepared.execute(binds) }.map { row in
-            SQLRow(
-                values: row.map { cell in
-                    var binary = cell
-                    binary.format = .binary
-                    return Self.value(binary)
-                })
-        }
+        try waitFor { PreparedStatements.rows(on: $0, sql, arguments) }
     }
 
     func transaction<T>(_ body: () throws -> T) throws -> T {
@@ -164,7 +137,10 @@ final class PostgresDatabase: LedgerDatabase {
 
     var modifiesInWith: Bool { true }
 
-    var commitWithoutWaitingInSelect: String { "set_config('synchronous_commit', 'off', true)" }
+    var commitWithoutWaitingInSelect: String { Self.commitWithoutWaitingInSelect }
+
+    /// What a statement's `SELECT` calls to commit without waiting for the disk.
+    static let commitWithoutWaitingInSelect = "set_config('synchronous_commit', 'off', true)"
 
     func now() throws(DatabaseError) -> Date {
         let milliseconds = try query("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)", [])
@@ -201,7 +177,7 @@ final class PostgresDatabase: LedgerDatabase {
     }
 
     /// `sql` with numbered placeholders and `arguments` bound as postgres-nio sends them.
-    private static func statement(_ sql: String, _ arguments: [SQLValue]) -> PostgresQuery {
+    static func statement(_ sql: String, _ arguments: [SQLValue]) -> PostgresQuery {
         var binds = PostgresBindings(capacity: arguments.count)
         for argument in arguments {
             switch argument {

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import PostgresNIO
 import Synchronization
@@ -85,6 +86,51 @@ final class PreparedStatements: Sendable {
     func keep(_ statement: PreparedQuery, for key: Key) {
         state.withLock { $0.prepared[key] = statement }
     }
+
+    /// The rows of `sql` run with `arguments` on `connection`, set going in one turn of its event
+    /// loop: prepared at its second run on it, then run in its prepared form; else unnamed. The
+    /// one way every statement with rows goes, from a session's thread (`PostgresDatabase`)
+    /// and from a request's task (`LedgerConnections`).
+    static func rows(on connection: PostgresConnection, _ sql: String, _ arguments: [SQLValue])
+        -> EventLoopFuture<[SQLRow]>
+    {
+        connection.eventLoop.flatSubmit {
+            let statements = of(connection)
+            let key = key(sql, arguments)
+            switch statements.next(key) {
+            case .unnamed:
+                return connection.query(PostgresDatabase.statement(sql, arguments), logger: silent).map { result in
+                    result.rows.map { row in SQLRow(values: row.map(PostgresDatabase.value)) }
+                }
+            case .run(let prepared):
+                return rows(of: prepared, arguments)
+            case .prepare:
+                return connection.prepare(query: typed(key)).flatMap { prepared in
+                    statements.keep(prepared, for: key)
+                    return rows(of: prepared, arguments)
+                }
+            }
+        }
+    }
+
+    /// The rows of a prepared statement. Its cells are always sent in binary (postgres-nio's
+    /// older interface asks for that and then labels them with the text format the server's
+    /// description of the statement said).
+    private static func rows(of prepared: PreparedQuery, _ arguments: [SQLValue]) -> EventLoopFuture<[SQLRow]> {
+        prepared.execute(binds(arguments)).map { rows in
+            rows.map { row in
+                SQLRow(
+                    values: row.map { cell in
+                        var binary = cell
+                        binary.format = .binary
+                        return PostgresDatabase.value(binary)
+                    })
+            }
+        }
+    }
+
+    /// postgres-nio logs queries at debug level: never shown.
+    private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The text `key` is prepared with: numbered placeholders, each followed by its cast.
     static func typed(_ key: Key) -> String {

@@ -121,4 +121,56 @@ struct LedgerConnectionsTests {
         try await Task.sleep(for: .milliseconds(200))
         #expect(!db.keepsPreparedStatements, "a closed connection's statements are let go")
     }
+
+    // An app's report counted on the pool, from the request's task (no session): once per
+    // installation, alert and kind; only for the installation's owner; an open brings its
+    // receipt along; the counts as a session's count leaves them. Prepared on the connection
+    // at its second run, as a session's statements are.
+    @Test(
+        .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"), .timeLimit(.minutes(3)))
+    func anEventCountedOnThePoolIsCountedOnceAndPrepared() async throws {
+        let state = try await LedgerEngine.postgres.location(try TemporaryFolder())
+        let ledger = try Ledger.open(configured: state, access: .write)
+        let now = Date()
+        let record = InstallationRecord(
+            id: "i1", owner: "ann", platform: "apns", tags: ["World"], language: nil, handleDigest: "h1",
+            created: now, refreshed: now)
+        try ledger.recordInstallation(record, previous: nil, replacing: [], verify: false)
+        try ledger.noteAlertSent(id: "alert-1", acceptedAt: now, audience: 1)
+        let pool = try #require(try LedgerConnections.make(configured: state, connections: 1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await pool.run() }
+            // The connection opened first, within a session's patience (the question's own, 3 s,
+            // is for a server already connected; a test process busy with every suite may take longer).
+            try await pool.withLedger { _ in }
+            func count(_ keys: [(kind: AlertEventKind, digest: String)], owner: String? = "ann") async throws
+                -> [AlertEventKind]
+            {
+                try await pool.countAlertEvent(
+                    id: "alert-1", installation: "i1", owner: owner, keys: keys, bucket: 2, at: now)
+            }
+            #expect(try await count([(.received, "r1")]) == [.received])
+            #expect(try await count([(.received, "r1")]).isEmpty, "a receipt counted twice")
+            #expect(try await count([(.opened, "o1"), (.received, "r1")], owner: "bob").isEmpty, "not bob's")
+            #expect(try await count([(.opened, "o1"), (.received, "r1")], owner: nil).isEmpty, "not anonymous")
+            #expect(try await count([(.opened, "o1"), (.received, "r1")]) == [.opened])
+            let (counts, prepared) = try await pool.withLedger { ledger in
+                (
+                    try ledger.db.query(
+                        "SELECT kind, minute, platform, count FROM alert_counts ORDER BY kind, minute", []
+                    ).map(\.values),
+                    try ledger.db.query("SELECT statement FROM pg_prepared_statements", []).compactMap { $0.text(0) }
+                )
+            }
+            #expect(
+                counts == [
+                    [.text("opened"), .integer(-1), .text("apns"), .integer(1)],
+                    [.text("opened"), .integer(2), .text(""), .integer(1)],
+                    [.text("received"), .integer(-1), .text("apns"), .integer(1)],
+                    [.text("received"), .integer(2), .text(""), .integer(1)],
+                ])
+            #expect(prepared.contains { $0.contains("INSERT INTO alert_event_keys") }, "\(prepared)")
+            group.cancelAll()
+        }
+    }
 }

@@ -63,7 +63,7 @@ struct LedgerTests {
         let ledger = try Ledger.openIndex(configured: folder.file("index.db"), verify: true)
         try ledger.writing {
             try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('outer', 0)", [])
-            try ledger.writing { try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('inner', 0)", []) }
+            _ = try ledger.writing { try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('inner', 0)", []) }
             _ = try? ledger.writing { () throws -> Void in
                 try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES ('undone', 0)", [])
                 throw DatabaseError(kind: .constraint, message: "refused")
