@@ -161,4 +161,6 @@ private struct BackEndThreads: BlockingRunner {
     func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await ApiBackend.threads.run(work)
     }
+
+    func submit(_ work: @escaping @Sendable () -> Void) { ApiBackend.threads.submit(work) }
 }

@@ -47,7 +47,7 @@ struct EventsController: Sendable {
         -> AlertEventOutcome
     {
         let known = backend.sendTimes.time(of: alert)
-        let answer = await backend.events.count(
+        let answer = try await backend.events.count(
             kind, alert: alert, installation: installation, caller: caller, sentAt: known)
         if case .answered(let outcome) = answer { return outcome }
         let (outcome, sentAt) = try await backend.withSession {

@@ -15,4 +15,10 @@ public final class BlockingThreads: Sendable {
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(body)
     }
+
+    /// Runs `body` on one of the threads, not waiting for it (on the caller's thread once the
+    /// threads have stopped, so it is never lost).
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        pool.submit { _ in body() }
+    }
 }

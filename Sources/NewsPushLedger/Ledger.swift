@@ -278,12 +278,15 @@ public final class Ledger {
     }
 
     static func wrap<T>(_ path: String, writing: Bool, _ body: () throws -> T) throws(LedgerError) -> T {
-        do { return try body() } catch let error as DatabaseError {
-            throw LedgerError.from(error, path: path, writing: writing)
-        } catch let error as LedgerError {
-            throw error
-        } catch {
-            throw writing ? .writeFailed(path: path, reason: "\(error)") : .unreadable(path: path, reason: "\(error)")
+        do { return try body() } catch { throw sorted(error, path: path, writing: writing) }
+    }
+
+    /// `error` as the ledger at `path` says it.
+    static func sorted(_ error: any Error, path: String, writing: Bool) -> LedgerError {
+        switch error {
+        case let error as DatabaseError: LedgerError.from(error, path: path, writing: writing)
+        case let error as LedgerError: error
+        default: writing ? .writeFailed(path: path, reason: "\(error)") : .unreadable(path: path, reason: "\(error)")
         }
     }
 
@@ -316,6 +319,22 @@ public final class Ledger {
         } catch {
             distrustIfDamaged(error)
             throw error
+        }
+    }
+
+    /// `writing` from a task: on a connection threads share, `body` joins the next group commit
+    /// with no thread waiting for it, and `schedule` runs that commit on a thread that may block
+    /// when no write's thread is there to (`GroupCommit`); else as `writing`, in place.
+    func writing<T: Sendable>(
+        redone: Bool, schedule: @escaping GroupCommit.Schedule, _ body: @escaping () throws -> T
+    ) async throws(LedgerError) -> T {
+        guard let shared, writable else { return try writing(redone: redone, body) }
+        do {
+            return try await shared.write(db, schedule: schedule, body)
+        } catch {
+            let sorted = Self.sorted(error, path: path, writing: true)
+            distrustIfDamaged(sorted)
+            throw sorted
         }
     }
 

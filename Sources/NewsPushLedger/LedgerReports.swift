@@ -139,8 +139,37 @@ extension Ledger {
                 commitWithoutWaiting: db.commitWithoutWaitingInSelect)
             return Self.countedKinds(try writingQuery(statement.sql, statement.arguments))
         }
+        return try writing(
+            redone: true,
+            alertEventWrites(id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time))
+    }
+
+    /// `countAlertEvent` from a task, on a connection threads share (SQLite's index): its
+    /// writes join the next group commit with no thread waiting for them (`GroupCommit`), and
+    /// `schedule` runs that commit on a thread that may block when no write's thread is there to.
+    /// Else as `countAlertEvent`.
+    public func countAlertEvent(
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date, schedule: @escaping @Sendable (_ commit: @escaping @Sendable () -> Void) -> Void
+    ) async throws(LedgerError) -> [AlertEventKind] {
+        guard !db.modifiesInWith else {
+            return try countAlertEvent(
+                id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time)
+        }
+        return try await writing(
+            redone: true, schedule: schedule,
+            alertEventWrites(id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time))
+    }
+
+    /// `countAlertEvent`'s statements one at a time, for a transaction (SQLite): the
+    /// installation's read, then each key's insert and, when it is new, its counts.
+    private func alertEventWrites(
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date
+    ) -> () throws -> [AlertEventKind] {
         let (installed, who) = Self.installationOf(installation, owner: owner)
-        return try writing(redone: true) { () throws -> [AlertEventKind] in
+        let db = db
+        return { () throws -> [AlertEventKind] in
             guard let platform = try db.query(installed, who).first?.text(0) else { return [] }
             var counted: [AlertEventKind] = []
             for key in keys {

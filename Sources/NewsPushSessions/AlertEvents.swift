@@ -27,13 +27,15 @@ extension DeviceSession {
             var sentAt = known
             if sentAt == nil { sentAt = try ledger.alertSentAt(id: alertId) }
             guard let sentAt else { return (.notCounted("no alert \(alertId)"), nil) }
-            let event = AlertEventReport(
+            switch AlertEventReport(
                 kind: kind, alert: alertId, installation: installationId, sentAt: sentAt, now: now, context: context)
-            guard case .success(let count) = event.count else { return (event.notCounted, sentAt) }
-            let counted = try ledger.countAlertEvent(
-                id: alertId, installation: installationId, owner: caller.name, keys: count.keys,
-                bucket: count.bucket, at: now)
-            return (event.outcome(counted), sentAt)
+            {
+            case .notCounted(let outcome): return (outcome, sentAt)
+            case .count(let keys, let bucket):
+                let counted = try ledger.countAlertEvent(
+                    id: alertId, installation: installationId, owner: caller.name, keys: keys, bucket: bucket, at: now)
+                return (AlertEventReport.outcome(counted, installation: installationId), sentAt)
+            }
         } catch {
             throw .ledger(error)
         }
@@ -43,45 +45,35 @@ extension DeviceSession {
 /// An app's report of an alert worked out before the ledger is asked (SPEC §11): the keyed
 /// digests it counts under (an open brings its receipt along) and the minute since the send,
 /// or why it is not counted (sent over 7 days ago).
-struct AlertEventReport {
-    let installation: String
-    let count: Result<(keys: [(kind: AlertEventKind, digest: String)], bucket: Int), NotCounted>
-
-    struct NotCounted: Error {
-        let why: String
-    }
+enum AlertEventReport {
+    case count(keys: [(kind: AlertEventKind, digest: String)], bucket: Int)
+    case notCounted(AlertEventOutcome)
 
     init(kind: AlertEventKind, alert: String, installation: String, sentAt: Date, now: Date, context: SessionContext) {
-        self.installation = installation
         let since = now.timeIntervalSince(sentAt)
         guard since <= AlertBuckets.window else {
-            count = .failure(NotCounted(why: "alert \(alert) was sent over 7 days ago"))
+            self = .notCounted(.notCounted("alert \(alert) was sent over 7 days ago"))
             return
         }
         let digests = EventDigests.keyed(by: context.config.hub.connectionString)
         let kinds: [AlertEventKind] = kind == .opened ? [.opened, .received] : [.received]
         let keys = kinds.map { ($0, digests.event(alert: alert, kind: $0.rawValue, installation: installation)) }
-        count = .success((keys, AlertBuckets.bucket(secondsAfterSend: since)))
+        self = .count(keys: keys, bucket: AlertBuckets.bucket(secondsAfterSend: since))
     }
 
-    /// Why it is not counted, before the ledger is asked.
-    var notCounted: AlertEventOutcome {
-        if case .failure(let reason) = count { return .notCounted(reason.why) }
-        return .notCounted("")
-    }
-
-    /// The outcome once the ledger counted `counted`.
-    func outcome(_ counted: [AlertEventKind]) -> AlertEventOutcome {
+    /// The outcome once the ledger counted `counted` for `installation`.
+    static func outcome(_ counted: [AlertEventKind], installation: String) -> AlertEventOutcome {
         counted.isEmpty
             ? .notCounted("no installation \(installation) of this caller, or counted before") : .counted(counted)
     }
 }
 
-/// An app's report counted without a session where the engine allows: on PostgreSQL in one
-/// statement on the request's event loop (`LedgerConnections.countAlertEvent`: no session's
-/// thread, no lease held for a session), when the back-end knows when the alert went. Else, or
-/// when that fails, the caller is told to ask a session (`DeviceSession.report`): an event
-/// counted already is never counted twice.
+/// An app's report counted without a session, when the back-end knows when the alert went:
+/// on PostgreSQL in one statement on the request's event loop (`LedgerConnections.countAlertEvent`:
+/// no session's thread, no lease held for a session); on SQLite in the shared connection's next
+/// group commit, no thread waiting for it (`SessionPool.countOnSharedLedger`). Else, or when the
+/// server does not answer, the caller is told to ask a session (`DeviceSession.report`): an
+/// event counted already is never counted twice.
 public struct AlertEventCounter: Sendable {
     /// What became of a report.
     public enum Answer: Sendable {
@@ -90,31 +82,45 @@ public struct AlertEventCounter: Sendable {
     }
 
     private let context: SessionContext
-    private let reader: LedgerConnections?
+    private let sessions: SessionPool
 
-    /// For `context`'s ledger, counted through the pool of `sessions` (PostgreSQL).
+    /// For `context`'s ledger, counted through `sessions`' connections.
     public init(context: SessionContext, sessions: SessionPool) {
         self.context = context
-        reader = sessions.connections
+        self.sessions = sessions
     }
 
-    /// Counts `caller`'s report that installation `installation` `kind` alert `alert`, sent at `sentAt`.
+    /// Counts `caller`'s report that installation `installation` `kind` alert `alert`, sent at
+    /// `sentAt`. A ledger that fails on SQLite throws (a session would fail alike).
     public func count(
         _ kind: AlertEventKind, alert: String, installation: String, caller: Caller, sentAt: Date?
-    ) async -> Answer {
-        guard let reader, let sentAt else { return .askASession }
+    ) async throws(SessionError) -> Answer {
+        guard let sentAt else { return .askASession }
         let now = context.clock.now()
-        let event = AlertEventReport(
+        let keys: [(kind: AlertEventKind, digest: String)]
+        let bucket: Int
+        switch AlertEventReport(
             kind: kind, alert: alert, installation: installation, sentAt: sentAt, now: now, context: context)
-        guard case .success(let count) = event.count else { return .answered(event.notCounted) }
+        {
+        case .notCounted(let outcome): return .answered(outcome)
+        case .count(let counting, let minute): (keys, bucket) = (counting, minute)
+        }
+        if let reader = sessions.connections {
+            do {
+                let counted = try await reader.countAlertEvent(
+                    id: alert, installation: installation, owner: caller.name, keys: keys, bucket: bucket, at: now)
+                return .answered(AlertEventReport.outcome(counted, installation: installation))
+            } catch {
+                // A session asks again, and its failure is the one the log records.
+                return .askASession
+            }
+        }
         do {
-            let counted = try await reader.countAlertEvent(
-                id: alert, installation: installation, owner: caller.name, keys: count.keys, bucket: count.bucket,
-                at: now)
-            return .answered(event.outcome(counted))
+            let counted = try await sessions.countOnSharedLedger(
+                id: alert, installation: installation, owner: caller.name, keys: keys, bucket: bucket, at: now)
+            return counted.map { .answered(AlertEventReport.outcome($0, installation: installation)) } ?? .askASession
         } catch {
-            // A session asks again, and its failure is the one the log records.
-            return .askASession
+            throw .ledger(error)
         }
     }
 }

@@ -7,6 +7,8 @@ import NotificationHubs
 public protocol BlockingRunner: Sendable {
     /// `work`'s value, computed on one of the runner's threads.
     func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T
+    /// Runs `work` on one of the runner's threads, not waiting for it.
+    func submit(_ work: @escaping @Sendable () -> Void)
 }
 
 /// The app back-end's device sessions: each request gets one over the ledger it works on
@@ -53,6 +55,20 @@ public final class SessionPool: @unchecked Sendable {
     var connections: LedgerConnections? {
         if case .pool(let connections) = source { return connections }
         return nil
+    }
+
+    /// Counts an app's report on SQLite's shared connection from the request's task, its write
+    /// in the next group commit with no thread waiting for it (`Ledger.countAlertEvent(…schedule:)`,
+    /// the commit run on the front end's threads); nil on PostgreSQL.
+    func countOnSharedLedger(
+        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        bucket: Int, at time: Date
+    ) async throws(LedgerError) -> [AlertEventKind]? {
+        guard case .shared(let shared) = source else { return nil }
+        let threads = threads
+        return try await shared.ledger.countAlertEvent(
+            id: id, installation: installation, owner: owner, keys: keys, bucket: bucket, at: time,
+            schedule: { threads.submit($0) })
     }
 
     /// Whether every session shares one connection (SQLite), so no request waits for a

@@ -55,6 +55,72 @@ struct LedgerTests {
         #expect(written == Set((0..<320).filter { $0 % 7 != 0 }.map { "id-\($0)" }))
     }
 
+    /// Tasks' writes on the shared connection (an app's reports of alerts) join the batches of
+    /// the threads' writes, and are committed without a thread waiting for each: while a
+    /// batch is being committed (held here by holding the connection's turn), the writes that
+    /// come wait for the next batch and schedule no commit of their own; each write still finds
+    /// its own outcome, a failed one undone alone.
+    @Test(.timeLimit(.minutes(1))) func tasksWritesJoinTheBatchesWithNoThreadWaitingForEach() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        nonisolated(unsafe) let ledger = try Ledger.openIndex(configured: folder.file("index.db"), verify: true)
+        let commit = try #require(ledger.sharedCommit)
+        let scheduled = Mutex(0)
+        let schedule: GroupCommit.Schedule = { run in
+            scheduled.withLock { $0 += 1 }
+            DispatchQueue.global().async(execute: run)
+        }
+        let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        DispatchQueue.global().async {
+            commit.turn.lock()
+            held.signal()
+            release.wait()
+            commit.turn.unlock()
+        }
+        held.wait()
+        let tasks = 400
+        let writes = Task {
+            await withTaskGroup(of: Int?.self) { group in
+                for n in 0..<tasks {
+                    group.addTask {
+                        do {
+                            try await ledger.writing(redone: true, schedule: schedule) {
+                                try ledger.db.run(
+                                    "INSERT INTO hub_owed (id, since) VALUES (?, 0)", [.text("task-\(n)")])
+                                if n % 7 == 0 { throw DatabaseError(kind: .constraint, message: "refused \(n)") }
+                            }
+                            return nil
+                        } catch {
+                            return n
+                        }
+                    }
+                }
+                return await group.reduce(into: Set<Int>()) { failed, n in if let n { failed.insert(n) } }
+            }
+        }
+        let threads = Task.detached {
+            DispatchQueue.concurrentPerform(iterations: 40) { n in
+                _ = try? ledger.writing {
+                    try ledger.db.run("INSERT INTO hub_owed (id, since) VALUES (?, 0)", [.text("thread-\(n)")])
+                }
+            }
+        }
+        // The first batch holds one write or a few, stuck at the turn; the rest wait.
+        while commit.waitingCount < tasks - 8 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(scheduled.withLock { $0 } <= 1, "a commit scheduled while one is under way")
+        release.signal()
+        let failed = await writes.value
+        await threads.value
+        let written = try ledger.reading {
+            Set(try ledger.db.query("SELECT id FROM hub_owed", []).compactMap { $0.text(0) })
+        }
+        #expect(failed == Set((0..<tasks).filter { $0 % 7 == 0 }))
+        #expect(
+            written
+                == Set((0..<tasks).filter { $0 % 7 != 0 }.map { "task-\($0)" } + (0..<40).map { "thread-\($0)" }))
+        #expect(scheduled.withLock { $0 } <= 2, "the waiting writes committed in one more batch")
+    }
+
     /// A write made inside another write's body on the shared connection is a savepoint of
     /// the same transaction (before, it waited for the batch it was part of: a deadlock).
     @Test(.timeLimit(.minutes(1))) func aWriteInsideAWriteOnTheSharedConnectionIsASavepoint() throws {
