@@ -133,7 +133,7 @@ final class GroupCommit: @unchecked Sendable {
     /// Commits every write waiting, as one batch, on this thread (whose write is `own`, if
     /// any); called holding `lock` with no batch being committed, returns holding it. Its
     /// threads are woken and its tasks resumed; then the next to commit: the first write's
-    /// thread waiting, else a scheduled commit.
+    /// thread waiting, else a scheduled commit (or this one's next turn).
     private func commitWaiting(_ db: any LedgerDatabase, own: Job?) {
         committing = true
         committer = pthread_self()
@@ -152,9 +152,10 @@ final class GroupCommit: @unchecked Sendable {
         }
         committing = false
         committer = nil
+        // A scheduled commit (no write of its own) goes on with the next batch by itself.
         if let next = waiting.first(where: { $0.resume == nil }) {
             next.woken.signal()
-        } else if !waiting.isEmpty, let run = scheduleDrain(db) {
+        } else if own != nil, !waiting.isEmpty, let run = scheduleDrain(db) {
             lock.unlock()
             run()
             lock.lock()
