@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import NIOSSL
 import NewsPushModel
 import PostgresNIO
@@ -16,7 +15,6 @@ import Synchronization
 public final class LedgerConnections: Sendable {
     private let client: PostgresClient
     private let address: PostgresAddress
-    private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The pool of the PostgreSQL ledger `configured` names, at most `connections` open at
     /// once; nil for a SQLite ledger.
@@ -35,7 +33,8 @@ public final class LedgerConnections: Sendable {
         configuration.options.connectTimeout = .milliseconds(Int64(address.connectTimeout * 1000))
         configuration.options.tlsServerName = address.tls == .verifyFull ? address.host : nil
         return LedgerConnections(
-            client: PostgresClient(configuration: configuration, backgroundLogger: silent), address: address)
+            client: PostgresClient(configuration: configuration, backgroundLogger: PostgresDatabase.silent),
+            address: address)
     }
 
     private init(client: PostgresClient, address: PostgresAddress) {
@@ -132,7 +131,7 @@ public final class LedgerConnections: Sendable {
     /// request's task: an app's report costs no session and no thread. Safe to ask again of a
     /// session when it fails: an event already counted is never counted twice.
     public func countAlertEvent(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date
     ) async throws(LedgerError) -> [AlertEventKind] {
         let statement = Ledger.alertEventStatement(

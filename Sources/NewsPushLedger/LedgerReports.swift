@@ -97,6 +97,9 @@ public struct AlertReport: Sendable, Equatable {
     }
 }
 
+/// An event's keyed digests, one per kind it counts (an open brings its receipt along).
+public typealias AlertEventKeys = [(kind: AlertEventKind, digest: String)]
+
 extension Ledger {
     // MARK: Reports (SPEC §11)
 
@@ -130,7 +133,7 @@ extension Ledger {
     /// writes in one turn of the shared connection (SQLite), committed with the next group.
     @discardableResult
     public func countAlertEvent(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date
     ) throws(LedgerError) -> [AlertEventKind] {
         if db.modifiesInWith {
@@ -149,7 +152,7 @@ extension Ledger {
     /// `schedule` runs that commit on a thread that may block when no write's thread is there to.
     /// Else as `countAlertEvent`.
     public func countAlertEvent(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date, schedule: @escaping @Sendable (_ commit: @escaping @Sendable () -> Void) -> Void
     ) async throws(LedgerError) -> [AlertEventKind] {
         guard !db.modifiesInWith else {
@@ -164,7 +167,7 @@ extension Ledger {
     /// `countAlertEvent`'s statements one at a time, for a transaction (SQLite): the
     /// installation's read, then each key's insert and, when it is new, its counts.
     private func alertEventWrites(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date
     ) -> () throws -> [AlertEventKind] {
         let (installed, who) = Self.installationOf(installation, owner: owner)
@@ -204,7 +207,7 @@ extension Ledger {
     /// `commitWithoutWaiting` is what its `SELECT` calls to commit without waiting for the disk.
     /// Its rows name the kinds counted (`countedKinds`).
     static func alertEventStatement(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date, commitWithoutWaiting: String
     ) -> SQLStatement {
         let (installed, who) = installationOf(installation, owner: owner)

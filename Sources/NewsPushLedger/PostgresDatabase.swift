@@ -32,7 +32,7 @@ final class PostgresDatabase: LedgerDatabase {
     /// process (a lent one lives for one request: its own copy would be worked out again each time).
     private static let numbered = Mutex<[String: String]>([:])
     /// postgres-nio logs queries and connection details at debug level: never shown.
-    private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     private init(address: PostgresAddress, connection: PostgresConnection, owned: Bool = true) {
         self.address = address

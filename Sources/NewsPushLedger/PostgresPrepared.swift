@@ -1,4 +1,3 @@
-import Logging
 import NIOCore
 import PostgresNIO
 import Synchronization
@@ -99,7 +98,8 @@ final class PreparedStatements: Sendable {
             let key = key(sql, arguments)
             switch statements.next(key) {
             case .unnamed:
-                return connection.query(PostgresDatabase.statement(sql, arguments), logger: silent).map { result in
+                return connection.query(PostgresDatabase.statement(sql, arguments), logger: PostgresDatabase.silent).map
+                { result in
                     result.rows.map { row in SQLRow(values: row.map(PostgresDatabase.value)) }
                 }
             case .run(let prepared):
@@ -128,9 +128,6 @@ final class PreparedStatements: Sendable {
             }
         }
     }
-
-    /// postgres-nio logs queries at debug level: never shown.
-    private static let silent = Logger(label: "newspush.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The text `key` is prepared with: numbered placeholders, each followed by its cast.
     static func typed(_ key: Key) -> String {

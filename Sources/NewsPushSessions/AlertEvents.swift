@@ -46,7 +46,7 @@ extension DeviceSession {
 /// digests it counts under (an open brings its receipt along) and the minute since the send,
 /// or why it is not counted (sent over 7 days ago).
 enum AlertEventReport {
-    case count(keys: [(kind: AlertEventKind, digest: String)], bucket: Int)
+    case count(keys: AlertEventKeys, bucket: Int)
     case notCounted(AlertEventOutcome)
 
     init(kind: AlertEventKind, alert: String, installation: String, sentAt: Date, now: Date, context: SessionContext) {
@@ -97,7 +97,7 @@ public struct AlertEventCounter: Sendable {
     ) async throws(SessionError) -> Answer {
         guard let sentAt else { return .askASession }
         let now = context.clock.now()
-        let keys: [(kind: AlertEventKind, digest: String)]
+        let keys: AlertEventKeys
         let bucket: Int
         switch AlertEventReport(
             kind: kind, alert: alert, installation: installation, sentAt: sentAt, now: now, context: context)

@@ -61,7 +61,7 @@ public final class SessionPool: @unchecked Sendable {
     /// in the next group commit with no thread waiting for it (`Ledger.countAlertEvent(…schedule:)`,
     /// the commit run on the front end's threads); nil on PostgreSQL.
     func countOnSharedLedger(
-        id: String, installation: String, owner: String?, keys: [(kind: AlertEventKind, digest: String)],
+        id: String, installation: String, owner: String?, keys: AlertEventKeys,
         bucket: Int, at time: Date
     ) async throws(LedgerError) -> [AlertEventKind]? {
         guard case .shared(let shared) = source else { return nil }
