@@ -28,6 +28,15 @@ public enum EmulatorServer {
         _ emulator: HubEmulator, port: Int, logger: Logger,
         onReady: @escaping @Sendable (Int) async -> Void
     ) async throws {
+        try await application(emulator, port: port, logger: logger, onReady: onReady).run()
+    }
+
+    /// The server as a service, to run in a service group (which can shut it down gracefully);
+    /// `onReady` receives the bound port.
+    public static func application(
+        _ emulator: HubEmulator, port: Int, logger: Logger,
+        onReady: @escaping @Sendable (Int) async -> Void
+    ) -> some ApplicationProtocol {
         let responder = CallbackResponder<EmulatorContext> { request, context in
             // Counted as running until answered, so `settle()` waits for it.
             await emulator.startedWork()
@@ -40,7 +49,7 @@ public enum EmulatorServer {
                 throw error
             }
         }
-        let app = Application(
+        return Application(
             responder: responder,
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port), serverName: nil),
             onServerRunning: { channel in
@@ -49,7 +58,6 @@ public enum EmulatorServer {
                 await onReady(bound)
             },
             logger: logger)
-        try await app.run()
     }
 
     /// One request: its fault's delay waited on the emulator's clock, then the emulator's answer.

@@ -53,7 +53,7 @@ public struct CannedResponse: Sendable {
 public final class LocalHTTPServer: Sendable {
     /// The port it listens on (127.0.0.1).
     public let port: Int
-    private let task: Task<Void, any Error>
+    private let served: ServedOnThread
     private let log: RequestLog
 
     /// `http://127.0.0.1:<port>`
@@ -78,9 +78,9 @@ public final class LocalHTTPServer: Sendable {
         }
     }
 
-    private init(port: Int, task: Task<Void, any Error>, log: RequestLog) {
+    private init(port: Int, served: ServedOnThread, log: RequestLog) {
         self.port = port
-        self.task = task
+        self.served = served
         self.log = log
     }
 
@@ -115,9 +115,9 @@ public final class LocalHTTPServer: Sendable {
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in await box.set(channel.localAddress?.port ?? 0) },
             logger: logger)
-        let task = ServerThread(name: "test-http").run { try await app.run() }
+        let served = ServedOnThread(app, name: "test-http", logger: logger)
         let port = await box.get()
-        return LocalHTTPServer(port: port, task: task, log: log)
+        return LocalHTTPServer(port: port, served: served, log: log)
     }
 
     /// Serves fixed documents by path (404 for anything else).
@@ -133,10 +133,6 @@ public final class LocalHTTPServer: Sendable {
         await log.requests
     }
 
-    /// Stops the server.
-    public func stop() {
-        task.cancel()
-    }
-
-    deinit { task.cancel() }
+    /// Stops the server: it closes its port and finishes what it is answering.
+    public func stop() { served.stop() }
 }

@@ -9,15 +9,15 @@ public final class LocalHub: Sendable {
     public let emulator: HubEmulator
     /// The port the emulator listens on.
     public let port: Int
-    private let task: Task<Void, any Error>
+    private let served: ServedOnThread
 
     /// `http://127.0.0.1:<port>/`
     public var endpoint: String { "http://127.0.0.1:\(port)/" }
 
-    private init(emulator: HubEmulator, port: Int, task: Task<Void, any Error>) {
+    private init(emulator: HubEmulator, port: Int, served: ServedOnThread) {
         self.emulator = emulator
         self.port = port
-        self.task = task
+        self.served = served
     }
 
     /// Starts an emulator whose namespace key is that of `connectionString`, with the devices
@@ -35,19 +35,16 @@ public final class LocalHub: Sendable {
             return logger
         }()
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-        let task = ServerThread(name: "test-hub").run {
-            try await EmulatorServer.run(emulator, port: 0, logger: logger) { port in continuation.yield(port) }
-        }
+        let app = EmulatorServer.application(emulator, port: 0, logger: logger) { port in continuation.yield(port) }
+        let served = ServedOnThread(app, name: "test-hub", logger: logger)
         var port = 0
         for await bound in stream {
             port = bound
             break
         }
-        return LocalHub(emulator: emulator, port: port, task: task)
+        return LocalHub(emulator: emulator, port: port, served: served)
     }
 
-    /// Stops the server.
-    public func stop() { task.cancel() }
-
-    deinit { task.cancel() }
+    /// Stops the server: it closes its port and finishes what it is answering.
+    public func stop() { served.stop() }
 }

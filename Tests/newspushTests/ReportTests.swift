@@ -317,7 +317,7 @@ final class LaunchArgument: NSObject, XMLParserDelegate {
         let parser = XMLParser(data: Data(xml.utf8))
         let reader = LaunchArgument()
         parser.delegate = reader
-        parser.parse()
+        _ = parser.parse()
         return reader.launch
     }
 
