@@ -214,3 +214,14 @@ public func freeLoopbackPort() throws -> Int {
     guard bound else { throw SpawnError(description: "no free loopback port") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// The processes of this machine whose command line mentions `text`, as "pid: command line"
+/// (read from /proc): what a test left running.
+public func processes(mentioning text: String) -> [String] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.filter { Int($0) != nil }.compactMap { pid in
+        guard let raw = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+        let line = String(decoding: raw.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+        return line.contains(text) ? "\(pid): \(line)" : nil
+    }
+}

@@ -26,8 +26,7 @@ final class DeskProcess: @unchecked Sendable {
     /// Starts `newspush ARGUMENTS` (e.g. `desk --listen 127.0.0.1:0 --config F`) and waits for
     /// its first line.
     static func start(
-        _ arguments: [String], environment: [String: String] = hubEnvironment, logFile: String? = nil,
-        launcher: [String] = []
+        _ arguments: [String], environment: [String: String] = hubEnvironment, logFile: String? = nil
     ) async throws -> DeskProcess {
         // NEWSPUSH_TEST_LOGS=DIR keeps each server's log there (for a failure's story).
         let logPath =
@@ -35,10 +34,8 @@ final class DeskProcess: @unchecked Sendable {
             ?? ProcessInfo.processInfo.environment["NEWSPUSH_TEST_LOGS"].map {
                 $0 + "/\(arguments.first ?? "server")-\(UUID().uuidString.prefix(8)).log"
             }
-        // `launcher`: a program that runs the binary (faketime, for a machine whose clock is off).
-        let command = launcher + [try binaryURL().path] + arguments
         let child = try ChildProcess.start(
-            command[0], Array(command.dropFirst()),
+            try binaryURL().path, arguments,
             environment: ["PATH": "/usr/bin:/bin", "NO_COLOR": "1"].merging(environment) { $1 },
             errors: .read(copyTo: logPath))
         let (output, errors) = (try child.stdout.orFail(), try child.stderr.orFail())

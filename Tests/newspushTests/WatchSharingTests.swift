@@ -318,7 +318,7 @@ struct WatchSharingTests {
     // between cycles).
     @Test(
         .enabled(if: LocalPostgres.missing == nil, "\(LocalPostgres.missing ?? "")"),
-        .enabled(if: FileManager.default.isExecutableFile(atPath: HostileClockTests.faketime), "needs faketime"))
+        .enabled(if: HostileClockTests.missing == nil, "\(HostileClockTests.missing ?? "")"))
     func leasesAreCountedOnTheDatabasesClockAndRenewedThroughALongCycle() async throws {
         let postgres = try await LocalPostgres.start()
         defer { postgres.stop() }
@@ -337,8 +337,7 @@ struct WatchSharingTests {
             defer { first.stop() }
             #expect(await first.errors.until("holds 6 of 6 feeds"), "\(first.errors.current)")
             let ahead = try await DeskProcess.start(
-                ["watch", "--config", config], environment: environment,
-                launcher: [HostileClockTests.faketime, "-f", "+1h"])
+                ["watch", "--config", config], environment: environment.merging(HostileClockTests.clock("+1h")) { $1 })
             defer { ahead.stop() }
             #expect(await ahead.errors.until("holds 3 of 6 feeds"), "\(ahead.errors.current)")
             #expect(await first.errors.until("holds 3 of 6 feeds"), "\(first.errors.current)")
@@ -348,6 +347,11 @@ struct WatchSharingTests {
                 let said = watcher.errors.current.components(separatedBy: "holds ").dropFirst().map { $0.prefix(6) }
                 #expect(said.last == "3 of 6", "no feed lost or taken through long cycles: \(said)")
             }
+            // Stopped, both are gone, the one under the skewed clock too (not its launcher only).
+            first.stop()
+            ahead.stop()
+            let left = processes(mentioning: config)
+            #expect(left.isEmpty, "still running after stop(): \(left)")
         }
     }
 
