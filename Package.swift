@@ -121,6 +121,7 @@ let package = Package(
         .target(
             name: "NewsPushHTTP",
             dependencies: [
+                "NewsPushModel",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

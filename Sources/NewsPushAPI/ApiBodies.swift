@@ -133,12 +133,8 @@ enum RequestBody {
                 while end < body.endIndex && body[end] != UInt8(ascii: "\"") {
                     end = body.index(end, offsetBy: body[end] == UInt8(ascii: "\\") ? 2 : 1)
                 }
-                if expectingName, end <= body.endIndex,
-                    let name = try? JSONSerialization.jsonObject(
-                        with: Data(body[index..<min(body.endIndex, end + 1)]), options: .fragmentsAllowed) as? String
-                {
-                    names.append(name)
-                }
+                let quoted = body[index..<min(body.endIndex, end + 1)]
+                if expectingName, end <= body.endIndex, let name = jsonString(quoted) { names.append(name) }
                 expectingName = false
                 index = end
             default: break
@@ -146,6 +142,15 @@ enum RequestBody {
             index = body.index(after: index)
         }
         return names
+    }
+
+    /// The JSON string `quoted` (quotes included): its bytes when it has no escape (the names of
+    /// every body a client sends), else as JSONSerialization reads it.
+    private static func jsonString(_ quoted: Data) -> String? {
+        guard quoted.count >= 2, quoted.last == UInt8(ascii: "\"") else { return nil }
+        let inner = quoted.dropFirst().dropLast()
+        guard inner.contains(UInt8(ascii: "\\")) else { return String(decoding: inner, as: UTF8.self) }
+        return try? JSONSerialization.jsonObject(with: Data(quoted), options: .fragmentsAllowed) as? String
     }
 
     /// The text of a message body: a JSON string, or (the tutorials' apps do not escape their

@@ -1,4 +1,5 @@
 import Foundation
+import NewsPushModel
 
 #if canImport(Glibc)
     import Glibc
@@ -40,6 +41,6 @@ public enum ClientNetwork {
                 kept[index] &= UInt8(0xff << (8 - bits) & 0xff)
             }
         }
-        return kept.map { String(format: "%02x", $0) }.joined() + "/" + String(prefix)
+        return Hex.string(kept) + "/" + String(prefix)
     }
 }

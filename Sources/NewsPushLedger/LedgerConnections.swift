@@ -145,12 +145,12 @@ public final class LedgerConnections: Sendable {
     /// within `patience`.
     private func rows(_ sql: String, _ arguments: [SQLValue]) async throws(LedgerError) -> [SQLRow] {
         let (client, address) = (client, address)
-        let hostAndPort = address.hostAndPort
         do {
             return try await PostgresDeadline.first(
                 within: Self.patience, on: PostgresClient.defaultEventLoopGroup.any(),
                 late: {
-                    DatabaseError(kind: .connection, message: "no answer from \(hostAndPort) within \(Self.patience) s")
+                    DatabaseError(
+                        kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.patience) s")
                 }
             ) { () async throws -> [SQLRow] in
                 try await client.withConnection { connection in

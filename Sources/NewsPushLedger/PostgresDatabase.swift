@@ -228,12 +228,11 @@ final class PostgresDatabase: LedgerDatabase {
     private func answer<T: Sendable>(_ start: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<T>) throws
         -> T
     {
-        let hostAndPort = address.hostAndPort
-        let connection = connection
+        let (address, connection) = (address, connection)
         return try connection.eventLoop.flatSubmit {
             PostgresDeadline.first(start(connection), within: Self.answerTimeout) {
                 DatabaseError(
-                    kind: .connection, message: "no answer from \(hostAndPort) within \(Self.answerTimeout) s")
+                    kind: .connection, message: "no answer from \(address.hostAndPort) within \(Self.answerTimeout) s")
             }
         }.wait()
     }

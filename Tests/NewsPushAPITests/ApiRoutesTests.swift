@@ -98,6 +98,9 @@ struct ApiRoutesTests {
     @Test(arguments: [
         (#"{"platform":"fcmv1","pushChannel":"t","platform":"apns"}"#, "field 'platform' is given twice"),
         (#"{"platform":"fcmv1","pushChannel":"t","Platform":"apns"}"#, "fields 'platform' and 'Platform' differ"),
+        (#"{"platform":"fcmv1","pushChannel":"t","\u0050latform":"apns"}"#, "fields 'platform' and 'Platform' differ"),
+        // A name with an escaped quote, as the JSON answer spells it.
+        (#"{"platform":"fcmv1","pushChannel":"t","a\"b":1,"a\"b":2}"#, #"field 'a\"b' is given twice"#),
         (#"{"platform":"fcmv1"}"#, "field 'pushChannel' is required"),
         (#"{"platform":null,"pushChannel":"t"}"#, "field 'platform' is required"),
         (#"{"platform":7,"pushChannel":"t"}"#, "field 'platform' must be a string"),

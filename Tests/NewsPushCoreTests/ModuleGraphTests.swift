@@ -17,7 +17,7 @@ struct ModuleGraphTests {
         "NewsPushSessions": [
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsClassifier", "NewsPushCore", "NewsPushLedger",
         ],
-        "NewsPushHTTP": [],
+        "NewsPushHTTP": ["NewsPushModel"],
         "NewsPushDesk": [
             "NewsPushModel", "NotificationHubs", "FeedParsing", "NewsPushCore", "NewsPushLedger", "NewsPushSessions",
             "NewsPushHTTP",
