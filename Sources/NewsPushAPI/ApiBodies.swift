@@ -133,8 +133,10 @@ enum RequestBody {
                 while end < body.endIndex && body[end] != UInt8(ascii: "\"") {
                     end = body.index(end, offsetBy: body[end] == UInt8(ascii: "\\") ? 2 : 1)
                 }
-                let quoted = body[index..<min(body.endIndex, end + 1)]
-                if expectingName, end <= body.endIndex, let name = jsonString(quoted) { names.append(name) }
+                let close = min(body.endIndex, end + 1)
+                if expectingName, end <= body.endIndex, let name = jsonString(body[index..<close]) {
+                    names.append(name)
+                }
                 expectingName = false
                 index = end
             default: break

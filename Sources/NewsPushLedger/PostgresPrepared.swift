@@ -98,8 +98,8 @@ final class PreparedStatements: Sendable {
             let key = key(sql, arguments)
             switch statements.next(key) {
             case .unnamed:
-                return connection.query(PostgresDatabase.statement(sql, arguments), logger: PostgresDatabase.silent).map
-                { result in
+                let query = PostgresDatabase.statement(sql, arguments)
+                return connection.query(query, logger: PostgresDatabase.silent).map { result in
                     result.rows.map { row in SQLRow(values: row.map(PostgresDatabase.value)) }
                 }
             case .run(let prepared):
